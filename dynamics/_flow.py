@@ -1,0 +1,130 @@
+"""Continuous-time dynamics: any ODE on a PyTree state, and gradient flow dθ/dt = −R ⊙ ∇L(θ)."""
+
+from collections.abc import Callable, Mapping
+
+import diffrax
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, ArrayLike, Float, PyTree
+
+from ._rates import Rates, scale_tree
+from ._run import COMPLETED, EVENT, NONFINITE, SOLVER_FAILURE, Run, all_finite
+
+Predicate = Callable[[PyTree], ArrayLike]
+"""A function of the state returning a boolean scalar, e.g. `lambda p: loss(p) < 1e-3`."""
+
+
+def ode_flow(
+    vector_field: Callable[[Float[Array, ""], PyTree, PyTree], PyTree],
+    y0: PyTree,
+    *,
+    t1: float,
+    t0: float = 0.0,
+    args: PyTree = None,
+    save_ts: Float[ArrayLike, " T"] | None = None,
+    save: Callable[[PyTree], PyTree] | None = None,
+    events: Mapping[str, Predicate] | None = None,
+    solver: diffrax.AbstractSolver | None = None,
+    rtol: float = 1e-8,
+    atol: float = 1e-10,
+    dt0: float | None = None,
+    max_steps: int = 100_000,
+    adjoint: diffrax.AbstractAdjoint | None = None,
+) -> Run:
+    """Integrate dy/dt = vector_field(t, y, args) with adaptive step control (Diffrax).
+
+    The run stops at `t1`, or earlier when one of `events` becomes true or the state stops
+    being finite; `Run.stop` and `Run.event` say which.
+
+    **Arguments:**
+
+    - `vector_field`: `(t, y, args) -> dy/dt`, a PyTree like `y`.
+    - `y0`: the initial state (any PyTree of arrays, e.g. an Equinox model).
+    - `t1`, `t0`: the time interval.
+    - `args`: passed through to `vector_field`.
+    - `save_ts`: times at which to save; default `[t0, t1]`.
+    - `save`: a function of the state saved at `save_ts` (a loss, metrics); default: the state.
+    - `events`: named predicates of the state; the first to become true stops the run.
+    - `solver`: a Diffrax solver; default `Tsit5()`.
+    - `rtol`, `atol`: tolerances of the PID step-size controller.
+    - `dt0`: the first step; default chosen by the controller.
+    - `max_steps`: the solver's step budget; a run that exhausts it stops with `solver_failure`.
+    - `adjoint`: how to differentiate through the solve; default Diffrax's
+      `RecursiveCheckpointAdjoint` (reverse mode, exact for the discretised solve).
+
+    **Returns:** a [`Run`][].
+    """
+    save = (lambda y: y) if save is None else save
+    save_ts = jnp.asarray([t0, t1] if save_ts is None else save_ts)
+    names = tuple(events or {})
+    predicates = [events[name] for name in names] + [lambda y: jnp.logical_not(all_finite(y))]
+    event = diffrax.Event([lambda t, y, args, p=p, **kw: p(y) for p in predicates])
+    sol = diffrax.diffeqsolve(
+        diffrax.ODETerm(vector_field),
+        diffrax.Tsit5() if solver is None else solver,
+        t0=t0,
+        t1=t1,
+        dt0=dt0,
+        y0=y0,
+        args=args,
+        saveat=diffrax.SaveAt(
+            subs=[
+                diffrax.SubSaveAt(ts=save_ts, fn=lambda t, y, args: save(y)),
+                diffrax.SubSaveAt(t1=True),
+            ]
+        ),
+        stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol),
+        event=event,
+        max_steps=max_steps,
+        adjoint=diffrax.RecursiveCheckpointAdjoint() if adjoint is None else adjoint,
+        throw=False,
+    )
+    (save_times, final_times), (values, final) = sol.ts, sol.ys
+    final = jax.tree.map(lambda x: x[0], final)
+    fired = jnp.stack(sol.event_mask) if sol.event_mask is not None else jnp.zeros(0, bool)
+    event_index = jnp.where(jnp.any(fired[:-1]), jnp.argmax(fired[:-1]), -1) if names else jnp.array(-1)
+    stop = jnp.where(
+        sol.result == diffrax.RESULTS.event_occurred,
+        jnp.where(fired[-1] | ~all_finite(final), NONFINITE, EVENT),
+        jnp.where(sol.result == diffrax.RESULTS.successful, COMPLETED, SOLVER_FAILURE),
+    )
+    return Run(
+        ts=save_times,
+        values=values,
+        final=final,
+        stop=stop,
+        event=jnp.where(stop == EVENT, event_index, -1),
+        t_stop=final_times[0],
+    )
+
+
+def gradient_flow(
+    loss: Callable[[PyTree], Float[Array, ""]],
+    params: PyTree,
+    *,
+    rates: Rates = None,
+    **kwargs,
+) -> Run:
+    """Gradient flow dθ/dt = −R ⊙ ∇L(θ), each parameter group at its own rate.
+
+    **Arguments:**
+
+    - `loss`: `params -> scalar`, e.g. a population loss.
+    - `params`: the initial parameters θ(0) (any PyTree, e.g. an Equinox model).
+    - `rates`: `R`, one rate per parameter group (see [`Rates`][]); default 1 everywhere.
+    - `**kwargs`: everything [`ode_flow`][] takes (`t1`, `save_ts`, `save`, `events`, ...).
+
+    **Returns:** a [`Run`][] whose state is the parameters.
+    """
+    grad = jax.grad(loss)
+
+    def vector_field(t, theta, args):
+        del t, args
+        return scale_tree(rates, grad(theta), sign=-1.0)
+
+    return ode_flow(vector_field, params, **kwargs)
+
+
+def loss_below(loss: Callable[[PyTree], Float[Array, ""]], eps: float) -> Predicate:
+    """An event predicate that fires once `loss(state) < eps`."""
+    return lambda state: loss(state) < eps

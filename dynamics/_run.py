@@ -1,0 +1,53 @@
+"""The result of one simulated run, shared by continuous flows and discrete training."""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Bool, Int, PyTree, Real
+
+STOP_REASONS = ("completed", "event", "nonfinite", "solver_failure")
+"""Why a run stopped, indexed by `Run.stop`: it reached its final time or step; a user event
+fired (`Run.event` says which); the state stopped being finite; the ODE solver gave up
+(e.g. its step budget ran out)."""
+
+COMPLETED, EVENT, NONFINITE, SOLVER_FAILURE = range(len(STOP_REASONS))
+
+
+class Run(eqx.Module):
+    """One run: saved values at save times, the final state, and why it stopped.
+
+    Every field is an array, so runs can be `vmap`ped (each field then gains a leading seed axis),
+    differentiated, and turned into a [`Trajectory`][] for disk.
+
+    **Fields:**
+
+    - `ts`: the save times (continuous time for flows, step numbers for discrete training).
+      Saves that fall after a run stopped early hold `inf` (flows) or repeat the stopped state
+      (discrete training).
+    - `values`: a PyTree; each leaf has a leading axis over `ts`.
+    - `final`: the state when the run stopped.
+    - `stop`: an index into [`STOP_REASONS`][].
+    - `event`: the index of the user event that stopped the run, −1 if none did.
+    - `t_stop`: the time (or step) at which the run stopped.
+    """
+
+    ts: Real[Array, " T"]
+    values: PyTree
+    final: PyTree
+    stop: Int[Array, ""]
+    event: Int[Array, ""]
+    t_stop: Real[Array, ""]
+
+
+def all_finite(tree: PyTree) -> Bool[Array, ""]:
+    """True when every inexact leaf of `tree` is finite."""
+    checks = [jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(eqx.filter(tree, eqx.is_inexact_array))]
+    return jnp.all(jnp.stack(checks)) if checks else jnp.array(True)
+
+
+def stop_reason(run_stop: int, run_event: int, event_names: tuple[str, ...]) -> str:
+    """A readable stop reason, e.g. `"completed"` or `"event:loss_below"`."""
+    reason = STOP_REASONS[int(run_stop)]
+    if reason == "event":
+        return f"event:{event_names[int(run_event)]}"
+    return reason

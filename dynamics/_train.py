@@ -1,0 +1,104 @@
+"""Discrete training: optax steps under `jax.lax.scan`, full-batch or on fresh mini-batches."""
+
+from collections.abc import Callable, Mapping
+
+import jax
+import jax.numpy as jnp
+import optax
+from jaxtyping import Array, Float, PRNGKeyArray, PyTree
+
+from ._flow import Predicate
+from ._run import COMPLETED, EVENT, NONFINITE, Run, all_finite
+
+
+def _select(pred, on_true: PyTree, on_false: PyTree) -> PyTree:
+    return jax.tree.map(lambda a, b: jnp.where(pred, a, b), on_true, on_false)
+
+
+def train(
+    loss: Callable[..., Float[Array, ""]],
+    params: PyTree,
+    optimizer: optax.GradientTransformation,
+    *,
+    num_steps: int,
+    every: int = 1,
+    key: PRNGKeyArray | None = None,
+    sample: Callable[[PRNGKeyArray], PyTree] | None = None,
+    save: Callable[[PyTree], PyTree] | None = None,
+    events: Mapping[str, Predicate] | None = None,
+) -> Run:
+    """Run `num_steps` optimizer steps under `jax.lax.scan`, saving every `every` steps.
+
+    Full-batch when `sample` is `None` (`loss(params)`, e.g. a population loss: GD is then
+    explicit Euler on the gradient flow); otherwise step k draws a fresh mini-batch
+    `sample(fold_in(key, k))` and descends `loss(params, batch)` (SGD, momentum, Adam).
+
+    Before each step the `events` are evaluated on the current parameters; the first that
+    holds freezes the run there (`Run.stop = event`). A step that would make the parameters
+    non-finite is not taken and the run is frozen (`Run.stop = nonfinite`), so a diverging run
+    keeps its last finite parameters and never spoils others in the same `vmap`.
+
+    **Arguments:**
+
+    - `loss`: `params -> scalar` (full batch) or `(params, batch) -> scalar` (with `sample`).
+    - `params`: the initial parameters.
+    - `optimizer`: an optax transformation producing the updates (see [`gd`][],
+      [`heavy_ball`][], [`adam`][]).
+    - `num_steps`: the number of steps, a multiple of `every`.
+    - `every`: save `save(params)` at steps 0, every, 2·every, ..., num_steps.
+    - `key`: the PRNG key of the mini-batch stream (required with `sample`).
+    - `sample`: `key -> batch`, a task's sampler.
+    - `save`: the function of the parameters to save; default: the parameters.
+    - `events`: named predicates of the parameters that stop the run.
+
+    **Returns:** a [`Run`][] with `ts` = the saved step numbers.
+    """
+    if num_steps < 1 or every < 1 or num_steps % every:
+        raise ValueError(
+            f"num_steps must be a positive multiple of every >= 1, got num_steps={num_steps}, every={every}"
+        )
+    if sample is not None and key is None:
+        raise ValueError("key must be given when training on sampled mini-batches")
+    save = (lambda p: p) if save is None else save
+    predicates = [events[name] for name in (events or {})]
+    grad = jax.grad(loss)
+
+    def gradient(p, step):
+        if sample is None:
+            return grad(p)
+        return grad(p, sample(jax.random.fold_in(key, step)))
+
+    def one_step(carry, step):
+        p, opt_state, stop, event, t_stop = carry
+        if predicates:
+            fired = jnp.stack([jnp.asarray(pred(p), bool) for pred in predicates])
+            hit = jnp.any(fired) & (stop == COMPLETED)
+            stop = jnp.where(hit, EVENT, stop)
+            event = jnp.where(hit, jnp.argmax(fired), event)
+            t_stop = jnp.where(hit, step, t_stop)
+        running = stop == COMPLETED
+        updates, new_state = optimizer.update(gradient(p, step), opt_state, p)
+        new_p = optax.apply_updates(p, updates)
+        diverged = running & ~all_finite(new_p)
+        stop = jnp.where(diverged, NONFINITE, stop)
+        t_stop = jnp.where(diverged, step, t_stop)
+        accept = running & ~diverged
+        carry = (_select(accept, new_p, p), _select(accept, new_state, opt_state), stop, event, t_stop)
+        return carry, None
+
+    def block(carry, first_step):
+        carry, _ = jax.lax.scan(one_step, carry, first_step + jnp.arange(every))
+        return carry, save(carry[0])
+
+    init = (params, optimizer.init(params), jnp.array(COMPLETED), jnp.array(-1), jnp.array(num_steps))
+    carry, saved = jax.lax.scan(block, init, jnp.arange(0, num_steps, every))
+    final, _, stop, event, t_stop = carry
+    values = jax.tree.map(lambda first, rest: jnp.concatenate([first[None], rest]), save(params), saved)
+    return Run(
+        ts=jnp.arange(0, num_steps + 1, every),
+        values=values,
+        final=final,
+        stop=stop,
+        event=event,
+        t_stop=t_stop,
+    )

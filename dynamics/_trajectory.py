@@ -1,0 +1,103 @@
+"""Trajectories on disk: saved values with a leading seed axis and the config that made them."""
+
+import dataclasses
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+from ._run import Run, stop_reason
+
+_META_KEY = "__meta__"
+
+
+def _flatten(tree: Any, prefix: str) -> dict[str, np.ndarray]:
+    flat = {}
+    for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
+        name = prefix + jax.tree_util.keystr(path, simple=True, separator="/")
+        flat[name.rstrip("/")] = np.asarray(leaf)
+    return flat
+
+
+@dataclasses.dataclass(frozen=True)
+class Trajectory:
+    """Host-side record of many runs of one configuration, ready for disk.
+
+    **Fields:**
+
+    - `times`: `(S, T)` save times (or steps) of each of S runs.
+    - `values`: name -> array with leading axes `(S, T, ...)`; names are PyTree paths such as
+      `"loss"` or `"Z"` (saved values) and `"final/Z"` (the state when each run stopped).
+    - `stop_reasons`: `(S,)` strings, e.g. `"completed"`, `"event:loss_below"`, `"nonfinite"`.
+    - `t_stop`: `(S,)` the time each run stopped.
+    - `config`: a JSON-serialisable dict: everything needed to make the runs again.
+    """
+
+    times: np.ndarray
+    values: dict[str, np.ndarray]
+    stop_reasons: np.ndarray
+    t_stop: np.ndarray
+    config: dict
+
+    @classmethod
+    def from_runs(cls, runs: Run, config: dict, event_names: tuple[str, ...] = ()) -> "Trajectory":
+        """Build from a [`Run`][] whose fields carry a leading seed axis (from `vmap` or
+        [`run_many`][]). `event_names` are the names of the events in the order given."""
+        values = _flatten(runs.values, "") | _flatten(runs.final, "final/")
+        stops = np.atleast_1d(np.asarray(runs.stop))
+        events = np.atleast_1d(np.asarray(runs.event))
+        reasons = np.asarray([stop_reason(s, e, event_names) for s, e in zip(stops, events)])
+        json.dumps(config)  # fail here, not at save time, on a config that JSON cannot hold
+        return cls(
+            times=np.asarray(runs.ts),
+            values=values,
+            stop_reasons=reasons,
+            t_stop=np.asarray(runs.t_stop),
+            config=config,
+        )
+
+    @property
+    def num_runs(self) -> int:
+        """S, the number of runs."""
+        return len(self.stop_reasons)
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write one `.npz` file atomically: to a temporary file in the same folder, flushed to
+        disk, then renamed over `path`, so a crash never leaves a half-written file.
+
+        **Returns:** the path written.
+        """
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        arrays = {f"values/{k}": v for k, v in self.values.items()}
+        arrays |= {"times": self.times, "stop_reasons": self.stop_reasons, "t_stop": self.t_stop}
+        arrays[_META_KEY] = np.asarray(json.dumps({"config": self.config}))
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                np.savez(f, **arrays)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+        return path
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "Trajectory":
+        """Read a file written by [`Trajectory.save`][]."""
+        with np.load(path, allow_pickle=False) as data:
+            meta = json.loads(str(data[_META_KEY]))
+            values = {k.removeprefix("values/"): data[k] for k in data.files if k.startswith("values/")}
+            return cls(
+                times=data["times"],
+                values=values,
+                stop_reasons=data["stop_reasons"],
+                t_stop=data["t_stop"],
+                config=meta["config"],
+            )

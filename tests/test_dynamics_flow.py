@@ -1,0 +1,80 @@
+"""Gradient flow and general ODE flows against closed forms."""
+
+import diffrax
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import dynamics
+
+A = jnp.array([1.0, 0.5, 2.0])
+
+
+def quadratic(params):
+    """L = ½ Σ a_i x_i² + ½ b y²: the flow with rates (r_x, r_y) is x_i(t) = x_i(0) e^{−r_x a_i t}."""
+    return 0.5 * jnp.sum(A * params["x"] ** 2) + 0.5 * 3.0 * params["y"] ** 2
+
+
+def test_gradient_flow_matches_closed_form_with_group_rates():
+    params = {"x": jnp.array([1.0, -2.0, 0.5]), "y": jnp.array(1.5)}
+    rates = {"x": 0.7, "y": 0.2}
+    ts = jnp.linspace(0.0, 3.0, 7)
+    run = dynamics.gradient_flow(quadratic, params, rates=rates, t1=3.0, save_ts=ts, rtol=1e-11, atol=1e-12)
+    expected_x = params["x"] * jnp.exp(-0.7 * A * ts[:, None])
+    expected_y = params["y"] * jnp.exp(-0.2 * 3.0 * ts)
+    np.testing.assert_allclose(run.values["x"], expected_x, rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(run.values["y"], expected_y, rtol=1e-8, atol=1e-12)
+    assert dynamics.STOP_REASONS[int(run.stop)] == "completed"
+    assert float(run.t_stop) == 3.0
+
+
+def test_saved_function_of_state_and_monotone_loss():
+    params = {"x": jnp.array([1.0, -2.0, 0.5]), "y": jnp.array(1.5)}
+    ts = jnp.linspace(0.0, 5.0, 50)
+    run = dynamics.gradient_flow(quadratic, params, t1=5.0, save_ts=ts, save=quadratic)
+    assert run.values.shape == (50,)
+    assert np.all(np.diff(np.asarray(run.values)) <= 0.0)
+    np.testing.assert_allclose(run.values[0], quadratic(params))
+
+
+def test_loss_event_stops_the_run_and_is_reported():
+    params = {"x": jnp.array([1.0, -2.0, 0.5]), "y": jnp.array(1.5)}
+    run = dynamics.gradient_flow(
+        quadratic,
+        params,
+        t1=100.0,
+        events={"never": lambda p: jnp.array(False), "loss_below": dynamics.loss_below(quadratic, 1e-3)},
+    )
+    assert dynamics.stop_reason(run.stop, run.event, ("never", "loss_below")) == "event:loss_below"
+    assert float(quadratic(run.final)) < 1e-3
+    # Stopped early, at the first accepted step below the threshold, not at t1.
+    assert 1.0 < float(run.t_stop) < 20.0
+
+
+def test_nonfinite_state_stops_the_run():
+    def blow_up(t, y, args):
+        return y**2  # y(t) = 1 / (1 - t): infinite at t = 1
+
+    run = dynamics.ode_flow(blow_up, jnp.array(1.0), t1=2.0, max_steps=10_000)
+    reason = dynamics.STOP_REASONS[int(run.stop)]
+    assert reason in ("nonfinite", "solver_failure")
+    assert float(run.t_stop) <= 1.0 + 1e-6
+
+
+def test_ode_flow_other_solver_and_args():
+    run = dynamics.ode_flow(
+        lambda t, y, k: -k * y,
+        jnp.array(2.0),
+        t1=1.0,
+        args=jnp.array(3.0),
+        solver=diffrax.Dopri8(),
+        rtol=1e-12,
+        atol=1e-14,
+    )
+    np.testing.assert_allclose(run.final, 2.0 * np.exp(-3.0), rtol=1e-10)
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0])
+def test_loss_below_is_a_plain_predicate(bad):
+    assert bool(dynamics.loss_below(lambda p: p, 0.5)(jnp.array(bad)))
