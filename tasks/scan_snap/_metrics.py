@@ -1,0 +1,67 @@
+"""Metrics of the figures: attention entropy on distinct tokens (Fig. 6) and recall
+curves (Figs. 11-12)."""
+
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, ArrayLike, Float, Scalar
+
+from ._classes import ClassArrays, SequenceClasses, to_class_arrays
+from ._model import YZModel
+
+
+def _class_average(values: Float[Array, "... K"], arrays: ClassArrays) -> Float[Array, "..."]:
+    """Mean over the classes that have at least one distinct token."""
+    has_dt = jnp.any(arrays.dt_mask, axis=-1).astype(values.dtype)
+    return jnp.sum(values * has_dt, axis=-1) / jnp.sum(has_dt)
+
+
+def distinct_token_entropy(model: YZModel, classes: SequenceClasses | ClassArrays) -> Scalar:
+    """Average entropy of c_n on the distinct tokens (Fig. 6, spec §6.3): for each class,
+    p_l ∝ P(l | n) e^{z_{ψ(n), l}} over l ∈ G_DT(n) only, renormalised (Eqn 5 restricted);
+    H_n = −Σ_l p_l ln p_l in nats; averaged over the classes (those with G_DT(n) ≠ ∅).
+
+    **Arguments:**
+
+    - `model`: the Y/Z model.
+    - `classes`: the sequence classes (a [`tasks.scan_snap.ClassArrays`][] inside `jit`).
+
+    **Returns:**
+
+    The average entropy; 2.1513 at Z = 0 on Syn-Medium (p ∝ linspace(0.1, 1, 10)).
+    """
+    arrays = to_class_arrays(classes, model.Z.dtype)
+    z = model.Z[arrays.query]
+    probs = arrays.probs.astype(z.dtype)
+    mask = arrays.dt_mask
+    has_dt = jnp.any(mask, axis=-1, keepdims=True)
+    log_scores = jnp.where(mask, jnp.log(jnp.where(mask, probs, 1.0)) + z, -jnp.inf)
+    log_p = jax.nn.log_softmax(jnp.where(has_dt, log_scores, 0.0), axis=-1)
+    entropy = -jnp.sum(jnp.where(mask, jnp.exp(log_p) * log_p, 0.0), axis=-1)
+    return _class_average(entropy, arrays)
+
+
+def recall_at_threshold(
+    model: YZModel, classes: SequenceClasses | ClassArrays, taus: Float[ArrayLike, " S"]
+) -> Float[Array, " S"]:
+    """Recall of the distinct tokens at attention thresholds τ (Figs. 11-12, spec §6.4,
+    [RECON]): a = softmax(z_{ψ(n)}) over all M tokens (uniform = 1/M); recall of class n =
+    fraction of G_DT(n) with a_l > τ; averaged over the classes (those with G_DT(n) ≠ ∅).
+
+    **Arguments:**
+
+    - `model`: the Y/Z model.
+    - `classes`: the sequence classes (a [`tasks.scan_snap.ClassArrays`][] inside `jit`).
+    - `taus`: thresholds, shape (S,).
+
+    **Returns:**
+
+    The recall at each threshold, shape (S,).
+    """
+    arrays = to_class_arrays(classes, model.Z.dtype)
+    attention = jax.nn.softmax(model.Z[arrays.query], axis=-1)
+    taus = jnp.asarray(taus, dtype=attention.dtype)
+    mask = arrays.dt_mask
+    above = (attention[None] > taus[:, None, None]) & mask[None]
+    num_dt = jnp.maximum(jnp.sum(mask, axis=-1), 1).astype(attention.dtype)
+    recall = jnp.sum(above, axis=-1).astype(attention.dtype) / num_dt
+    return _class_average(recall, arrays)

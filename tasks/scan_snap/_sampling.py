@@ -1,0 +1,97 @@
+"""Sampling sequences from the classes (spec §3.3, §6.3): i.i.d. classes, i.i.d. tokens
+with replacement, by inverse CDF."""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Int, PRNGKeyArray
+
+from ._classes import ClassArrays, SequenceClasses, to_class_arrays
+from ._model import Batch
+
+
+class TokenBatch(eqx.Module):
+    """A batch of sequences in position form.
+
+    **Fields:**
+
+    - `tokens`: the contextual tokens x_1, ..., x_{T−1}.
+    - `query`: the query token x_T.
+    - `label`: the next token x_{T+1}.
+    """
+
+    tokens: Int[Array, "B T-1"]
+    query: Int[Array, " B"]
+    label: Int[Array, " B"]
+
+
+def token_counts(tokens: Int[Array, "B T-1"], M: int) -> Int[Array, "B M"]:
+    """Token counts N of each row of `tokens`.
+
+    **Arguments:**
+
+    - `tokens`: token ids in [0, M).
+    - `M`: vocabulary size.
+
+    **Returns:**
+
+    Counts, shape (B, M); each row sums to T − 1.
+    """
+    return jax.vmap(lambda row: jnp.bincount(row, length=M))(tokens)
+
+
+def sample_tokens(
+    key: PRNGKeyArray, classes: SequenceClasses | ClassArrays, batch_size: int, T: int
+) -> TokenBatch:
+    """Draw `batch_size` sequences of length T + 1 as in the official `Dataset2.generate`:
+    each sample picks its class n i.i.d. from π (batches are not balanced), draws its
+    T − 1 contextual tokens i.i.d. with replacement from P(· | n) by inverse CDF
+    (`jnp.searchsorted` on the class's cumulative probabilities), and has query ψ(n) and
+    label n. Works under `jit` / `vmap` with `classes` a [`tasks.scan_snap.ClassArrays`][].
+
+    **Arguments:**
+
+    - `key`: PRNG key.
+    - `classes`: the sequence classes.
+    - `batch_size`: B >= 1 (static).
+    - `T`: position of the query token, >= 2 (static).
+
+    **Returns:**
+
+    A [`tasks.scan_snap.TokenBatch`][].
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    if T < 2:
+        raise ValueError(f"T must be >= 2 (at least one contextual token), got {T}")
+    arrays = to_class_arrays(classes, None)
+    key_class, key_tokens = jax.random.split(key)
+    dtype = arrays.cdf.dtype
+    u_class = jax.random.uniform(key_class, (batch_size,), dtype=dtype)
+    cls = jnp.searchsorted(arrays.class_cdf, u_class, side="right")
+    u_tokens = jax.random.uniform(key_tokens, (batch_size, T - 1), dtype=dtype)
+    tokens = jax.vmap(lambda cdf, u: jnp.searchsorted(cdf, u, side="right"))(
+        arrays.cdf[cls], u_tokens
+    )
+    return TokenBatch(tokens=tokens, query=arrays.query[cls], label=arrays.next_token[cls])
+
+
+def sample(
+    key: PRNGKeyArray, classes: SequenceClasses | ClassArrays, batch_size: int, T: int
+) -> Batch:
+    """[`tasks.scan_snap.sample_tokens`][] in count form (same draws for the same key).
+
+    **Arguments:**
+
+    - `key`: PRNG key.
+    - `classes`: the sequence classes.
+    - `batch_size`: B >= 1 (static).
+    - `T`: position of the query token, >= 2 (static).
+
+    **Returns:**
+
+    A [`tasks.scan_snap.Batch`][] with counts (B, M) summing to T − 1 per row.
+    """
+    batch = sample_tokens(key, classes, batch_size, T)
+    M = to_class_arrays(classes, None).probs.shape[1]
+    return Batch(counts=token_counts(batch.tokens, M), query=batch.query, label=batch.label)
