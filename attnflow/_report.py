@@ -25,7 +25,9 @@ def reproduce(out: Path, *, full: bool, metadata: dict) -> int:
     checks = []
     for paper in theory.PAPERS:
         print(f"[verify] {paper}", flush=True)
-        checks += theory.run_paper(paper, quick=not full, progress=lambda name: print(f"  {name}", flush=True))
+        checks += theory.run_paper(
+            paper, quick=not full, progress=lambda name: print(f"  {name}", flush=True)
+        )
     print(theory.format_table(checks))
     theory.write_json(checks, out / "verify.json", metadata)
 
@@ -53,10 +55,14 @@ def _index_page(checks, figure_files: dict[str, list[Path]], out: Path, metadata
     sections = []
     for name, paths in figure_files.items():
         images = "".join(
-            f"<img src='{esc(str(p.relative_to(out)))}' alt='{esc(name)}'>" for p in paths if p.suffix == ".png"
+            f"<img src='{esc(str(p.relative_to(out)))}' alt='{esc(name)}'>"
+            for p in paths
+            if p.suffix == ".png"
         )
         links = " · ".join(
-            f"<a href='{esc(str(p.relative_to(out)))}'>{esc(p.suffix[1:])}</a>" for p in paths if p.suffix != ".png"
+            f"<a href='{esc(str(p.relative_to(out)))}'>{esc(p.suffix[1:])}</a>"
+            for p in paths
+            if p.suffix != ".png"
         )
         sections.append(f"<section><h3>{esc(name)}</h3>{images}<p>{links}</p></section>")
     return f"""<!doctype html>
@@ -78,6 +84,6 @@ img {{ max-width: 100%; border: 1px solid #eee; }}
 {rows}
 </table>
 <h2>Figures</h2>
-{''.join(sections)}
+{"".join(sections)}
 </body></html>
 """

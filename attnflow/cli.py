@@ -30,7 +30,9 @@ def _verify(args: argparse.Namespace) -> int:
     papers = [args.paper] if args.paper else list(theory.PAPERS)
     checks = []
     for paper in papers:
-        checks += theory.run_paper(paper, quick=args.quick, progress=lambda name: print(f"  running {name}", flush=True))
+        checks += theory.run_paper(
+            paper, quick=args.quick, progress=lambda name: print(f"  running {name}", flush=True)
+        )
     print(theory.format_table(checks))
     path = theory.write_json(checks, args.json, _metadata(args))
     print(f"wrote {path}")
@@ -41,11 +43,16 @@ def _simulate(args: argparse.Namespace) -> int:
     import tasks
 
     settings = dict(_parse_setting(s) for s in args.set)
-    trajectory = tasks.simulate(args.task, level=args.level, num_seeds=args.seeds, settings=settings, progress=True)
+    trajectory = tasks.simulate(
+        args.task, level=args.level, num_seeds=args.seeds, settings=settings, progress=True
+    )
     out = Path(args.out) / f"{args.task}_{trajectory.config['level']}_{args.seeds}seeds.npz"
     trajectory.save(out)
     reasons, counts = np.unique(trajectory.stop_reasons, return_counts=True)
-    print(f"{trajectory.num_runs} runs; stop reasons: " + ", ".join(f"{r} x{n}" for r, n in zip(reasons, counts)))
+    print(
+        f"{trajectory.num_runs} runs; stop reasons: "
+        + ", ".join(f"{r} x{n}" for r, n in zip(reasons, counts))
+    )
     print(f"wrote {out}")
     return 0
 
@@ -92,9 +99,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     simulate = sub.add_parser("simulate", help="batch-simulate many seeds and write a trajectory file")
     simulate.add_argument("task", help="a task name, e.g. scan_snap")
-    simulate.add_argument("--level", default=None, help="simulation level (task-specific; e.g. L0, L1, L2, L3)")
+    simulate.add_argument(
+        "--level", default=None, help="simulation level (task-specific; e.g. L0, L1, L2, L3)"
+    )
     simulate.add_argument("--seeds", type=int, default=16, help="number of seeds (default 16)")
-    simulate.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config field")
+    simulate.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="override a config field"
+    )
     simulate.add_argument("--out", default="results", help="output folder")
     simulate.set_defaults(func=_simulate)
 
@@ -103,7 +114,9 @@ def build_parser() -> argparse.ArgumentParser:
     figs.add_argument("--all", action="store_true", help="every figure")
     figs.add_argument("--list", action="store_true", help="list figure names and exit")
     figs.add_argument("--out", default="results/figures", help="output folder")
-    figs.add_argument("--full", action="store_true", help="the papers' sizes (slow) instead of quick defaults")
+    figs.add_argument(
+        "--full", action="store_true", help="the papers' sizes (slow) instead of quick defaults"
+    )
     figs.set_defaults(func=_figures)
 
     repro = sub.add_parser("reproduce", help="every check and every figure, with an index.html")

@@ -95,6 +95,7 @@ def ode_flow(
         stop=stop,
         event=jnp.where(stop == EVENT, event_index, -1),
         t_stop=final_times[0],
+        num_steps=sol.stats["num_steps"],
     )
 
 

@@ -29,6 +29,8 @@ class Run(eqx.Module):
     - `stop`: an index into [`STOP_REASONS`][].
     - `event`: the index of the user event that stopped the run, −1 if none did.
     - `t_stop`: the time (or step) at which the run stopped.
+    - `num_steps`: the steps taken: solver steps, accepted and rejected (flows; each costs
+      one vector-field evaluation per solver stage), or optimizer steps (discrete training).
     """
 
     ts: Real[Array, " T"]
@@ -37,6 +39,7 @@ class Run(eqx.Module):
     stop: Int[Array, ""]
     event: Int[Array, ""]
     t_stop: Real[Array, ""]
+    num_steps: Int[Array, ""]
 
 
 def all_finite(tree: PyTree) -> Bool[Array, ""]:

@@ -101,4 +101,5 @@ def train(
         stop=stop,
         event=event,
         t_stop=t_stop,
+        num_steps=jnp.asarray(t_stop),
     )

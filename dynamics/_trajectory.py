@@ -34,6 +34,7 @@ class Trajectory:
       `"loss"` or `"Z"` (saved values) and `"final/Z"` (the state when each run stopped).
     - `stop_reasons`: `(S,)` strings, e.g. `"completed"`, `"event:loss_below"`, `"nonfinite"`.
     - `t_stop`: `(S,)` the time each run stopped.
+    - `num_steps`: `(S,)` the solver or optimizer steps each run took.
     - `config`: a JSON-serialisable dict: everything needed to make the runs again.
     """
 
@@ -41,6 +42,7 @@ class Trajectory:
     values: dict[str, np.ndarray]
     stop_reasons: np.ndarray
     t_stop: np.ndarray
+    num_steps: np.ndarray
     config: dict
 
     @classmethod
@@ -57,6 +59,7 @@ class Trajectory:
             values=values,
             stop_reasons=reasons,
             t_stop=np.asarray(runs.t_stop),
+            num_steps=np.asarray(runs.num_steps),
             config=config,
         )
 
@@ -74,7 +77,7 @@ class Trajectory:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         arrays = {f"values/{k}": v for k, v in self.values.items()}
-        arrays |= {"times": self.times, "stop_reasons": self.stop_reasons, "t_stop": self.t_stop}
+        arrays |= {k: getattr(self, k) for k in ("times", "stop_reasons", "t_stop", "num_steps")}
         arrays[_META_KEY] = np.asarray(json.dumps({"config": self.config}))
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         try:
@@ -99,5 +102,6 @@ class Trajectory:
                 values=values,
                 stop_reasons=data["stop_reasons"],
                 t_stop=data["t_stop"],
+                num_steps=data["num_steps"],
                 config=meta["config"],
             )

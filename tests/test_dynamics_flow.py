@@ -1,7 +1,6 @@
 """Gradient flow and general ODE flows against closed forms."""
 
 import diffrax
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest

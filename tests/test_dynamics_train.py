@@ -96,6 +96,7 @@ def test_event_freezes_the_run():
     # The last saves repeat the frozen state.
     np.testing.assert_array_equal(run.values["x"][-1], run.values["x"][-2])
     assert 0 < int(run.t_stop) < 400
+    assert int(run.num_steps) == int(run.t_stop)
 
 
 def test_divergence_is_flagged_and_keeps_last_finite_state():

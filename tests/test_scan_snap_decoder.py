@@ -260,7 +260,9 @@ def test_theorem4_scalar_ode(C0):
     ys = _solve(scalar_vector_field, ScalarState(z=jnp.zeros(()), B=jnp.zeros(())), args, ts, 1e-12, 1e-14)
     B = phase_B_exact(ts, M, K, eta_y, eta_z, C0)
     np.testing.assert_allclose(ys.B[1:], B[1:], rtol=1e-8)
-    np.testing.assert_allclose(jnp.exp(-4 * ys.z), 1 + 4 * gamma_integral(ts, M, K, eta_y, eta_z) / C0, rtol=1e-8)
+    np.testing.assert_allclose(
+        jnp.exp(-4 * ys.z), 1 + 4 * gamma_integral(ts, M, K, eta_y, eta_z) / C0, rtol=1e-8
+    )
 
 
 def test_gamma_integral_is_integral_of_gamma():
@@ -317,7 +319,12 @@ def test_spec_figure_values():
     # §6.1 Fig. 3: χ = e^{2B} with C0 = 5.68e-3, M = 1000, K = 10, η_Z = 0.5
     t = jnp.array([100.0, 300.0, 700.0])
     # The spec prints 461 for (η_Y = 1, t = 700); with C0 = 5.68e-3 the value is 460.49.
-    expected = {0.5: ["289", "518", "600"], 1.0: ["324", "415", "460"], 2.0: ["275", "320", "349"], 5.0: ["198", "222", "239"]}
+    expected = {
+        0.5: ["289", "518", "600"],
+        1.0: ["324", "415", "460"],
+        2.0: ["275", "320", "349"],
+        5.0: ["198", "222", "239"],
+    }
     for eta_y, chi in expected.items():
         _assert_printed(jnp.exp(2 * phase_B_exact(t, 1000, 10, eta_y, 0.5, 5.68e-3)), chi)
     eta_y = jnp.array([0.5, 1.0, 2.0, 5.0])
@@ -406,7 +413,9 @@ def test_theory_vector_field_structure():
     xi_def = jnp.array([gamma * sum(beta[n, k] * gram[n, k] for k in range(K) if k != n) for n in range(K)])
     np.testing.assert_allclose(xi_n, xi_def, rtol=1e-10)
     # The class-weighted flow is the unweighted flow with η_Z / K.
-    weighted = TheoryArgs(probs=probs, query=query, eta_y=jnp.asarray(1.0), eta_z=jnp.asarray(0.5), class_weighted=True)
+    weighted = TheoryArgs(
+        probs=probs, query=query, eta_y=jnp.asarray(1.0), eta_z=jnp.asarray(0.5), class_weighted=True
+    )
     scaled = TheoryArgs(probs=probs, query=query, eta_y=jnp.asarray(1.0), eta_z=jnp.asarray(0.5 / K))
     d_w, d_s = field(t, state, weighted), field(t, state, scaled)
     np.testing.assert_allclose(d_w.Z, d_s.Z, rtol=1e-14, atol=1e-18)
@@ -438,7 +447,9 @@ def test_vector_fields_vmap_grad_float32():
     assert d32.Z.dtype == d32.B.dtype == jnp.float32
     np.testing.assert_allclose(d32.Z, field(30.0, state, args).Z, rtol=1e-3, atol=1e-7)
     scalar32 = ScalarState(z=jnp.zeros((), jnp.float32), B=jnp.zeros((), jnp.float32))
-    d = scalar_vector_field(30.0, scalar32, ScalarArgs(M=1000, K=10, eta_y=0.5, eta_z=jnp.asarray(0.5), C0=1.0))
+    d = scalar_vector_field(
+        30.0, scalar32, ScalarArgs(M=1000, K=10, eta_y=0.5, eta_z=jnp.asarray(0.5), C0=1.0)
+    )
     assert d.z.dtype == d.B.dtype == jnp.float32
 
 

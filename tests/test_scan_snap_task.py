@@ -18,9 +18,7 @@ _jit = eqx.filter_jit
 
 def _random_model(key, M, scale=1.0):
     key_y, key_z = jax.random.split(key)
-    return ss.YZModel(
-        Y=scale * jax.random.normal(key_y, (M, M)), Z=scale * jax.random.normal(key_z, (M, M))
-    )
+    return ss.YZModel(Y=scale * jax.random.normal(key_y, (M, M)), Z=scale * jax.random.normal(key_z, (M, M)))
 
 
 def _random_classes(seed=0, K=4, M=15):
@@ -246,9 +244,9 @@ def test_population_loss_at_zero_is_log_M():
 def test_population_loss_is_cross_entropy_of_the_limit_counts(getkey):
     classes = _random_classes()
     model = _random_model(getkey(), classes.M)
-    per_class = _jit(
-        jax.vmap(lambda c, q, n: ss.cross_entropy(model, ss.Batch(c[None], q[None], n[None])))
-    )(jnp.asarray(classes.probs), jnp.asarray(classes.query), jnp.asarray(classes.next_token))
+    per_class = _jit(jax.vmap(lambda c, q, n: ss.cross_entropy(model, ss.Batch(c[None], q[None], n[None]))))(
+        jnp.asarray(classes.probs), jnp.asarray(classes.query), jnp.asarray(classes.next_token)
+    )
     expected = np.sum(classes.class_probs * np.asarray(per_class))
     np.testing.assert_allclose(_jit(ss.population_loss)(model, classes), expected, rtol=1e-13)
 
@@ -273,13 +271,9 @@ def test_population_gradient_formula_is_minus_autograd(getkey, which):
 def test_population_loss_vmap_over_models_equals_loop(getkey):
     classes = ss.Dataset2.syn_medium(1).build()
     arrays = classes.arrays()
-    models = eqx.filter_vmap(lambda k: ss.YZModel.uniform(k, classes.M))(
-        jax.random.split(getkey(), 5)
-    )
+    models = eqx.filter_vmap(lambda k: ss.YZModel.uniform(k, classes.M))(jax.random.split(getkey(), 5))
     batched = jax.jit(jax.vmap(ss.population_loss, in_axes=(0, None)))(models, arrays)
-    batched_grad = jax.jit(jax.vmap(ss.population_gradient_formula, in_axes=(0, None)))(
-        models, arrays
-    )
+    batched_grad = jax.jit(jax.vmap(ss.population_gradient_formula, in_axes=(0, None)))(models, arrays)
     single_loss = jax.jit(ss.population_loss)
     single_grad = jax.jit(ss.population_gradient_formula)
     for i in range(5):

@@ -38,6 +38,8 @@ def test_save_load_round_trip_is_identical(tmp_path):
     np.testing.assert_array_equal(back.times, traj.times)
     np.testing.assert_array_equal(back.stop_reasons, traj.stop_reasons)
     np.testing.assert_array_equal(back.t_stop, traj.t_stop)
+    np.testing.assert_array_equal(back.num_steps, traj.num_steps)
+    assert np.all(traj.num_steps > 0)
     assert back.values.keys() == traj.values.keys()
     for name in traj.values:
         np.testing.assert_array_equal(back.values[name], traj.values[name])

@@ -30,9 +30,7 @@ def _distribution(name: str, value: Any, shape: tuple[int, ...]) -> np.ndarray:
         raise ValueError(f"{name} entries must be finite and in [0, 1]")
     sums = array.sum(axis=-1)
     if np.any(np.abs(sums - 1.0) > _SUM_TOL):
-        raise ValueError(
-            f"{name} must sum to 1 (within {_SUM_TOL}) along its last axis, got sums {sums}"
-        )
+        raise ValueError(f"{name} must sum to 1 (within {_SUM_TOL}) along its last axis, got sums {sums}")
     return array
 
 

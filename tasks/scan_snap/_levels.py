@@ -21,7 +21,14 @@ from ._classes import ClassArrays
 from ._metrics import distinct_token_entropy
 from ._model import Batch, YZModel, class_attention, cross_entropy, population_loss
 from ._sampling import sample
-from ._theory_flow import ScalarArgs, ScalarState, TheoryArgs, TheoryState, scalar_vector_field, theory_vector_field
+from ._theory_flow import (
+    ScalarArgs,
+    ScalarState,
+    TheoryArgs,
+    TheoryState,
+    scalar_vector_field,
+    theory_vector_field,
+)
 
 OPTIMIZERS = ("sgd", "momentum", "adam")
 
@@ -166,7 +173,9 @@ def theory_flow(
         probs=classes.probs, query=classes.query, eta_y=eta_y, eta_z=eta_z, class_weighted=class_weighted
     )
     state = TheoryState(Z=Z0, B=jnp.zeros(classes.probs.shape[0], Z0.dtype))
-    return dynamics.ode_flow(theory_vector_field, state, args=args, t1=t1, save_ts=save_ts, save=save, **flow_options)
+    return dynamics.ode_flow(
+        theory_vector_field, state, args=args, t1=t1, save_ts=save_ts, save=save, **flow_options
+    )
 
 
 def scalar_flow(

@@ -90,9 +90,7 @@ class YZModel(eqx.Module):
         """Vocabulary size."""
         return self.Y.shape[0]
 
-    def attention_output(
-        self, counts: Real[Array, " M"], query: Int[Array, ""] | int
-    ) -> Float[Array, " M"]:
+    def attention_output(self, counts: Real[Array, " M"], query: Int[Array, ""] | int) -> Float[Array, " M"]:
         """X^T b_T = (N ∘ e^{z_m}) / (N^T e^{z_m}), m = x_T (spec §1.2), computed with the
         maximum of z_m over the present tokens (N_l > 0) subtracted.
 
@@ -228,9 +226,7 @@ def class_attention(model: YZModel, classes: SequenceClasses | ClassArrays) -> F
     return jax.nn.softmax(log_scores, axis=-1)
 
 
-def _population_terms(
-    model: YZModel, arrays: ClassArrays
-) -> tuple[Float[Array, "K M"], Float[Array, "K M"]]:
+def _population_terms(model: YZModel, arrays: ClassArrays) -> tuple[Float[Array, "K M"], Float[Array, "K M"]]:
     """f_n = c_n / ||c_n||_2 and log α_n = log softmax(Y^T f_n), rows n = 1..K."""
     c = class_attention(model, arrays)
     f = c / jnp.linalg.norm(c, axis=-1, keepdims=True)

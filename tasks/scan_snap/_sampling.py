@@ -70,15 +70,11 @@ def sample_tokens(
     u_class = jax.random.uniform(key_class, (batch_size,), dtype=dtype)
     cls = jnp.searchsorted(arrays.class_cdf, u_class, side="right")
     u_tokens = jax.random.uniform(key_tokens, (batch_size, T - 1), dtype=dtype)
-    tokens = jax.vmap(lambda cdf, u: jnp.searchsorted(cdf, u, side="right"))(
-        arrays.cdf[cls], u_tokens
-    )
+    tokens = jax.vmap(lambda cdf, u: jnp.searchsorted(cdf, u, side="right"))(arrays.cdf[cls], u_tokens)
     return TokenBatch(tokens=tokens, query=arrays.query[cls], label=arrays.next_token[cls])
 
 
-def sample(
-    key: PRNGKeyArray, classes: SequenceClasses | ClassArrays, batch_size: int, T: int
-) -> Batch:
+def sample(key: PRNGKeyArray, classes: SequenceClasses | ClassArrays, batch_size: int, T: int) -> Batch:
     """[`tasks.scan_snap.sample_tokens`][] in count form (same draws for the same key).
 
     **Arguments:**

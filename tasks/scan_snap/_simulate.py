@@ -82,7 +82,9 @@ class Simulation:
         if not 0.0 <= self.momentum < 1.0:
             raise ValueError(f"momentum must be in [0, 1), got {self.momentum}")
         if self.num_steps % self.every:
-            raise ValueError(f"every must divide num_steps, got every={self.every}, num_steps={self.num_steps}")
+            raise ValueError(
+                f"every must divide num_steps, got every={self.every}, num_steps={self.num_steps}"
+            )
 
     @classmethod
     def from_settings(cls, settings: dict[str, str]) -> "Simulation":
@@ -168,7 +170,14 @@ def simulate(sim: Simulation, num_seeds: int, *, progress: bool = False) -> dyna
                 save_ts=save_ts, class_weighted=sim.class_weighted,
             )  # fmt: skip
         return scalar_flow(
-            M=sim.M, K=sim.K, eta_y=sim.eta_y, eta_z=sim.eta_z, C0=sim.C0, t1=sim.t1, save_ts=save_ts, dtype=dtype
+            M=sim.M,
+            K=sim.K,
+            eta_y=sim.eta_y,
+            eta_z=sim.eta_z,
+            C0=sim.C0,
+            t1=sim.t1,
+            save_ts=save_ts,
+            dtype=dtype,
         )
 
     keys = dynamics.seed_keys(sim.seed, num_seeds)

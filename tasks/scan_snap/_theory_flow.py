@@ -230,6 +230,8 @@ def scalar_vector_field(t: Float[ArrayLike, ""], state: ScalarState, args: Scala
     The time derivative, a `ScalarState`.
     """
     dtype = state.z.dtype
-    M, K, eta_y, eta_z, C0 = (jnp.asarray(x, dtype) for x in (args.M, args.K, args.eta_y, args.eta_z, args.C0))
+    M, K, eta_y, eta_z, C0 = (
+        jnp.asarray(x, dtype) for x in (args.M, args.K, args.eta_y, args.eta_z, args.C0)
+    )
     rate = eta_z * speed_gamma(jnp.asarray(t, dtype), M, K, eta_y) * jnp.exp(4 * state.z) / C0
     return ScalarState(z=-rate, B=rate)
