@@ -1,5 +1,6 @@
 """Many runs at once: `vmap` over seeds and hyper-parameter grids, chunked and sharded."""
 
+import functools
 import itertools
 from collections.abc import Callable, Iterable
 
@@ -13,6 +14,12 @@ from tqdm.auto import tqdm
 from ._run import NONFINITE, Run
 
 SEEDS_AXIS = "seeds"
+
+@functools.lru_cache(maxsize=64)
+def _batched(fn: Callable) -> Callable:
+    """`jit(vmap(fn))`, made once per function (the last 64 kept) so repeated calls with the
+    same function reuse its compilations."""
+    return jax.jit(jax.vmap(fn))
 
 
 def seed_keys(seed: int, num_seeds: int) -> jax.Array:
@@ -65,7 +72,8 @@ def run_many(
 
     **Arguments:**
 
-    - `fn`: one run, `(*args) -> PyTree of arrays` (e.g. a [`Run`][]); traced once per chunk shape.
+    - `fn`: one run, `(*args) -> PyTree of arrays` (e.g. a [`Run`][]); compiled once per chunk
+      shape, and reused by later calls with the same `fn` object.
     - `*batched_args`: PyTrees whose leaves have the run axis first.
     - `chunk_size`: runs per compiled call; default all at once.
     - `devices`: devices to shard over; default `jax.local_devices()`.
@@ -81,7 +89,7 @@ def run_many(
     chunk = num_runs if chunk_size is None else max(1, min(chunk_size, num_runs))
     chunk = -(-chunk // len(devices)) * len(devices)
     sharding = NamedSharding(Mesh(np.asarray(devices), (SEEDS_AXIS,)), PartitionSpec(SEEDS_AXIS))
-    batched_fn = jax.jit(jax.vmap(fn))
+    batched_fn = _batched(fn)
     pieces = []
     for start in tqdm(range(0, num_runs, chunk), desc=description, disable=not progress, unit="chunk"):
         stop = min(start + chunk, num_runs)

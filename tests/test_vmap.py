@@ -105,3 +105,15 @@ def test_sharded_run_equals_unsharded_on_four_cpu_devices():
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "sharded ok (10, 3)" in result.stdout
+
+
+def test_run_many_reuses_its_compiled_function_across_calls():
+    def run(rate):
+        return dynamics.train(lambda w: 0.5 * w**2, jnp.array(1.0), dynamics.gd(rate), num_steps=5)
+
+    from dynamics._batch import _batched
+
+    dynamics.run_many(run, jnp.array([0.1, 0.2]))
+    hits = _batched.cache_info().hits
+    dynamics.run_many(run, jnp.array([0.3, 0.4]))
+    assert _batched.cache_info().hits == hits + 1

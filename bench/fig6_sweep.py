@@ -1,0 +1,335 @@
+"""Fig. 6 sweep (spec §6.3): one batched `dynamics.run_many` call per vocabulary vs the same
+runs one at a time through one jitted single-run function.
+
+The sweep: Syn-Medium with `num_last` ∈ {1, 3, 5, 10}; 16 (η_Z, η_Y/η_Z) pairs
+η_Z ∈ {0.5, 1, 2, 3} × ratio ∈ {1, 2, 5, 10}; 10 seeds; 100 steps of SGD with heavy-ball
+momentum 0.9 (L0, `tasks.scan_snap.sgd_run`); batch 128, T = 128; uniform init; float32.
+A run returns its final Fig. 6 distinct-token entropy, so both sides do exactly the same work
+and their entropies are compared.
+
+Timing (compile excluded from both sides, reported separately):
+
+- **batched**: wall time of one `dynamics.run_many` call over all (pair × seed) runs of a
+  vocabulary, minus the XLA compile time spent inside that call. `run_many` builds a fresh
+  `jit(vmap(fn))` on every call, so every call recompiles; the compile time is measured in the
+  call itself with `jax.monitoring` duration events and subtracted. Tracing and lowering (also
+  redone on every call) stay in the batched time and are printed separately.
+- **loop**: `jax.jit(fn)` compiled once per vocabulary by an untimed warm-up call (its XLA
+  compile time is printed), then called once per run in a Python loop, each result fetched to the
+  host. With `--loop-sample N` only a random subset of N runs is timed and the loop's cost for
+  all runs is extrapolated from the per-run cost (the output says so).
+
+Both sides are timed in the same process, interleaved (batched then loop for every vocabulary,
+order swapped on odd repeats); the table reports medians over `--repeats`.
+
+Run `python bench/fig6_sweep.py --help` for the flags.
+"""
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+
+import jax
+import jax.monitoring
+import jax.numpy as jnp
+import numpy as np
+
+import dynamics
+from tasks.scan_snap import Dataset2, YZModel, distinct_token_entropy, sgd_run
+
+ETA_Z = (0.5, 1.0, 2.0, 3.0)
+RATIOS = (1.0, 2.0, 5.0, 10.0)
+NUM_LAST = (1, 3, 5, 10)
+
+_COMPILE_EVENTS = (
+    "/jax/core/compile/backend_compile_duration",
+    "/jax/compilation_cache/cache_retrieval_time_sec",
+)
+_OVERHEAD_EVENTS = (
+    "/jax/core/compile/jaxpr_trace_duration",
+    "/jax/core/compile/jaxpr_to_mlir_module_duration",
+)
+
+
+class _CompileClock:
+    """Sums `jax.monitoring` durations: XLA compile (+ persistent-cache loads) and trace/lower."""
+
+    _installed: "_CompileClock | None" = None
+
+    def __init__(self):
+        self.compile = 0.0
+        self.overhead = 0.0
+
+    @classmethod
+    def get(cls) -> "_CompileClock":
+        # jax.monitoring has no way to unregister one listener, so install one per process.
+        if cls._installed is None:
+            clock = cls()
+
+            def listen(event: str, duration: float, **kwargs) -> None:
+                if event in _COMPILE_EVENTS:
+                    clock.compile += duration
+                elif event in _OVERHEAD_EVENTS:
+                    clock.overhead += duration
+
+            jax.monitoring.register_event_duration_secs_listener(listen)
+            cls._installed = clock
+        return cls._installed
+
+    def snapshot(self) -> tuple[float, float]:
+        return self.compile, self.overhead
+
+
+def make_run(num_last: int, *, steps: int, batch_size: int, T: int, dtype=jnp.float32):
+    """The single-run function of one vocabulary: `(key, eta_z, ratio) -> final DT entropy`.
+
+    The key is split into the init key (uniform U(−1/√M, 1/√M) init) and the mini-batch stream.
+    """
+    dataset = Dataset2.syn_medium(num_last)
+    arrays = dataset.build().arrays(dtype)
+    M = dataset.M
+
+    def entropy(model: YZModel):
+        return distinct_token_entropy(model, arrays)
+
+    def one(key, eta_z, ratio):
+        key_init, key_data = jax.random.split(key)
+        model = YZModel.uniform(key_init, M, dtype)
+        run = sgd_run(
+            key_data,
+            model,
+            arrays,
+            T=T,
+            batch_size=batch_size,
+            num_steps=steps,
+            every=steps,
+            eta_y=eta_z * ratio,
+            eta_z=eta_z,
+            method="momentum",
+            save=entropy,
+        )
+        return run.values[-1]
+
+    return one, M
+
+
+def sweep_args(num_seeds: int, seed: int, eta_z: Sequence[float], ratios: Sequence[float]):
+    """All (η_Z, ratio, seed) runs flattened (seed fastest): keys, η_Z, ratios as numpy arrays.
+    Seed s uses the same key for every pair (as `seed=1..10` in the official sweep)."""
+    points = dynamics.grid(eta_z=eta_z, ratio=ratios, seed=range(num_seeds))
+    seed_keys = np.asarray(dynamics.seed_keys(seed, num_seeds))
+    keys = seed_keys[points["seed"]]
+    return keys, points["eta_z"].astype(np.float32), points["ratio"].astype(np.float32)
+
+
+def _time_batched(one, args, chunk_size):
+    clock = _CompileClock.get()
+    compile0, overhead0 = clock.snapshot()
+    start = time.perf_counter()
+    entropies, finite = dynamics.run_many(one, *args, chunk_size=chunk_size)
+    wall = time.perf_counter() - start
+    compile1, overhead1 = clock.snapshot()
+    compile_s = compile1 - compile0
+    return wall - compile_s, compile_s, overhead1 - overhead0, np.asarray(entropies), finite
+
+
+def _time_loop(jitted, args, indices):
+    clock = _CompileClock.get()
+    compile0, _ = clock.snapshot()
+    out = np.empty(len(indices), np.float32)
+    start = time.perf_counter()
+    for j, i in enumerate(indices):
+        out[j] = np.asarray(jitted(*(a[i] for a in args)))
+    wall = time.perf_counter() - start
+    compile1, _ = clock.snapshot()
+    if compile1 - compile0 > 0:
+        print(f"warning: the timed loop compiled for {compile1 - compile0:.2f} s", file=sys.stderr)
+    return wall, out
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description="Fig. 6 sweep: batched dynamics.run_many vs a Python loop of single jitted runs.",
+    )
+    parser.add_argument(
+        "--num-last",
+        type=int,
+        nargs="+",
+        default=list(NUM_LAST),
+        help="Syn-Medium vocabularies (default: 1 3 5 10)",
+    )
+    parser.add_argument("--seeds", type=int, default=10, help="seeds per (eta_z, ratio) pair (default 10)")
+    parser.add_argument("--steps", type=int, default=100, help="SGD-momentum steps per run (default 100)")
+    parser.add_argument("--repeats", type=int, default=3, help="timed repeats; medians reported (default 3)")
+    parser.add_argument(
+        "--loop-sample",
+        type=int,
+        default=0,
+        help="time the loop on N random runs per vocabulary and extrapolate (default 0 = all)",
+    )
+    parser.add_argument("--eta-z", type=float, nargs="+", default=list(ETA_Z), help="default 0.5 1 2 3")
+    parser.add_argument(
+        "--ratios", type=float, nargs="+", default=list(RATIOS), help="eta_y/eta_z, default 1 2 5 10"
+    )
+    parser.add_argument("--batch-size", type=int, default=128)
+    parser.add_argument("--T", type=int, default=128, help="sequence length (query position)")
+    parser.add_argument(
+        "--chunk-size", type=int, default=None, help="run_many chunk size (default: all runs)"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="base PRNG seed")
+    args = parser.parse_args(argv)
+    if args.seeds < 1 or args.steps < 1 or args.repeats < 1 or args.loop_sample < 0:
+        parser.error("--seeds, --steps, --repeats must be >= 1 and --loop-sample >= 0")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> dict:
+    """Run the benchmark and print the table.
+
+    **Returns:** a dict: `ratio` (batched / loop seed-steps per second over all vocabularies),
+    `extrapolated` (whether the loop was timed on a sample), and `rows`, one dict per vocabulary
+    with the times, rates, ratio, compile and trace seconds, and both sides' final entropies
+    (`batched_entropies` for all runs, `loop_entropies` for the runs `loop_indices`).
+    """
+    args = parse_args(argv)
+    rng = np.random.default_rng(args.seed)
+    print(
+        f"Fig 6 sweep: {len(args.eta_z)}x{len(args.ratios)} (eta_z, ratio) pairs x {args.seeds} seeds, "
+        f"{args.steps} SGD-momentum steps, batch {args.batch_size}, T {args.T}, float32, "
+        f"{jax.device_count()} {jax.default_backend()} device(s), {args.repeats} repeats (medians)"
+    )
+    print(
+        "compile excluded from both timings (shown in the compile columns); batched time includes "
+        "run_many's per-call trace+lower (trace column)"
+    )
+
+    setups = {}
+    for num_last in args.num_last:
+        one, M = make_run(num_last, steps=args.steps, batch_size=args.batch_size, T=args.T)
+        run_args = sweep_args(args.seeds, args.seed, args.eta_z, args.ratios)
+        num_runs = len(run_args[0])
+        if args.loop_sample and args.loop_sample < num_runs:
+            indices = np.sort(rng.choice(num_runs, args.loop_sample, replace=False))
+        else:
+            indices = np.arange(num_runs)
+        # Warm-ups (untimed): the batched call gives the reference entropies; the loop's jit
+        # compiles on its first call.
+        _, batched_compile, _, entropies, finite = _time_batched(one, run_args, args.chunk_size)
+        jitted = jax.jit(one)
+        compile0, _ = _CompileClock.get().snapshot()
+        jax.block_until_ready(jitted(*(a[indices[0]] for a in run_args)))
+        loop_compile = _CompileClock.get().snapshot()[0] - compile0
+        setups[num_last] = dict(
+            one=one,
+            M=M,
+            args=run_args,
+            num_runs=num_runs,
+            indices=indices,
+            jitted=jitted,
+            entropies=entropies,
+            finite=finite,
+            batched_compile=[batched_compile],
+            loop_compile=loop_compile,
+            batched=[],
+            overhead=[],
+            loop=[],
+            loop_entropies=None,
+        )
+
+    for repeat in range(args.repeats):
+        for num_last in args.num_last:
+            s = setups[num_last]
+            order = ("batched", "loop") if repeat % 2 == 0 else ("loop", "batched")
+            for side in order:
+                if side == "batched":
+                    seconds, compile_s, overhead, entropies, _ = _time_batched(
+                        s["one"], s["args"], args.chunk_size
+                    )
+                    s["batched"].append(seconds)
+                    s["batched_compile"].append(compile_s)
+                    s["overhead"].append(overhead)
+                    s["entropies_repeat"] = entropies
+                else:
+                    seconds, out = _time_loop(s["jitted"], s["args"], s["indices"])
+                    s["loop"].append(seconds / len(s["indices"]))
+                    s["loop_entropies"] = out
+
+    header = (
+        f"{'num_last':>8} {'M':>4} {'runs':>5} {'loop runs':>9} | {'batched s':>9} {'seed-steps/s':>12} | "
+        f"{'loop s':>9} {'seed-steps/s':>12} | {'ratio':>6} | "
+        f"{'compile b/l s':>13} {'trace s':>7} | {'max|dH|':>8}"
+    )
+    print(header)
+    print("-" * len(header))
+    rows = []
+    total_steps = total_batched = total_loop = 0.0
+    any_extrapolated = False
+    for num_last in args.num_last:
+        s = setups[num_last]
+        seed_steps = s["num_runs"] * args.steps
+        batched_s = statistics.median(s["batched"])
+        loop_s = statistics.median(s["loop"]) * s["num_runs"]
+        extrapolated = len(s["indices"]) < s["num_runs"]
+        any_extrapolated |= extrapolated
+        delta = float(np.max(np.abs(s["loop_entropies"] - s["entropies"][s["indices"]])))
+        delta_repeat = float(np.max(np.abs(s["entropies_repeat"] - s["entropies"])))
+        row = dict(
+            num_last=num_last,
+            M=s["M"],
+            runs=s["num_runs"],
+            loop_runs=len(s["indices"]),
+            batched_s=batched_s,
+            loop_s=loop_s,
+            extrapolated=extrapolated,
+            batched_rate=seed_steps / batched_s,
+            loop_rate=seed_steps / loop_s,
+            ratio=loop_s / batched_s,
+            batched_compile_s=statistics.median(s["batched_compile"]),
+            loop_compile_s=s["loop_compile"],
+            trace_s=statistics.median(s["overhead"]),
+            max_entropy_diff=delta,
+            max_entropy_diff_batched_repeat=delta_repeat,
+            batched_entropies=s["entropies"],
+            loop_entropies=s["loop_entropies"],
+            loop_indices=s["indices"],
+            all_finite=bool(np.all(s["finite"])),
+        )
+        rows.append(row)
+        total_steps += seed_steps
+        total_batched += batched_s
+        total_loop += loop_s
+        loop_runs = f"{len(s['indices'])}{'*' if extrapolated else ''}"
+        print(
+            f"{num_last:>8} {s['M']:>4} {s['num_runs']:>5} {loop_runs:>9} | {batched_s:>9.3f} "
+            f"{row['batched_rate']:>12.1f} | {loop_s:>9.3f} {row['loop_rate']:>12.1f} | "
+            f"{row['ratio']:>6.2f} | {row['batched_compile_s']:>6.1f}/{row['loop_compile_s']:<6.1f} "
+            f"{row['trace_s']:>7.2f} | {delta:>8.1e}"
+        )
+    ratio = (total_steps / total_batched) / (total_steps / total_loop)
+    print("-" * len(header))
+    print(
+        f"{'all':>8} {'':>4} {int(total_steps / args.steps):>5} {'':>9} | {total_batched:>9.3f} "
+        f"{total_steps / total_batched:>12.1f} | {total_loop:>9.3f} {total_steps / total_loop:>12.1f} | "
+        f"{ratio:>6.2f} |"
+    )
+    print(
+        "columns: batched s = median run_many wall time minus its XLA compile; loop s = median loop time "
+        "for all runs; compile b/l = XLA compile inside each run_many call (median) / inside the loop's "
+        "first (untimed) jitted call; trace s = run_many's per-call trace+lower (included in batched s); "
+        "max|dH| = max |final entropy, loop - batched| over the loop's runs"
+    )
+    if any_extrapolated:
+        print(
+            "* loop time EXTRAPOLATED: measured on the marked number of random runs, "
+            "per-run median cost x all runs"
+        )
+    if not all(r["all_finite"] for r in rows):
+        print("warning: some runs diverged (non-finite), see run_many's finite flags", file=sys.stderr)
+    print(f"ratio batched/loop (seed-steps/s): {ratio:.2f}")
+    return dict(ratio=ratio, rows=rows, extrapolated=any_extrapolated)
+
+
+if __name__ == "__main__":
+    main()

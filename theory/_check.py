@@ -1,0 +1,172 @@
+"""A theorem check: the paper's claim, its predicted value, the simulated value, and a verdict."""
+
+import dataclasses
+import json
+import math
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+VERDICTS = ("pass", "fail", "deviation")
+"""`pass`: the simulation agrees with the prediction within the tolerance. `fail`: it does not.
+`deviation`: it does not, and the specification documents why (the reason is in `note`);
+reported with its numbers, never counted as a pass."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Check:
+    """One prediction held against one simulation.
+
+    **Fields:**
+
+    - `paper`, `name`: where the check belongs, e.g. `("scan_snap", "theorem4_B_closed_form")`.
+    - `claim`: the statement checked, with the paper's equation number.
+    - `predicted`: the value the paper's formula gives (or the bound it must respect).
+    - `simulated`: the value measured on a simulation.
+    - `error`: the discrepancy measure compared with `tolerance` (e.g. a relative error).
+    - `tolerance`: the largest `error` that passes.
+    - `verdict`: one of [`VERDICTS`][].
+    - `provenance`: where the claim and tolerance come from: `paper`, `derived` or `recon`
+      (our reconstruction of something the paper does not state).
+    - `note`: anything a reader needs: the settings, a documented deviation, a reference number.
+    - `seconds`: the wall time the check took.
+    """
+
+    paper: str
+    name: str
+    claim: str
+    predicted: float
+    simulated: float
+    error: float
+    tolerance: float
+    verdict: str
+    provenance: str = "paper"
+    note: str = ""
+    seconds: float = 0.0
+
+    def __post_init__(self):
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
+
+    @property
+    def passed(self) -> bool:
+        """True unless the verdict is `fail`."""
+        return self.verdict != "fail"
+
+    def to_dict(self) -> dict:
+        """JSON-ready: non-finite numbers become strings."""
+
+        def clean(v):
+            return v if not isinstance(v, float) or math.isfinite(v) else str(v)
+
+        return {k: clean(v) for k, v in dataclasses.asdict(self).items()}
+
+
+def within(
+    paper: str,
+    name: str,
+    claim: str,
+    *,
+    predicted: float,
+    simulated: float,
+    error: float,
+    tolerance: float,
+    provenance: str = "paper",
+    note: str = "",
+    expected_deviation: str | None = None,
+) -> Check:
+    """A check that passes when `error <= tolerance` (a NaN error fails).
+
+    **Arguments:** the fields of [`Check`][]; `expected_deviation`, when given, is the documented
+    reason a failure is expected: a failing comparison is then reported as `deviation`.
+
+    **Returns:** a [`Check`][].
+    """
+    ok = bool(error <= tolerance)
+    verdict = "pass" if ok else ("deviation" if expected_deviation else "fail")
+    if expected_deviation and not ok:
+        note = f"{note} Expected deviation: {expected_deviation}".strip()
+    return Check(
+        paper=paper,
+        name=name,
+        claim=claim,
+        predicted=float(predicted),
+        simulated=float(simulated),
+        error=float(error),
+        tolerance=float(tolerance),
+        verdict=verdict,
+        provenance=provenance,
+        note=note,
+    )
+
+
+def relative_error(predicted, simulated) -> float:
+    """|simulated − predicted| / |predicted| (absolute error where predicted is 0)."""
+    scale = abs(float(predicted))
+    diff = abs(float(simulated) - float(predicted))
+    return diff / scale if scale > 0 else diff
+
+
+def run_checks(
+    makers: Iterable[Callable[[], Check]], progress: Callable[[str], None] | None = None
+) -> list[Check]:
+    """Run check makers in order, timing each.
+
+    A maker that raises produces a failing check carrying the error message: a crash is a
+    finding, not something to skip.
+
+    **Arguments:**
+
+    - `makers`: zero-argument callables returning a [`Check`][]; `maker.__name__` names it.
+    - `progress`: called with each maker's name before it runs.
+
+    **Returns:** the checks, in order.
+    """
+    checks = []
+    for make in makers:
+        if progress is not None:
+            progress(make.__name__)
+        start = time.perf_counter()
+        try:
+            check = make()
+        except Exception as err:  # noqa: BLE001 - reported as a failing check
+            check = Check(
+                paper=getattr(make, "paper", "?"),
+                name=make.__name__,
+                claim="(the check raised)",
+                predicted=math.nan,
+                simulated=math.nan,
+                error=math.nan,
+                tolerance=math.nan,
+                verdict="fail",
+                note=f"{type(err).__name__}: {err}",
+            )
+        checks.append(dataclasses.replace(check, seconds=time.perf_counter() - start))
+    return checks
+
+
+def format_table(checks: list[Check]) -> str:
+    """A plain-text table: verdict, paper, name, predicted, simulated, error / tolerance."""
+    header = (
+        f"{'verdict':<9} {'paper':<12} {'check':<40} {'predicted':>12} {'simulated':>12}"
+        f" {'error':>10} {'tol':>9}"
+    )
+    lines = [header, "-" * len(header)]
+    for c in checks:
+        lines.append(
+            f"{c.verdict.upper():<9} {c.paper:<12.12} {c.name:<40.40} {c.predicted:>12.5g}"
+            f" {c.simulated:>12.5g} {c.error:>10.3g} {c.tolerance:>9.2g}"
+        )
+    counts = {v: sum(c.verdict == v for c in checks) for v in VERDICTS}
+    lines.append(
+        f"checks: {counts['pass']} pass, {counts['fail']} fail, {counts['deviation']} expected deviation(s)"
+    )
+    return "\n".join(lines)
+
+
+def write_json(checks: list[Check], path: str | Path, meta: dict) -> Path:
+    """Write the checks and `meta` (versions, options) to `path` as JSON."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"meta": meta, "checks": [c.to_dict() for c in checks]}, indent=2))
+    return path
