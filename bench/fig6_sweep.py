@@ -7,15 +7,12 @@ momentum 0.9 (L0, `tasks.scan_snap.sgd_run`); batch 128, T = 128; uniform init; 
 A run returns its final Fig. 6 distinct-token entropy, so both sides do exactly the same work
 and their entropies are compared.
 
-Timing (compile excluded from both sides, reported separately):
+Timing (compile excluded from both sides; each side's first, compiling call is untimed and its
+wall time is printed separately):
 
 - **batched**: wall time of one `dynamics.run_many` call over all (pair × seed) runs of a
-  vocabulary, minus the XLA compile time spent inside that call. `run_many` builds a fresh
-  `jit(vmap(fn))` on every call, so every call recompiles; the compile time is measured in the
-  call itself with `jax.monitoring` duration events and subtracted. Tracing and lowering (also
-  redone on every call) stay in the batched time and are printed separately.
-- **loop**: `jax.jit(fn)` compiled once per vocabulary by an untimed warm-up call (its XLA
-  compile time is printed), then called once per run in a Python loop, each result fetched to the
+  vocabulary (`run_many` keeps its compiled function between calls with the same `fn`).
+- **loop**: `jax.jit(fn)` called once per run in a Python loop, each result fetched to the
   host. With `--loop-sample N` only a random subset of N runs is timed and the loop's cost for
   all runs is extrapolated from the per-run cost (the output says so).
 
@@ -32,7 +29,6 @@ import time
 from collections.abc import Sequence
 
 import jax
-import jax.monitoring
 import jax.numpy as jnp
 import numpy as np
 
@@ -42,44 +38,6 @@ from tasks.scan_snap import Dataset2, YZModel, distinct_token_entropy, sgd_run
 ETA_Z = (0.5, 1.0, 2.0, 3.0)
 RATIOS = (1.0, 2.0, 5.0, 10.0)
 NUM_LAST = (1, 3, 5, 10)
-
-_COMPILE_EVENTS = (
-    "/jax/core/compile/backend_compile_duration",
-    "/jax/compilation_cache/cache_retrieval_time_sec",
-)
-_OVERHEAD_EVENTS = (
-    "/jax/core/compile/jaxpr_trace_duration",
-    "/jax/core/compile/jaxpr_to_mlir_module_duration",
-)
-
-
-class _CompileClock:
-    """Sums `jax.monitoring` durations: XLA compile (+ persistent-cache loads) and trace/lower."""
-
-    _installed: "_CompileClock | None" = None
-
-    def __init__(self):
-        self.compile = 0.0
-        self.overhead = 0.0
-
-    @classmethod
-    def get(cls) -> "_CompileClock":
-        # jax.monitoring has no way to unregister one listener, so install one per process.
-        if cls._installed is None:
-            clock = cls()
-
-            def listen(event: str, duration: float, **kwargs) -> None:
-                if event in _COMPILE_EVENTS:
-                    clock.compile += duration
-                elif event in _OVERHEAD_EVENTS:
-                    clock.overhead += duration
-
-            jax.monitoring.register_event_duration_secs_listener(listen)
-            cls._installed = clock
-        return cls._installed
-
-    def snapshot(self) -> tuple[float, float]:
-        return self.compile, self.overhead
 
 
 def make_run(num_last: int, *, steps: int, batch_size: int, T: int, dtype=jnp.float32):
@@ -125,28 +83,17 @@ def sweep_args(num_seeds: int, seed: int, eta_z: Sequence[float], ratios: Sequen
 
 
 def _time_batched(one, args, chunk_size):
-    clock = _CompileClock.get()
-    compile0, overhead0 = clock.snapshot()
     start = time.perf_counter()
     entropies, finite = dynamics.run_many(one, *args, chunk_size=chunk_size)
-    wall = time.perf_counter() - start
-    compile1, overhead1 = clock.snapshot()
-    compile_s = compile1 - compile0
-    return wall - compile_s, compile_s, overhead1 - overhead0, np.asarray(entropies), finite
+    return time.perf_counter() - start, np.asarray(entropies), finite
 
 
 def _time_loop(jitted, args, indices):
-    clock = _CompileClock.get()
-    compile0, _ = clock.snapshot()
     out = np.empty(len(indices), np.float32)
     start = time.perf_counter()
     for j, i in enumerate(indices):
         out[j] = np.asarray(jitted(*(a[i] for a in args)))
-    wall = time.perf_counter() - start
-    compile1, _ = clock.snapshot()
-    if compile1 - compile0 > 0:
-        print(f"warning: the timed loop compiled for {compile1 - compile0:.2f} s", file=sys.stderr)
-    return wall, out
+    return time.perf_counter() - start, out
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -190,7 +137,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
 
     **Returns:** a dict: `ratio` (batched / loop seed-steps per second over all vocabularies),
     `extrapolated` (whether the loop was timed on a sample), and `rows`, one dict per vocabulary
-    with the times, rates, ratio, compile and trace seconds, and both sides' final entropies
+    with the times, rates, ratio, first-call seconds, and both sides' final entropies
     (`batched_entropies` for all runs, `loop_entropies` for the runs `loop_indices`).
     """
     args = parse_args(argv)
@@ -200,10 +147,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         f"{args.steps} SGD-momentum steps, batch {args.batch_size}, T {args.T}, float32, "
         f"{jax.device_count()} {jax.default_backend()} device(s), {args.repeats} repeats (medians)"
     )
-    print(
-        "compile excluded from both timings (shown in the compile columns); batched time includes "
-        "run_many's per-call trace+lower (trace column)"
-    )
+    print("compile excluded from both timings (first, compiling calls shown in the 'first call' columns)")
 
     setups = {}
     for num_last in args.num_last:
@@ -214,13 +158,13 @@ def main(argv: Sequence[str] | None = None) -> dict:
             indices = np.sort(rng.choice(num_runs, args.loop_sample, replace=False))
         else:
             indices = np.arange(num_runs)
-        # Warm-ups (untimed): the batched call gives the reference entropies; the loop's jit
-        # compiles on its first call.
-        _, batched_compile, _, entropies, finite = _time_batched(one, run_args, args.chunk_size)
+        # Warm-ups (untimed): the batched call compiles and gives the reference entropies; the
+        # loop's jit compiles on its first call.
+        batched_first, entropies, finite = _time_batched(one, run_args, args.chunk_size)
         jitted = jax.jit(one)
-        compile0, _ = _CompileClock.get().snapshot()
+        start = time.perf_counter()
         jax.block_until_ready(jitted(*(a[indices[0]] for a in run_args)))
-        loop_compile = _CompileClock.get().snapshot()[0] - compile0
+        loop_first = time.perf_counter() - start
         setups[num_last] = dict(
             one=one,
             M=M,
@@ -230,10 +174,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
             jitted=jitted,
             entropies=entropies,
             finite=finite,
-            batched_compile=[batched_compile],
-            loop_compile=loop_compile,
+            batched_first=batched_first,
+            loop_first=loop_first,
             batched=[],
-            overhead=[],
             loop=[],
             loop_entropies=None,
         )
@@ -244,12 +187,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
             order = ("batched", "loop") if repeat % 2 == 0 else ("loop", "batched")
             for side in order:
                 if side == "batched":
-                    seconds, compile_s, overhead, entropies, _ = _time_batched(
-                        s["one"], s["args"], args.chunk_size
-                    )
+                    seconds, entropies, _ = _time_batched(s["one"], s["args"], args.chunk_size)
                     s["batched"].append(seconds)
-                    s["batched_compile"].append(compile_s)
-                    s["overhead"].append(overhead)
                     s["entropies_repeat"] = entropies
                 else:
                     seconds, out = _time_loop(s["jitted"], s["args"], s["indices"])
@@ -259,7 +198,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     header = (
         f"{'num_last':>8} {'M':>4} {'runs':>5} {'loop runs':>9} | {'batched s':>9} {'seed-steps/s':>12} | "
         f"{'loop s':>9} {'seed-steps/s':>12} | {'ratio':>6} | "
-        f"{'compile b/l s':>13} {'trace s':>7} | {'max|dH|':>8}"
+        f"{'first call b/l s':>16} | {'max|dH|':>8}"
     )
     print(header)
     print("-" * len(header))
@@ -286,9 +225,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
             batched_rate=seed_steps / batched_s,
             loop_rate=seed_steps / loop_s,
             ratio=loop_s / batched_s,
-            batched_compile_s=statistics.median(s["batched_compile"]),
-            loop_compile_s=s["loop_compile"],
-            trace_s=statistics.median(s["overhead"]),
+            batched_first_s=s["batched_first"],
+            loop_first_s=s["loop_first"],
             max_entropy_diff=delta,
             max_entropy_diff_batched_repeat=delta_repeat,
             batched_entropies=s["entropies"],
@@ -304,8 +242,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
         print(
             f"{num_last:>8} {s['M']:>4} {s['num_runs']:>5} {loop_runs:>9} | {batched_s:>9.3f} "
             f"{row['batched_rate']:>12.1f} | {loop_s:>9.3f} {row['loop_rate']:>12.1f} | "
-            f"{row['ratio']:>6.2f} | {row['batched_compile_s']:>6.1f}/{row['loop_compile_s']:<6.1f} "
-            f"{row['trace_s']:>7.2f} | {delta:>8.1e}"
+            f"{row['ratio']:>6.2f} | {row['batched_first_s']:>8.1f}/{row['loop_first_s']:<7.1f} | "
+            f"{delta:>8.1e}"
         )
     ratio = (total_steps / total_batched) / (total_steps / total_loop)
     print("-" * len(header))
@@ -315,9 +253,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
         f"{ratio:>6.2f} |"
     )
     print(
-        "columns: batched s = median run_many wall time minus its XLA compile; loop s = median loop time "
-        "for all runs; compile b/l = XLA compile inside each run_many call (median) / inside the loop's "
-        "first (untimed) jitted call; trace s = run_many's per-call trace+lower (included in batched s); "
+        "columns: batched s = median run_many wall time; loop s = median loop time for all runs; "
+        "first call b/l = the untimed first (compiling) run_many call / first jitted loop call; "
         "max|dH| = max |final entropy, loop - batched| over the loop's runs"
     )
     if any_extrapolated:
