@@ -15,6 +15,7 @@ from ._run import NONFINITE, Run
 
 SEEDS_AXIS = "seeds"
 
+
 @functools.lru_cache(maxsize=64)
 def _batched(fn: Callable) -> Callable:
     """`jit(vmap(fn))`, made once per function (the last 64 kept) so repeated calls with the

@@ -404,3 +404,25 @@ def test_float32_everywhere(getkey):
     for out in everything(model, arrays, batch, tokens):
         assert out.dtype == jnp.float32
         assert np.all(np.isfinite(out))
+
+
+def test_multinomial_counts_have_the_law_of_binned_tokens():
+    """sample_multinomial draws counts from Multinomial(T - 1, P(.|n)), the law of `sample`."""
+    classes = ss.Dataset2.syn_small().build()
+    arrays = classes.arrays(jnp.float64)
+    T, draws = 33, 20_000
+    direct = eqx.filter_jit(ss.sample_multinomial)(jax.random.PRNGKey(0), arrays, draws, jnp.float64(T - 1))
+    binned = eqx.filter_jit(ss.sample)(jax.random.PRNGKey(1), arrays, draws, T)
+    np.testing.assert_array_equal(direct.counts.sum(axis=1), T - 1)
+    for batch in (direct, binned):
+        cls = np.searchsorted(classes.next_token, np.asarray(batch.label))
+        np.testing.assert_array_equal(batch.query, classes.query[cls])
+        assert np.all((np.asarray(batch.counts) > 0) <= (classes.probs[cls] > 0))
+    for n, label in enumerate(classes.next_token):
+        a = np.asarray(direct.counts)[np.asarray(direct.label) == label]
+        b = np.asarray(binned.counts)[np.asarray(binned.label) == label]
+        se = np.sqrt(a.var(axis=0) / len(a) + b.var(axis=0) / len(b)) + 1e-12
+        assert np.all(np.abs(a.mean(axis=0) - b.mean(axis=0)) < 5 * se)
+        np.testing.assert_allclose(a.mean(axis=0), (T - 1) * classes.probs[n], rtol=0.05, atol=0.05)
+        np.testing.assert_allclose(a.var(axis=0), b.var(axis=0), rtol=0.1, atol=1e-12)
+    assert abs(float(np.mean(np.asarray(direct.label) == classes.next_token[0])) - 0.5) < 0.015

@@ -3,8 +3,9 @@ lemma's and theorem's formula held against a simulation of the level it is about
 L0 mini-batch SGD, L1 population flow, L2 decoupled theory flow, L3 scalar model).
 
 [`checks`][] lists them; every check is a module-level function `name(quick) -> Check`
-(defined in `_scan_snap_lemmas` and `_scan_snap_theorems`). `quick` shrinks the simulations
-(fewer draws, saves and steps), never a tolerance. Everything runs in float64.
+(defined in `_scan_snap_lemmas`, `_scan_snap_theorems` and `_scan_snap_levels`). `quick`
+shrinks the simulations (fewer draws, saves and steps), never a tolerance. Everything runs
+in float64.
 """
 
 import functools
@@ -25,6 +26,7 @@ from ._scan_snap_lemmas import (
     lemma9_early,
     lemma9_late,
 )
+from ._scan_snap_levels import levels_L0_to_L1, levels_L1_vs_L2
 from ._scan_snap_sims import PAPER
 from ._scan_snap_theorems import (
     theorem1_backprop_gradient,
@@ -68,6 +70,8 @@ _CHECKS = (
     theorem4_late_regime,
     theorem4_fixed_nu_invariance,
     theorem4_snap_scaling,
+    levels_L1_vs_L2,
+    levels_L0_to_L1,
 )
 
 
@@ -120,4 +124,6 @@ __all__ = [
     "theorem4_late_regime",
     "theorem4_fixed_nu_invariance",
     "theorem4_snap_scaling",
+    "levels_L1_vs_L2",
+    "levels_L0_to_L1",
 ]

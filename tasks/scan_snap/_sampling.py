@@ -4,7 +4,7 @@ with replacement, by inverse CDF."""
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, Int, PRNGKeyArray
+from jaxtyping import Array, Float, Int, PRNGKeyArray
 
 from ._classes import ClassArrays, SequenceClasses, to_class_arrays
 from ._model import Batch
@@ -91,3 +91,38 @@ def sample(key: PRNGKeyArray, classes: SequenceClasses | ClassArrays, batch_size
     batch = sample_tokens(key, classes, batch_size, T)
     M = to_class_arrays(classes, None).probs.shape[1]
     return Batch(counts=token_counts(batch.tokens, M), query=batch.query, label=batch.label)
+
+
+def sample_multinomial(
+    key: PRNGKeyArray,
+    classes: SequenceClasses | ClassArrays,
+    batch_size: int,
+    num_context: Float[Array, ""] | float,
+) -> Batch:
+    """Draw a batch in count form with the counts taken directly from
+    Multinomial(T − 1, P(· | n)): the same law as [`tasks.scan_snap.sample`][] (the counts
+    of T − 1 i.i.d. tokens), but with T − 1 a (possibly traced) number, so one compiled
+    function serves every sequence length. Its cost grows with M, not with T: cheaper than
+    `sample` for long sequences over a small vocabulary.
+
+    **Arguments:**
+
+    - `key`: PRNG key.
+    - `classes`: the sequence classes.
+    - `batch_size`: B >= 1 (static).
+    - `num_context`: T − 1 >= 1, the number of contextual tokens.
+
+    **Returns:**
+
+    A [`tasks.scan_snap.Batch`][] with float counts (B, M) summing to T − 1 per row.
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    arrays = to_class_arrays(classes, None)
+    key_class, key_counts = jax.random.split(key)
+    dtype = arrays.probs.dtype
+    u_class = jax.random.uniform(key_class, (batch_size,), dtype=dtype)
+    cls = jnp.searchsorted(arrays.class_cdf, u_class, side="right")
+    n = jnp.asarray(num_context, dtype)
+    counts = jax.random.multinomial(key_counts, n, arrays.probs[cls], dtype=dtype)
+    return Batch(counts=counts, query=arrays.query[cls], label=arrays.next_token[cls])
