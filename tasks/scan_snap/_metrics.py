@@ -36,7 +36,9 @@ def distinct_token_entropy(model: YZModel, classes: SequenceClasses | ClassArray
     has_dt = jnp.any(mask, axis=-1, keepdims=True)
     log_scores = jnp.where(mask, jnp.log(jnp.where(mask, probs, 1.0)) + z, -jnp.inf)
     log_p = jax.nn.log_softmax(jnp.where(has_dt, log_scores, 0.0), axis=-1)
-    entropy = -jnp.sum(jnp.where(mask, jnp.exp(log_p) * log_p, 0.0), axis=-1)
+    # log p = −inf off the distinct tokens: zero it before p · log p, or its gradient is NaN.
+    log_p = jnp.where(mask, log_p, 0.0)
+    entropy = -jnp.sum(jnp.exp(log_p) * log_p * mask.astype(log_p.dtype), axis=-1)
     return _class_average(entropy, arrays)
 
 
