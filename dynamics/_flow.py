@@ -81,7 +81,7 @@ def ode_flow(
     )
     (save_times, final_times), (values, final) = sol.ts, sol.ys
     final = jax.tree.map(lambda x: x[0], final)
-    fired = jnp.stack(sol.event_mask) if sol.event_mask is not None else jnp.zeros(0, bool)
+    fired = jnp.stack(sol.event_mask)  # one flag per predicate; the last is the non-finite check
     event_index = jnp.where(jnp.any(fired[:-1]), jnp.argmax(fired[:-1]), -1) if names else jnp.array(-1)
     stop = jnp.where(
         sol.result == diffrax.RESULTS.event_occurred,
