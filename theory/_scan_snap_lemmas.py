@@ -135,7 +135,7 @@ def lemma2_rate(quick: bool = False) -> Check:
     """
     lengths, deviation, _, _ = _lemma2_draws(quick)
     mean = deviation.mean(axis=0)
-    slope = float(np.polyfit(np.log(lengths), np.log(mean), 1)[0])
+    slope = sims.log_log_slope(lengths, mean)
     return check(
         "lemma2_rate",
         "Lemma 2 (finite T, Lemma 18): ||X^T b_T - c_n||_inf ~ (T-1)^(-1/2) (log-log slope)",

@@ -194,11 +194,6 @@ def _population_gd_row(arrays: ss.ClassArrays) -> Float[Array, " M"]:
     return run.values[-1]
 
 
-def _slope(x, y) -> float:
-    """Least-squares slope of log y against log x."""
-    return float(np.polyfit(np.log(x), np.log(y), 1)[0])
-
-
 def levels_L0_to_L1(quick: bool = False) -> Check:
     """Spec §5: L0 (finite-T mini-batch plain SGD) → L1 (population flow) as T → ∞, with the
     gap shrinking as 1/T (the O(1/T) bias of E[LN(X^T b_T)] against its limit f_n).
@@ -233,7 +228,7 @@ def levels_L0_to_L1(quick: bool = False) -> Check:
     gaps = np.array([_relative(rows[:, j].mean(axis=0), z_l1) for j in range(len(Ts))])
     spread = np.array([[_relative(rows[s, j], z_l1) for j in range(len(Ts))] for s in range(num_seeds)])
     gd_gaps = np.array([_relative(rows[:, j].mean(axis=0), z_gd) for j in range(len(Ts))])
-    slope = _slope(Ts, gaps) if finite.all() else float("nan")
+    slope = sims.log_log_slope(Ts, gaps) if finite.all() else float("nan")
     setting = (
         f"Reference instance (spec §4.6), Y=Z=0, eta_Y={_L0_ETA_Y}, eta_Z={_L0_ETA_Z}, {_L0_STEPS} "
         f"plain-SGD steps on the mean loss over B={batch_size}, {num_seeds} seeds; counts drawn from "
@@ -254,6 +249,6 @@ def levels_L0_to_L1(quick: bool = False) -> Check:
         note=f"{setting} Gap := ||seed-mean z_L0 - z_L1|| / ||z_L1|| (||z_L1|| = {norm:.4f}); T -> gap: "
         f"{listing}; per-seed gap sd {sd}. The T, B -> inf limit at this eta is population GD, "
         f"{_relative(z_gd, z_l1):.4f} from L1 (the Euler floor, removed only as eta -> 0); gap to GD: "
-        f"{gd_listing} (slope {_slope(Ts, gd_gaps):.3f}). Predicted -1: the O(1/T) bias of "
+        f"{gd_listing} (slope {sims.log_log_slope(Ts, gd_gaps):.3f}). Predicted -1: the O(1/T) bias of "
         "E[LN(X^T b_T)] vs f_n [DERIVED].",
     )

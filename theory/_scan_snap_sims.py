@@ -72,6 +72,11 @@ def outside(values, lo: float, hi: float) -> float:
     return float(max(lo - values.min(), values.max() - hi, 0.0))
 
 
+def log_log_slope(x, y) -> float:
+    """Least-squares slope of log y against log x (a fitted power-law exponent)."""
+    return float(np.polyfit(np.log(x), np.log(y), 1)[0])
+
+
 def log_grid(first: float, last: float, num: int) -> Float[Array, " num"]:
     """`0` followed by `num − 1` log-spaced times from `first` to exactly `last`."""
     grid = np.concatenate([[0.0], np.logspace(np.log10(first), np.log10(last), num - 1)])

@@ -511,7 +511,7 @@ def theorem4_snap_scaling(quick: bool = False) -> Check:
         ts, _, z_dot = sims.reference_l2(eta_y, _SNAP_ETA_Z)
         times.append(_fall_time(ts, z_dot[:, l0], _SNAP_FRACTION))
     times = np.asarray(times)
-    slope = float(np.polyfit(np.log(_SNAP_ETA_Y), np.log(times), 1)[0])
+    slope = sims.log_log_slope(_SNAP_ETA_Y, times)
     scaled = times * np.asarray(_SNAP_ETA_Y) / (3 * np.log(17))
     return check(
         "theorem4_snap_scaling",

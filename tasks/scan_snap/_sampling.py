@@ -40,6 +40,12 @@ def token_counts(tokens: Int[Array, "B T-1"], M: int) -> Int[Array, "B M"]:
     return jax.vmap(lambda row: jnp.bincount(row, length=M))(tokens)
 
 
+def _draw_classes(key: PRNGKeyArray, arrays: ClassArrays, batch_size: int) -> Int[Array, " B"]:
+    """Each sample's class, i.i.d. from π by inverse CDF (batches are not balanced)."""
+    u = jax.random.uniform(key, (batch_size,), dtype=arrays.class_cdf.dtype)
+    return jnp.searchsorted(arrays.class_cdf, u, side="right")
+
+
 def sample_tokens(
     key: PRNGKeyArray, classes: SequenceClasses | ClassArrays, batch_size: int, T: int
 ) -> TokenBatch:
@@ -66,10 +72,8 @@ def sample_tokens(
         raise ValueError(f"T must be >= 2 (at least one contextual token), got {T}")
     arrays = to_class_arrays(classes, None)
     key_class, key_tokens = jax.random.split(key)
-    dtype = arrays.cdf.dtype
-    u_class = jax.random.uniform(key_class, (batch_size,), dtype=dtype)
-    cls = jnp.searchsorted(arrays.class_cdf, u_class, side="right")
-    u_tokens = jax.random.uniform(key_tokens, (batch_size, T - 1), dtype=dtype)
+    cls = _draw_classes(key_class, arrays, batch_size)
+    u_tokens = jax.random.uniform(key_tokens, (batch_size, T - 1), dtype=arrays.cdf.dtype)
     tokens = jax.vmap(lambda cdf, u: jnp.searchsorted(cdf, u, side="right"))(arrays.cdf[cls], u_tokens)
     return TokenBatch(tokens=tokens, query=arrays.query[cls], label=arrays.next_token[cls])
 
@@ -120,9 +124,8 @@ def sample_multinomial(
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     arrays = to_class_arrays(classes, None)
     key_class, key_counts = jax.random.split(key)
+    cls = _draw_classes(key_class, arrays, batch_size)
     dtype = arrays.probs.dtype
-    u_class = jax.random.uniform(key_class, (batch_size,), dtype=dtype)
-    cls = jnp.searchsorted(arrays.class_cdf, u_class, side="right")
     n = jnp.asarray(num_context, dtype)
     counts = jax.random.multinomial(key_counts, n, arrays.probs[cls], dtype=dtype)
     return Batch(counts=counts, query=arrays.query[cls], label=arrays.next_token[cls])
