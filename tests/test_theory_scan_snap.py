@@ -35,6 +35,13 @@ def test_quick_check_does_not_fail(results, name):
     )
 
 
+@pytest.mark.slow
+def test_full_checks_do_not_fail():
+    """The paper-size checks (`attnflow verify --paper scan_snap`), about a minute."""
+    failed = [c for c in theory.run_paper("scan_snap", quick=False) if c.verdict == "fail"]
+    assert not failed, "; ".join(f"{c.name}: error {c.error!r} > {c.tolerance!r}. {c.note}" for c in failed)
+
+
 def _e_prime_sign_typo(t, F, eta_y):
     """Eqn 9 with App. D.1's printed E' = (I + E)^{-1} − I, the sign typo of spec §8."""
     M, K = F.shape
