@@ -13,7 +13,7 @@ from ._flow import Predicate, gradient_flow, loss_below, ode_flow
 from ._rates import Rates, adam, gd, heavy_ball, scale_by_group_rates, scale_tree
 from ._run import STOP_REASONS, Run, all_finite, stop_reason
 from ._train import train
-from ._trajectory import Trajectory
+from ._trajectory import Trajectory, save_npz_atomic
 
 __all__ = [
     "SEEDS_AXIS",
@@ -31,6 +31,7 @@ __all__ = [
     "loss_below",
     "ode_flow",
     "run_many",
+    "save_npz_atomic",
     "scale_by_group_rates",
     "scale_tree",
     "seed_keys",

@@ -15,6 +15,33 @@ from ._run import Run, stop_reason
 _META_KEY = "__meta__"
 
 
+def save_npz_atomic(path: str | os.PathLike, arrays: dict[str, np.ndarray]) -> Path:
+    """Write `arrays` to one `.npz` file atomically: to a temporary file in the same folder,
+    flushed to disk, then renamed over `path`, so a crash never leaves a half-written file
+    (and never a stray temporary one).
+
+    **Arguments:**
+
+    - `path`: the file to write (its folder is created).
+    - `arrays`: name -> array.
+
+    **Returns:** the path written.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, **arrays)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    return path
+
+
 def _flatten(tree: Any, prefix: str) -> dict[str, np.ndarray]:
     flat = {}
     for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
@@ -69,27 +96,14 @@ class Trajectory:
         return len(self.stop_reasons)
 
     def save(self, path: str | os.PathLike) -> Path:
-        """Write one `.npz` file atomically: to a temporary file in the same folder, flushed to
-        disk, then renamed over `path`, so a crash never leaves a half-written file.
+        """Write one `.npz` file atomically (see [`save_npz_atomic`][]).
 
         **Returns:** the path written.
         """
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
         arrays = {f"values/{k}": v for k, v in self.values.items()}
         arrays |= {k: getattr(self, k) for k in ("times", "stop_reasons", "t_stop", "num_steps")}
         arrays[_META_KEY] = np.asarray(json.dumps({"config": self.config}))
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                np.savez(f, **arrays)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
-        return path
+        return save_npz_atomic(path, arrays)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Trajectory":

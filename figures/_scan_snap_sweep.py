@@ -9,7 +9,6 @@ made them, and reused by any later figure asking for the same config.
 
 import dataclasses
 import json
-import os
 import time
 from pathlib import Path
 
@@ -212,17 +211,17 @@ def run_sweep(config: SweepConfig) -> SweepResult:
 
 def _save(result: SweepResult, path: Path) -> None:
     """Write atomically: a partial file never looks like a cache hit."""
-    tmp = path.with_name(path.name + ".tmp.npz")
-    np.savez(
-        tmp,
-        config=np.asarray(json.dumps(result.config.to_dict(), sort_keys=True)),
-        entropy=result.entropy,
-        recall=result.recall,
-        completed=result.completed,
-        taus=result.taus,
-        seconds=result.seconds,
+    dynamics.save_npz_atomic(
+        path,
+        {
+            "config": np.asarray(json.dumps(result.config.to_dict(), sort_keys=True)),
+            "entropy": result.entropy,
+            "recall": result.recall,
+            "completed": result.completed,
+            "taus": result.taus,
+            "seconds": result.seconds,
+        },
     )
-    os.replace(tmp, path)
 
 
 def _load(path: Path, config: SweepConfig) -> SweepResult | None:
@@ -258,6 +257,5 @@ def load_or_run_sweep(out_dir: Path, config: SweepConfig) -> tuple[SweepResult, 
     if cached is not None:
         return cached, True
     result = run_sweep(config)
-    path.parent.mkdir(parents=True, exist_ok=True)
     _save(result, path)
     return result, False
