@@ -4,37 +4,66 @@
   functions of the state, and stopping events.
 - [`train`][] with the optax steps [`gd`][], [`heavy_ball`][], [`adam`][] and
   [`scale_by_group_rates`][]: discrete steps under `jax.lax.scan`.
+- [`scale_columns`][], [`center_columns`][], [`proximal_l1`][] (with [`soft_threshold`][],
+  [`project_columns`][]): column preconditioning, centring and an l1 proximal step with affine
+  re-projection, on chosen leaves.
+- [`normalized_gd`][], [`normalize_by_block`][]: normalized GD with one normalisation (and one
+  step size) per parameter block; [`train_stages`][] with [`Stage`][]: train one block, then
+  another, the others frozen; [`solve_qp`][]: a convex QP (Clarabel) with its KKT residuals.
 - [`run_many`][], [`grid`][], [`seed_keys`][]: `vmap` over seeds and grids, chunked and sharded.
+- [`hessian_max_eigenvalue`][], [`hvp`][]: the largest Hessian eigenvalue from Hessian-vector
+  products (Lanczos or power iteration), e.g. for a step size η ≤ 1/λ_max.
 - [`Run`][] (one run, a PyTree) and [`Trajectory`][] (many runs on disk).
 """
 
 from ._batch import SEEDS_AXIS, grid, run_many, seed_keys
 from ._flow import Predicate, gradient_flow, loss_below, ode_flow
+from ._hessian import HESSIAN_METHODS, hessian_max_eigenvalue, hvp
+from ._normalized import normalize_by_block, normalized_gd
+from ._proximal import Mask, center_columns, project_columns, proximal_l1, scale_columns, soft_threshold
+from ._qp import QPSolution, kkt_residuals, solve_qp
 from ._rates import Rates, adam, gd, heavy_ball, scale_by_group_rates, scale_tree
 from ._run import STOP_REASONS, Run, all_finite, stop_reason
+from ._stages import Stage, train_stages
 from ._train import train
 from ._trajectory import Trajectory, save_npz_atomic
 
 __all__ = [
+    "HESSIAN_METHODS",
     "SEEDS_AXIS",
     "STOP_REASONS",
+    "Mask",
     "Predicate",
+    "QPSolution",
     "Rates",
     "Run",
+    "Stage",
     "Trajectory",
     "adam",
     "all_finite",
+    "center_columns",
     "gd",
     "gradient_flow",
     "grid",
     "heavy_ball",
+    "hessian_max_eigenvalue",
+    "hvp",
+    "kkt_residuals",
     "loss_below",
+    "normalize_by_block",
+    "normalized_gd",
     "ode_flow",
+    "project_columns",
+    "proximal_l1",
     "run_many",
     "save_npz_atomic",
     "scale_by_group_rates",
+    "scale_columns",
     "scale_tree",
     "seed_keys",
+    "soft_threshold",
+    "solve_qp",
     "stop_reason",
     "train",
+    "train_stages",
 ]

@@ -1,0 +1,90 @@
+"""Multi-stage training: train one block of the parameters, then another, the others frozen."""
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+
+import equinox as eqx
+import optax
+from jaxtyping import Array, Float, PyTree
+
+from ._flow import Predicate
+from ._run import Run
+from ._train import train
+
+
+@dataclasses.dataclass(frozen=True)
+class Stage:
+    """One stage of a multi-stage schedule.
+
+    **Fields:**
+
+    - `loss`: `params -> scalar`, the full-batch loss of this stage (it sees all parameters).
+    - `optimizer`: the optax transformation applied to the trained block only (so a
+      normalisation inside it sees only that block's gradient).
+    - `trainable`: a PyTree of booleans, a prefix of the parameters (an `equinox` filter
+      spec): `True` where the stage trains, `False` where the parameters are frozen.
+    - `num_steps`, `every`: steps of this stage and save period (see [`train`][]).
+    - `save`: function of the full parameters to save; default the parameters.
+    - `events`: named predicates of the full parameters that stop the stage.
+    """
+
+    loss: Callable[[PyTree], Float[Array, ""]]
+    optimizer: optax.GradientTransformation
+    trainable: PyTree
+    num_steps: int
+    every: int = 1
+    save: Callable[[PyTree], PyTree] | None = None
+    events: Mapping[str, Predicate] | None = None
+
+
+def train_stages(params: PyTree, stages: Sequence[Stage]) -> list[Run]:
+    """Run `stages` one after the other, each starting where the previous one stopped.
+
+    In each stage the parameters are split with `equinox.partition(params, stage.trainable)`;
+    [`train`][] descends the trainable part while the rest is held fixed, and the two are
+    recombined. Jit- and vmap-compatible (the stage structure is static).
+
+    **Arguments:**
+
+    - `params`: the initial parameters.
+    - `stages`: the [`Stage`][]s in order (at least one).
+
+    **Returns:** one [`Run`][] per stage; `Run.final` and the saved values hold the full
+    parameters (or `save` of them), and step numbers restart at 0 in every stage.
+    """
+    if not stages:
+        raise ValueError("stages must hold at least one Stage, got none")
+    runs = []
+    for stage in stages:
+        trained, frozen = eqx.partition(params, stage.trainable)
+
+        def full(part, frozen=frozen):
+            return eqx.combine(part, frozen)
+
+        save = stage.save or (lambda p: p)
+        events = {
+            name: (lambda part, pred=pred, full=full: pred(full(part)))
+            for name, pred in (stage.events or {}).items()
+        }
+        run = train(
+            lambda part, loss=stage.loss, full=full: loss(full(part)),
+            trained,
+            stage.optimizer,
+            num_steps=stage.num_steps,
+            every=stage.every,
+            save=lambda part, save=save, full=full: save(full(part)),
+            events=events,
+        )
+        params = full(run.final)
+        runs.append(
+            Run(
+                ts=run.ts,
+                values=run.values,
+                final=params,
+                stop=run.stop,
+                event=run.event,
+                t_stop=run.t_stop,
+                num_steps=run.num_steps,
+            )
+        )
+    return runs
