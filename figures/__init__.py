@@ -6,10 +6,16 @@
 from collections.abc import Callable
 from pathlib import Path
 
-from . import scan_snap
+from . import contextual_bigram, decision_lists, ntp_partial_order, scan_snap, sparse_token_selection
 from ._save import save_figure
 
-FIGURES: dict[str, Callable[[Path, bool], list[Path]]] = dict(scan_snap.FIGURES)
+FIGURES: dict[str, Callable[[Path, bool], list[Path]]] = {
+    **scan_snap.FIGURES,
+    **ntp_partial_order.FIGURES,
+    **decision_lists.FIGURES,
+    **contextual_bigram.FIGURES,
+    **sparse_token_selection.FIGURES,
+}
 
 
 def make(name: str, out_dir: Path, *, full: bool = False) -> list[Path]:

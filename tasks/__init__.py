@@ -7,10 +7,11 @@ from collections.abc import Callable
 
 import dynamics
 
-from . import scan_snap
+from . import ntp_partial_order, scan_snap
 
 SIMULATORS: dict[str, tuple[type, Callable[..., dynamics.Trajectory]]] = {
     "scan_snap": (scan_snap.Simulation, scan_snap.simulate),
+    "ntp_partial_order": (ntp_partial_order.Simulation, ntp_partial_order.simulate),
 }
 
 

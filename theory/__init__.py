@@ -6,10 +6,16 @@
 
 from collections.abc import Callable
 
-from . import scan_snap
+from . import contextual_bigram, decision_lists, ntp_partial_order, scan_snap, sparse_token_selection
 from ._check import VERDICTS, Check, format_table, relative_error, run_checks, within, write_json
 
-PAPERS: dict[str, Callable[[bool], list[Callable[[], Check]]]] = {"scan_snap": scan_snap.checks}
+PAPERS: dict[str, Callable[[bool], list[Callable[[], Check]]]] = {
+    "scan_snap": scan_snap.checks,
+    "ntp_partial_order": ntp_partial_order.checks,
+    "decision_lists": decision_lists.checks,
+    "contextual_bigram": contextual_bigram.checks,
+    "sparse_token_selection": sparse_token_selection.checks,
+}
 
 
 def run_paper(

@@ -1,11 +1,14 @@
 """A theorem check: the paper's claim, its predicted value, the simulated value, and a verdict."""
 
 import dataclasses
+import functools
 import json
 import math
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
+
+import jax
 
 VERDICTS = ("pass", "fail", "deviation")
 """`pass`: the simulation agrees with the prediction within the tolerance. `fail`: it does not.
@@ -105,6 +108,34 @@ def relative_error(predicted, simulated) -> float:
     scale = abs(float(predicted))
     diff = abs(float(simulated) - float(predicted))
     return diff / scale if scale > 0 else diff
+
+
+def check_makers(
+    paper: str, check_fns: Iterable[Callable[[bool], Check]], quick: bool
+) -> list[Callable[[], Check]]:
+    """Bind `quick` to each check function of `paper`, keeping its name.
+
+    **Arguments:**
+
+    - `paper`: the paper's key, attached to each maker as `maker.paper`.
+    - `check_fns`: functions `name(quick) -> Check`.
+    - `quick`: smaller simulations (same tolerances).
+
+    **Returns:** one zero-argument maker per check function, in order, named after it.
+
+    **Raises:** `ValueError` unless float64 is enabled (`jax_enable_x64`): checks compare with
+    closed forms at tolerances float32 cannot reach.
+    """
+    if not jax.config.read("jax_enable_x64"):
+        raise ValueError(
+            f"the {paper} checks need float64: call jax.config.update('jax_enable_x64', True) first"
+        )
+    makers = []
+    for fn in check_fns:
+        maker = functools.update_wrapper(functools.partial(fn, quick), fn)
+        maker.paper = paper
+        makers.append(maker)
+    return makers
 
 
 def run_checks(

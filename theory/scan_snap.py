@@ -8,12 +8,9 @@ shrinks the simulations (fewer draws, saves and steps), never a tolerance. Every
 in float64.
 """
 
-import functools
 from collections.abc import Callable
 
-import jax
-
-from ._check import Check
+from ._check import Check, check_makers
 from ._scan_snap_lemmas import (
     lemma1_autograd,
     lemma1_row_sums,
@@ -85,16 +82,7 @@ def checks(quick: bool) -> list[Callable[[], Check]]:
     **Raises:** `ValueError` unless float64 is enabled (`jax_enable_x64`): the tolerances
     reach 1e-12.
     """
-    if not jax.config.read("jax_enable_x64"):
-        raise ValueError(
-            "the scan_snap checks need float64: call jax.config.update('jax_enable_x64', True) first"
-        )
-    makers = []
-    for fn in _CHECKS:
-        maker = functools.update_wrapper(functools.partial(fn, quick), fn)
-        maker.paper = PAPER
-        makers.append(maker)
-    return makers
+    return check_makers(PAPER, _CHECKS, quick)
 
 
 __all__ = [

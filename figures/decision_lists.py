@@ -1,0 +1,215 @@
+"""Figures of "Provable Gradient-Descent-Based Learning of Decision Lists by Transformers"
+(anonymous extended abstract; spec `decision_lists.md`). The abstract has no figures: these show
+its results on our sampling distribution (`D = distinct`) and our δ, γ (spec §3, §4.3).
+
+- `dl_time_vs_bound`: Result 1, time to perfect classification τ against the bound 4M/(log(L) γ)
+  over a grid of (L, M), several random tasks per cell, batched with `vmap`.
+- `dl_flow_one_task`: Result 1 on one task: loss, μ(W) and the attention scores of one query's list.
+- `dl_uniform_attention`: Section 7, GD on V with W = 0: κ(V), ρ(V, P) and the loss.
+
+Each `fn(out_dir, full) -> list[Path]` writes PNG, PDF and JSON (numbers plotted + config).
+"""
+
+import functools
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import matplotlib.pyplot as plt
+import numpy as np
+
+import tasks.decision_lists as dl
+from theory import decision_lists as theory
+
+from ._save import save_figure
+
+FLOW = {"rtol": 1e-6, "atol": 1e-9}
+
+GRID = {
+    "quick": {"n": 3, "L": (8, 12, 16), "M": (2, 3, 4), "tasks": 4},
+    "full": {"n": 4, "L": (10, 12, 16, 20, 24), "M": (2, 3, 4, 5), "tasks": 8},
+}
+"""The (L, M) grid of `dl_time_vs_bound`, the sequence length and the random tasks per cell."""
+
+
+def _f64(x):
+    return jnp.asarray(x, jnp.float64)
+
+
+@functools.partial(jax.jit, static_argnames=("num_refine",))
+def _batched_time(arrays, pops, c, t1, num_refine=64):
+    def one(a, p, c, t1):
+        return dl.result1_time(a, p, c, t1=t1, num_refine=num_refine, **FLOW)[0]
+
+    return jax.vmap(one)(arrays, pops, c, t1)
+
+
+def time_vs_bound_grid(n: int, Ls, Ms, num_tasks: int, seed: int = 0) -> dict:
+    """τ and the bound for `num_tasks` random tasks in every (L, M) cell (Result 1, spec §5); the
+    tasks of one `L` (every `M`) run in one `vmap`.
+
+    **Returns:** a dict of arrays of shape `(len(Ls), len(Ms), num_tasks)`: `tau`, `bound`, `c`,
+    `gamma`, `ratio` = τ/bound.
+    """
+    shape = (len(Ls), len(Ms), num_tasks)
+    out = {}
+    rows = []
+    for L in Ls:
+        tasks = [dl.DecisionLists.random(seed + s, L=L, n=n, M=M) for M in Ms for s in range(num_tasks)]
+        tokens, weights = dl.support(L, n, "distinct")
+        pops = [dl.make_population(t.arrays(), tokens, weights) for t in tasks]
+        consts = [theory.constants(t, p) for t, p in zip(tasks, pops)]
+        c = np.array([theory.result1_c(n, L, k.delta) for k in consts])
+        bound = np.array([theory.result1_time_bound(t.M, L, k.gamma) for t, k in zip(tasks, consts)])
+        stacked = jax.tree.map(lambda *x: jnp.stack(x), *pops)
+        tau = np.asarray(_batched_time(dl.stack_arrays(tasks), stacked, _f64(c), _f64(bound)))
+        rows.append((tau, bound, c, np.array([k.gamma for k in consts])))
+    for index, key in enumerate(("tau", "bound", "c", "gamma")):
+        out[key] = np.stack([row[index] for row in rows]).reshape(shape)
+    out["ratio"] = out["tau"] / out["bound"]
+    return out
+
+
+def dl_time_vs_bound(out_dir: Path, full: bool) -> list[Path]:
+    """Result 1: τ/bound over the (L, M) grid (left) and τ and the bound against L (right)."""
+    cfg = GRID["full" if full else "quick"]
+    data = time_vs_bound_grid(cfg["n"], cfg["L"], cfg["M"], cfg["tasks"])
+    fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(10, 4))
+    colors = plt.cm.viridis(np.linspace(0.0, 0.85, len(cfg["M"])))
+    Ls = np.asarray(cfg["L"], float)
+    for j, (M, color) in enumerate(zip(cfg["M"], colors)):
+        ratio = data["ratio"][:, j]
+        ax0.errorbar(
+            Ls,
+            np.median(ratio, axis=1),
+            yerr=[np.median(ratio, 1) - ratio.min(1), ratio.max(1) - np.median(ratio, 1)],
+            color=color,
+            marker="o",
+            capsize=3,
+            label=f"M={M}",
+        )
+        ax1.plot(Ls, np.median(data["tau"][:, j], axis=1), color=color, marker="o", label=f"τ, M={M}")
+        ax1.plot(Ls, np.median(data["bound"][:, j], axis=1), color=color, ls="--", label=f"bound, M={M}")
+    ax0.set(xlabel="L", ylabel="τ / bound", yscale="log", title=f"Result 1: τ / (4M/(log L γ)), n={cfg['n']}")
+    ax1.set(xlabel="L", ylabel="time", yscale="log", title="τ (solid) and the bound (dashed), medians")
+    ax0.legend(fontsize=8)
+    ax1.legend(fontsize=7, ncol=2)
+    config = cfg | {
+        "dtype": "float64",
+        "distribution": "distinct",
+        "delta": "gamma",
+        "gamma": "joint",
+        "flow": FLOW,
+        "full": full,
+    }
+    return save_figure(
+        fig, out_dir, "dl_time_vs_bound", data=data | {"L": cfg["L"], "M": cfg["M"]}, config=config
+    )
+
+
+def dl_flow_one_task(out_dir: Path, full: bool) -> list[Path]:
+    """Result 1 on one task: the population loss, μ(W) and, for the query with the longest list,
+    the scores W[a_k, a] of its list entries against the best score outside the list."""
+    L, n, M = (16, 4, 3) if full else (10, 4, 3)
+    task = dl.DecisionLists.random(0, L=L, n=n, M=M)
+    population = dl.exact_population(task)
+    k = theory.constants(task, population)
+    c = theory.result1_c(n, L, k.delta)
+    bound = theory.result1_time_bound(M, L, k.gamma)
+    arrays = task.arrays()
+    tau, _ = jax.jit(lambda c: dl.result1_time(arrays, population, c, t1=bound, **FLOW))(_f64(c))
+    tau = float(tau)
+    a = int(np.argmax([len(e) for e in task.lists]))
+    entries = list(task.lists[a])
+    outside = np.setdiff1d(np.arange(L), entries)
+    ts = np.concatenate([[0.0], np.geomspace(tau / 100, 20 * tau, 120)])
+    run = jax.jit(
+        lambda c, ts: dl.result1_flow(
+            arrays,
+            population,
+            c,
+            t1=ts[-1],
+            save_ts=ts,
+            stop_at_perfect=False,
+            save=lambda W: {"column": W[:, a]},
+            **FLOW,
+        )
+    )(_f64(c), _f64(ts))
+    column = np.asarray(run.values["column"])
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+    axes[0].plot(ts[1:], np.asarray(run.values["loss"])[1:])
+    axes[0].set(xscale="log", xlabel="t", ylabel="population loss", title="loss along the W flow")
+    axes[1].plot(ts[1:], np.asarray(run.values["mu"])[1:])
+    axes[1].axhline(0.0, color="k", lw=0.5)
+    axes[1].set(xscale="log", xlabel="t", ylabel="μ(W)", title="μ(W) > 0 ⟺ perfect classification")
+    for kk, b in enumerate(entries):
+        axes[2].plot(ts[1:], column[1:, b], label=f"W[a_{kk + 1}={b}, a]")
+    axes[2].plot(ts[1:], column[1:, outside].max(axis=1), "k--", label="max outside list")
+    axes[2].set(xscale="log", xlabel="t", ylabel="score", title=f"query a={a}, list {entries}")
+    axes[2].legend(fontsize=8)
+    for ax in axes:
+        ax.axvline(tau, color="r", lw=0.8, ls=":")
+    config = {
+        "L": L,
+        "n": n,
+        "M": M,
+        "seed": 0,
+        "c": c,
+        "bound": bound,
+        "tau": tau,
+        "constants": k.describe(),
+        "dtype": "float64",
+        "distribution": "distinct",
+        "flow": FLOW,
+        "full": full,
+    }
+    data = {
+        "t": ts,
+        "loss": run.values["loss"],
+        "mu": run.values["mu"],
+        "column": column,
+        "query": a,
+        "list": entries,
+    }
+    return save_figure(fig, out_dir, "dl_flow_one_task", data=data, config=config)
+
+
+def dl_uniform_attention(out_dir: Path, full: bool) -> list[Path]:
+    """Section 7: κ(V), ρ(V, P) and the loss along GD on V with uniform attention (W = 0)."""
+    sizes = [(10, 4, 3), (12, 3, 4)] + ([(16, 4, 3)] if full else [])
+    steps, step_size = 2000, 1.0
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+    data = {}
+    for L, n, M in sizes:
+        task = dl.DecisionLists.random(0, L=L, n=n, M=M)
+        run = jax.jit(
+            lambda V0, t=task: dl.uniform_attention_gd(
+                t.arrays(), dl.exact_population(t), V0, step=_f64(step_size), num_steps=steps, every=10
+            )
+        )(jnp.zeros((L, L), jnp.float64))
+        label = f"L={L}, n={n}, M={M}"
+        for ax, key in zip(axes, ("kappa", "rho", "loss")):
+            ax.plot(np.asarray(run.ts), np.asarray(run.values[key]), label=label)
+        data[label] = {"step": run.ts, **run.values}
+    axes[0].set(xlabel="GD step", ylabel="κ(V)", title="column argmax = π(b)")
+    axes[1].set(xlabel="GD step", ylabel="ρ(V, P)", title="centred cosine with P")
+    axes[2].set(xlabel="GD step", ylabel="population loss", yscale="log", title="loss (W = 0)")
+    axes[0].legend(fontsize=8)
+    config = {
+        "sizes": sizes,
+        "steps": steps,
+        "step": step_size,
+        "V0": "zeros",
+        "W": "0 (uniform attention)",
+        "dtype": "float64",
+        "distribution": "distinct",
+        "full": full,
+    }
+    return save_figure(fig, out_dir, "dl_uniform_attention", data=data, config=config)
+
+
+FIGURES = {
+    "dl_time_vs_bound": dl_time_vs_bound,
+    "dl_flow_one_task": dl_flow_one_task,
+    "dl_uniform_attention": dl_uniform_attention,
+}

@@ -1,0 +1,234 @@
+"""The three trainings of the paper: gradient flow on `W` with `V = cP` (Result 1, spec §5),
+gradient descent on `(W, V)` (Result 2, spec §6) and on `V` under uniform attention (spec §7).
+
+Every function is pure and `vmap`-able over its array arguments (stacked tasks, constants `c`).
+"""
+
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Float
+
+import dynamics
+
+from ._criteria import certified, mu
+from ._data import Population
+from ._model import DecisionListModel, perfect, population_loss
+from ._task import TaskArrays
+
+
+def permutation_matrix(arrays: TaskArrays, dtype=jnp.float64) -> Float[Array, "L L"]:
+    """`P` with `P[π(b), b] = 1`, from the task arrays (traceable)."""
+    return jax.nn.one_hot(arrays.perm, arrays.perm.shape[0], dtype=dtype).T
+
+
+def result1_flow(
+    arrays: TaskArrays,
+    population: Population,
+    c: Float[Array, ""],
+    *,
+    t1: float,
+    save_ts: Float[Array, " S"] | None = None,
+    mu_event: bool = True,
+    stop_at_perfect: bool = True,
+    save: Callable[[Float[Array, "L L"]], dict] | None = None,
+    rtol: float = 1e-6,
+    atol: float = 1e-9,
+    max_steps: int = 100_000,
+) -> dynamics.Run:
+    """Result 1: `dW/dt = −∇_W 𝓛(W, cP)` from `W = 0` (spec §5), integrated by Diffrax.
+
+    Saves the population loss and `μ(W)` at `save_ts`; stops at perfect classification
+    (event `perfect`) when `stop_at_perfect`.
+
+    **Arguments:**
+
+    - `arrays`, `population`: the task and its (exact) population.
+    - `c`: the value scale, `V ≡ cP`.
+    - `t1`, `save_ts`: the horizon and the save times.
+    - `mu_event`: the event is `μ(W) > 0` (valid when `mu_criterion_applies`); otherwise the
+      enumeration test of spec §4.1 on the population.
+    - `stop_at_perfect`: whether the event stops the run.
+    - `save`: extra saved functions of `W`, merged into the values.
+    - `rtol`, `atol`, `max_steps`: solver settings (Tsit5 with a PID controller).
+
+    **Returns:** a `dynamics.Run` whose state is `W`; values `{"loss", "mu"}` and those of `save`.
+    """
+    V = c * permutation_matrix(arrays, population.weights.dtype)
+
+    def loss(W):
+        return population_loss(DecisionListModel(W, V), population)
+
+    def is_perfect(W):
+        return mu(W, arrays) > 0 if mu_event else perfect(DecisionListModel(W, V), population)
+
+    L = arrays.perm.shape[0]
+    return dynamics.gradient_flow(
+        loss,
+        jnp.zeros((L, L), population.weights.dtype),
+        t1=t1,
+        save_ts=save_ts,
+        save=lambda W: {"loss": loss(W), "mu": mu(W, arrays)} | ({} if save is None else save(W)),
+        events={"perfect": is_perfect} if stop_at_perfect else None,
+        rtol=rtol,
+        atol=atol,
+        max_steps=max_steps,
+    )
+
+
+def result1_time(
+    arrays: TaskArrays,
+    population: Population,
+    c: Float[Array, ""],
+    *,
+    t1: float,
+    num_refine: int = 256,
+    mu_event: bool = True,
+    rtol: float = 1e-6,
+    atol: float = 1e-9,
+    max_steps: int = 100_000,
+) -> tuple[Float[Array, ""], dynamics.Run]:
+    """τ, the first time of perfect classification along Result 1's flow (spec §5 step 1).
+
+    The event stops the flow at the end of the solver step where it fired (`Run.t_stop`); the
+    flow is then integrated again to `t_stop` with `num_refine + 1` dense saves of `μ(W)`, and `τ`
+    is the linear interpolation of the first sign change of `μ` (`inf` if the event never fired).
+
+    **Arguments:** as [`result1_flow`][]; `num_refine`: the saves of the refining pass.
+
+    **Returns:** `(τ, the event run)`.
+    """
+    kwargs = dict(mu_event=mu_event, rtol=rtol, atol=atol, max_steps=max_steps)
+    run = result1_flow(arrays, population, c, t1=t1, **kwargs)
+    fired = run.event == 0
+    t_stop = jnp.where(fired, run.t_stop, t1)
+    ts = jnp.linspace(0.0, 1.0, num_refine + 1, dtype=population.weights.dtype) * t_stop
+    dense = result1_flow(arrays, population, c, t1=t_stop, save_ts=ts, stop_at_perfect=False, **kwargs)
+    values = jnp.where(jnp.arange(num_refine + 1) == num_refine, mu(run.final, arrays), dense.values["mu"])
+    after = jnp.argmax(values > 0)
+    before = jnp.maximum(after - 1, 0)
+    m0, m1 = values[before], values[after]
+    frac = jnp.where(m1 > m0, -m0 / jnp.where(m1 > m0, m1 - m0, 1.0), 1.0)
+    tau = ts[before] + jnp.clip(frac, 0.0, 1.0) * (ts[after] - ts[before])
+    return jnp.where(fired, tau, jnp.inf), run
+
+
+def result1_gd(
+    arrays: TaskArrays, population: Population, c: Float[Array, ""], *, step: Float[Array, ""], num_steps: int
+) -> dynamics.Run:
+    """Gradient descent with step `step` on `W` (the explicit Euler scheme of Result 1's flow),
+    stopped at the first step with `μ(W) > 0`. `t_stop · step` approximates the flow's time."""
+    V = c * permutation_matrix(arrays, population.weights.dtype)
+    L = arrays.perm.shape[0]
+    return dynamics.train(
+        lambda W: population_loss(DecisionListModel(W, V), population),
+        jnp.zeros((L, L), population.weights.dtype),
+        dynamics.gd(step),
+        num_steps=num_steps,
+        every=num_steps,
+        save=lambda W: mu(W, arrays),
+        events={"perfect": lambda W: mu(W, arrays) > 0},
+    )
+
+
+def result2_metrics(
+    arrays: TaskArrays, population: Population, c: Float[Array, ""], n: int, exact: bool
+) -> Callable[[DecisionListModel], dict[str, Array]]:
+    """What Result 2's GD saves: loss, `μ(W)`, perfect classification (enumerated when `exact`,
+    else the certificate of spec §4.2), `‖V − cP‖_max`, `max |∇_V 𝓛|` (spec §6 step 5) and the
+    model itself (for re-estimating `λ_max` along the run)."""
+    P = permutation_matrix(arrays, population.weights.dtype)
+
+    def loss(model):
+        return population_loss(model, population)
+
+    def metrics(model):
+        grad_V = jax.grad(loss)(model).V
+        good = perfect(model, population) if exact else certified(model.W, model.V, c, P, n, arrays)
+        return {
+            "loss": loss(model),
+            "mu": mu(model.W, arrays),
+            "perfect": good,
+            "dist_cP": jnp.max(jnp.abs(model.V - c * P)),
+            "grad_V_max": jnp.max(jnp.abs(grad_V)),
+            "model": model,
+        }
+
+    return metrics
+
+
+def result2_gd(
+    arrays: TaskArrays,
+    population: Population,
+    V0: Float[Array, "L L"],
+    c: Float[Array, ""],
+    n: int,
+    *,
+    eta: Float[Array, ""],
+    num_steps: int,
+    every: int = 1,
+    exact: bool = True,
+    stop_at_perfect: bool = False,
+) -> dynamics.Run:
+    """Result 2: full-batch GD on `(W, V)` from `W = 0`, `V = V0`, step `eta` (spec §6).
+
+    **Arguments:** the task, the population, `V0`, `c` (for the metrics), `n`; `eta`;
+    `num_steps`, `every`; `exact`: enumerate (exact population) or certify (sample);
+    `stop_at_perfect`: stop at the first perfectly classifying step (event `perfect`).
+
+    **Returns:** a `dynamics.Run` of [`DecisionListModel`][]s with the metrics of [`result2_metrics`][].
+    """
+    metrics = result2_metrics(arrays, population, c, n, exact)
+    L = arrays.perm.shape[0]
+    return dynamics.train(
+        lambda model: population_loss(model, population),
+        DecisionListModel(jnp.zeros((L, L), V0.dtype), V0),
+        dynamics.gd(eta),
+        num_steps=num_steps,
+        every=every,
+        save=metrics,
+        events={"perfect": lambda model: metrics(model)["perfect"]} if stop_at_perfect else None,
+    )
+
+
+def column_argmax_agreement(V: Float[Array, "L L"], arrays: TaskArrays) -> Float[Array, ""]:
+    """`κ(V) = (1/L) #{b : argmax_r V[r, b] = π(b)}` (spec §7)."""
+    return jnp.mean((jnp.argmax(V, axis=0).astype(arrays.perm.dtype) == arrays.perm).astype(V.dtype))
+
+
+def centred_cosine(V: Float[Array, "L L"], P: Float[Array, "L L"]) -> Float[Array, ""]:
+    """`ρ(V) = cos(V − 1 1ᵀ V / L, P − J / L)`: columns centred, since the output softmax ignores
+    a constant added to a column (spec §7). 0 when `V` has constant columns (e.g. `V = 0`)."""
+    Vc = V - jnp.mean(V, axis=0, keepdims=True)
+    Pc = P - jnp.mean(P, axis=0, keepdims=True)
+    norm = jnp.linalg.norm(Vc) * jnp.linalg.norm(Pc)
+    return jnp.where(norm > 0, jnp.sum(Vc * Pc) / jnp.where(norm > 0, norm, 1.0), 0.0)
+
+
+def uniform_attention_gd(
+    arrays: TaskArrays,
+    population: Population,
+    V0: Float[Array, "L L"],
+    *,
+    step: Float[Array, ""],
+    num_steps: int,
+    every: int = 1,
+) -> dynamics.Run:
+    """Spec §7: `W ≡ 0` (uniform attention), full-batch GD on `V` from `V0`; saves the loss,
+    `κ(V)` and `ρ(V)` every `every` steps."""
+    L = arrays.perm.shape[0]
+    W = jnp.zeros((L, L), V0.dtype)
+    P = permutation_matrix(arrays, V0.dtype)
+    return dynamics.train(
+        lambda V: population_loss(DecisionListModel(W, V), population),
+        V0,
+        dynamics.gd(step),
+        num_steps=num_steps,
+        every=every,
+        save=lambda V: {
+            "loss": population_loss(DecisionListModel(W, V), population),
+            "kappa": column_argmax_agreement(V, arrays),
+            "rho": centred_cosine(V, P),
+        },
+    )

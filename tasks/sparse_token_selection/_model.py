@@ -1,0 +1,166 @@
+"""The models of spec §2: the one-layer transformer f = V Z softmax(Z^T W z_q) (theory model at zero
+init, practical model at random init), its ground truth (W*, V*) and the FCN baseline (spec §2.5)."""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Float, PRNGKeyArray
+
+from ._config import STSConfig
+
+
+def _query_pe(E: Float[Array, "m T"], y: Float[Array, " T"]) -> Float[Array, " m"]:
+    """s_y = Σ_{i∈y} e_i."""
+    return E @ y
+
+
+class STSTransformer(eqx.Module):
+    """Single-head one-layer attention (spec §2.2): `f(X, y; W, V) = V Z softmax(Z^T W z_q)` with
+    `Z = [X; E]`, `z_q = [x_query; s_y]`; no scaling, residual, MLP, LayerNorm or biases.
+
+    **Fields:**
+
+    - `W`: `(D, D)` attention matrix, blocks `[[W_XX, W_XE], [W_EX, W_EE]]`.
+    - `V`: `(d, D)` value matrix, blocks `[V_X, V_E]`.
+    - `d`: token dimension (static).
+    - `keys`: `tokens` (keys/values are the T columns of Z) or `tokens_and_query` (`[Z, z_q]`).
+    """
+
+    W: Float[Array, "D D"]
+    V: Float[Array, "d D"]
+    d: int = eqx.field(static=True)
+    keys: str = eqx.field(static=True, default="tokens")
+
+    def keys_values(
+        self,
+        X: Float[Array, "d T"],
+        y: Float[Array, " T"],
+        E: Float[Array, "m T"],
+        x_query: Float[Array, " d"],
+    ) -> tuple[Float[Array, "D K"], Float[Array, " D"]]:
+        """The key/value columns (`Z` or `[Z, z_q]`) and the query `z_q`."""
+        z_q = jnp.concatenate([x_query, _query_pe(E, y)])
+        Z = jnp.concatenate([X, E], axis=0)
+        if self.keys == "tokens_and_query":
+            Z = jnp.concatenate([Z, z_q[:, None]], axis=1)
+        return Z, z_q
+
+    def attention(
+        self,
+        X: Float[Array, "d T"],
+        y: Float[Array, " T"],
+        E: Float[Array, "m T"],
+        x_query: Float[Array, " d"],
+    ) -> Float[Array, " K"]:
+        """softmax(Z^T W z_q) over the keys."""
+        Z, z_q = self.keys_values(X, y, E, x_query)
+        return jax.nn.softmax(Z.T @ (self.W @ z_q))
+
+    def __call__(
+        self,
+        X: Float[Array, "d T"],
+        y: Float[Array, " T"],
+        E: Float[Array, "m T"],
+        x_query: Float[Array, " d"],
+    ) -> Float[Array, " d"]:
+        """The prediction of STS_q(X, y) for one example."""
+        Z, z_q = self.keys_values(X, y, E, x_query)
+        p = jax.nn.softmax(Z.T @ (self.W @ z_q))
+        return self.V @ (Z @ p)
+
+
+def zero_init(config: STSConfig, *, dtype=jnp.float64) -> STSTransformer:
+    """W(0) = 0_{D×D}, V(0) = 0_{d×D} (Theorem 1's initialisation)."""
+    D = config.D
+    return STSTransformer(jnp.zeros((D, D), dtype), jnp.zeros((config.d, D), dtype), config.d, config.keys)
+
+
+def random_init(config: STSConfig, key: PRNGKeyArray, *, dtype=jnp.float64) -> STSTransformer:
+    """The practical model's init (spec §2.4): every entry N(0, σ_0²), σ_0 = `config.init_scale`."""
+    kw, kv = jax.random.split(key)
+    s = jnp.asarray(config.init_scale, dtype)
+    D = config.D
+    W = s * jax.random.normal(kw, (D, D), dtype)
+    V = s * jax.random.normal(kv, (config.d, D), dtype)
+    return STSTransformer(W, V, config.d, config.keys)
+
+
+def from_blocks(
+    config: STSConfig, W_EE: Float[Array, "m m"], V_X: Float[Array, "d d"], *, dtype=jnp.float64
+) -> STSTransformer:
+    """The transformer whose only non-zero blocks are W_EE and V_X (the reparameterisation of
+    Definition 4 [RECON], spec §2.3: `f = V_X X softmax(E^T W_EE s_y)` when x_query = 0)."""
+    d, D = config.d, config.D
+    W = jnp.zeros((D, D), dtype).at[d:, d:].set(jnp.asarray(W_EE, dtype))
+    V = jnp.zeros((d, D), dtype).at[:, :d].set(jnp.asarray(V_X, dtype))
+    return STSTransformer(W, V, d, config.keys)
+
+
+def centring(n: int, *, dtype=jnp.float64) -> Float[Array, "n n"]:
+    """M_n = I_n − (1/n) 1 1^T."""
+    return jnp.eye(n, dtype=dtype) - jnp.full((n, n), 1.0 / n, dtype)
+
+
+def from_scalars(config: STSConfig, gamma, a, *, dtype=jnp.float64) -> STSTransformer:
+    """The invariant-set point of spec §3: `W_EE = a M` (M = M_{m_E} for the one-hot families,
+    I_{m_E} for the rotation-invariant ones), `V = [γ I_d, 0]`."""
+    M = pe_block_direction(config, dtype=dtype)
+    return from_blocks(
+        config, jnp.asarray(a, dtype) * M, jnp.asarray(gamma, dtype) * jnp.eye(config.d, dtype=dtype)
+    )
+
+
+def pe_block_direction(config: STSConfig, *, dtype=jnp.float64) -> Float[Array, "m m"]:
+    """The direction of W_EE on the invariant set (spec §3): M_{m_E} for `onehot` and
+    `dictionary_onehot` (permutation symmetry), I_{m_E} for `haar_orthonormal`, `iid_sphere`
+    (rotation invariance) and for frozen non-dictionary PE."""
+    if config.pe_sampler in ("onehot", "dictionary_onehot"):
+        return centring(config.m_E, dtype=dtype)
+    return jnp.eye(config.m_E, dtype=dtype)
+
+
+def ground_truth(config: STSConfig, *, centred: bool = False, dtype=jnp.float64) -> STSTransformer:
+    """(W*, V*) of spec §2.2: `W* = [[0, 0], [0, I_{m_E}]]` (or `[[0, 0], [0, M_{m_E}]]` when
+    `centred`, the exact GD limit direction for one-hot PE), `V* = [I_d, 0]`."""
+    m = config.m_E
+    block = centring(m, dtype=dtype) if centred else jnp.eye(m, dtype=dtype)
+    return from_blocks(config, block, jnp.eye(config.d, dtype=dtype), dtype=dtype)
+
+
+def cosine(A: Array, B: Array) -> Float[Array, ""]:
+    """cos(A, B) = <A, B>_F / (||A||_F ||B||_F) (0 when either is 0)."""
+    num = jnp.vdot(A, B)
+    den = jnp.linalg.norm(A) * jnp.linalg.norm(B)
+    return jnp.where(den > 0, num / jnp.where(den > 0, den, 1), jnp.zeros((), num.dtype))
+
+
+def direction_cosines(model: STSTransformer, config: STSConfig) -> dict[str, Float[Array, ""]]:
+    """`cos(W, W*)` with the identity and the centred W*, and `cos(V, V*)` (Fig. 1 right)."""
+    star = ground_truth(config, dtype=model.W.dtype)
+    centred = ground_truth(config, centred=True, dtype=model.W.dtype)
+    return {
+        "cos_W": cosine(model.W, star.W),
+        "cos_W_centred": cosine(model.W, centred.W),
+        "cos_V": cosine(model.V, star.V),
+    }
+
+
+class FCN(eqx.Module):
+    """The fully-connected baseline (spec §2.5): a ReLU MLP with hidden widths (m, m) on
+    vec(X) ⊕ 1_y; its first layer has width m."""
+
+    mlp: eqx.nn.MLP
+
+    def __init__(self, d: int, T: int, width: int, key: PRNGKeyArray, *, depth: int = 2, dtype=jnp.float64):
+        self.mlp = eqx.nn.MLP(T * d + T, d, width, depth, activation=jax.nn.relu, key=key, dtype=dtype)
+
+    def __call__(
+        self,
+        X: Float[Array, "d T"],
+        y: Float[Array, " T"],
+        E: Float[Array, "m T"],
+        x_query: Float[Array, " d"],
+    ) -> Float[Array, " d"]:
+        """The prediction for one example (`E`, `x_query` unused)."""
+        del E, x_query
+        return self.mlp(jnp.concatenate([X.T.reshape(-1), y]))

@@ -1,0 +1,140 @@
+"""Decision lists: the paper's constants, Result 1's flow, Result 2's GD and Section 7 on tiny tasks."""
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import tasks.decision_lists as dl
+from theory import decision_lists as theory
+
+
+@pytest.fixture(scope="module")
+def small():
+    task = dl.DecisionLists.random(0, L=8, n=3, M=2)
+    return task, dl.exact_population(task)
+
+
+def test_constants_and_bounds(small):
+    task, population = small
+    k = theory.constants(task, population)
+    # the smallest p_{a,k} under distinct, L=8, n=3: C(L-2, 1)/C(8, 3) for k = 1 < m_a = 2
+    assert any(len(e) == 2 for e in task.lists)
+    assert k.gamma == pytest.approx(6 / 56, rel=1e-12) and k.delta == k.gamma
+    presence = theory.constants(task, population, delta_definition="presence")
+    assert presence.delta == pytest.approx(3 / 8, rel=1e-12)
+    assert theory.result1_c(3, 8, k.delta) == pytest.approx(4 * 3 * math.log(8) / k.delta)
+    assert theory.result1_time_bound(2, 8, k.gamma) == pytest.approx(8 / (math.log(8) * k.gamma))
+    with pytest.raises(ValueError, match="gamma_definition"):
+        theory.constants(task, population, gamma_definition="max")
+
+
+def test_result2_fixed_point_c(small):
+    task, population = small
+    P = task.permutation_matrix()
+    U = theory.perturbation(jax.random.PRNGKey(0), task.L, 1.0)
+
+    def loss0(c):
+        return float(dl.population_loss(dl.DecisionListModel(jnp.zeros((8, 8)), c * P + U), population))
+
+    c, _, converged = theory.result2_c(loss0, n=3, delta=0.1, eps=1.0)
+    assert converged
+    assert c == pytest.approx(10 * 9 * loss0(c) / 0.1 + 12.0, rel=1e-9)
+    # U = 0: the closed form of spec §6
+    assert loss0(0.0) != theory.zero_attention_loss(8, 3, 0.0)  # U matters
+    exact = float(dl.population_loss(dl.DecisionListModel(jnp.zeros((8, 8)), 5.0 * P), population))
+    assert exact == pytest.approx(theory.zero_attention_loss(8, 3, 5.0), rel=1e-13)
+
+
+def test_result2_no_finite_c_under_iid():
+    """Spec §3: with repeated tokens the loss at uniform attention grows linearly in c."""
+    task = dl.DecisionLists.random(0, L=5, n=3, M=2, distribution="iid")
+    population = dl.exact_population(task)
+    P = task.permutation_matrix()
+
+    def loss0(c):
+        return float(dl.population_loss(dl.DecisionListModel(jnp.zeros((5, 5)), c * P), population))
+
+    _, _, converged = theory.result2_c(loss0, n=3, delta=0.1, eps=1.0)
+    assert not converged
+
+
+def test_result2_setting_feasibility():
+    """Spec §6: with 𝓛_0 = log n, n = 50, M = 2 the hypotheses hold for ε = 10 and fail for ε = 1."""
+    assert theory.result2_setting(math.log(50), 1.0, n=50, eps=10.0, m=2, delta=1.0, eta=1.0).feasible
+    assert not theory.result2_setting(math.log(50), 1.0, n=50, eps=1.0, m=2, delta=1.0, eta=1.0).feasible
+    assert not theory.result2_setting(math.log(20), 1.0, n=20, eps=5.0, m=2, delta=1.0, eta=1.0).feasible
+
+
+def _time(arrays, population, c, t1):
+    return dl.result1_time(arrays, population, c, t1=t1, num_refine=16)
+
+
+def test_result1_flow_reaches_perfect_within_bound(small):
+    task, population = small
+    k = theory.constants(task, population)
+    c = theory.result1_c(task.n, task.L, k.delta)
+    bound = theory.result1_time_bound(task.M, task.L, k.gamma)
+    tau, run = jax.jit(_time)(task.arrays(), population, jnp.asarray(c), jnp.asarray(bound))
+    assert int(run.event) == 0 and 0 < float(tau) <= float(run.t_stop) <= bound
+    final = dl.DecisionListModel(run.final, c * task.permutation_matrix())
+    assert bool(dl.perfect(final, population))
+    assert float(dl.population_loss(final, population)) < math.log(task.n)
+
+
+def test_result1_vmaps_over_tasks(small):
+    tasks = [dl.DecisionLists.random(s, L=8, n=3, M=2) for s in (0, 3, 4)]
+    population = small[1]
+    pops = [dl.make_population(t.arrays(), population.tokens, population.weights) for t in tasks]
+    stacked = jax.tree.map(lambda *x: jnp.stack(x), *pops)
+    c, t1 = jnp.asarray([100.0, 200.0, 300.0]), jnp.full(3, 30.0)
+    batched = jax.jit(jax.vmap(lambda *args: _time(*args)[0]))(dl.stack_arrays(tasks), stacked, c, t1)
+    single = [float(jax.jit(_time)(t.arrays(), p, ci, ti)[0]) for t, p, ci, ti in zip(tasks, pops, c, t1)]
+    np.testing.assert_allclose(np.asarray(batched), single, rtol=1e-6)
+    assert len(set(np.round(single, 12))) > 1
+
+
+def test_padded_lists_change_nothing(small):
+    """Lists padded past M (to stack tasks with different M) give the same labels, μ and p_{a,k}."""
+    task, population = small
+    W = jax.random.normal(jax.random.PRNGKey(3), (8, 8), jnp.float64)
+    narrow, wide = task.arrays(), task.arrays(4)
+    assert float(dl.mu(W, narrow)) == float(dl.mu(W, wide))
+    np.testing.assert_array_equal(
+        dl.make_population(wide, population.tokens, population.weights).labels, population.labels
+    )
+    np.testing.assert_allclose(
+        np.asarray(dl.event_probabilities(wide, population))[:, :2],
+        dl.event_probabilities(narrow, population),
+    )
+
+
+def test_result2_gd_keeps_V_near_cP(small):
+    task, population = small
+    eps, c = 1.0, 60.0
+    V0 = c * task.permutation_matrix() + theory.perturbation(jax.random.PRNGKey(1), task.L, eps)
+    run = dl.result2_gd(
+        task.arrays(), population, V0, jnp.asarray(c), task.n, eta=jnp.asarray(0.01), num_steps=50
+    )
+    assert float(jnp.max(run.values["grad_V_max"])) <= 1.0
+    assert float(jnp.max(run.values["dist_cP"])) <= eps / 2 + 50 * 0.01 + 1e-12
+    assert float(run.values["loss"][-1]) < float(run.values["loss"][0])
+
+
+def test_section7_uniform_attention_aligns_V():
+    task = dl.DecisionLists.random(0, L=6, n=3, M=2)
+    population = dl.exact_population(task)
+    run = dl.uniform_attention_gd(
+        task.arrays(), population, jnp.zeros((6, 6)), step=jnp.asarray(1.0), num_steps=300, every=50
+    )
+    assert float(run.values["rho"][0]) == 0.0  # V = 0
+    assert float(run.values["kappa"][-1]) == 1.0 and float(run.values["rho"][-1]) > 0.5
+
+
+def test_kappa_and_rho_at_P():
+    task = dl.DecisionLists.random(0, L=7, n=3, M=2)
+    P = task.permutation_matrix()
+    assert float(dl.column_argmax_agreement(3.0 * P + 1.0, task.arrays())) == 1.0
+    assert float(dl.centred_cosine(3.0 * P + 1.0, P)) == pytest.approx(1.0, rel=1e-12)

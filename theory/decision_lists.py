@@ -1,0 +1,91 @@
+"""Checks of "Provable Gradient-Descent-Based Learning of Decision Lists by Transformers"
+(anonymous extended abstract; spec `decision_lists.md`).
+
+- Result 1 (spec §5): gradient flow on W with V = cP reaches perfect classification within
+  4M/(log(L) γ); perfect afterwards; loss monotone; GD → flow; scaling in m and c.
+- Result 2 (spec §6): GD on (W, V) with η = 1/λ_max classifies perfectly within T = ε/(2η) steps and
+  V stays within ε of cP (a small configuration **outside** the hypotheses, which need n ≳ 30-50).
+- Section 7 (spec §7): uniform attention pushes V toward P.
+- The engine's λ_max against a dense Hessian.
+
+The paper's quantities: the model, the task, c, the time bound, the hypotheses and the step window.
+Ours: the sampling distribution `D` (distinct tokens), δ and γ (see `_decision_lists_formulas`),
+m := M, the fixed point for the circular c, the acceptance thresholds of Section 7. `quick` shrinks
+the sets of tasks, never a tolerance. Everything runs in float64.
+"""
+
+from collections.abc import Callable
+
+from ._check import Check, check_makers
+from ._decision_lists_checks import (
+    hessian_lanczos_vs_dense,
+    result1_c_monotone,
+    result1_gd_limit,
+    result1_list_length_scaling,
+    result1_loss_monotone,
+    result1_perfect_reached,
+    result1_time_within_bound,
+    result2_perfect_within_window,
+    result2_step_below_curvature,
+    result2_V_stays_near_cP,
+    section7_kappa,
+    section7_rho,
+)
+from ._decision_lists_formulas import (
+    DELTA_DEFINITIONS,
+    GAMMA_DEFINITIONS,
+    Constants,
+    Result2Setting,
+    constants,
+    perturbation,
+    result1_c,
+    result1_time_bound,
+    result2_c,
+    result2_setting,
+    zero_attention_loss,
+)
+from ._decision_lists_sims import PAPER
+
+_CHECKS = (
+    result1_time_within_bound,
+    result1_perfect_reached,
+    result1_loss_monotone,
+    result1_gd_limit,
+    result1_list_length_scaling,
+    result1_c_monotone,
+    result2_perfect_within_window,
+    result2_V_stays_near_cP,
+    result2_step_below_curvature,
+    section7_kappa,
+    section7_rho,
+    hessian_lanczos_vs_dense,
+)
+
+
+def checks(quick: bool) -> list[Callable[[], Check]]:
+    """The decision-list checks, as zero-argument makers named after their check.
+
+    **Arguments:** `quick`: fewer and smaller tasks (same tolerances).
+
+    **Returns:** one maker per check.
+
+    **Raises:** `ValueError` unless float64 is enabled (`jax_enable_x64`).
+    """
+    return check_makers(PAPER, _CHECKS, quick)
+
+
+__all__ = [
+    "DELTA_DEFINITIONS",
+    "GAMMA_DEFINITIONS",
+    "PAPER",
+    "Constants",
+    "Result2Setting",
+    "checks",
+    "constants",
+    "perturbation",
+    "result1_c",
+    "result1_time_bound",
+    "result2_c",
+    "result2_setting",
+    "zero_attention_loss",
+] + [fn.__name__ for fn in _CHECKS]
