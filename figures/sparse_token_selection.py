@@ -7,6 +7,8 @@
 - `sts_fig4`: top: as Fig. 2; bottom: validation loss at unseen q_test (GD).
 - `sts_fig5`: as Fig. 4, trained with Adam.
 - `sts_thm1_rate`: 1/L vs t, reduced gradient flow and full-matrix GD, predicted slope 4/(T−1).
+- `sts_sphere_floor`: the `iid_sphere` loss floor of spec §4.2 vs m_E (formula vs full-model Monte
+  Carlo, with the spec's table for reference) and the reduced flow converging to it (not a paper figure).
 - `sts_fcn_bound`: Proposition C against exact linear-readout risks and trained FCNs (not a paper
   figure).
 
@@ -429,6 +431,119 @@ def fcn_bound(out_dir: Path, full: bool) -> list[Path]:
     )
 
 
+SPHERE_ROWS = ((200, 3), (400, 3), (200, 5))
+SPHERE_DIMS = (16, 32, 64, 128, 256, 512, 1024)
+SPHERE_SPEC_TABLE = {
+    (200, 3): (0.661, 0.404, 0.244, 0.137, 0.075, 0.041, 0.022),
+    (400, 3): (0.739, 0.470, 0.293, 0.165, 0.093, 0.050, 0.026),
+    (200, 5): (0.787, 0.587, 0.408, 0.259, 0.159, 0.090, 0.053),
+}
+"""The floor table printed in spec §4.2 (3000 PE draws there), drawn for reference only."""
+
+
+def sphere_floor(out_dir: Path, full: bool) -> list[Path]:
+    """Verification figure (spec §4.2, not in the paper): the smallest loss / (d/2q) reachable with
+    `iid_sphere` PE on the invariant set, min_a (1 − q B(a)²/A(a)) on a bank of PE draws, against
+    the full transformer's Monte-Carlo loss at (γ*, W_EE = a* I) with fresh draws, for
+    (T, q) ∈ {(200, 3), (400, 3), (200, 5)} and m_E = 16..1024 (ρ = 1, d = 10); right: the reduced
+    2-D gradient flow from zero init (bank vector field) settling at the floor (T = 200, q = 3).
+
+    **Returns:** the PNG, PDF and JSON paths.
+    """
+    size, pairs, flow_bank = (3000, 2048, 1000) if full else (500, 256, 100)
+    d = 10
+    rows = {}
+    for T, q in SPHERE_ROWS:
+        task = sts.STSConfig(d=d, T=T, q=q, pe_sampler="iid_sphere", pe_dim=SPHERE_DIMS[0])
+        cells = []
+        for i, m in enumerate(SPHERE_DIMS):
+            cfg = task.replace(pe_dim=m)
+            scores = sts.sphere_scores(cfg, jax.random.PRNGKey(i), size, chunk=100)
+            floor = sts.sphere_floor(scores, q)
+            model = sts.from_scalars(cfg, floor["gamma"], floor["alpha"])
+            mean, se = sts.mc_loss(model, cfg, jax.random.PRNGKey(1000 + i), pairs, chunk=128)
+            per = np.asarray(sts.sphere_example_losses(floor["gamma"], floor["alpha"], scores, d, q))
+            L0 = cfg.trivial_loss
+            cells.append(
+                floor
+                | {
+                    "bank_se": float(per.std(ddof=1) / np.sqrt(size)) / L0,
+                    "mc": float(mean) / L0,
+                    "mc_se": float(se) / L0,
+                    "z": abs(float(mean) / L0 - floor["ratio"])
+                    / float(np.hypot(float(se) / L0, per.std(ddof=1) / np.sqrt(size) / L0)),
+                }
+            )
+        rows[f"T={T},q={q}"] = cells
+    flow_dims = (32, 64, 128)
+    ts = np.logspace(0, np.log10(3e4), 81)
+    flows = {}
+    for m in flow_dims:
+        cfg = sts.STSConfig(d=d, T=200, q=3, pe_sampler="iid_sphere", pe_dim=m)
+        scores = sts.sphere_scores(cfg, jax.random.PRNGKey(50 + m), flow_bank, chunk=100)
+        run = sts.sphere_flow(cfg, scores, ts[-1], ts)
+        flows[m] = {
+            "loss_over_L0": np.asarray(run.values["loss"]) / cfg.trivial_loss,
+            "gamma": run.values["gamma"],
+            "a": run.values["a"],
+            "floor": sts.sphere_floor(scores, 3),
+        }
+    fig, axes = plt.subplots(1, 2, figsize=(13, 4.5))
+    for (T, q), color in zip(SPHERE_ROWS, ("C0", "C1", "C2")):
+        cells = rows[f"T={T},q={q}"]
+        axes[0].plot(
+            SPHERE_DIMS, [c["ratio"] for c in cells], "-", color=color, label=f"T={T}, q={q}: formula"
+        )
+        axes[0].errorbar(
+            SPHERE_DIMS,
+            [c["mc"] for c in cells],
+            yerr=[2 * c["mc_se"] for c in cells],
+            fmt="o",
+            color=color,
+            ms=4,
+            capsize=2,
+            label="full model MC (2 SE)",
+        )
+        axes[0].plot(SPHERE_DIMS, SPHERE_SPEC_TABLE[(T, q)], "x", color=color, ms=7, label="spec §4.2 table")
+    axes[0].set_xscale("log", base=2)
+    axes[0].set_yscale("log")
+    axes[0].set_xlabel("PE dimension m_E")
+    axes[0].set_ylabel("floor: min loss / (d/2q)")
+    axes[0].set_title(f"iid_sphere floor (bank {size} draws, MC {pairs} pairs)")
+    axes[0].legend(fontsize=7, ncol=3)
+    for m, color in zip(flow_dims, ("C3", "C4", "C5")):
+        axes[1].semilogx(ts, flows[m]["loss_over_L0"], color=color, label=f"m_E={m}: reduced flow")
+        axes[1].axhline(flows[m]["floor"]["ratio"], color=color, ls=":", lw=1)
+    axes[1].set_xlabel("t = eta k")
+    axes[1].set_ylabel("loss / (d/2q)")
+    axes[1].set_title("T=200, q=3: flow from zero init -> floor (dotted)")
+    axes[1].legend(fontsize=8)
+    return save_figure(
+        fig,
+        out_dir,
+        "sts_sphere_floor",
+        data={
+            "m_E": list(SPHERE_DIMS),
+            "rows": rows,
+            "spec_table": {f"T={T},q={q}": list(v) for (T, q), v in SPHERE_SPEC_TABLE.items()},
+            "flow_t": ts,
+            "flows": {str(m): v for m, v in flows.items()},
+        },
+        config={
+            "d": d,
+            "rho": 1.0,
+            "pe_sampler": "iid_sphere",
+            "bank_draws": size,
+            "mc_pairs": pairs,
+            "flow_bank_draws": flow_bank,
+            "flow": "Tsit5 rtol=1e-8, zero init, rates (1/d, 1/m_E)",
+            "floor_scan": "grid a in [0, 20] (201 points) + bounded Brent",
+            "dtype": "float64",
+            "full": full,
+        },
+    )
+
+
 FIGURES = {
     "sts_fig1": fig1,
     "sts_fig2": fig2,
@@ -437,4 +552,5 @@ FIGURES = {
     "sts_fig5": fig5,
     "sts_thm1_rate": thm1_rate,
     "sts_fcn_bound": fcn_bound,
+    "sts_sphere_floor": sphere_floor,
 }

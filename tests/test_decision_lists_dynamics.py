@@ -68,6 +68,16 @@ def test_result2_setting_feasibility():
     assert not theory.result2_setting(math.log(20), 1.0, n=20, eps=5.0, m=2, delta=1.0, eta=1.0).feasible
 
 
+def test_distinct_constants_match_enumeration(small):
+    task, population = small
+    closed = theory.distinct_constants(task)
+    enumerated = theory.constants(task, population)
+    assert closed.gamma == pytest.approx(enumerated.gamma, rel=1e-12) and closed.delta == closed.gamma
+    assert (closed.delta_definition, closed.gamma_definition) == ("gamma", "joint")
+    with pytest.raises(ValueError, match="distribution"):
+        theory.distinct_constants(dl.DecisionLists.random(0, L=5, n=3, M=2, distribution="iid"))
+
+
 def _time(arrays, population, c, t1):
     return dl.result1_time(arrays, population, c, t1=t1, num_refine=16)
 
@@ -138,3 +148,11 @@ def test_kappa_and_rho_at_P():
     P = task.permutation_matrix()
     assert float(dl.column_argmax_agreement(3.0 * P + 1.0, task.arrays())) == 1.0
     assert float(dl.centred_cosine(3.0 * P + 1.0, P)) == pytest.approx(1.0, rel=1e-12)
+
+
+@pytest.mark.slow
+def test_result2_within_hypotheses_check():
+    """Spec §6 steps 3-4 at L = 40, n = 30, M = 2, ε = 4.1 on a frozen population of 2^14 sequences."""
+    check = theory.result2_within_hypotheses(quick=False)
+    assert check.verdict != "fail", check.note
+    assert check.simulated <= check.predicted

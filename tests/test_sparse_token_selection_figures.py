@@ -7,7 +7,16 @@ import pytest
 import figures
 from figures import sparse_token_selection as sts_figures
 
-NAMES = ("sts_fig1", "sts_fig2", "sts_fig3", "sts_fig4", "sts_fig5", "sts_thm1_rate", "sts_fcn_bound")
+NAMES = (
+    "sts_fig1",
+    "sts_fig2",
+    "sts_fig3",
+    "sts_fig4",
+    "sts_fig5",
+    "sts_thm1_rate",
+    "sts_fcn_bound",
+    "sts_sphere_floor",
+)
 
 
 def test_registered():

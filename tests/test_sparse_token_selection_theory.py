@@ -72,3 +72,66 @@ def test_checks_need_float64_and_cheap_ones_pass():
             paper.checks(quick=True)
     finally:
         jax.config.update("jax_enable_x64", True)
+
+
+def _sphere_config(T=6, q=2, m=4, d=2):
+    return sts.STSConfig(d=d, T=T, q=q, pe_sampler="iid_sphere", pe_dim=m)
+
+
+def test_sphere_loss_equals_full_transformer_on_bank():
+    """Lemma A on the invariant set: the scalar bank loss equals the full transformer's exact-in-X
+    population loss on the same PE draws (scores recomputed here from E and a random y)."""
+    cfg = _sphere_config()
+    E, y = jax.jit(lambda k: sts.pe_bank(cfg, k, 64))(jax.random.PRNGKey(0))
+    E_np, y_np = np.asarray(E), np.asarray(y)
+    scores = []
+    for Eb, yb in zip(E_np, y_np):
+        c = Eb.T @ (Eb @ yb)
+        order = np.concatenate([np.flatnonzero(yb > 0), np.flatnonzero(yb == 0)])
+        scores.append(c[order])
+    scores = jnp.asarray(np.stack(scores))
+    full_loss = jax.jit(lambda g, a: sts.bank_population_loss(sts.from_scalars(cfg, g, a), E, y))
+    reduced = jax.jit(lambda g, a: sts.sphere_loss(g, a, scores, cfg.d, cfg.q))
+    per_draw = jax.jit(lambda g, a: jnp.mean(sts.sphere_example_losses(g, a, scores, cfg.d, cfg.q)))
+    for gamma, a in ((0.7, 0.0), (1.3, 2.5), (1.1, 7.0)):
+        full = float(full_loss(gamma, a))
+        assert float(reduced(gamma, a)) == pytest.approx(full, abs=1e-12)
+        assert float(per_draw(gamma, a)) == pytest.approx(full, abs=1e-12)
+
+
+def test_sphere_floor_against_projection_sampler():
+    """The floor from the task's E sampler against an independent numpy computation: the q selected
+    PE vectors drawn explicitly, the others' scores from the law of a sphere coordinate,
+    <e_j, s> = ||s|| z / sqrt(z² + χ²_{m−1}), and a fine grid over a."""
+    T, q, m, n = 20, 3, 8, 6000
+    cfg = _sphere_config(T=T, q=q, m=m)
+    floor = sts.sphere_floor(sts.sphere_scores(cfg, jax.random.PRNGKey(1), n, chunk=500), q)
+    rng = np.random.default_rng(2)
+    sel = rng.standard_normal((n, q, m))
+    sel /= np.linalg.norm(sel, axis=2, keepdims=True)
+    s = sel.sum(1)
+    inside = np.einsum("nqm,nm->nq", sel, s)
+    z = rng.standard_normal((n, T - q))
+    coord = z / np.sqrt(z**2 + rng.chisquare(m - 1, (n, T - q)))
+    scores = np.concatenate([inside, np.linalg.norm(s, axis=1, keepdims=True) * coord], axis=1)
+
+    def ratio(a):
+        p = np.exp(a * (scores - scores.max(1, keepdims=True)))
+        p /= p.sum(1, keepdims=True)
+        A, B = np.mean((p * p).sum(1)), np.mean(p[:, :q].sum(1)) / q
+        return 1 - q * B * B / A, B / A, p
+
+    coarse = np.arange(0.0, 20.0, 0.1)
+    best = coarse[int(np.argmin([ratio(a)[0] for a in coarse]))]
+    fine = np.arange(best - 0.1, best + 0.1, 0.002)
+    best = fine[int(np.argmin([ratio(a)[0] for a in fine]))]
+    r, g, p = ratio(best)
+    per = (g * g * (p * p).sum(1) - 2 * g * p[:, :q].sum(1) / q + 1 / q) * q
+    se = per.std(ddof=1) / np.sqrt(n)
+    assert floor["ratio"] == pytest.approx(r, abs=5 * np.sqrt(2) * se)
+    assert 0 < r < 1 and 0 < best < 19
+
+
+def test_sphere_floor_needs_iid_sphere():
+    with pytest.raises(ValueError, match="iid_sphere"):
+        sts.sphere_scores(sts.STSConfig(d=2, T=6, q=2, pe_sampler="onehot"), jax.random.PRNGKey(0), 4)

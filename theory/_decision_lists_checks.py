@@ -1,6 +1,8 @@
 """The decision-list checks: Result 1 (spec §5), Result 2 (spec §6), Section 7 (spec §7), and
 the engine's λ_max against a dense Hessian on a small task."""
 
+import math
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -255,6 +257,49 @@ def result2_step_below_curvature(quick: bool = False) -> Check:
         provenance="recon",
         note=f"lambda_max at steps {', '.join(str(int(s)) for s in r.steps)}: "
         f"{', '.join(f'{x:.4g}' for x in r.lambdas)}. {_setting_note(r)}",
+    )
+
+
+def result2_within_hypotheses(quick: bool = False) -> Check:
+    """Result 2 inside its hypotheses (spec §6 steps 3-4): with `𝓛_0 − 6ε/n > A > 0`,
+    `A² > 4m𝓛_0/ε` (checked on the frozen population used), GD on `(W, V)` from `W = 0`,
+    `V_0 = cP + U`, `η = 1/λ_max`, has a step `t ≤ T = ⌊ε/(2η)⌋` certified to classify every sequence
+    of `D` perfectly (spec §4.2), and `‖V_t − cP‖_max ≤ ε` at every step run.
+
+    The configuration is `sims.RESULT2_HYPOTHESES` (`L = 40, n = 30, M = 2, ε = 4.1`); quick mode
+    only shrinks the population (`K = 2^10` instead of the spec's default `2^14`), and it stays inside
+    the hypotheses. GD runs a fixed number of steps far below `T` (the conclusion only needs some
+    `t ≤ T`); a run without a certified step fails.
+
+    **Returns:** the [`Check`][]: error = the number of violated conclusions among (the hypotheses
+    hold, a certified step `t ≤ T` exists, `max_t ‖V_t − cP‖_max ≤ ε`).
+    """
+    cfg = sims.RESULT2_HYPOTHESES["quick" if quick else "full"]
+    r = sims.result2_sampled(sims.task(*cfg["size"]), cfg["eps"], cfg["K"], cfg["num_steps"])
+    s = r.setting
+    certified = math.isfinite(r.first_certified) and r.first_certified <= s.T_max
+    violated = (not s.feasible) + (not certified) + (r.max_dist_cP > s.eps)
+    at = int(r.first_certified) if math.isfinite(r.first_certified) else r.num_steps
+    return check(
+        "result2_within_hypotheses",
+        "Result 2 inside its hypotheses: some t <= T = eps/(2 eta) is certified perfect (spec §4.2) and"
+        " ||V_t - cP||_max <= eps; error = number of violated conditions",
+        predicted=float(s.T_max),
+        simulated=r.first_certified,
+        error=float(violated),
+        tolerance=0.0,
+        note=f"L={r.task.L},n={r.task.n},M={r.task.M}, eps={s.eps} (lower end of the feasible interval: the"
+        f" certificate asks mu > -log(1 - 2n||V - cP||_max/c), smaller for smaller eps);"
+        f" D = distinct, frozen Monte-Carlo population K={r.K} (seed 0), U ~ Uniform[-eps/2, eps/2];"
+        f" delta = gamma = {s.delta:.4g} (closed form); c={s.c:.6g} (fixed point on the population,"
+        f" {s.c_iterations} iterations); L0={s.loss0:.5g}; A={s.A:.5g} (just below L0 - 6 eps/n);"
+        f" A^2={s.A**2:.5g} > 4 m L0/eps={4 * s.m * s.loss0 / s.eps:.5g}: hypotheses feasible={s.feasible};"
+        f" lambda_max(0)={r.lambda0:.6g} (Lanczos, 100 HVPs); eta=1/lambda_max={s.eta:.4g};"
+        f" window T in [{s.T_min:.6g}, {s.T_max}]; first certified step t={r.first_certified:g}"
+        f" (certified at {r.certified_steps} of the {r.num_steps} steps run); mu at t: {r.mu[at]:.4g}"
+        f" (needed {r.threshold[at]:.4g}); max_t ||V_t - cP||_max = {r.max_dist_cP:.6g} <= eps"
+        f" (every step); max |grad_V L| = {r.max_grad_V:.3g}; loss {r.losses[0]:.4g} -> {r.losses[-1]:.3g}"
+        f" after {r.num_steps} steps. m := M [ours]. {OURS}",
     )
 
 

@@ -69,6 +69,20 @@ def constants(
     return Constants(delta, gamma, delta_definition, gamma_definition)
 
 
+def distinct_constants(task: dl.DecisionLists) -> Constants:
+    """`δ = γ = min_{a,k≤m_a} p_{a,k}` (the default definitions) in closed form under `distinct`
+    (spec §4.3, **[derived]**), for supports too large to enumerate.
+
+    **Raises:** `ValueError` unless `task.distribution` is `distinct`.
+    """
+    if task.distribution != "distinct":
+        raise ValueError(f"distribution must be 'distinct' for the closed form, got {task.distribution!r}")
+    p = dl.distinct_event_probabilities(task)
+    valid = np.arange(task.M)[None, :] < np.asarray([len(e) for e in task.lists])[:, None]
+    gamma = float(np.min(p[valid]))
+    return Constants(gamma, gamma, "gamma", "joint")
+
+
 def result1_c(n: int, L: int, delta: float) -> float:
     """Result 1 [paper]: `c = 4 n log(L)/δ`."""
     return 4.0 * n * math.log(L) / delta

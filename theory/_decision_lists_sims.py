@@ -144,10 +144,10 @@ def _lambda_max(model, pop):
     return dynamics.hessian_max_eigenvalue(lambda m: _loss(m, pop), model, num_iters=100)
 
 
-@functools.partial(jax.jit, static_argnames=("n", "num_steps", "every", "stop"))
-def _result2_gd(arrays, pop, V0, c, eta, n, num_steps, every, stop):
+@functools.partial(jax.jit, static_argnames=("n", "num_steps", "every", "stop", "exact"))
+def _result2_gd(arrays, pop, V0, c, eta, n, num_steps, every, stop, exact=True):
     return dl.result2_gd(
-        arrays, pop, V0, c, n, eta=eta, num_steps=num_steps, every=every, stop_at_perfect=stop
+        arrays, pop, V0, c, n, eta=eta, num_steps=num_steps, every=every, exact=exact, stop_at_perfect=stop
     )
 
 
@@ -209,6 +209,87 @@ def result2(t: dl.DecisionLists, eps: float, seed: int = 0, num_saves: int = 10)
         max_grad_V=float(jnp.max(run.values["grad_V_max"])),
         lambdas=lambdas,
         steps=np.asarray(run.ts)[picks],
+        losses=np.asarray(run.values["loss"]),
+    )
+
+
+RESULT2_HYPOTHESES = {
+    "quick": {"size": (40, 30, 2, 0), "eps": 4.1, "K": 2**10, "num_steps": 20},
+    "full": {"size": (40, 30, 2, 0), "eps": 4.1, "K": 2**14, "num_steps": 20},
+}
+"""Result 2 inside its hypotheses (spec §6 steps 3-4): `(L, n, M, seed)` of the task, `ε`, the size `K`
+of the frozen Monte-Carlo population and the GD steps run. `n = 30` admits
+only `M = 2` and `ε ∈ [4.1, 7.4]` (spec §6); `L = 40` is about the smallest vocabulary with
+`L − M ≥ n` whose hypotheses hold at `ε = 4.1`, the lower end of the interval: the certificate
+`(c/n)(1 − e^{−μ}) > 2‖V − cP‖_max` (spec §4.2) asks less of `μ` when `ε` is small. Quick mode only
+shrinks `K` (the hypotheses are checked on the population actually used)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Result2Sampled:
+    """One Result 2 run on a frozen Monte-Carlo population: the setting, the first certified step
+    (spec §4.2; `inf` if none within `num_steps`) and the invariants along the run."""
+
+    task: dl.DecisionLists
+    K: int
+    setting: formulas.Result2Setting
+    lambda0: float
+    num_steps: int
+    first_certified: float
+    certified_steps: int
+    mu: np.ndarray
+    threshold: np.ndarray
+    max_dist_cP: float
+    max_grad_V: float
+    losses: np.ndarray
+
+
+@functools.cache
+def result2_sampled(t: dl.DecisionLists, eps: float, K: int, num_steps: int, seed: int = 0) -> Result2Sampled:
+    """Result 2 on `t` with a frozen population of `K` sequences drawn from `D = distinct` (spec §3):
+    `δ = γ` in closed form (spec §4.3), `U` seeded, the fixed point `c` and `𝓛_0` on the population,
+    `λ_max` at initialisation by Lanczos (100 HVPs), `η = 1/λ_max`, `T = ⌊ε/(2η)⌋`; `num_steps` GD
+    steps (at most `T`) saving the certificate, `μ(W)`, `‖V_t − cP‖_max` and `max |∇_V 𝓛|` at every
+    step. `seed` draws the population and `U`. `threshold[t]` is the `μ` the certificate needs at
+    step `t`: `−log(1 − 2n‖V_t − cP‖_max/c)`."""
+    key_population, key_U = jax.random.split(jax.random.PRNGKey(seed))
+    pop = dl.sampled_population(t, key_population, K)
+    k = formulas.distinct_constants(t)
+    P = t.permutation_matrix()
+    U = formulas.perturbation(key_U, t.L, eps)
+    c, iterations, converged = formulas.result2_c(
+        lambda c: float(_loss_at(c * P + U, pop)), n=t.n, delta=k.delta, eps=eps
+    )
+    V0 = c * P + U
+    loss0 = float(_loss_at(V0, pop))
+    lam = float(_lambda_max(dl.DecisionListModel(jnp.zeros_like(V0), V0), pop))
+    setting = formulas.result2_setting(
+        loss0,
+        c,
+        n=t.n,
+        eps=eps,
+        m=t.M,
+        delta=k.delta,
+        eta=1.0 / lam,
+        iterations=iterations,
+        converged=converged,
+    )
+    steps = min(num_steps, setting.T_max)
+    run = _result2_gd(t.arrays(), pop, V0, f64(c), f64(setting.eta), t.n, steps, 1, False, exact=False)
+    good = np.asarray(run.values["perfect"])
+    dist = np.asarray(run.values["dist_cP"])
+    return Result2Sampled(
+        task=t,
+        K=K,
+        setting=setting,
+        lambda0=lam,
+        num_steps=steps,
+        first_certified=float(np.argmax(good)) if np.any(good) else math.inf,
+        certified_steps=int(np.sum(good)),
+        mu=np.asarray(run.values["mu"]),
+        threshold=-np.log1p(-2.0 * t.n * dist / c),
+        max_dist_cP=float(np.max(dist)),
+        max_grad_V=float(np.max(np.asarray(run.values["grad_V_max"]))),
         losses=np.asarray(run.values["loss"]),
     )
 

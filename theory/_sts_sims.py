@@ -75,3 +75,18 @@ def ood_along_flow(T_new: int, q_new: int) -> np.ndarray:
     flow = paper_flow()
     fn = sts.reduced_state_loss(PAPER_SIZE, T=T_new, q=q_new)
     return np.asarray(jax.vmap(fn)({"gamma": jnp.asarray(flow["gamma"]), "a": jnp.asarray(flow["a"])}))
+
+
+SPHERE_TASK = sts.STSConfig(d=10, T=200, q=3, pe_sampler="iid_sphere", pe_dim=64)
+"""The `iid_sphere` instance of spec §4.2's table (T = 200, q = 3, m_E = 64, ρ = 1; d = 10 [RECON])."""
+
+
+@functools.cache
+def sphere_bank(T: int, q: int, m_E: int, size: int, seed: int = 0) -> tuple[jax.Array, dict[str, float]]:
+    """A bank of `size` iid_sphere score vectors at (T, q, m_E) and its floor (spec §4.2).
+
+    **Returns:** `(scores, floor)`, floor = `{"ratio", "alpha", "gamma"}` of [`sts.sphere_floor`][].
+    """
+    cfg = SPHERE_TASK.replace(T=T, q=q, pe_dim=m_E)
+    scores = sts.sphere_scores(cfg, jax.random.PRNGKey(seed), size, chunk=min(size, 100))
+    return scores, sts.sphere_floor(scores, q)

@@ -4,7 +4,9 @@
 - Result 1 (spec §5): gradient flow on W with V = cP reaches perfect classification within
   4M/(log(L) γ); perfect afterwards; loss monotone; GD → flow; scaling in m and c.
 - Result 2 (spec §6): GD on (W, V) with η = 1/λ_max classifies perfectly within T = ε/(2η) steps and
-  V stays within ε of cP (a small configuration **outside** the hypotheses, which need n ≳ 30-50).
+  V stays within ε of cP: a small configuration **outside** the hypotheses (enumerated), and one
+  **inside** them (L = 40, n = 30, M = 2, ε = 4.1, frozen Monte-Carlo population, certificate of
+  spec §4.2).
 - Section 7 (spec §7): uniform attention pushes V toward P.
 - The engine's λ_max against a dense Hessian.
 
@@ -28,6 +30,7 @@ from ._decision_lists_checks import (
     result2_perfect_within_window,
     result2_step_below_curvature,
     result2_V_stays_near_cP,
+    result2_within_hypotheses,
     section7_kappa,
     section7_rho,
 )
@@ -37,6 +40,7 @@ from ._decision_lists_formulas import (
     Constants,
     Result2Setting,
     constants,
+    distinct_constants,
     perturbation,
     result1_c,
     result1_time_bound,
@@ -56,6 +60,7 @@ _CHECKS = (
     result2_perfect_within_window,
     result2_V_stays_near_cP,
     result2_step_below_curvature,
+    result2_within_hypotheses,
     section7_kappa,
     section7_rho,
     hessian_lanczos_vs_dense,
@@ -82,6 +87,7 @@ __all__ = [
     "Result2Setting",
     "checks",
     "constants",
+    "distinct_constants",
     "perturbation",
     "result1_c",
     "result1_time_bound",

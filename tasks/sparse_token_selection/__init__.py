@@ -15,6 +15,8 @@ Spec: `specs/sparse_token_selection.md`. Section references below are to that sp
   [`bank_population_loss`][], [`mc_loss`][], [`all_subsets`][], [`pe_bank`][].
 - Reduced dynamics (§3): [`reduced_loss`][], [`reduced_gd`][], [`reduced_flow`][],
   [`reduced_state_loss`][], [`reduced_rates`][], [`block_norm_sq`][], [`optimal_gamma`][].
+- `iid_sphere` floor (§4.2): [`sphere_scores`][], [`sphere_moments`][], [`sphere_example_losses`][],
+  [`sphere_loss`][], [`sphere_floor`][], [`sphere_flow`][].
 - Online training (§5): [`OnlineConfig`][], [`online_runs`][].
 - FCN risk (§4.4): [`linear_readout_risk`][], [`top_eigenspace_layer`][], [`coordinate_layer`][],
   [`trained_fcn_losses`][].
@@ -74,6 +76,14 @@ from ._reduced import (
     reduced_state_loss,
     zero_state,
 )
+from ._sphere import (
+    sphere_example_losses,
+    sphere_floor,
+    sphere_flow,
+    sphere_loss,
+    sphere_moments,
+    sphere_scores,
+)
 
 __all__ = [
     "FCN",
@@ -123,6 +133,12 @@ __all__ = [
     "sample_pe",
     "selection_scores",
     "subset_second_moment",
+    "sphere_example_losses",
+    "sphere_floor",
+    "sphere_flow",
+    "sphere_loss",
+    "sphere_moments",
+    "sphere_scores",
     "target",
     "top_eigenspace_layer",
     "trained_fcn_losses",
