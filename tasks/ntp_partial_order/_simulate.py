@@ -9,6 +9,7 @@ import numpy as np
 
 import dynamics
 
+from .._settings import from_settings
 from ._generate import RecipeA, RecipeB
 from ._model import loss, make_batch
 from ._train import algorithm1, paper_step_sizes
@@ -75,18 +76,8 @@ class Simulation:
 
     @classmethod
     def from_settings(cls, settings: dict[str, str]) -> "Simulation":
-        """Build from `key=value` strings (the CLI's `--set`)."""
-        fields = {f.name: f for f in dataclasses.fields(cls)}
-        values = {}
-        for key, text in settings.items():
-            if key not in fields:
-                raise ValueError(f"unknown setting {key!r}; known: {', '.join(fields)}")
-            kind = fields[key].type
-            try:
-                values[key] = text.lower() in ("true", "1") if kind is bool else kind(text)
-            except ValueError:
-                raise ValueError(f"{key} must be a {kind.__name__}, got {text!r}") from None
-        return cls(**values)
+        """Build from `key=value` strings (the CLI's `--set`), converting each to its field's type."""
+        return from_settings(cls, settings)
 
     def generator(self) -> RecipeA | RecipeB:
         """The dataset recipe."""

@@ -2,8 +2,6 @@
 
 import dataclasses
 import math
-import types
-import typing
 
 import jax
 import jax.numpy as jnp
@@ -11,6 +9,7 @@ import numpy as np
 
 import dynamics
 
+from .._settings import from_settings
 from ._generator import Dataset2
 from ._levels import OPTIMIZERS, population_flow, scalar_flow, sgd_run, theory_flow
 from ._model import YZModel
@@ -89,13 +88,7 @@ class Simulation:
     @classmethod
     def from_settings(cls, settings: dict[str, str]) -> "Simulation":
         """Build from `key=value` strings (the CLI's `--set`), converting each to its field's type."""
-        fields = {f.name: f for f in dataclasses.fields(cls)}
-        values = {}
-        for key, text in settings.items():
-            if key not in fields:
-                raise ValueError(f"unknown setting {key!r}; known: {', '.join(fields)}")
-            values[key] = _parse(key, text, fields[key].type)
-        return cls(**values)
+        return from_settings(cls, settings)
 
     @property
     def float_dtype(self) -> jnp.dtype:
@@ -111,21 +104,6 @@ class Simulation:
 def _one_of(name: str, value, allowed: tuple) -> None:
     if value not in allowed:
         raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
-
-
-def _parse(name: str, text: str, kind) -> object:
-    if isinstance(kind, types.UnionType) or typing.get_origin(kind) is typing.Union:
-        if text.lower() == "none":
-            return None
-        kind = next(k for k in typing.get_args(kind) if k is not type(None))
-    try:
-        if kind is bool:
-            if text.lower() not in ("true", "false", "1", "0"):
-                raise ValueError
-            return text.lower() in ("true", "1")
-        return kind(text)
-    except ValueError:
-        raise ValueError(f"{name} must be a {kind.__name__}, got {text!r}") from None
 
 
 def simulate(sim: Simulation, num_seeds: int, *, progress: bool = False) -> dynamics.Trajectory:
