@@ -87,6 +87,7 @@ def fig2(out_dir: Path, full: bool) -> list[Path]:
             twin = ax.twinx()
             twin.semilogy(ts, ys[0], color="C3", ls="--", lw=1)
             twin.set_ylabel("log scale", color="C3")
+        ax.ticklabel_format(axis="y", useOffset=False)  # a cosine flat at 1 reads as 1, not 1e-12 + 1
         ax.set_title(title)
         ax.set_xlabel("iteration t of the stage")
     axes[0, 0].legend(loc="upper right")
