@@ -167,17 +167,16 @@ class Result2:
     losses: np.ndarray
 
 
-@functools.cache
-def result2(t: dl.DecisionLists, eps: float, seed: int = 0, num_saves: int = 10) -> Result2:
-    """Result 2 on `t` (spec §6): `U` seeded, the fixed point `c`, `λ_max` at initialisation by
-    Lanczos, `η = 1/λ_max`, `T = ⌊ε/(2η)⌋`; GD stopped at the first perfect step, and GD to `T`
-    checking `‖V_t − cP‖_max ≤ ε` and `max |∇_V 𝓛| ≤ 1` at every step and re-estimating `λ_max` at
-    `num_saves + 1` evenly spaced steps."""
-    pop, k = population(t), task_constants(t)
+def _result2_start(t: dl.DecisionLists, pop, delta: float, key_U, eps: float):
+    """Result 2's start on population `pop` (spec §6): `U` drawn with `key_U`, the fixed point `c`,
+    `V_0 = cP + U`, `λ_max` at `(0, V_0)` by Lanczos and the setting with `η = 1/λ_max`.
+
+    **Returns:** `(c, V_0, λ_max, Result2Setting)`.
+    """
     P = t.permutation_matrix()
-    U = formulas.perturbation(jax.random.PRNGKey(seed), t.L, eps)
+    U = formulas.perturbation(key_U, t.L, eps)
     c, iterations, converged = formulas.result2_c(
-        lambda c: float(_loss_at(c * P + U, pop)), n=t.n, delta=k.delta, eps=eps
+        lambda c: float(_loss_at(c * P + U, pop)), n=t.n, delta=delta, eps=eps
     )
     V0 = c * P + U
     loss0 = float(_loss_at(V0, pop))
@@ -188,11 +187,22 @@ def result2(t: dl.DecisionLists, eps: float, seed: int = 0, num_saves: int = 10)
         n=t.n,
         eps=eps,
         m=t.M,
-        delta=k.delta,
+        delta=delta,
         eta=1.0 / lam,
         iterations=iterations,
         converged=converged,
     )
+    return c, V0, lam, setting
+
+
+@functools.cache
+def result2(t: dl.DecisionLists, eps: float, seed: int = 0, num_saves: int = 10) -> Result2:
+    """Result 2 on `t` (spec §6): `U` seeded, the fixed point `c`, `λ_max` at initialisation by
+    Lanczos, `η = 1/λ_max`, `T = ⌊ε/(2η)⌋`; GD stopped at the first perfect step, and GD to `T`
+    checking `‖V_t − cP‖_max ≤ ε` and `max |∇_V 𝓛| ≤ 1` at every step and re-estimating `λ_max` at
+    `num_saves + 1` evenly spaced steps."""
+    pop, k = population(t), task_constants(t)
+    c, V0, lam, setting = _result2_start(t, pop, k.delta, jax.random.PRNGKey(seed), eps)
     T = setting.T_max
     first = _result2_gd(t.arrays(), pop, V0, f64(c), f64(setting.eta), t.n, T, T, True)
     first_perfect = float(first.t_stop) if int(first.event) == 0 else math.inf
@@ -255,25 +265,7 @@ def result2_sampled(t: dl.DecisionLists, eps: float, K: int, num_steps: int, see
     key_population, key_U = jax.random.split(jax.random.PRNGKey(seed))
     pop = dl.sampled_population(t, key_population, K)
     k = formulas.distinct_constants(t)
-    P = t.permutation_matrix()
-    U = formulas.perturbation(key_U, t.L, eps)
-    c, iterations, converged = formulas.result2_c(
-        lambda c: float(_loss_at(c * P + U, pop)), n=t.n, delta=k.delta, eps=eps
-    )
-    V0 = c * P + U
-    loss0 = float(_loss_at(V0, pop))
-    lam = float(_lambda_max(dl.DecisionListModel(jnp.zeros_like(V0), V0), pop))
-    setting = formulas.result2_setting(
-        loss0,
-        c,
-        n=t.n,
-        eps=eps,
-        m=t.M,
-        delta=k.delta,
-        eta=1.0 / lam,
-        iterations=iterations,
-        converged=converged,
-    )
+    c, V0, lam, setting = _result2_start(t, pop, k.delta, key_U, eps)
     steps = min(num_steps, setting.T_max)
     run = _result2_gd(t.arrays(), pop, V0, f64(c), f64(setting.eta), t.n, steps, 1, False, exact=False)
     good = np.asarray(run.values["perfect"])
