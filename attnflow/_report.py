@@ -5,8 +5,9 @@ import json
 import time
 from pathlib import Path
 
-import figures
 import theory
+
+from .papers import papers
 
 
 def reproduce(out: Path, *, full: bool, metadata: dict) -> int:
@@ -22,38 +23,86 @@ def reproduce(out: Path, *, full: bool, metadata: dict) -> int:
     """
     start = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
-    checks = []
-    for paper in theory.PAPERS:
-        print(f"[verify] {paper}", flush=True)
-        checks += theory.run_paper(
-            paper, quick=not full, progress=lambda name: print(f"  {name}", flush=True)
+    checks, figure_files = {}, {}
+    for name, paper in papers().items():
+        print(f"[verify] {name}", flush=True)
+        checks[name] = paper.run_checks(
+            quick=not full, progress=lambda check: print(f"  {check}", flush=True)
         )
-    print(theory.format_table(checks))
-    theory.write_json(checks, out / "verify.json", metadata)
+    every_check = [c for paper_checks in checks.values() for c in paper_checks]
+    print(theory.format_table(every_check))
+    theory.write_json(every_check, out / "verify.json", metadata)
 
-    figure_files = {}
-    for name in figures.FIGURES:
-        t0 = time.perf_counter()
-        figure_files[name] = figures.make(name, out / "figures", full=full)
-        print(f"[figure] {name} ({time.perf_counter() - t0:.1f} s)", flush=True)
+    for name, paper in papers().items():
+        figure_files[name] = {}
+        for figure, draw in paper.figures.items():
+            t0 = time.perf_counter()
+            figure_files[name][figure] = draw(out / "figures", full)
+            print(f"[figure] {figure} ({time.perf_counter() - t0:.1f} s)", flush=True)
 
     elapsed = time.perf_counter() - start
     page = _index_page(checks, figure_files, out, metadata | {"wall_seconds": round(elapsed, 1)})
     (out / "index.html").write_text(page)
     print(f"wrote {out / 'index.html'} ({elapsed:.0f} s)")
-    return 0 if all(c.passed for c in checks) else 1
+    return 0 if all(c.passed for c in every_check) else 1
 
 
-def _index_page(checks, figure_files: dict[str, list[Path]], out: Path, metadata: dict) -> str:
+def _index_page(checks: dict, figure_files: dict, out: Path, metadata: dict) -> str:
+    esc = html.escape
+    verdicts = theory.VERDICTS
+    summary = "\n".join(
+        f"<tr><td><a href='#{esc(name)}'>{esc(name)}</a></td><td>{esc(papers()[name].title)}</td>"
+        + "".join(f"<td class='{v}'>{sum(c.verdict == v for c in paper_checks)}</td>" for v in verdicts)
+        + "</tr>"
+        for name, paper_checks in checks.items()
+    )
+    sections = "\n".join(
+        f"<section id='{esc(name)}'><h2>{esc(name)}</h2><p>{esc(papers()[name].title)}</p>"
+        f"<h3>Checks</h3>{_check_table(checks[name])}"
+        f"<h3>Figures</h3>{_figures(figure_files[name], out)}</section>"
+        for name in checks
+    )
+    return f"""<!doctype html>
+<html><head><meta charset="utf-8"><title>attnflow reproduce</title>
+<style>
+body {{ font-family: sans-serif; margin: 2em; }}
+table {{ border-collapse: collapse; font-size: 0.85em; }}
+td, th {{ border: 1px solid #ccc; padding: 3px 6px; vertical-align: top; }}
+.pass, tr.pass td:first-child {{ background: #d9f2d9; }}
+.fail, tr.fail td:first-child {{ background: #f7c6c6; }}
+.deviation, tr.deviation td:first-child {{ background: #fbe7b5; }}
+img {{ max-width: 100%; border: 1px solid #eee; }}
+</style></head><body>
+<h1>attnflow: checks and figures</h1>
+<table><tr><th>paper</th><th>title</th>{"".join(f"<th>{v}</th>" for v in verdicts)}</tr>
+{summary}
+</table>
+{sections}
+<h2>How this was made</h2>
+<pre>{esc(json.dumps(metadata, indent=1))}</pre>
+</body></html>
+"""
+
+
+def _check_table(checks: list) -> str:
     esc = html.escape
     rows = "\n".join(
-        f"<tr class='{c.verdict}'><td>{c.verdict}</td><td>{esc(c.paper)}</td><td>{esc(c.name)}</td>"
+        f"<tr class='{c.verdict}'><td>{c.verdict}</td><td>{esc(c.name)}</td>"
         f"<td>{esc(c.claim)}</td><td>{c.predicted:.6g}</td><td>{c.simulated:.6g}</td>"
         f"<td>{c.error:.3g}</td><td>{c.tolerance:.3g}</td><td>{esc(c.provenance)}</td><td>{esc(c.note)}</td></tr>"
         for c in checks
     )
+    return (
+        "<table><tr><th>verdict</th><th>check</th><th>claim</th><th>predicted</th><th>simulated</th>"
+        f"<th>error</th><th>tolerance</th><th>provenance</th><th>note</th></tr>{rows}</table>"
+    )
+
+
+def _figures(figure_files: dict[str, list[Path]], out: Path) -> str:
+    esc = html.escape
     sections = []
     for name, paths in figure_files.items():
+        links = [(p, esc(str(p.relative_to(out)))) for p in paths]
         images = "".join(
             f"<img src='{esc(str(p.relative_to(out)))}' alt='{esc(name)}'>"
             for p in paths
@@ -64,26 +113,5 @@ def _index_page(checks, figure_files: dict[str, list[Path]], out: Path, metadata
             for p in paths
             if p.suffix != ".png"
         )
-        sections.append(f"<section><h3>{esc(name)}</h3>{images}<p>{links}</p></section>")
-    return f"""<!doctype html>
-<html><head><meta charset="utf-8"><title>attnflow reproduce</title>
-<style>
-body {{ font-family: sans-serif; margin: 2em; }}
-table {{ border-collapse: collapse; font-size: 0.85em; }}
-td, th {{ border: 1px solid #ccc; padding: 3px 6px; vertical-align: top; }}
-tr.pass td:first-child {{ background: #d9f2d9; }}
-tr.fail td:first-child {{ background: #f7c6c6; }}
-tr.deviation td:first-child {{ background: #fbe7b5; }}
-img {{ max-width: 100%; border: 1px solid #eee; }}
-</style></head><body>
-<h1>attnflow: checks and figures</h1>
-<pre>{esc(json.dumps(metadata, indent=1))}</pre>
-<h2>Checks</h2>
-<table><tr><th>verdict</th><th>paper</th><th>check</th><th>claim</th><th>predicted</th><th>simulated</th>
-<th>error</th><th>tolerance</th><th>provenance</th><th>note</th></tr>
-{rows}
-</table>
-<h2>Figures</h2>
-{"".join(sections)}
-</body></html>
-"""
+        sections.append(f"<div><h4>{esc(name)}</h4>{images}<p>{links}</p></div>")
+    return "".join(sections)

@@ -1,6 +1,11 @@
-"""The `attnflow` command line: verify, simulate, figures, reproduce."""
+"""The `attnflow` command line: verify, simulate, sweep, list, figures, reproduce."""
 
 import argparse
+import datetime
+import hashlib
+import json
+import os
+import platform
 import sys
 import time
 from pathlib import Path
@@ -11,7 +16,8 @@ import numpy as np
 jax.config.update("jax_enable_x64", True)  # checks compare with closed forms; simulations pick their dtype
 
 
-def _metadata(args: argparse.Namespace) -> dict:
+def provenance() -> dict:
+    """What made an output: versions, backend, devices, host, date and the command line."""
     from . import __version__
 
     return {
@@ -19,19 +25,26 @@ def _metadata(args: argparse.Namespace) -> dict:
         "jax": jax.__version__,
         "backend": jax.default_backend(),
         "devices": [str(d) for d in jax.local_devices()],
+        "host": platform.node(),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "argv": sys.argv[1:],
-        "options": {k: v for k, v in vars(args).items() if k != "func"},
     }
+
+
+def _metadata(args: argparse.Namespace) -> dict:
+    return provenance() | {"options": {k: v for k, v in vars(args).items() if k != "func"}}
 
 
 def _verify(args: argparse.Namespace) -> int:
     import theory
 
-    papers = [args.paper] if args.paper else list(theory.PAPERS)
+    from .papers import paper, papers
+
+    names = [paper(args.paper).name] if args.paper else list(papers())
     checks = []
-    for paper in papers:
-        checks += theory.run_paper(
-            paper, quick=args.quick, progress=lambda name: print(f"  running {name}", flush=True)
+    for name in names:
+        checks += papers()[name].run_checks(
+            quick=args.quick, progress=lambda check: print(f"  running {check}", flush=True)
         )
     print(theory.format_table(checks))
     path = theory.write_json(checks, args.json, _metadata(args))
@@ -39,43 +52,157 @@ def _verify(args: argparse.Namespace) -> int:
     return 0 if all(c.passed for c in checks) else 1
 
 
-def _simulate(args: argparse.Namespace) -> int:
-    import tasks
+def _parse_pairs(texts: list[str], flag: str) -> dict[str, str]:
+    pairs = {}
+    for text in texts:
+        if "=" not in text:
+            raise ValueError(f"{flag} expects key=value, got {text!r}")
+        key, value = text.split("=", 1)
+        pairs[key.strip()] = value.strip()
+    return pairs
 
-    settings = dict(_parse_setting(s) for s in args.set)
-    trajectory = tasks.simulate(
-        args.task, level=args.level, num_seeds=args.seeds, settings=settings, progress=True
-    )
-    out = Path(args.out) / f"{args.task}_{trajectory.config['level']}_{args.seeds}seeds.npz"
-    trajectory.save(out)
+
+def _simulation(args: argparse.Namespace):
+    """The simulation class and its configured instance, every setting checked."""
+    from .papers import load_simulation
+
+    if ":" in args.target and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # `examples.custom_model:Class` from the working directory
+    cls = load_simulation(args.target, args.level)
+    return cls, cls.from_settings(_parse_pairs(args.set, "--set"))
+
+
+def _label(args: argparse.Namespace, cls) -> str:
+    if ":" in args.target:
+        return cls.__name__
+    from .papers import paper
+
+    level = args.level or paper(args.target).default_level
+    return f"{args.target}_{level}"
+
+
+def _config_hash(config: dict) -> str:
+    return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:8]
+
+
+def _check_seeds(args: argparse.Namespace) -> None:
+    if args.seeds < 1:
+        raise ValueError(f"--seeds must be >= 1, got {args.seeds}")
+    if args.seed < 0:
+        raise ValueError(f"--seed must be >= 0, got {args.seed}")
+
+
+def _writable(folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    if not os.access(folder, os.W_OK):
+        raise ValueError(f"cannot write to {folder}")
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    import dynamics
+
+    cls, sim = _simulation(args)
+    _check_seeds(args)
+    out = Path(args.out)
+    _writable(out)
+    start = time.perf_counter()
+    trajectory = dynamics.simulate(sim, args.seeds, seed=args.seed, progress=True)
+    config = trajectory.config
+    path = out / f"{_label(args, cls)}_{args.seeds}seeds_{_config_hash(config)}.npz"
+    config["provenance"] = provenance() | {"wall_seconds": round(time.perf_counter() - start, 3)}
+    trajectory.save(path)
     reasons, counts = np.unique(trajectory.stop_reasons, return_counts=True)
     print(
         f"{trajectory.num_runs} runs; stop reasons: "
         + ", ".join(f"{r} x{n}" for r, n in zip(reasons, counts))
     )
-    print(f"wrote {out}")
+    print(f"wrote {path}")
     return 0
 
 
-def _parse_setting(text: str) -> tuple[str, str]:
-    if "=" not in text:
-        raise SystemExit(f"--set expects key=value, got {text!r}")
-    key, value = text.split("=", 1)
-    return key.strip(), value.strip()
+def _parse_grid(cls, texts: list[str]) -> dict[str, list]:
+    import dynamics
+
+    infos = {info.name: info for info in cls.params()}
+    grid = {}
+    for key, text in _parse_pairs(texts, "--grid").items():
+        if key not in infos:
+            raise ValueError(f"{cls.__name__} has no setting {key!r}; known: {', '.join(infos)}")
+        grid[key] = [dynamics.parse_value(cls.__name__, infos[key], v) for v in text.split(",") if v.strip()]
+    return grid
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    import dynamics
+
+    from ._sweep_plots import plot_sweep
+
+    cls, sim = _simulation(args)
+    _check_seeds(args)
+    grid = _parse_grid(cls, args.grid)
+    if not grid:
+        raise ValueError("name at least one --grid key=v1,v2,...")
+    out = Path(args.out)
+    store = out / "sweep.zarr"
+    if store.exists() and not args.overwrite:
+        raise ValueError(f"{store} exists; pass --overwrite to replace it, or choose another --out")
+    _writable(out)
+    start = time.perf_counter()
+    ds = dynamics.sweep(sim, grid, num_seeds=args.seeds, seed=args.seed, progress=True)
+    ds.attrs["provenance"] = json.dumps(
+        provenance() | {"wall_seconds": round(time.perf_counter() - start, 3)}
+    )
+    dynamics.save_sweep(ds, store)
+    plots = plot_sweep(ds, list(grid), out / "plots")
+    points = int(np.prod([len(v) for v in grid.values()]))
+    print(f"{points} grid points x {args.seeds} seeds in {time.perf_counter() - start:.1f} s")
+    print(f"wrote {store} and {len(plots)} plots in {out / 'plots'}")
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    from .papers import load_simulation, papers
+
+    if args.target is None:
+        for p in papers().values():
+            print(f"{p.name}: {p.title}")
+            print(f"  levels: {', '.join(p.simulations)} (default {p.default_level})")
+            print(f"  checks: {len(p.checks)}; figures: {', '.join(p.figures)}")
+        return 0
+    if ":" in args.target:
+        classes = {args.target: load_simulation(args.target)}
+    else:
+        from .papers import paper
+
+        classes = paper(args.target).simulations
+    for level, cls in classes.items():
+        summary = (cls.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
+        print(f"{level}: {cls.path()}\n  {summary}")
+        for info in cls.params():
+            traced = ", traced" if info.traced else ""
+            print(
+                f"    {info.name} = {info.default!r}  ({info.type.__name__}{traced}; "
+                f"{info.describe_allowed()})  {info.doc}"
+            )
+    return 0
 
 
 def _figures(args: argparse.Namespace) -> int:
-    import figures
+    from .papers import all_figures
 
+    known = all_figures()
     if args.list:
-        print("\n".join(figures.FIGURES))
+        print("\n".join(known))
         return 0
-    names = list(figures.FIGURES) if args.all else args.names
+    names = list(known) if args.all else args.names
     if not names:
-        raise SystemExit("name at least one figure, or pass --all (see --list)")
+        raise ValueError("name at least one figure, or pass --all (see --list)")
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ValueError(f"unknown figure(s) {', '.join(unknown)}; see attnflow figures --list")
     for name in names:
         start = time.perf_counter()
-        paths = figures.make(name, Path(args.out), full=args.full)
+        paths = known[name](Path(args.out), args.full)
         print(f"{name}: {', '.join(p.name for p in paths)} ({time.perf_counter() - start:.1f} s)")
     return 0
 
@@ -84,6 +211,16 @@ def _reproduce(args: argparse.Namespace) -> int:
     from ._report import reproduce
 
     return reproduce(Path(args.out), full=args.full, metadata=_metadata(args))
+
+
+def _add_target(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("target", help="a paper (see `attnflow list`) or package.module:ClassName")
+    parser.add_argument("--level", default=None, help="the paper's level (default: its first)")
+    parser.add_argument("--seeds", type=int, default=16, help="number of seeds (default 16)")
+    parser.add_argument("--seed", type=int, default=0, help="the first seed (default 0)")
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="set a field (see attnflow list)"
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -97,17 +234,23 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--json", default="results/verify.json", help="where to write the report")
     verify.set_defaults(func=_verify)
 
-    simulate = sub.add_parser("simulate", help="batch-simulate many seeds and write a trajectory file")
-    simulate.add_argument("task", help="a task name, e.g. scan_snap")
-    simulate.add_argument(
-        "--level", default=None, help="simulation level (task-specific; e.g. L0, L1, L2, L3)"
-    )
-    simulate.add_argument("--seeds", type=int, default=16, help="number of seeds (default 16)")
-    simulate.add_argument(
-        "--set", action="append", default=[], metavar="KEY=VALUE", help="override a config field"
-    )
+    simulate = sub.add_parser("simulate", help="run many seeds of one simulation; write a trajectory file")
+    _add_target(simulate)
     simulate.add_argument("--out", default="results", help="output folder")
     simulate.set_defaults(func=_simulate)
+
+    sweep = sub.add_parser("sweep", help="a grid of settings x seeds into one zarr store, with plots")
+    _add_target(sweep)
+    sweep.add_argument(
+        "--grid", action="append", default=[], metavar="KEY=V1,V2,...", help="one grid axis (repeatable)"
+    )
+    sweep.add_argument("--out", required=True, help="output folder (sweep.zarr and plots/)")
+    sweep.add_argument("--overwrite", action="store_true", help="replace an existing sweep in --out")
+    sweep.set_defaults(func=_sweep)
+
+    listing = sub.add_parser("list", help="papers and levels; with a paper, each level's fields")
+    listing.add_argument("target", nargs="?", help="a paper or package.module:ClassName")
+    listing.set_defaults(func=_list)
 
     figs = sub.add_parser("figures", help="regenerate paper figures (PNG, PDF and the data plotted)")
     figs.add_argument("names", nargs="*", help="figure names (see --list)")

@@ -28,10 +28,10 @@ def main():
     parser.add_argument("--batches", type=int, nargs="*", default=[8, 16, 32, 64, 128, 256, 512, 1024])
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
-    inst = th.default_instance()
-    cfg = cb.AlgorithmConfig()
+    inst = cb.default_instance()
+    cfg = cb.Algorithm1()
     keys = dynamics.seed_keys(0, args.seeds)
-    result = {"K_P": float(cb.k_p(inst)), "K_Q": float(cb.k_q(inst)), "config": cfg.__dict__}
+    result = {"K_P": float(cb.k_p(inst)), "K_Q": float(cb.k_q(inst)), "config": cfg.describe()}
     start = time.perf_counter()
     alg, _ = dynamics.run_many(lambda k: cb.run_algorithm(inst, k, cfg), keys)
     steps = cfg.stage2_steps + cfg.every * int(np.ceil(np.median(alg["tau1"]) / cfg.every))
@@ -40,7 +40,8 @@ def main():
         "algorithm1 (final, Stage 3 = LS)": alg["final_metrics"],
     }
     for eta in (cfg.eta1, cfg.eta2):
-        out, _ = dynamics.run_many(lambda k: cb.run_sgd(inst, k, eta, cfg, "vanilla", num_steps=steps), keys)
+        sgd = cb.SGD(eta=eta, batch=cfg.batch, num_steps=steps, every=cfg.every, c_f=cfg.c_f)
+        out, _ = dynamics.run_many(lambda k: cb.run_sgd(inst, k, sgd), keys)
         rows[f"vanilla SGD eta={eta}"] = out["final_metrics"]
         nonfinite = dynamics.STOP_REASONS.index("nonfinite")
         result[f"sgd_{eta}_diverged"] = int(np.sum(np.asarray(out["stop"]) == nonfinite))

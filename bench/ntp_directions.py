@@ -14,8 +14,10 @@ jax.config.update("jax_enable_x64", True)
 
 import numpy as np  # noqa: E402
 
+import dynamics  # noqa: E402
 import tasks.ntp_partial_order as ntp  # noqa: E402
-from theory.ntp_partial_order import cosine, hall_columns, w_kq_closed_form, w_kq_star_qp  # noqa: E402
+from theory.ntp_partial_order import cosine  # noqa: E402
+from theory.ntp_partial_order.closed_forms import hall_columns, w_kq_closed_form, w_kq_star_qp  # noqa: E402
 
 
 def main(argv=None) -> list[dict]:
@@ -23,7 +25,8 @@ def main(argv=None) -> list[dict]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", type=int, default=10, help="Recipe-B seeds 0..N-1")
     args = parser.parse_args(argv)
-    traj = ntp.simulate(ntp.Simulation(num_steps2=5000, every=100), args.datasets)
+    sim = ntp.Algorithm1(num_steps2=5000, every=100)
+    traj = dynamics.simulate(sim, args.datasets)
     at_900 = int(np.flatnonzero(traj.times[0] == 900)[0])
     print(
         "| seed | sentences | queries failing Hall | closed form applies | max |QP − closed| "
@@ -31,10 +34,10 @@ def main(argv=None) -> list[dict]:
     )
     print("|---|---|---|---|---|---|---|---|---|")
     rows = []
-    for i, seed in enumerate(traj.config["dataset_seeds"]):
-        data = ntp.RecipeB().build(seed)
+    for seed in range(args.datasets):  # run i trains on the dataset of seed i
+        data = sim.dataset(seed)
         qp, closed, hall = w_kq_star_qp(data).W, w_kq_closed_form(data), hall_columns(data)
-        w_900, w_end = traj.values["W_kq"][i, at_900], traj.values["W_kq"][i, -1]
+        w_900, w_end = traj.values["W_kq"][seed, at_900], traj.values["W_kq"][seed, -1]
         row = dict(
             seed=int(seed),
             sentences=int(data.num_sentences),

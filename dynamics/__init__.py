@@ -14,21 +14,55 @@
 - [`hessian_max_eigenvalue`][], [`hvp`][]: the largest Hessian eigenvalue from Hessian-vector
   products (Lanczos or power iteration), e.g. for a step size η ≤ 1/λ_max.
 - [`Run`][] (one run, a PyTree) and [`Trajectory`][] (many runs on disk).
+- [`AbstractSimulation`][] with fields declared by [`param`][] ([`Interval`][], [`OneOf`][]): one
+  way of training one model as a validated config; [`simulate`][] runs many seeds of it and
+  [`sweep`][] a grid of its settings × seeds into one labelled dataset ([`save_sweep`][],
+  [`load_sweep`][]).
 """
 
 from ._batch import SEEDS_AXIS, grid, run_many, seed_keys
 from ._flow import Predicate, gradient_flow, loss_below, ode_flow
 from ._hessian import HESSIAN_METHODS, hessian_max_eigenvalue, hvp
 from ._normalized import normalize_by_block, normalized_gd
+from ._params import (
+    Interval,
+    OneOf,
+    ParamInfo,
+    Require,
+    check_params,
+    param,
+    params,
+    parse_settings,
+    parse_value,
+)
 from ._proximal import Mask, center_columns, project_columns, proximal_l1, scale_columns, soft_threshold
 from ._qp import QPSolution, kkt_residuals, solve_qp
 from ._rates import Rates, adam, gd, heavy_ball, scale_by_group_rates, scale_tree
-from ._run import STOP_REASONS, Run, all_finite, stop_reason
+from ._run import STOP_REASONS, Run, StopReason, all_finite, stop_reason
+from ._simulation import AbstractSimulation, key_seed, seed_key
 from ._stages import Stage, train_stages
+from ._sweep import SAVE_DIM, SEED_DIM, load_sweep, save_sweep, simulate, sweep
 from ._train import train
 from ._trajectory import Trajectory, save_npz_atomic
 
 __all__ = [
+    "AbstractSimulation",
+    "SAVE_DIM",
+    "SEED_DIM",
+    "Interval",
+    "OneOf",
+    "ParamInfo",
+    "Require",
+    "load_sweep",
+    "param",
+    "params",
+    "parse_settings",
+    "parse_value",
+    "save_sweep",
+    "key_seed",
+    "seed_key",
+    "simulate",
+    "sweep",
     "HESSIAN_METHODS",
     "SEEDS_AXIS",
     "STOP_REASONS",
@@ -38,10 +72,12 @@ __all__ = [
     "Rates",
     "Run",
     "Stage",
+    "StopReason",
     "Trajectory",
     "adam",
     "all_finite",
     "center_columns",
+    "check_params",
     "gd",
     "gradient_flow",
     "grid",

@@ -42,17 +42,13 @@ def normalize_by_block(blocks: Rates = None) -> optax.GradientTransformation:
 
         return jax.tree.map(one, group)
 
-    def init(params):
-        del params
-        return optax.EmptyState()
-
-    def update(updates, state, params=None):
+    def update(updates, params=None):
         del params
         if blocks is None:
-            return jax.tree.map(normalize, updates), state
-        return jax.tree.map(lambda _, group: normalize(group), blocks, updates), state
+            return jax.tree.map(normalize, updates)
+        return jax.tree.map(lambda _, group: normalize(group), blocks, updates)
 
-    return optax.GradientTransformation(init, update)
+    return optax.stateless(update)
 
 
 def normalized_gd(rates: Rates = None) -> optax.GradientTransformation:

@@ -59,7 +59,7 @@ def scale_columns(scales: PyTree) -> optax.GradientTransformation:
     **Returns:** an `optax.GradientTransformation` (stateless).
     """
 
-    def update(updates, state, params=None):
+    def update(updates, params=None):
         del params
 
         def scale_group(s, group):
@@ -67,9 +67,9 @@ def scale_columns(scales: PyTree) -> optax.GradientTransformation:
                 return group
             return jax.tree.map(lambda g: g * jnp.asarray(s, g.dtype), group)
 
-        return jax.tree.map(scale_group, scales, updates, is_leaf=lambda x: x is None), state
+        return jax.tree.map(scale_group, scales, updates, is_leaf=lambda x: x is None)
 
-    return optax.GradientTransformation(lambda params: optax.EmptyState(), update)
+    return optax.stateless(update)
 
 
 def center_columns(mask: Mask = None) -> optax.GradientTransformation:
@@ -81,11 +81,11 @@ def center_columns(mask: Mask = None) -> optax.GradientTransformation:
     **Returns:** an `optax.GradientTransformation` (stateless).
     """
 
-    def update(updates, state, params=None):
+    def update(updates, params=None):
         del params
-        return _apply(mask, lambda g: g - jnp.mean(g, axis=0, keepdims=True), updates), state
+        return _apply(mask, lambda g: g - jnp.mean(g, axis=0, keepdims=True), updates)
 
-    return optax.GradientTransformation(lambda params: optax.EmptyState(), update)
+    return optax.stateless(update)
 
 
 def proximal_l1(threshold, mask: Mask = None, column_sum=None) -> optax.GradientTransformation:
@@ -111,9 +111,9 @@ def proximal_l1(threshold, mask: Mask = None, column_sum=None) -> optax.Gradient
             z = project_columns(z, column_sum)
         return z - p
 
-    def update(updates, state, params=None):
+    def update(updates, params=None):
         if params is None:
             raise ValueError("proximal_l1 needs params: call update(updates, state, params)")
-        return _apply(mask, prox, updates, params), state
+        return _apply(mask, prox, updates, params)
 
-    return optax.GradientTransformation(lambda params: optax.EmptyState(), update)
+    return optax.stateless(update)

@@ -47,15 +47,11 @@ def scale_by_group_rates(rates: Rates) -> optax.GradientTransformation:
     **Returns:** an `optax.GradientTransformation`.
     """
 
-    def init(params):
+    def update(updates, params=None):
         del params
-        return optax.EmptyState()
+        return scale_tree(rates, updates, sign=-1.0)
 
-    def update(updates, state, params=None):
-        del params
-        return scale_tree(rates, updates, sign=-1.0), state
-
-    return optax.GradientTransformation(init, update)
+    return optax.stateless(update)
 
 
 def gd(rates: Rates) -> optax.GradientTransformation:

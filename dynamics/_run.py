@@ -1,16 +1,34 @@
 """The result of one simulated run, shared by continuous flows and discrete training."""
 
+import enum
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Int, PyTree, Real
 
-STOP_REASONS = ("completed", "event", "nonfinite", "solver_failure")
-"""Why a run stopped, indexed by `Run.stop`: it reached its final time or step; a user event
-fired (`Run.event` says which); the state stopped being finite; the ODE solver gave up
-(e.g. its step budget ran out)."""
 
-COMPLETED, EVENT, NONFINITE, SOLVER_FAILURE = range(len(STOP_REASONS))
+class StopReason(enum.IntEnum):
+    """Why a run stopped, the value of `Run.stop`.
+
+    - `completed`: it reached its final time or step.
+    - `event`: a user event fired (`Run.event` says which).
+    - `nonfinite`: the state stopped being finite.
+    - `solver_failure`: the ODE solver gave up (e.g. its step budget ran out).
+
+    **Example:** `runs.stop == dynamics.StopReason.nonfinite` flags the diverged runs of a batch.
+    """
+
+    completed = 0
+    event = 1
+    nonfinite = 2
+    solver_failure = 3
+
+
+STOP_REASONS = tuple(reason.name for reason in StopReason)
+"""The names of the [`StopReason`][]s, indexed by `Run.stop` (stored with every sweep)."""
+
+COMPLETED, EVENT, NONFINITE, SOLVER_FAILURE = StopReason
 
 
 class Run(eqx.Module):
@@ -26,7 +44,7 @@ class Run(eqx.Module):
       (discrete training).
     - `values`: a PyTree; each leaf has a leading axis over `ts`.
     - `final`: the state when the run stopped.
-    - `stop`: an index into [`STOP_REASONS`][].
+    - `stop`: a [`StopReason`][].
     - `event`: the index of the user event that stopped the run, −1 if none did.
     - `t_stop`: the time (or step) at which the run stopped.
     - `num_steps`: the steps taken: solver steps, accepted and rejected (flows; each costs
@@ -40,6 +58,10 @@ class Run(eqx.Module):
     event: Int[Array, ""]
     t_stop: Real[Array, ""]
     num_steps: Int[Array, ""]
+
+    def is_successful(self) -> Bool[Array, "..."]:
+        """True where the run completed or stopped on a user event (per run, for a batch)."""
+        return (self.stop == StopReason.completed) | (self.stop == StopReason.event)
 
 
 def all_finite(tree: PyTree) -> Bool[Array, ""]:

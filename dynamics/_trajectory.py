@@ -42,11 +42,13 @@ def save_npz_atomic(path: str | os.PathLike, arrays: dict[str, np.ndarray]) -> P
     return path
 
 
-def _flatten(tree: Any, prefix: str) -> dict[str, np.ndarray]:
+def flatten_tree(tree: Any, prefix: str, separator: str = "/") -> dict[str, np.ndarray]:
+    """The leaves of `tree` by name: `prefix` + the PyTree path joined by `separator`
+    (e.g. `"final/Z"`, or `"loss"` for a dict entry)."""
     flat = {}
     for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
-        name = prefix + jax.tree_util.keystr(path, simple=True, separator="/")
-        flat[name.rstrip("/")] = np.asarray(leaf)
+        name = prefix + jax.tree_util.keystr(path, simple=True, separator=separator)
+        flat[name.rstrip(separator)] = np.asarray(leaf)
     return flat
 
 
@@ -76,7 +78,7 @@ class Trajectory:
     def from_runs(cls, runs: Run, config: dict, event_names: tuple[str, ...] = ()) -> "Trajectory":
         """Build from a [`Run`][] whose fields carry a leading seed axis (from `vmap` or
         [`run_many`][]). `event_names` are the names of the events in the order given."""
-        values = _flatten(runs.values, "") | _flatten(runs.final, "final/")
+        values = flatten_tree(runs.values, "") | flatten_tree(runs.final, "final/")
         stops = np.atleast_1d(np.asarray(runs.stop))
         events = np.atleast_1d(np.asarray(runs.event))
         reasons = np.asarray([stop_reason(s, e, event_names) for s, e in zip(stops, events)])

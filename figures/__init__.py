@@ -1,31 +1,9 @@
-"""Paper figures, one function per figure, each writing PNG + PDF + the JSON data behind it.
-
-`FIGURES` maps a figure's name to `fn(out_dir, full) -> list[Path]`; [`make`][] runs one.
+"""Paper figures: one module per paper (`figures.scan_snap`, ...), one function per figure, each
+writing PNG + PDF + the JSON data behind it. Each module's `FIGURES` maps a figure's name (the
+paper's name as prefix) to `fn(out_dir, full) -> list[Path]`; the registry of papers
+(`attnflow.papers`) gathers them.
 """
 
-from collections.abc import Callable
-from pathlib import Path
-
-from . import contextual_bigram, decision_lists, ntp_partial_order, scan_snap, sparse_token_selection
 from ._save import save_figure
 
-FIGURES: dict[str, Callable[[Path, bool], list[Path]]] = {
-    **scan_snap.FIGURES,
-    **ntp_partial_order.FIGURES,
-    **decision_lists.FIGURES,
-    **contextual_bigram.FIGURES,
-    **sparse_token_selection.FIGURES,
-}
-
-
-def make(name: str, out_dir: Path, *, full: bool = False) -> list[Path]:
-    """Draw the figure called `name` into `out_dir` (paper sizes when `full`).
-
-    **Returns:** the files written.
-    """
-    if name not in FIGURES:
-        raise ValueError(f"unknown figure {name!r}; known: {', '.join(FIGURES)}")
-    return FIGURES[name](Path(out_dir), full)
-
-
-__all__ = ["FIGURES", "make", "save_figure"]
+__all__ = ["save_figure"]

@@ -1,10 +1,9 @@
 """Figures of the sparse contextual bigram paper (Ren, Wang, Lee, NeurIPS 2024): Fig. 1
 (Algorithm 1 vs SGD), Fig. 2 (softmax vs linear attention), the (α, β) phase portrait of
 Eqn 8 against simulated iterates, and the Stage-1 success rate vs batch size (poly(T) samples).
-Every setting is the spec's [RECON] default (the paper's numbers were lost); float64 (the CLI
+Every setting is a [RECON] default (the paper's numbers were lost); float64 (the CLI
 enables it; each figure refuses to run without it)."""
 
-import dataclasses
 from pathlib import Path
 
 import jax
@@ -14,8 +13,8 @@ import numpy as np
 
 import dynamics
 import tasks.contextual_bigram as cb
-from theory import _contextual_bigram_population as pop
-from theory._contextual_bigram_checks import STAGE1_STEPS, default_instance, stage1_success
+from theory.contextual_bigram import STAGE1_STEPS, stage1_success
+from theory.contextual_bigram import closed_forms as cf
 
 from ._save import save_figure
 
@@ -23,7 +22,7 @@ from ._save import save_figure
 def _need_x64():
     if not jax.config.read("jax_enable_x64"):
         raise ValueError(
-            "the scb_ figures need float64: call jax.config.update('jax_enable_x64', True) first"
+            "the contextual_bigram figures need float64: call jax.config.update('jax_enable_x64', True) first"
         )
 
 
@@ -52,17 +51,16 @@ def fig1(out_dir: Path, full: bool) -> list[Path]:
     Algorithm 1 (fixed switch τ₁ = 20, as in the experiments) and vanilla SGD at η = 0.5 and 0.05;
     medians with quartile bands over seeds (8 quick / 32 full)."""
     _need_x64()
-    inst = default_instance()
+    inst = cb.default_instance()
     seeds = 32 if full else 8
-    cfg = cb.AlgorithmConfig(switch="fixed", tau1=20, stage2_steps=4000 if full else 2000)
+    cfg = cb.Algorithm1(switch="fixed", tau1=20, stage2_steps=4000 if full else 2000)
     keys = dynamics.seed_keys(1, seeds)
     alg, _ = dynamics.run_many(lambda k: cb.run_algorithm(inst, k, cfg), keys)
     steps = cfg.tau1 + np.asarray(alg["stage2_steps"][0])
     sgd = {}
     for eta in (cfg.eta1, cfg.eta2):
-        out, _ = dynamics.run_many(
-            lambda k: cb.run_sgd(inst, k, eta, cfg, "vanilla", num_steps=cfg.stage2_steps), keys
-        )
+        sgd_cfg = cb.SGD(eta=eta, batch=cfg.batch, num_steps=cfg.stage2_steps, every=cfg.every, c_f=cfg.c_f)
+        out, _ = dynamics.run_many(lambda k: cb.run_sgd(inst, k, sgd_cfg), keys)
         sgd[eta] = out
     panels = [
         ("dist_V", r"$\|V - P\|_F$"),
@@ -101,11 +99,11 @@ def fig1(out_dir: Path, full: bool) -> list[Path]:
     return save_figure(
         fig,
         out_dir,
-        "scb_fig1",
+        "contextual_bigram_fig1",
         data=data,
         config={
             **_inst_config(inst),
-            "algorithm": dataclasses.asdict(cfg),
+            "algorithm": cfg.describe(),
             "sgd": "vanilla SGD (no preconditioning, projection or prox), same init and batch",
             "normalised": "Qhat = threshold-and-renormalise (c_F/Q), Vhat = population least squares "
             "V_LS(Qhat) (oracle)",
@@ -122,7 +120,7 @@ def fig2(out_dir: Path, full: bool) -> list[Path]:
     W = 0, rates 0.05 / 25 [UNKNOWN optimiser]) and of the linear model (Algorithm 1), with the
     ground truth, and their losses on a fixed evaluation batch."""
     _need_x64()
-    inst = default_instance()
+    inst = cb.default_instance()
     steps = 4000 if full else 2000
     every = 100
     eval_batch = cb.sample(jax.random.PRNGKey(12345), inst, 8192)
@@ -139,7 +137,7 @@ def fig2(out_dir: Path, full: bool) -> list[Path]:
         sample=lambda k: cb.sample(k, inst, 256),
         save=lambda p: cb.batch_loss(p, eval_batch),
     )
-    cfg = cb.AlgorithmConfig(switch="fixed", tau1=20, stage2_steps=steps, every=every)
+    cfg = cb.Algorithm1(switch="fixed", tau1=20, stage2_steps=steps, every=every)
     lin = cb.run_algorithm(inst, jax.random.PRNGKey(2), cfg)
     lin_losses = np.asarray(lin["curves"]["loss"])
     L_star = float(cb.population_loss(cb.LinearSCB(V=inst.P, Q=inst.Q_star), inst))
@@ -179,7 +177,7 @@ def fig2(out_dir: Path, full: bool) -> list[Path]:
     return save_figure(
         fig,
         out_dir,
-        "scb_fig2",
+        "contextual_bigram_fig2",
         data={
             "attention": att,
             "output": outs,
@@ -196,7 +194,7 @@ def fig2(out_dir: Path, full: bool) -> list[Path]:
             **_inst_config(inst),
             "softmax": "f = V X softmax(W[:, last]), W0 = 0, V0 = mu1^T, plain SGD, rates V 0.05, W "
             "25 [UNKNOWN/RECON]",
-            "linear": dataclasses.asdict(cfg),
+            "linear": cfg.describe(),
             "batch": 256,
             "eval_batch": 8192,
             "full": full,
@@ -209,21 +207,21 @@ def phase_portrait(out_dir: Path, full: bool) -> list[Path]:
     (η = 0.5) and mini-batch preconditioned projected SGD (λ = 0, η = 0.05, B = 256) projected
     onto the lines (Lemma C.1)."""
     _need_x64()
-    inst = default_instance()
+    inst = cb.default_instance()
     KP, KQ, T = float(cb.k_p(inst)), float(cb.k_q(inst)), inst.T
     eta, steps = 0.05, 3000 if full else 1500
     ts = eta * np.arange(0, steps + 1, 10)
-    ode = pop.solve_ode([0.0, 0.0], KP, KQ, T, ts)
-    gd = pop.population_gd(inst, cb.scratch_init(inst), 0.5, 300)
-    cfg = cb.AlgorithmConfig(batch=256, every=10)
+    ode = cf.solve_line_ode([0.0, 0.0], KP, KQ, T, ts)
+    gd = cb.population_gd(inst, cb.scratch_init(inst), 0.5, 300)
+    cfg = cb.SGD(kind="projected", eta=eta, batch=256, num_steps=steps, every=10)
     seeds = 8 if full else 4
-    sims, _ = dynamics.run_many(
-        lambda k: cb.run_sgd(inst, k, eta, cfg, "projected", num_steps=steps), dynamics.seed_keys(3, seeds)
-    )
+    sims, _ = dynamics.run_many(lambda k: cb.run_sgd(inst, k, cfg), dynamics.seed_keys(3, seeds))
     fig, ax = plt.subplots(figsize=(7, 6))
     a, b = np.meshgrid(np.linspace(-0.5, 1.6, 25), np.linspace(-0.5, 1.6, 25))
     field = np.asarray(
-        jax.vmap(lambda y: pop.vector_field(0.0, y, (KP, KQ, float(T))))(jnp.stack([a.ravel(), b.ravel()], 1))
+        jax.vmap(lambda y: cf.line_vector_field(0.0, y, (KP, KQ, float(T))))(
+            jnp.stack([a.ravel(), b.ravel()], 1)
+        )
     )
     ax.streamplot(
         a, b, field[:, 0].reshape(a.shape), field[:, 1].reshape(a.shape), color="lightgray", density=1.2
@@ -255,11 +253,11 @@ def phase_portrait(out_dir: Path, full: bool) -> list[Path]:
     ax.set_ylim(-0.5, 1.6)
     ax.legend(fontsize=8, loc="lower right")
     ax.set_title(f"(alpha, beta) phase portrait, K_P={KP:.3f}, K_Q={KQ:.3f}, T={T}")
-    ode_at = pop.solve_ode([0.0, 0.0], KP, KQ, T, eta * np.asarray(sims["steps"][0]))
+    ode_at = cf.solve_line_ode([0.0, 0.0], KP, KQ, T, eta * np.asarray(sims["steps"][0]))
     return save_figure(
         fig,
         out_dir,
-        "scb_phase",
+        "contextual_bigram_phase",
         data={
             "ode_t": ts,
             "ode": ode,
@@ -303,7 +301,7 @@ def stage1_batch(out_dir: Path, full: bool) -> list[Path]:
     return save_figure(
         fig,
         out_dir,
-        "scb_stage1_batch",
+        "contextual_bigram_stage1_batch",
         data={"batches": batches, "success": {str(T): r for T, r in rates.items()}},
         config={
             "instances": "random_instance(seed=0, N=3, Q=2, T) for T in {50, 200} [RECON]",
@@ -317,8 +315,8 @@ def stage1_batch(out_dir: Path, full: bool) -> list[Path]:
 
 
 FIGURES = {
-    "scb_fig1": fig1,
-    "scb_fig2": fig2,
-    "scb_phase": phase_portrait,
-    "scb_stage1_batch": stage1_batch,
+    "contextual_bigram_fig1": fig1,
+    "contextual_bigram_fig2": fig2,
+    "contextual_bigram_phase": phase_portrait,
+    "contextual_bigram_stage1_batch": stage1_batch,
 }

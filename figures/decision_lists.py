@@ -1,11 +1,12 @@
 """Figures of "Provable Gradient-Descent-Based Learning of Decision Lists by Transformers"
-(anonymous extended abstract; spec `decision_lists.md`). The abstract has no figures: these show
-its results on our sampling distribution (`D = distinct`) and our δ, γ (spec §3, §4.3).
+(anonymous extended abstract). The abstract has no figures: these show its results on our
+sampling distribution (`D = distinct`) and our δ, γ.
 
-- `dl_time_vs_bound`: Result 1, time to perfect classification τ against the bound 4M/(log(L) γ)
-  over a grid of (L, M), several random tasks per cell, batched with `vmap`.
-- `dl_flow_one_task`: Result 1 on one task: loss, μ(W) and the attention scores of one query's list.
-- `dl_uniform_attention`: Section 7, GD on V with W = 0: κ(V), ρ(V, P) and the loss.
+- `decision_lists_time_vs_bound`: Result 1, time to perfect classification τ against the bound
+  4M/(log(L) γ) over a grid of (L, M), several random tasks per cell, batched with `vmap`.
+- `decision_lists_flow_one_task`: Result 1 on one task: loss, μ(W) and the attention scores of one
+  query's list.
+- `decision_lists_uniform_attention`: Section 7, GD on V with W = 0: κ(V), ρ(V, P) and the loss.
 
 Each `fn(out_dir, full) -> list[Path]` writes PNG, PDF and JSON (numbers plotted + config).
 """
@@ -19,7 +20,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import tasks.decision_lists as dl
-from theory import decision_lists as theory
+from theory.decision_lists import closed_forms
 
 from ._save import save_figure
 
@@ -29,7 +30,7 @@ GRID = {
     "quick": {"n": 3, "L": (8, 12, 16), "M": (2, 3, 4), "tasks": 4},
     "full": {"n": 4, "L": (10, 12, 16, 20, 24), "M": (2, 3, 4, 5), "tasks": 8},
 }
-"""The (L, M) grid of `dl_time_vs_bound`, the sequence length and the random tasks per cell."""
+"""The (L, M) grid of `decision_lists_time_vs_bound`, the sequence length and the random tasks per cell."""
 
 
 def _f64(x):
@@ -45,7 +46,7 @@ def _batched_time(arrays, pops, c, t1, num_refine=64):
 
 
 def time_vs_bound_grid(n: int, Ls, Ms, num_tasks: int, seed: int = 0) -> dict:
-    """τ and the bound for `num_tasks` random tasks in every (L, M) cell (Result 1, spec §5); the
+    """τ and the bound for `num_tasks` random tasks in every (L, M) cell (Result 1); the
     tasks of one `L` (every `M`) run in one `vmap`.
 
     **Returns:** a dict of arrays of shape `(len(Ls), len(Ms), num_tasks)`: `tau`, `bound`, `c`,
@@ -58,9 +59,9 @@ def time_vs_bound_grid(n: int, Ls, Ms, num_tasks: int, seed: int = 0) -> dict:
         tasks = [dl.DecisionLists.random(seed + s, L=L, n=n, M=M) for M in Ms for s in range(num_tasks)]
         tokens, weights = dl.support(L, n, "distinct")
         pops = [dl.make_population(t.arrays(), tokens, weights) for t in tasks]
-        consts = [theory.constants(t, p) for t, p in zip(tasks, pops)]
-        c = np.array([theory.result1_c(n, L, k.delta) for k in consts])
-        bound = np.array([theory.result1_time_bound(t.M, L, k.gamma) for t, k in zip(tasks, consts)])
+        consts = [closed_forms.constants(t, p) for t, p in zip(tasks, pops)]
+        c = np.array([closed_forms.result1_c(n, L, k.delta) for k in consts])
+        bound = np.array([closed_forms.result1_time_bound(t.M, L, k.gamma) for t, k in zip(tasks, consts)])
         stacked = jax.tree.map(lambda *x: jnp.stack(x), *pops)
         tau = np.asarray(_batched_time(dl.stack_arrays(tasks), stacked, _f64(c), _f64(bound)))
         rows.append((tau, bound, c, np.array([k.gamma for k in consts])))
@@ -70,7 +71,7 @@ def time_vs_bound_grid(n: int, Ls, Ms, num_tasks: int, seed: int = 0) -> dict:
     return out
 
 
-def dl_time_vs_bound(out_dir: Path, full: bool) -> list[Path]:
+def time_vs_bound(out_dir: Path, full: bool) -> list[Path]:
     """Result 1: τ/bound over the (L, M) grid (left) and τ and the bound against L (right)."""
     cfg = GRID["full" if full else "quick"]
     data = time_vs_bound_grid(cfg["n"], cfg["L"], cfg["M"], cfg["tasks"])
@@ -103,19 +104,23 @@ def dl_time_vs_bound(out_dir: Path, full: bool) -> list[Path]:
         "full": full,
     }
     return save_figure(
-        fig, out_dir, "dl_time_vs_bound", data=data | {"L": cfg["L"], "M": cfg["M"]}, config=config
+        fig,
+        out_dir,
+        "decision_lists_time_vs_bound",
+        data=data | {"L": cfg["L"], "M": cfg["M"]},
+        config=config,
     )
 
 
-def dl_flow_one_task(out_dir: Path, full: bool) -> list[Path]:
+def flow_one_task(out_dir: Path, full: bool) -> list[Path]:
     """Result 1 on one task: the population loss, μ(W) and, for the query with the longest list,
     the scores W[a_k, a] of its list entries against the best score outside the list."""
     L, n, M = (16, 4, 3) if full else (10, 4, 3)
     task = dl.DecisionLists.random(0, L=L, n=n, M=M)
     population = dl.exact_population(task)
-    k = theory.constants(task, population)
-    c = theory.result1_c(n, L, k.delta)
-    bound = theory.result1_time_bound(M, L, k.gamma)
+    k = closed_forms.constants(task, population)
+    c = closed_forms.result1_c(n, L, k.delta)
+    bound = closed_forms.result1_time_bound(M, L, k.gamma)
     arrays = task.arrays()
     tau, _ = jax.jit(lambda c: dl.result1_time(arrays, population, c, t1=bound, **FLOW))(_f64(c))
     tau = float(tau)
@@ -171,10 +176,10 @@ def dl_flow_one_task(out_dir: Path, full: bool) -> list[Path]:
         "query": a,
         "list": entries,
     }
-    return save_figure(fig, out_dir, "dl_flow_one_task", data=data, config=config)
+    return save_figure(fig, out_dir, "decision_lists_flow_one_task", data=data, config=config)
 
 
-def dl_uniform_attention(out_dir: Path, full: bool) -> list[Path]:
+def uniform_attention(out_dir: Path, full: bool) -> list[Path]:
     """Section 7: κ(V), ρ(V, P) and the loss along GD on V with uniform attention (W = 0)."""
     sizes = [(10, 4, 3), (12, 3, 4)] + ([(16, 4, 3)] if full else [])
     steps, step_size = 2000, 1.0
@@ -205,11 +210,11 @@ def dl_uniform_attention(out_dir: Path, full: bool) -> list[Path]:
         "distribution": "distinct",
         "full": full,
     }
-    return save_figure(fig, out_dir, "dl_uniform_attention", data=data, config=config)
+    return save_figure(fig, out_dir, "decision_lists_uniform_attention", data=data, config=config)
 
 
 FIGURES = {
-    "dl_time_vs_bound": dl_time_vs_bound,
-    "dl_flow_one_task": dl_flow_one_task,
-    "dl_uniform_attention": dl_uniform_attention,
+    "decision_lists_time_vs_bound": time_vs_bound,
+    "decision_lists_flow_one_task": flow_one_task,
+    "decision_lists_uniform_attention": uniform_attention,
 }

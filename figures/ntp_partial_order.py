@@ -1,10 +1,10 @@
 """Figures of Huang, Liang and Yang (NeurIPS 2024, arXiv 2409.17335), spec §6.
 
-- `ntp_fig2`: Figure 2's six panels for the |V| = 20 experiment (Recipe B seed 0; `full` adds a
-  band over seeds 0-4): stage-1 loss, direction and norm of `W_ov`; stage-2 loss, direction and
-  norm of `W_kq` (direction measured against the QP solution of Eqn 3).
-- `ntp_wkq_column`: the learned `W_kq` column of one query against `W*_kq` (QP) and Proposition
-  2's closed form.
+- `ntp_partial_order_fig2`: Figure 2's six panels for the |V| = 20 experiment (Recipe B seed 0;
+  `full` adds a band over seeds 0-4): stage-1 loss, direction and norm of `W_ov`; stage-2 loss,
+  direction and norm of `W_kq` (direction measured against the QP solution of Eqn 3).
+- `ntp_partial_order_wkq_column`: the learned `W_kq` column of one query against `W*_kq` (QP)
+  and Proposition 2's closed form.
 
 Each writes PNG, PDF and a JSON file with the numbers plotted and the config. Float64.
 """
@@ -16,7 +16,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import tasks.ntp_partial_order as ntp
-from theory.ntp_partial_order import cosine, hall_columns, w_kq_closed_form, w_kq_star_qp, w_ov_star_closed
+from theory.ntp_partial_order import cosine
+from theory.ntp_partial_order.closed_forms import (
+    hall_columns,
+    w_kq_closed_form,
+    w_kq_star_qp,
+    w_ov_star_closed,
+)
 
 from ._save import save_figure
 
@@ -115,7 +121,7 @@ def fig2(out_dir: Path, full: bool) -> list[Path]:
         "dtype": "float64",
         "full": full,
     }
-    return save_figure(fig, out_dir, "ntp_fig2", data=data, config=config)
+    return save_figure(fig, out_dir, "ntp_partial_order_fig2", data=data, config=config)
 
 
 def wkq_column(out_dir: Path, full: bool) -> list[Path]:
@@ -171,7 +177,7 @@ def wkq_column(out_dir: Path, full: bool) -> list[Path]:
         "dtype": "float64",
         "full": full,
     }
-    return save_figure(fig, out_dir, "ntp_wkq_column", data=data, config=config)
+    return save_figure(fig, out_dir, "ntp_partial_order_wkq_column", data=data, config=config)
 
 
-FIGURES = {"ntp_fig2": fig2, "ntp_wkq_column": wkq_column}
+FIGURES = {"ntp_partial_order_fig2": fig2, "ntp_partial_order_wkq_column": wkq_column}

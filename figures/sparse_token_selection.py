@@ -1,22 +1,26 @@
 """Figures of "Transformers Provably Learn Sparse Token Selection While Fully-Connected Nets Cannot"
-(Wang, Wei, Hsu, Lee, ICML 2024, arXiv 2406.06893), spec §5.
+(Wang, Wei, Hsu, Lee, ICML 2024, arXiv 2406.06893).
 
-- `sts_fig1`: training loss, inverse loss and cos(W, W*), cos(V, V*) vs step (stochastic PE, GD).
-- `sts_fig2`: validation loss at each T_test, stochastic vs fixed PE (GD).
-- `sts_fig3`: heat maps of W and V at random init and after training (Adam).
-- `sts_fig4`: top: as Fig. 2; bottom: validation loss at unseen q_test (GD).
-- `sts_fig5`: as Fig. 4, trained with Adam.
-- `sts_thm1_rate`: 1/L vs t, reduced gradient flow and full-matrix GD, predicted slope 4/(T−1).
-- `sts_sphere_floor`: the `iid_sphere` loss floor of spec §4.2 vs m_E (formula vs full-model Monte
-  Carlo, with the spec's table for reference) and the reduced flow converging to it (not a paper figure).
-- `sts_fcn_bound`: Proposition C against exact linear-readout risks and trained FCNs (not a paper
-  figure).
+- `sparse_token_selection_fig1`: training loss, inverse loss and cos(W, W*), cos(V, V*) vs step
+  (stochastic PE, GD).
+- `sparse_token_selection_fig2`: validation loss at each T_test, stochastic vs fixed PE (GD).
+- `sparse_token_selection_fig3`: heat maps of W and V at random init and after training (Adam).
+- `sparse_token_selection_fig4`: top: as Fig. 2; bottom: validation loss at unseen q_test (GD).
+- `sparse_token_selection_fig5`: as Fig. 4, trained with Adam.
+- `sparse_token_selection_thm1_rate`: 1/L vs t, reduced gradient flow and full-matrix GD,
+  predicted slope 4/(T−1).
+- `sparse_token_selection_sphere_floor`: the `iid_sphere` loss floor vs m_E (formula vs
+  full-model Monte Carlo, with a reference table) and the reduced flow converging to it (not a
+  paper figure).
+- `sparse_token_selection_fcn_bound`: Proposition C against exact linear-readout risks and
+  trained FCNs (not a paper figure).
 
-Only the captions of Figs. 1-5 survive; every setting is the spec's [RECON] default. Quick sizes
+Only the captions of Figs. 1-5 survive; every other setting is reconstructed [RECON]. Quick sizes
 by default (d = 5, T = 20, q = 3, N = 40 slots, T_test = 1.25T..2T); `--full` uses the paper's
 T = 200, q = 3, T_test ∈ {250, 300, 350, 400} with d = 10, N = 400. Figs. 6-8 are lost and not drawn.
 """
 
+import dataclasses
 import functools
 from pathlib import Path
 
@@ -27,61 +31,44 @@ import numpy as np
 
 import dynamics
 import tasks.sparse_token_selection as sts
-from theory import _sts_formulas as F
+from theory.sparse_token_selection import closed_forms as F
 
 from ._save import save_figure
 
 
 def _sizes(full: bool) -> dict:
+    """The online runs' settings (`Online` fields) and their number of seeds."""
     if full:
-        task = sts.STSConfig(d=10, T=200, q=3, pe_dim=400)
-        return {
-            "task": task,
-            "T_tests": (250, 300, 350, 400),
-            "q_tests": (4, 5, 6),
-            "seeds": 5,
-            "steps": 20_000,
-            "every": 1000,
-            "batch": 256,
-            "num_eval": 2048,
-        }
-    task = sts.STSConfig(d=5, T=20, q=3, pe_dim=40)
-    return {
-        "task": task,
-        "T_tests": (25, 30, 35, 40),
-        "q_tests": (4, 5, 6),
-        "seeds": 3,
-        "steps": 2000,
-        "every": 100,
-        "batch": 128,
-        "num_eval": 512,
-    }
+        online = {"d": 10, "T": 200, "q": 3, "pe_dim": 400, "num_steps": 20_000, "every": 1000}
+        return {"online": online | {"batch_size": 256, "num_eval": 2048}, "seeds": 5}
+    online = {"d": 5, "T": 20, "q": 3, "pe_dim": 40, "num_steps": 2000, "every": 100}
+    return {"online": online | {"batch_size": 128, "num_eval": 512}, "seeds": 3}
 
 
 LR = {"gd": 1.0, "adam": 1e-2}
 """Learning rates [RECON]: mini-batch GD at 1 (stable for q >= 1: the value-scale curvature is
-about η/q), Adam at 1e-2 (spec §5)."""
+about η/q), Adam at 1e-2."""
 
 
 @functools.cache
 def _length_runs(full: bool, optimizer: str) -> dict:
-    """Stochastic and fixed PE online runs with validation at T_test and q_test (Figs. 2, 4, 5)."""
+    """Stochastic and fixed PE online runs with validation at 4 longer T_test (up to the N slots)
+    and at q_test = q + 1, q + 2, q + 3 (Figs. 2, 4, 5)."""
     s = _sizes(full)
-    opt = sts.OnlineConfig(
+    sim = sts.Online(
+        **s["online"],
         optimizer=optimizer,
         lr=LR[optimizer],
-        batch_size=s["batch"],
-        num_steps=s["steps"],
-        every=s["every"],
         init="zeros" if optimizer == "gd" else "random",
-        T_tests=s["T_tests"],
-        q_tests=s["q_tests"],
-        num_eval=s["num_eval"],
+        num_T_tests=4,
+        num_q_tests=3,
     )
-    out = {}
+    out = {"sim": sim}
     for name, fixed in (("stochastic", False), ("fixed", True)):
-        out[name] = sts.online_runs(s["task"].replace(fixed_pe=fixed), opt, s["seeds"], chunk_size=s["seeds"])
-    out["config"] = {"task": s["task"].__dict__, "online": opt.__dict__, "seeds": s["seeds"], "full": full}
+        out[name] = sts.online_runs(
+            dataclasses.replace(sim, fixed_pe=fixed), s["seeds"], chunk_size=s["seeds"]
+        )
+    out["config"] = {"online": sim.describe(), "seeds": s["seeds"], "full": full}
     return out
 
 
@@ -131,12 +118,10 @@ def fig1(out_dir: Path, full: bool) -> list[Path]:
     **Returns:** the PNG, PDF and JSON paths.
     """
     s = _sizes(full)
-    task = s["task"]
-    opt = sts.OnlineConfig(
-        lr=LR["gd"], batch_size=s["batch"], num_steps=s["steps"], every=s["every"], num_eval=s["num_eval"]
-    )
-    runs = sts.online_runs(task, opt, s["seeds"])
-    red = sts.reduced_gd(task, LR["gd"], s["steps"], every=s["every"])
+    sim = sts.Online(**s["online"], lr=LR["gd"], num_T_tests=0, num_q_tests=0)
+    task = sim.task
+    runs = sts.online_runs(sim, s["seeds"])
+    red = sts.reduced_gd(task, LR["gd"], sim.num_steps, every=sim.every)
     steps = runs["steps"]
     fig, axes = plt.subplots(1, 3, figsize=(14, 4))
     _median_band(axes[0], steps, runs["loss"], "C0", "mini-batch GD (median, range)")
@@ -163,7 +148,7 @@ def fig1(out_dir: Path, full: bool) -> list[Path]:
     return save_figure(
         fig,
         out_dir,
-        "sts_fig1",
+        "sparse_token_selection_fig1",
         data={
             "steps": steps,
             "loss": runs["loss"],
@@ -173,13 +158,7 @@ def fig1(out_dir: Path, full: bool) -> list[Path]:
             "reduced_loss": red.values["loss"],
             "finite": runs["finite"],
         },
-        config={
-            "task": task.__dict__,
-            "online": opt.__dict__,
-            "seeds": s["seeds"],
-            "full": full,
-            "dtype": opt.dtype,
-        },
+        config={"online": sim.describe(), "seeds": s["seeds"], "full": full},
     )
 
 
@@ -189,15 +168,15 @@ def fig2(out_dir: Path, full: bool) -> list[Path]:
     **Returns:** the PNG, PDF and JSON paths.
     """
     runs = _length_runs(full, "gd")
-    s = _sizes(full)
-    L0 = s["task"].trivial_loss
+    sim = runs["sim"]
+    L0 = sim.task.trivial_loss
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    _length_panel(ax, runs, "T", s["T_tests"], L0, f"length generalisation (trained at T={s['task'].T}), GD")
-    floors = {t: F.fixed_pe_floor(s["task"].d, s["task"].T, s["task"].q, t) / L0 for t in s["T_tests"]}
+    _length_panel(ax, runs, "T", sim.T_tests, L0, f"length generalisation (trained at T={sim.T}), GD")
+    floors = {t: F.fixed_pe_floor(sim.d, sim.T, sim.q, t) / L0 for t in sim.T_tests}
     return save_figure(
         fig,
         out_dir,
-        "sts_fig2",
+        "sparse_token_selection_fig2",
         data=_length_data(runs, L0) | {"fixed_floor_theory": floors},
         config=runs["config"],
     )
@@ -205,16 +184,14 @@ def fig2(out_dir: Path, full: bool) -> list[Path]:
 
 def _fig45(out_dir: Path, full: bool, optimizer: str, name: str) -> list[Path]:
     runs = _length_runs(full, optimizer)
-    s = _sizes(full)
-    L0 = s["task"].trivial_loss
+    sim = runs["sim"]
+    L0 = sim.task.trivial_loss
     fig, axes = plt.subplots(2, 1, figsize=(7, 8))
-    _length_panel(axes[0], runs, "T", s["T_tests"], L0, f"T_test (trained at T={s['task'].T}), {optimizer}")
-    _length_panel(
-        axes[1], runs, "q", s["q_tests"], L0, f"q_test at T={s['task'].T} (trained at q={s['task'].q})"
-    )
+    _length_panel(axes[0], runs, "T", sim.T_tests, L0, f"T_test (trained at T={sim.T}), {optimizer}")
+    _length_panel(axes[1], runs, "q", sim.q_tests, L0, f"q_test at T={sim.T} (trained at q={sim.q})")
     inset = axes[1].inset_axes([0.55, 0.55, 0.4, 0.4])
     tail = runs["stochastic"]["steps"] >= runs["stochastic"]["steps"][-1] * 0.8
-    for i, c in enumerate(plt.cm.viridis(np.linspace(0.0, 0.85, len(s["q_tests"])))):
+    for i, c in enumerate(plt.cm.viridis(np.linspace(0.0, 0.85, len(sim.q_tests)))):
         for kind, style in (("stochastic", "-"), ("fixed", "--")):
             inset.plot(
                 runs[kind]["steps"][tail], np.median(runs[kind]["loss_q"][:, tail, i], 0) / L0, style, color=c
@@ -229,7 +206,7 @@ def fig4(out_dir: Path, full: bool) -> list[Path]:
 
     **Returns:** the PNG, PDF and JSON paths.
     """
-    return _fig45(out_dir, full, "gd", "sts_fig4")
+    return _fig45(out_dir, full, "gd", "sparse_token_selection_fig4")
 
 
 def fig5(out_dir: Path, full: bool) -> list[Path]:
@@ -237,7 +214,7 @@ def fig5(out_dir: Path, full: bool) -> list[Path]:
 
     **Returns:** the PNG, PDF and JSON paths.
     """
-    return _fig45(out_dir, full, "adam", "sts_fig5")
+    return _fig45(out_dir, full, "adam", "sparse_token_selection_fig5")
 
 
 def fig3(out_dir: Path, full: bool) -> list[Path]:
@@ -280,7 +257,7 @@ def fig3(out_dir: Path, full: bool) -> list[Path]:
     return save_figure(
         fig,
         out_dir,
-        "sts_fig3",
+        "sparse_token_selection_fig3",
         data={
             "W_init": model0.W,
             "V_init": model0.V,
@@ -339,7 +316,7 @@ def thm1_rate(out_dir: Path, full: bool) -> list[Path]:
     return save_figure(
         fig,
         out_dir,
-        "sts_thm1_rate",
+        "sparse_token_selection_thm1_rate",
         data={
             "t": ts,
             "loss": L,
@@ -408,7 +385,7 @@ def fcn_bound(out_dir: Path, full: bool) -> list[Path]:
     return save_figure(
         fig,
         out_dir,
-        "sts_fcn_bound",
+        "sparse_token_selection_fcn_bound",
         data={
             "m": ms,
             "bound": bound,
@@ -521,7 +498,7 @@ def sphere_floor(out_dir: Path, full: bool) -> list[Path]:
     return save_figure(
         fig,
         out_dir,
-        "sts_sphere_floor",
+        "sparse_token_selection_sphere_floor",
         data={
             "m_E": list(SPHERE_DIMS),
             "rows": rows,
@@ -545,12 +522,12 @@ def sphere_floor(out_dir: Path, full: bool) -> list[Path]:
 
 
 FIGURES = {
-    "sts_fig1": fig1,
-    "sts_fig2": fig2,
-    "sts_fig3": fig3,
-    "sts_fig4": fig4,
-    "sts_fig5": fig5,
-    "sts_thm1_rate": thm1_rate,
-    "sts_fcn_bound": fcn_bound,
-    "sts_sphere_floor": sphere_floor,
+    "sparse_token_selection_fig1": fig1,
+    "sparse_token_selection_fig2": fig2,
+    "sparse_token_selection_fig3": fig3,
+    "sparse_token_selection_fig4": fig4,
+    "sparse_token_selection_fig5": fig5,
+    "sparse_token_selection_thm1_rate": thm1_rate,
+    "sparse_token_selection_fcn_bound": fcn_bound,
+    "sparse_token_selection_sphere_floor": sphere_floor,
 }

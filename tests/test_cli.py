@@ -1,4 +1,5 @@
-"""The command line: errors name the field, simulate writes a loadable trajectory, verify's exit code."""
+"""The command line: one registry for every command, errors that name the field before any work,
+simulate and sweep outputs that load with their config, and verify's exit code."""
 
 import json
 
@@ -8,68 +9,139 @@ import pytest
 import dynamics
 import theory
 from attnflow import cli
-from tasks.scan_snap import Simulation
+from attnflow.papers import Paper, load_simulation, papers
+
+PAPERS = ["scan_snap", "ntp_partial_order", "decision_lists", "contextual_bigram", "sparse_token_selection"]
+
+
+def test_one_registry_names_every_paper_everywhere():
+    assert list(papers()) == PAPERS
+    for name, paper in papers().items():
+        assert paper.simulations and paper.checks and paper.figures
+        assert all(figure.startswith(f"{name}_") for figure in paper.figures)
+        assert all(issubclass(cls, dynamics.AbstractSimulation) for cls in paper.simulations.values())
+        assert all(cls.path().startswith(f"tasks.{name}:") for cls in paper.simulations.values())
 
 
 @pytest.mark.parametrize(
-    ("setting", "message"),
+    ("args", "message"),
     [
-        ("eta_z=-1", "eta_z must be a finite number > 0"),
-        ("level=L9", "level must be one of"),
-        ("dataset=wiki", "dataset must be one of"),
-        ("every=3", "every must divide num_steps"),
-        ("T=1", "T must be >= 2"),
-        ("T=abc", "T must be a int"),
-        ("colour=red", "unknown setting 'colour'"),
+        (["--set", "eta_z=-1"], "SGD.eta_z must be a finite number > 0, got -1.0"),
+        (["--level", "L9"], "scan_snap has no level 'L9'; levels: L0, L1, L2, L3"),
+        (["--set", "dataset=wiki"], "SGD.dataset must be one of 'syn_small', 'syn_medium', got 'wiki'"),
+        (["--set", "every=3"], "SGD: every must divide num_steps, got every=3, num_steps=100"),
+        (["--set", "T=1"], "SGD.T must be an integer >= 2, got 1"),
+        (["--set", "T=abc"], "SGD.T must be an integer >= 2, got 'abc'"),
+        (["--set", "colour=red"], "SGD has no setting 'colour'"),
+        (["--set", "colour"], "--set expects key=value, got 'colour'"),
+        (["--seeds", "0"], "--seeds must be >= 1, got 0"),
     ],
 )
-def test_bad_settings_exit_2_and_name_the_field(setting, message, capsys, tmp_path):
-    status = cli.main(["simulate", "scan_snap", "--set", setting, "--out", str(tmp_path)])
-    assert status == 2
+def test_bad_settings_exit_2_and_name_the_field(args, message, capsys, tmp_path):
+    assert cli.main(["simulate", "scan_snap", *args, "--out", str(tmp_path)]) == 2
     assert message in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())  # nothing was written
 
 
-def test_settings_are_parsed_to_field_types():
-    sim = Simulation.from_settings(
-        {"eta_y": "2.5", "num_steps": "10", "every": "5", "class_weighted": "true"}
-    )
-    assert (sim.eta_y, sim.num_steps, sim.every, sim.class_weighted) == (2.5, 10, 5, True)
-    assert Simulation.from_settings({"dtype": "none"}).dtype is None
+def test_unknown_paper_and_class(capsys):
+    assert cli.main(["simulate", "scan_and_snap"]) == 2
+    assert "unknown paper 'scan_and_snap'; known: scan_snap" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="has no 'Nope'"):
+        load_simulation("tasks.scan_snap:Nope")
+    with pytest.raises(ValueError, match="not a subclass of dynamics.AbstractSimulation"):
+        load_simulation("tasks.scan_snap:YZModel")
+    with pytest.raises(ValueError, match="cannot import 'no_such_module'"):
+        load_simulation("no_such_module:Thing")
 
 
-def test_simulate_writes_a_trajectory_that_loads_with_its_config(tmp_path, capsys):
-    status = cli.main(
-        ["simulate", "scan_snap", "--level", "L3", "--seeds", "3", "--set", "t1=50", "--out", str(tmp_path)]
-    )
-    assert status == 0
-    traj = dynamics.Trajectory.load(tmp_path / "scan_snap_L3_3seeds.npz")
-    assert traj.config["level"] == "L3" and traj.config["t1"] == 50.0 and traj.config["num_seeds"] == 3
+def test_simulate_writes_a_trajectory_that_loads_with_its_config(tmp_path):
+    argv = ["simulate", "scan_snap", "--level", "L3", "--seeds", "3", "--out", str(tmp_path)]
+    assert cli.main([*argv, "--set", "t1=50"]) == 0
+    (path,) = tmp_path.glob("scan_snap_L3_3seeds_*.npz")
+    traj = dynamics.Trajectory.load(path)
+    assert traj.config["simulation"] == "tasks.scan_snap:ScalarFlow" and traj.config["t1"] == 50.0
+    assert traj.config["num_seeds"] == 3 and traj.config["dtype"] == "float64"
+    assert traj.config["provenance"]["jax"] and traj.config["provenance"]["wall_seconds"] > 0
     assert list(traj.stop_reasons) == ["completed"] * 3
     # L3 from z = 0: B grows and z falls (Theorem 4), identically for every seed.
     assert np.all(np.diff(traj.values["B"][0]) >= 0) and traj.values["z"][0, -1] < 0
     np.testing.assert_array_equal(traj.values["B"][0], traj.values["B"][2])
+    # A second run with another setting keeps the first.
+    assert cli.main([*argv, "--set", "t1=20"]) == 0
+    assert len(list(tmp_path.glob("scan_snap_L3_3seeds_*.npz"))) == 2
+
+
+def test_sweep_writes_a_labelled_store_and_plots(tmp_path, capsys):
+    out = tmp_path / "sweep"
+    argv = ["sweep", "scan_snap", "--level", "L1", "--grid", "eta_z=0.5,2", "--seeds", "2"]
+    argv += ["--set", "t1=5", "--set", "num_saves=3", "--out", str(out)]
+    assert cli.main(argv) == 0
+    ds = dynamics.load_sweep(out / "sweep.zarr")
+    assert ds["population_loss"].dims == ("eta_z", "seed", "save")
+    assert list(ds["eta_z"].values) == [0.5, 2.0]
+    config = json.loads(ds.attrs["config"])
+    assert config["simulation"] == "tasks.scan_snap:PopulationFlow" and config["t1"] == 5.0
+    assert {"population_loss_time.png", "population_loss_final.png"} <= {
+        p.name for p in (out / "plots").iterdir()
+    }
+    assert cli.main(argv) == 2
+    assert "exists; pass --overwrite" in capsys.readouterr().err
+    assert cli.main(["sweep", "scan_snap", "--grid", "eta=1,2", "--out", str(tmp_path / "x")]) == 2
+    assert "SGD has no setting 'eta'" in capsys.readouterr().err
+
+
+def test_a_users_class_sweeps_from_the_command_line(tmp_path, monkeypatch):
+    monkeypatch.chdir(__import__("pathlib").Path(__file__).parents[1])
+    argv = ["sweep", "examples.custom_model:Retrieval", "--grid", "eta_w=0.5,2", "--grid", "tokens=3,4"]
+    argv += ["--seeds", "2", "--set", "samples=16", "--set", "t1=20", "--out", str(tmp_path)]
+    assert cli.main(argv) == 0
+    ds = dynamics.load_sweep(tmp_path / "sweep.zarr")
+    assert ds["loss"].dims == ("eta_w", "tokens", "seed", "save")
+    assert ds.attrs["event_names"] == ["loss_below"]
+
+
+def test_list_documents_every_level(capsys):
+    assert cli.main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert all(f"{name}:" in out for name in PAPERS)
+    assert cli.main(["list", "scan_snap"]) == 0
+    out = capsys.readouterr().out
+    assert "L0: tasks.scan_snap:SGD" in out
+    assert "eta_z = 1.0  (float, traced; a finite number > 0)" in out
+    assert "optimizer = 'momentum'  (str; one of 'sgd', 'momentum', 'adam')" in out
 
 
 def test_figures_list(capsys):
     assert cli.main(["figures", "--list"]) == 0
     names = capsys.readouterr().out.split()
-    assert "scan_snap_fig6" in names and "scan_snap_fig8" in names
+    assert "scan_snap_fig6" in names and len(names) == sum(len(p.figures) for p in papers().values())
+    assert cli.main(["figures", "no_such_figure"]) == 2
+
+
+def _toy(*checks) -> Paper:
+    return Paper("toy", "a toy paper", {}, checks, {})
 
 
 def test_verify_exit_code_and_json_follow_the_checks(tmp_path, monkeypatch, capsys):
     def good():
-        return theory.within("toy", "good", "1 = 1", predicted=1.0, simulated=1.0, error=0.0, tolerance=1e-12)
+        return theory.within("x", "x", "1 = 1", predicted=1.0, simulated=1.0, error=0.0, tolerance=1e-12)
 
-    def bad():
-        return theory.within("toy", "bad", "1 = 2", predicted=1.0, simulated=2.0, error=1.0, tolerance=1e-12)
+    def bad(quick: bool):
+        return theory.within(
+            "x", "x", "1 = 2", predicted=1.0, simulated=2.0 + quick, error=1.0, tolerance=1e-12
+        )
 
-    monkeypatch.setitem(theory.PAPERS, "toy", lambda quick: [good])
+    monkeypatch.setitem(papers(), "toy", _toy(good))
     assert cli.main(["verify", "--paper", "toy", "--json", str(tmp_path / "ok.json")]) == 0
-    monkeypatch.setitem(theory.PAPERS, "toy", lambda quick: [good, bad])
-    assert cli.main(["verify", "--paper", "toy", "--json", str(tmp_path / "bad.json")]) == 1
+    monkeypatch.setitem(papers(), "toy", _toy(good, bad))
+    assert cli.main(["verify", "--paper", "toy", "--quick", "--json", str(tmp_path / "bad.json")]) == 1
     report = json.loads((tmp_path / "bad.json").read_text())
-    assert [(c["name"], c["verdict"]) for c in report["checks"]] == [("good", "pass"), ("bad", "fail")]
-    assert report["checks"][1]["simulated"] == 2.0
+    # each check reports under its function's name and paper; quick reaches only checks that take it
+    assert [(c["paper"], c["name"], c["verdict"]) for c in report["checks"]] == [
+        ("toy", "good", "pass"),
+        ("toy", "bad", "fail"),
+    ]
+    assert report["checks"][1]["simulated"] == 3.0
     assert "checks: 1 pass, 1 fail" in capsys.readouterr().out
 
 

@@ -62,10 +62,10 @@ def test_assumption_errors(P, Q_star, assumption, match):
 def test_bad_sizes_and_configs():
     with pytest.raises(ValueError, match="Q must satisfy"):
         cb.random_instance(0, 3, 6, 5)
-    with pytest.raises(ValueError, match="switch"):
-        cb.AlgorithmConfig(switch="sometimes")
+    with pytest.raises(ValueError, match=r"Algorithm1\.switch"):
+        cb.Algorithm1(switch="sometimes")
     with pytest.raises(ValueError, match="stage2_steps"):
-        cb.AlgorithmConfig(stage2_steps=150, every=100)
+        cb.Algorithm1(stage2_steps=150, every=100)
 
 
 def test_sampler_label_distribution(tiny):
@@ -161,7 +161,7 @@ def test_softmax_model_near_uniform_is_linear_model(tiny):
 
 def test_algorithm_runs_batched_and_recovers_small():
     inst = cb.random_instance(0, 3, 2, 8)
-    cfg = cb.AlgorithmConfig(batch=256, stage2_steps=300, every=100, stage1_max_steps=60)
+    cfg = cb.Algorithm1(T=8, batch=256, stage2_steps=300, every=100, stage1_max_steps=60)
     out, ok = dynamics.run_many(lambda k: cb.run_algorithm(inst, k, cfg), dynamics.seed_keys(0, 2))
     assert ok.all()
     assert np.all(out["tau1"] < cfg.stage1_max_steps)

@@ -34,7 +34,7 @@ def test_constants_and_bounds(small):
 def test_result2_fixed_point_c(small):
     task, population = small
     P = task.permutation_matrix()
-    U = theory.perturbation(jax.random.PRNGKey(0), task.L, 1.0)
+    U = dl.perturbation(jax.random.PRNGKey(0), task.L, 1.0)
 
     def loss0(c):
         return float(dl.population_loss(dl.DecisionListModel(jnp.zeros((8, 8)), c * P + U), population))
@@ -57,8 +57,15 @@ def test_result2_no_finite_c_under_iid():
     def loss0(c):
         return float(dl.population_loss(dl.DecisionListModel(jnp.zeros((5, 5)), c * P), population))
 
-    _, _, converged = theory.result2_c(loss0, n=3, delta=0.1, eps=1.0)
+    c, iterations, converged = theory.result2_c(loss0, n=3, delta=0.1, eps=1.0)
     assert not converged
+
+    def traced_loss0(c):
+        return dl.population_loss(dl.DecisionListModel(jnp.zeros((5, 5)), c * P), population)
+
+    traced = jax.jit(lambda: dl.fixed_point_c(traced_loss0, n=3, delta=jnp.asarray(0.1), eps=1.0))()
+    assert not bool(traced[2]) and int(traced[1]) == iterations
+    assert float(traced[0]) == pytest.approx(c, rel=1e-9)
 
 
 def test_result2_setting_feasibility():
@@ -124,7 +131,7 @@ def test_padded_lists_change_nothing(small):
 def test_result2_gd_keeps_V_near_cP(small):
     task, population = small
     eps, c = 1.0, 60.0
-    V0 = c * task.permutation_matrix() + theory.perturbation(jax.random.PRNGKey(1), task.L, eps)
+    V0 = c * task.permutation_matrix() + dl.perturbation(jax.random.PRNGKey(1), task.L, eps)
     run = dl.result2_gd(
         task.arrays(), population, V0, jnp.asarray(c), task.n, eta=jnp.asarray(0.01), num_steps=50
     )

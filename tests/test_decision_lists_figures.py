@@ -1,11 +1,12 @@
-"""Decision-list figures: the batched (L, M) grid behind `dl_time_vs_bound`, and every figure (slow)."""
+"""Decision-list figures: the batched (L, M) grid behind `decision_lists_time_vs_bound`, and every
+figure (slow)."""
 
 import json
 
 import numpy as np
 import pytest
 
-import figures
+from attnflow.papers import all_figures
 from figures import decision_lists as fig
 
 
@@ -18,7 +19,12 @@ def test_grid_respects_bound():
 
 
 def test_registered():
-    assert {"dl_time_vs_bound", "dl_flow_one_task", "dl_uniform_attention"} <= set(figures.FIGURES)
+    names = {
+        "decision_lists_time_vs_bound",
+        "decision_lists_flow_one_task",
+        "decision_lists_uniform_attention",
+    }
+    assert names == set(fig.FIGURES) and names <= set(all_figures())
 
 
 @pytest.mark.slow

@@ -121,29 +121,3 @@ def test_algorithm1_exact_stage1_and_step_sizes():
             num_steps1=1,
             num_steps2=1,
         )
-
-
-def test_simulation_config_and_small_batch():
-    with pytest.raises(ValueError, match="recipe"):
-        ntp.Simulation(recipe="C")
-    with pytest.raises(ValueError, match="every"):
-        ntp.Simulation(every=7)
-    with pytest.raises(ValueError, match="unknown setting"):
-        ntp.Simulation.from_settings({"foo": "1"})
-    sim = ntp.Simulation.from_settings(
-        {"vocab_size": "6", "num_steps1": "20", "num_steps2": "20", "every": "10", "recipe": "A"}
-    )
-    traj = ntp.simulate(sim, 3)
-    assert traj.values["W_kq"].shape == (3, 3, 6, 6)
-    # each batched run equals the same run alone
-    d = ntp.RecipeA(6).build(2)
-    eta0, eta = ntp.paper_step_sizes(6)
-    _, alone = ntp.algorithm1(
-        ntp.make_batch(d),
-        ntp.make_batch(d, collocation=True),
-        eta0=eta0,
-        eta=eta,
-        num_steps1=20,
-        num_steps2=20,
-    )
-    np.testing.assert_allclose(traj.values["final/W_kq"][2], alone.final.W_kq, rtol=1e-10, atol=1e-13)

@@ -1,12 +1,13 @@
 """Max-margin problems and the paper's predictions for ntp_partial_order (spec §5)."""
 
+import inspect
+
 import numpy as np
 import pytest
 
 import tasks.ntp_partial_order as ntp
-from theory import _ntp_maxmargin as mm
-from theory import _ntp_sims as sims
-from theory._ntp_stage2 import svop_predictions
+import theory.ntp_partial_order as ntp_theory
+from theory.ntp_partial_order import closed_forms as cf
 
 
 @pytest.mark.parametrize(
@@ -15,40 +16,42 @@ from theory._ntp_stage2 import svop_predictions
     ids=["svop", "recipeB", "recipeA"],
 )
 def test_qp_solutions_satisfy_kkt(dataset):
-    kq = mm.w_kq_star_qp(dataset)
+    kq = cf.w_kq_star_qp(dataset)
     assert kq.kkt <= 1e-8
     for q in range(dataset.vocab_size):
-        G = mm.eqn3_constraints(dataset, q)
+        G = cf.eqn3_constraints(dataset, q)
         if G.shape[0]:
             assert kq.slacks[q].min() >= -1e-8
             assert np.abs(kq.duals[q] * kq.slacks[q]).max() <= 1e-8
             np.testing.assert_allclose(kq.W[:, q], G.T @ kq.duals[q], atol=1e-8)  # stationarity of ½||w||²
-            np.testing.assert_allclose(kq.W[:, q], mm.least_distance(G, np.ones(G.shape[0])), atol=1e-6)
+            np.testing.assert_allclose(
+                kq.W[:, q], ntp_theory.least_distance(G, np.ones(G.shape[0])), atol=1e-6
+            )
         else:
             assert np.all(kq.W[:, q] == 0)
-    ov = mm.w_ov_star_qp(dataset)
+    ov = cf.w_ov_star_qp(dataset)
     assert ov.kkt <= 1e-8
-    np.testing.assert_allclose(ov.W, mm.w_ov_star_closed(dataset), atol=1e-7)
+    np.testing.assert_allclose(ov.W, cf.w_ov_star_closed(dataset), atol=1e-7)
     np.testing.assert_allclose(np.linalg.norm(ov.W), np.sqrt(dataset.vocab_size - 1), rtol=1e-9)
 
 
 def test_prop2_closed_form_with_hall_and_without():
     d = ntp.RecipeB(complete=True).build(3)
-    assert mm.hall_columns(d).all()
-    kq = mm.w_kq_star_qp(d)
-    np.testing.assert_allclose(kq.W, mm.w_kq_closed_form(d), atol=1e-6)
+    assert cf.hall_columns(d).all()
+    kq = cf.w_kq_star_qp(d)
+    np.testing.assert_allclose(kq.W, cf.w_kq_closed_form(d), atol=1e-6)
     assert max(s.max(initial=0.0) for s in kq.slacks) <= 1e-8  # every constraint active
     default = ntp.RecipeB().build(0)
-    hall = mm.hall_columns(default)
+    hall = cf.hall_columns(default)
     assert not hall.all()
-    diff = np.abs(mm.w_kq_star_qp(default).W - mm.w_kq_closed_form(default))
+    diff = np.abs(cf.w_kq_star_qp(default).W - cf.w_kq_closed_form(default))
     assert diff[:, hall].max() <= 1e-6 and diff[:, ~hall].max() > 1e-3
 
 
 def test_svop_example2_predictions():
-    preds = svop_predictions()
+    preds = ntp_theory.svop_predictions()
     assert (preds["SP"], preds["OSP"], preds["VP"]) == ("V", "P", "O")
-    sim = sims.svop_run()
+    sim = ntp_theory.svop_run()
     col = sim.W_kq[-1][:, 3]
     assert col[2] > 0 > col[3] and col[0] == 0 and col[1] == 0
     # the training samples themselves are fitted
@@ -58,7 +61,15 @@ def test_svop_example2_predictions():
 
 
 def test_svop_stage1_margin_beyond_float64_resolution_keeps_direction():
-    sim = sims.svop_run()
+    sim = ntp_theory.svop_run()
     assert 900 * sim.eta0 / np.sqrt(3) > 36  # 1 - softmax_target rounds to 0 in float64 here
-    cos = sims.cosines(sim.W_ov, sim.star_ov)
+    cos = ntp_theory.cosines(sim.W_ov, sim.star_ov)
     np.testing.assert_allclose(cos[1:], 1.0, atol=1e-12)
+
+
+def test_checks_take_quick_only_when_they_have_a_quick_mode():
+    arguments = {fn.__name__: list(inspect.signature(fn).parameters) for fn in ntp_theory.CHECKS}
+    quick = {name for name, args in arguments.items() if args == ["quick"]}
+    assert quick == {"eqn2_closed_form", "eqn3_kkt", "prop2_closed_form", "thm3_unseen", "many_datasets"}
+    assert all(args == [] for name, args in arguments.items() if name not in quick)
+    assert ntp_theory.PAPER == "ntp_partial_order" and len(ntp_theory.CHECKS) == 21

@@ -10,11 +10,17 @@ import numpy as np
 import pytest
 import scipy.special
 
-from tasks.scan_snap._decoder import (
+from tasks.scan_snap import (
+    ScalarArgs,
+    ScalarState,
+    TheoryArgs,
+    TheoryState,
+    backprop_gradient,
     e_prime,
     gamma_integral,
     h_continuous,
     h_discrete,
+    normalized_attention_features,
     omega_1,
     phase_B_early,
     phase_B_exact,
@@ -23,20 +29,12 @@ from tasks.scan_snap._decoder import (
     q0,
     q1,
     q_matrix,
-    speed_gamma,
-    transition_times,
-    zeta,
-)
-from tasks.scan_snap._theory_flow import (
-    ScalarArgs,
-    ScalarState,
-    TheoryArgs,
-    TheoryState,
-    backprop_gradient,
-    normalized_attention_features,
     scalar_vector_field,
+    speed_gamma,
     theory_vector_field,
+    transition_times,
     xi,
+    zeta,
 )
 
 

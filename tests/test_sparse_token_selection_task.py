@@ -1,6 +1,7 @@
 """Sparse token selection: config validation, PE properties, exact vs Monte-Carlo loss, the reduced
 dynamics against full-matrix GD, the FCN risk."""
 
+import dataclasses
 import itertools
 
 import diffrax
@@ -36,14 +37,25 @@ def test_bad_config_raises(changes, field):
         SMALL.replace(**changes)
 
 
-def test_online_config_validation():
-    with pytest.raises(ValueError, match="optimizer"):
-        sts.OnlineConfig(optimizer="sgdx")
-    with pytest.raises(ValueError, match="lr"):
-        sts.OnlineConfig(lr=-1.0)
+def test_config_errors_name_field_value_and_range():
+    with pytest.raises(ValueError, match=r"STSConfig\.rho must be a finite number > 0, got -1\.0"):
+        SMALL.replace(rho=-1.0)
+    with pytest.raises(ValueError, match=r"STSConfig\.d must be an integer >= 1, got 2\.5"):
+        SMALL.replace(d=2.5)
+    with pytest.raises(ValueError, match="max_length"):
+        SMALL.replace(max_length=8)
+    infos = {info.name: info for info in dynamics.params(sts.STSConfig)}
+    assert infos["pe_sampler"].allowed.choices == sts.PE_SAMPLERS and infos["max_length"].optional
+
+
+def test_online_run_refuses_untestable_lengths():
     task = sts.STSConfig(d=2, T=6, q=2, pe_dim=8)
     with pytest.raises(ValueError, match="T_tests"):
-        sts.online_runs(task, sts.OnlineConfig(T_tests=(9,)), 1)
+        sts.online_run(task, jax.random.PRNGKey(0), T_tests=(9,))
+    with pytest.raises(ValueError, match="q_tests"):
+        sts.online_run(task, jax.random.PRNGKey(0), q_tests=(6,))
+    assert sts.validation_lengths(sts.STSConfig(), 4) == (250, 300, 350, 400)
+    assert sts.validation_sparsities(sts.STSConfig(), 3) == (4, 5, 6)
 
 
 def test_pe_longer_than_served_raises():
@@ -223,10 +235,11 @@ def test_fcn_forward_and_online_run_shapes():
     fcn = sts.FCN(cfg.d, cfg.T, 5, jax.random.PRNGKey(0))
     X, y, E, xq = (a[0] for a in sts.sample(cfg, jax.random.PRNGKey(1), 1))
     assert fcn(X, y, E, xq).shape == (2,)
-    opt = sts.OnlineConfig(
-        lr=0.5, batch_size=8, num_steps=2, every=1, T_tests=(8,), q_tests=(1, 3), num_eval=8
+    sim = sts.Online(
+        d=2, T=6, q=2, pe_dim=8, lr=0.5, batch_size=8, num_steps=2, every=1, num_T_tests=1, num_q_tests=2
     )
-    out = sts.online_runs(cfg, opt, 2)
+    out = sts.online_runs(dataclasses.replace(sim, num_eval=8), 2)
+    assert (sim.T_tests, sim.q_tests) == ((8,), (3, 4))
     assert out["loss"].shape == (2, 3)
     assert out["loss_T"].shape == (2, 3, 1) and out["loss_q"].shape == (2, 3, 2)
     assert out["finite"].all() and out["loss"][:, 0] == pytest.approx(cfg.trivial_loss, rel=0.5)

@@ -1,6 +1,7 @@
-"""Sparse token selection: the closed forms of theory/_sts_formulas against brute force, and the
-cheap checks of `attnflow verify --paper sparse_token_selection`."""
+"""Sparse token selection: the closed forms of `theory.sparse_token_selection.closed_forms` against
+brute force, and the cheap checks of `attnflow verify --paper sparse_token_selection`."""
 
+import inspect
 import math
 
 import jax
@@ -9,8 +10,9 @@ import numpy as np
 import pytest
 
 import tasks.sparse_token_selection as sts
-from theory import _sts_formulas as F
+import theory
 from theory import sparse_token_selection as paper
+from theory.sparse_token_selection import closed_forms as F
 
 
 def test_fixed_pe_floor_brute_force():
@@ -61,17 +63,37 @@ def test_asymptotic_formulas_consistent():
 
 
 def test_checks_need_float64_and_cheap_ones_pass():
-    makers = {m.__name__: m for m in paper.checks(quick=True)}
-    assert len(makers) == len(paper._CHECKS)
+    makers = {m.__name__: m for m in theory.check_makers(paper.PAPER, paper.CHECKS, quick=True)}
+    assert len(makers) == len(paper.CHECKS) == 25
     for name in ("fcn_bound_attained", "fcn_bound_random_layers"):
         result = makers[name]()
         assert result.verdict == "pass", (name, result)
+        assert (result.name, result.paper) == (name, "sparse_token_selection")
     jax.config.update("jax_enable_x64", False)
     try:
         with pytest.raises(ValueError, match="float64"):
-            paper.checks(quick=True)
+            theory.check_makers(paper.PAPER, paper.CHECKS, quick=True)
     finally:
         jax.config.update("jax_enable_x64", True)
+
+
+def test_checks_take_quick_only_when_they_use_it():
+    quick = {fn.__name__ for fn in paper.CHECKS if "quick" in inspect.signature(fn).parameters}
+    assert quick == {
+        "lemma1_antithetic_off_blocks",
+        "theorem2_bank_invariance",
+        "theorem2_sphere_floor_mc",
+        "theorem2_sphere_flow_converges",
+        "theorem3_closed_form",
+        "fixed_pe_floor_T250",
+        "fixed_pe_floor_T300",
+        "fixed_pe_floor_T350",
+        "fixed_pe_floor_T400",
+        "fig2_stochastic_beats_fixed",
+        "fcn_bound_random_layers",
+        "fcn_trained_widths",
+    }
+    assert paper.fixed_pe_floor is F.fixed_pe_floor
 
 
 def _sphere_config(T=6, q=2, m=4, d=2):

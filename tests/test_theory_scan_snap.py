@@ -1,20 +1,28 @@
 """The Scan and Snap theorem checks: every quick check passes, and a wrong formula fails."""
 
+import functools
+import inspect
+
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 
-import tasks.scan_snap as ss
 import theory
 from theory import scan_snap
+from theory.scan_snap import closed_forms as cf
 
-NAMES = [maker.__name__ for maker in scan_snap.checks(quick=True)]
+NAMES = [check.__name__ for check in scan_snap.CHECKS]
+
+
+def _run(quick: bool) -> list[theory.Check]:
+    return theory.run_checks(theory.check_makers(scan_snap.PAPER, scan_snap.CHECKS, quick))
 
 
 @pytest.fixture(scope="module")
 def results():
     """Every quick check, run once for the module."""
-    return {check.name: check for check in theory.run_paper("scan_snap", quick=True)}
+    return {check.name: check for check in _run(quick=True)}
 
 
 def test_makers_are_named_after_their_checks(results):
@@ -24,6 +32,43 @@ def test_makers_are_named_after_their_checks(results):
         assert check.paper == "scan_snap"
         assert check.provenance in ("paper", "derived", "recon")
         assert check.note
+
+
+def test_checks_take_quick_only_when_they_have_a_quick_mode():
+    with_quick = {fn.__name__ for fn in scan_snap.CHECKS if "quick" in inspect.signature(fn).parameters}
+    assert with_quick == {
+        "lemma1_autograd",
+        "lemma1_row_sums",
+        "lemma2_rate",
+        "lemma2_hoeffding",
+        "lemma5_discrete",
+        "theorem4_B_closed_form",
+        "theorem4_early_regime",
+        "theorem4_late_regime_t0",
+        "theorem4_late_regime",
+        "theorem4_fixed_nu_invariance",
+        "levels_L1_vs_L2",
+        "levels_L0_to_L1",
+    }
+    for fn in scan_snap.CHECKS:  # anything else is keyword-only with a default (a formula under test)
+        for p in inspect.signature(fn).parameters.values():
+            assert p.name == "quick" or (p.kind == p.KEYWORD_ONLY and p.default is not p.empty), fn.__name__
+
+
+def test_closed_forms_of_the_checks():
+    M, K, eta_y = 1000, 10, 0.5
+    t = np.array([1.0, 10.0, 100.0, 1000.0])
+    h = np.asarray(cf.h_continuous(t / K, M, eta_y))
+    np.testing.assert_allclose(cf.gamma_of_h(h, M), cf.speed_gamma(t, M, K, eta_y), rtol=1e-12)
+    # Lemma 9: gamma(1) ~ eta_Y t / K (ratio 0.998), gamma(t) -> K ln(M eta_Y t / K) / (eta_Y t)
+    assert cf.gamma_of_h(h[0], M) / cf.gamma_scanning(1.0, K, eta_y) == pytest.approx(0.998, abs=1e-3)
+    late = float(cf.speed_gamma(1e5, M, K, eta_y)) / cf.gamma_snapping(1e5, M, K, eta_y)
+    assert late == pytest.approx(1.001, abs=1e-3)
+    B = np.linspace(0.0, 2.0, 5)
+    lower, upper = cf.eqn12_bounds(0.5, B)
+    np.testing.assert_allclose(upper, cf.growth_factor(B, 0.0))
+    assert np.all(lower <= upper) and lower[0] == upper[0] == 1.0
+    assert cf.hoeffding_band(np.array([99.0]), 0.05) == pytest.approx(np.sqrt(np.log(40) / 198))
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -38,7 +83,7 @@ def test_quick_check_does_not_fail(results, name):
 @pytest.mark.slow
 def test_full_checks_do_not_fail():
     """The paper-size checks (`attnflow verify --paper scan_snap`), about a minute."""
-    failed = [c for c in theory.run_paper("scan_snap", quick=False) if c.verdict == "fail"]
+    failed = [c for c in _run(quick=False) if c.verdict == "fail"]
     assert not failed, "; ".join(f"{c.name}: error {c.error!r} > {c.tolerance!r}. {c.note}" for c in failed)
 
 
@@ -46,23 +91,23 @@ def _e_prime_sign_typo(t, F, eta_y):
     """Eqn 9 with App. D.1's printed E' = (I + E)^{-1} − I, the sign typo of spec §8."""
     M, K = F.shape
     eye = jnp.eye(K, dtype=F.dtype)
-    typo = -ss.e_prime(F.T @ F - eye)
-    return ss.speed_gamma(t, M, K, eta_y) * F @ (eye - typo) @ ss.q_matrix(K, M)
+    typo = -cf.e_prime(F.T @ F - eye)
+    return cf.speed_gamma(t, M, K, eta_y) * F @ (eye - typo) @ cf.q_matrix(K, M)
 
 
 @pytest.mark.parametrize(
     "check, formula",
     [
         # the paper's printed B = ¼ ln(C_0 + 4Γ) is off by ¼ ln C_0 for C_0 = 5.68e-3 (spec §8)
-        (scan_snap.theorem4_B_closed_form, ss.phase_B_paper),
+        (functools.partial(scan_snap.theorem4_B_closed_form, quick=True), cf.phase_B_paper),
         (scan_snap.theorem1_backprop_gradient, _e_prime_sign_typo),
-        (scan_snap.lemma6_closed_form, lambda t, M, eta_y: (1 + 1e-6) * ss.h_continuous(t, M, eta_y)),
+        (scan_snap.lemma6_closed_form, lambda t, M, eta_y: (1 + 1e-6) * cf.h_continuous(t, M, eta_y)),
     ],
 )
 def test_a_wrong_formula_fails(results, check, formula):
     del results  # run after the fixture, so the shared simulations are cached
-    assert check(True).verdict == "pass"
-    wrong = check(True, formula=formula)
+    assert check().verdict == "pass"
+    wrong = check(formula=formula)
     assert wrong.verdict == "fail", (
         f"{wrong.name} with a wrong formula: error {wrong.error} <= {wrong.tolerance}"
     )
@@ -72,6 +117,6 @@ def test_checks_refuse_float32():
     jax.config.update("jax_enable_x64", False)
     try:
         with pytest.raises(ValueError, match="float64"):
-            scan_snap.checks(quick=True)
+            theory.check_makers(scan_snap.PAPER, scan_snap.CHECKS, quick=True)
     finally:
         jax.config.update("jax_enable_x64", True)

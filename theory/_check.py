@@ -2,6 +2,7 @@
 
 import dataclasses
 import functools
+import inspect
 import json
 import math
 import time
@@ -111,14 +112,17 @@ def relative_error(predicted, simulated) -> float:
 
 
 def check_makers(
-    paper: str, check_fns: Iterable[Callable[[bool], Check]], quick: bool
+    paper: str, check_fns: Iterable[Callable[..., Check]], quick: bool
 ) -> list[Callable[[], Check]]:
-    """Bind `quick` to each check function of `paper`, keeping its name.
+    """The checks of `paper` as zero-argument makers, each reporting under its function's name.
+
+    A check function takes `quick` (smaller simulations, same tolerances) only when it has a quick
+    mode; the others take no argument.
 
     **Arguments:**
 
-    - `paper`: the paper's key, attached to each maker as `maker.paper`.
-    - `check_fns`: functions `name(quick) -> Check`.
+    - `paper`: the paper's name, attached to each maker as `maker.paper` and to each check.
+    - `check_fns`: functions `name(quick) -> Check` or `name() -> Check`.
     - `quick`: smaller simulations (same tolerances).
 
     **Returns:** one zero-argument maker per check function, in order, named after it.
@@ -130,12 +134,19 @@ def check_makers(
         raise ValueError(
             f"the {paper} checks need float64: call jax.config.update('jax_enable_x64', True) first"
         )
-    makers = []
-    for fn in check_fns:
-        maker = functools.update_wrapper(functools.partial(fn, quick), fn)
-        maker.paper = paper
-        makers.append(maker)
-    return makers
+    return [_maker(paper, fn, quick) for fn in check_fns]
+
+
+def _maker(paper: str, fn: Callable[..., Check], quick: bool) -> Callable[[], Check]:
+    takes_quick = "quick" in inspect.signature(fn).parameters
+
+    def make() -> Check:
+        check = fn(quick=quick) if takes_quick else fn()
+        return dataclasses.replace(check, paper=paper, name=fn.__name__)
+
+    maker = functools.update_wrapper(make, fn)
+    maker.paper = paper
+    return maker
 
 
 def run_checks(

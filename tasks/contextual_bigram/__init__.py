@@ -1,14 +1,17 @@
 """Sparse contextual bigrams learned by a linear transformer (Ren, Wang, Lee, NeurIPS 2024,
 arXiv 2410.23438): the SCB data model, the linear and softmax learners, population loss and
-expected gradients, Algorithm 1 (preconditioned projected proximal descent), SGD baselines and
-transfer initialisation."""
+expected gradients, Algorithm 1 (preconditioned projected proximal descent), SGD baselines,
+transfer initialisation, the population processes (the (α, β) ODE of Eqn 8, population GD, the
+matrix flow) and the Gaussian-noise surrogate.
+
+The ways of training are simulations ([`SIMULATIONS`][]): `algorithm1` ([`Algorithm1`][]),
+`sgd` ([`SGD`][]) and `population_ode` ([`PopulationODE`][])."""
 
 from ._algorithm import (
     SGD_KINDS,
     STAGE1_RULES,
     STAGE3_MODES,
     SWITCHES,
-    AlgorithmConfig,
     preconditioned_step,
     related_transition,
     run_algorithm,
@@ -20,9 +23,11 @@ from ._algorithm import (
     transfer_init,
 )
 from ._instance import (
+    DEFAULT_INSTANCE,
     Assumption,
     Instance,
     check_assumption,
+    default_instance,
     k_p,
     k_q,
     make_instance,
@@ -55,13 +60,19 @@ from ._model import (
     sample_loss,
     scratch_init,
 )
+from ._population import line_flow, line_vector_field, matrix_flow, population_gd, solve_line_ode
+from ._simulate import SGD, SIMULATIONS, Algorithm1, PopulationODE
+from ._surrogate import probe_gradients, surrogate_noise, surrogate_stage
 
 __all__ = [
+    "SGD",
+    "SIMULATIONS",
+    "Algorithm1",
+    "PopulationODE",
     "SGD_KINDS",
     "STAGE1_RULES",
     "STAGE3_MODES",
     "SWITCHES",
-    "AlgorithmConfig",
     "preconditioned_step",
     "related_transition",
     "run_algorithm",
@@ -77,7 +88,16 @@ __all__ = [
     "normalise_attention",
     "on_line",
     "round_attention",
+    "line_flow",
+    "line_vector_field",
+    "matrix_flow",
+    "population_gd",
+    "solve_line_ode",
+    "probe_gradients",
+    "surrogate_noise",
+    "surrogate_stage",
     "LOSS_SCALE",
+    "DEFAULT_INSTANCE",
     "Assumption",
     "Batch",
     "Instance",
@@ -85,6 +105,7 @@ __all__ = [
     "SoftmaxSCB",
     "batch_loss",
     "check_assumption",
+    "default_instance",
     "enumerate_population",
     "expected_gradients",
     "expected_preconditioned",

@@ -1,11 +1,12 @@
-"""Algorithm 1 (spec §3): preconditioned projected proximal gradient descent in three stages
-with rounding steps, stage switching by a fixed τ₁ or by the oracle criterion; the SGD
-baselines (spec §3.7); the transfer-learning initialisation (spec §3.6).
+"""Algorithm 1 of the paper: preconditioned projected proximal gradient descent in three stages
+with rounding steps, the Stage-1 switch by a fixed τ₁ or by the oracle criterion; the SGD
+baselines of Fig. 1; the transfer-learning initialisation of Theorem 4.1.
 
 Every run is a pure function of `(instance, key, config)` built on `dynamics.train`, so
-`dynamics.run_many` batches seeds."""
+`dynamics.run_many` batches seeds. The config is the simulation that describes the run
+([`Algorithm1`][] or [`SGD`][]): only its training fields are read, the instance is an argument."""
 
-import dataclasses
+from typing import TYPE_CHECKING
 
 import jax
 import jax.numpy as jnp
@@ -27,64 +28,13 @@ from ._model import (
     scratch_init,
 )
 
+if TYPE_CHECKING:
+    from ._simulate import SGD, Algorithm1
+
 SWITCHES = ("oracle", "fixed")
 STAGE1_RULES = ("min", "max")
 STAGE3_MODES = ("least_squares", "gd", "none")
 SGD_KINDS = ("vanilla", "projected")
-
-
-@dataclasses.dataclass(frozen=True)
-class AlgorithmConfig:
-    """Hyper-parameters of Algorithm 1. Every value is [RECON]/[UNKNOWN] (spec §5 suggested
-    defaults, not the paper's), except the structure of the stages.
-
-    **Fields:**
-
-    - `batch`: mini-batch size B, one for all stages (as in the experiments).
-    - `eta1`, `eta2`: step sizes of Stage 1 and Stage 2.
-    - `lam`: the l1 weight λ of Stage 2 (threshold η₂ λ).
-    - `switch`: `"oracle"` (stop Stage 1 when the `stage1_rule` of (α, β) reaches `delta1`, at most
-      `stage1_max_steps` steps) or `"fixed"` (Stage 1 lasts `tau1` steps).
-    - `round_after_stage1`: apply rounding 1→2 with θ₁ = 1/T + `theta1_fraction`·α·(q_min − 1/T).
-    - `stage2_steps`: Stage 2 length; metrics are saved every `every` steps.
-    - `c_f`: θ₃ = c_f / Q of the normalisation 2→3.
-    - `stage3`: `"least_squares"` (the experiments: V = V_LS(Q̂), an oracle), `"gd"` (`stage3_steps`
-      preconditioned steps on V only with `eta3`), or `"none"` (no normalisation).
-    """
-
-    batch: int = 256
-    eta1: float = 0.5
-    eta2: float = 0.05
-    lam: float = 1e-4
-    switch: str = "oracle"
-    tau1: int = 20
-    stage1_max_steps: int = 200
-    delta1: float = 0.2
-    stage1_rule: str = "min"
-    round_after_stage1: bool = True
-    theta1_fraction: float = 0.5
-    stage2_steps: int = 4000
-    every: int = 100
-    c_f: float = 0.1
-    stage3: str = "least_squares"
-    eta3: float = 0.05
-    stage3_steps: int = 500
-
-    def __post_init__(self):
-        positive = ("batch", "tau1", "stage1_max_steps", "stage2_steps", "every", "stage3_steps")
-        for name in positive:
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        for name in ("eta1", "eta2", "eta3", "delta1", "c_f", "theta1_fraction"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
-        if self.lam < 0:
-            raise ValueError(f"lam must be >= 0, got {self.lam}")
-        if self.stage2_steps % self.every:
-            raise ValueError(f"stage2_steps={self.stage2_steps} must be a multiple of every={self.every}")
-        for name, allowed in (("switch", SWITCHES), ("stage1_rule", STAGE1_RULES), ("stage3", STAGE3_MODES)):
-            if getattr(self, name) not in allowed:
-                raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
 
 
 def preconditioned_step(mu, eta, lam=0.0, *, train_V=True, train_Q=True) -> optax.GradientTransformation:
@@ -116,12 +66,12 @@ def sparsity(inst: Instance) -> int:
 
 
 def theta1(inst: Instance, alpha, fraction=0.5):
-    """Rounding threshold 1→2 (spec §3.5, [RECON]): 1/T + fraction · α · (q_min − 1/T)."""
+    """Rounding threshold 1→2 ([RECON]): 1/T + fraction · α · (q_min − 1/T)."""
     one_t = 1.0 / inst.T
     return one_t + fraction * alpha * (_q_min(inst) - one_t)
 
 
-def _stage1(inst: Instance, model: LinearSCB, key, cfg: AlgorithmConfig):
+def _stage1(inst: Instance, model: LinearSCB, key, cfg: "Algorithm1"):
     def draw(k):
         return sample(k, inst, cfg.batch)
 
@@ -142,19 +92,24 @@ def _stage1(inst: Instance, model: LinearSCB, key, cfg: AlgorithmConfig):
     return run.final, run.t_stop
 
 
-def run_stage1(inst: Instance, key: PRNGKeyArray, cfg: AlgorithmConfig, init: LinearSCB | None = None):
+def run_stage1(inst: Instance, key: PRNGKeyArray, cfg: "Algorithm1", init: LinearSCB | None = None):
     """Stage 1 of Algorithm 1 alone (λ = 0, step η₁, batch B): fixed `tau1` steps or the oracle switch.
+
+    **Arguments:** `inst`; `key` (data stream); `cfg`: an [`Algorithm1`][] (its Stage-1 fields);
+    `init` (default V₀ = μ1ᵀ, Q₀ = 11ᵀ/T).
 
     **Returns:** `(model, tau1)`: the parameters at the switch (before rounding) and the step count.
     """
     return _stage1(inst, scratch_init(inst) if init is None else init, key, cfg)
 
 
-def _after_stage1(inst: Instance, model: LinearSCB, key, cfg: AlgorithmConfig, theta3) -> dict:
-    """Rounding 1→2, Stage 2 (with metrics), normalisation 2→3 and Stage 3."""
+def _after_stage1(
+    inst: Instance, model: LinearSCB, key, cfg: "Algorithm1", theta3, round_first: bool
+) -> dict:
+    """Rounding 1→2 (when `round_first`), Stage 2 (with metrics), normalisation 2→3 and Stage 3."""
     k2, k3 = jax.random.split(key)
     alpha1 = line_coordinates(model, inst)["alpha"]
-    if cfg.round_after_stage1:
+    if round_first:
         model = LinearSCB(V=model.V, Q=round_attention(model.Q, theta1(inst, alpha1, cfg.theta1_fraction)))
 
     def draw(k):
@@ -197,52 +152,51 @@ def _after_stage1(inst: Instance, model: LinearSCB, key, cfg: AlgorithmConfig, t
         final_model=final,
         final_metrics=metrics(final, inst, theta3),
         stop=run2.stop,
+        t_stop=run2.t_stop,
     )
 
 
 def run_algorithm(
-    inst: Instance, key: PRNGKeyArray, cfg: AlgorithmConfig, init: LinearSCB | None = None
+    inst: Instance, key: PRNGKeyArray, cfg: "Algorithm1", init: LinearSCB | None = None
 ) -> dict:
     """Algorithm 1 from scratch (or from `init`): Stage 1 (λ = 0, η₁), rounding 1→2, Stage 2
     (λ, η₂), normalisation 2→3, Stage 3.
 
-    **Arguments:** `inst`; `key` (data stream); `cfg`; `init` (default V₀ = μ1ᵀ, Q₀ = 11ᵀ/T).
+    **Arguments:** `inst`; `key` (data stream); `cfg`: an [`Algorithm1`][] (its training fields);
+    `init` (default V₀ = μ1ᵀ, Q₀ = 11ᵀ/T).
 
     **Returns:** dict: `tau1` (Stage 1 length), `stage1_metrics`, `curves` (metrics every `every`
     steps of Stage 2, at steps `tau1 + stage2_steps`), `stage2_metrics` / `stage2_model` (before
-    normalisation), `final_metrics` / `final_model` (after Stage 3), `alpha_after_stage1`.
+    normalisation), `final_metrics` / `final_model` (after Stage 3), `alpha_after_stage1`, `stop`
+    and `t_stop` (the `dynamics` stop code and stop step of Stage 2).
     """
     k1, k2 = jax.random.split(key)
     model = scratch_init(inst) if init is None else init
     theta3 = cfg.c_f / sparsity(inst)
     model1, tau1 = _stage1(inst, model, k1, cfg)
-    out = _after_stage1(inst, model1, k2, cfg, theta3)
+    out = _after_stage1(inst, model1, k2, cfg, theta3, cfg.round_after_stage1)
     return dict(tau1=tau1, stage1_metrics=metrics(model1, inst, theta3), **out)
 
 
-def run_sgd(
-    inst: Instance, key: PRNGKeyArray, eta, cfg: AlgorithmConfig, kind: str = "vanilla", num_steps=None
-) -> dict:
-    """The SGD baselines (spec §3.7): `vanilla` = plain SGD on (V, Q) (no preconditioning,
+def run_sgd(inst: Instance, key: PRNGKeyArray, cfg: "SGD") -> dict:
+    """The SGD baselines of Fig. 1: `vanilla` = plain SGD on (V, Q) (no preconditioning,
     projection or prox); `projected` = preconditioned projected SGD with λ = 0 throughout. Same
-    initialisation and batch as Algorithm 1.
+    initialisation as Algorithm 1.
 
-    **Arguments:** `inst`, `key`, `eta`, `cfg` (batch, every, stage2_steps, c_f); `kind`;
-    `num_steps` (default `cfg.stage2_steps`; a multiple of `cfg.every`).
+    **Arguments:** `inst`, `key` (data stream), `cfg`: an [`SGD`][] (`kind`, `eta`, `batch`,
+    `num_steps`, `every`, `c_f`).
 
     **Returns:** dict: `curves` (metrics every `every` steps), `steps`, `final_metrics`,
-    `final_model`, `stop` (a `dynamics` stop code: NaN divergence freezes the run).
+    `final_model`, `stop` and `t_stop` (a `dynamics` stop code and the step it stopped at: NaN
+    divergence freezes the run).
     """
-    if kind not in SGD_KINDS:
-        raise ValueError(f"kind must be one of {SGD_KINDS}, got {kind!r}")
-    num_steps = cfg.stage2_steps if num_steps is None else num_steps
     theta3 = cfg.c_f / sparsity(inst)
-    opt = dynamics.gd(eta) if kind == "vanilla" else preconditioned_step(inst.mu, eta)
+    opt = dynamics.gd(cfg.eta) if cfg.kind == "vanilla" else preconditioned_step(inst.mu, cfg.eta)
     run = dynamics.train(
         batch_loss,
         scratch_init(inst),
         opt,
-        num_steps=num_steps,
+        num_steps=cfg.num_steps,
         every=cfg.every,
         key=key,
         sample=lambda k: sample(k, inst, cfg.batch),
@@ -254,11 +208,12 @@ def run_sgd(
         final_metrics=metrics(run.final, inst, theta3),
         final_model=run.final,
         stop=run.stop,
+        t_stop=run.t_stop,
     )
 
 
 def related_transition(inst: Instance, mix: float = 0.5):
-    """A pre-training transition sharing μ (spec §3.6 setting): (1 − mix) P + mix R with R the
+    """A pre-training transition sharing μ (the setting of Theorem 4.1): (1 − mix) P + mix R with R the
     time reversal R[i, j] = P[j, i] μ_i / μ_j (column-stochastic, R μ = μ)."""
     R = inst.P.T * inst.mu[:, None] / inst.mu[None, :]
     return (1.0 - mix) * inst.P + mix * R
@@ -275,7 +230,7 @@ def transfer_init(
     round_theta1: bool = True,
     theta1_fraction: float = 0.5,
 ) -> LinearSCB:
-    """Transfer initialisation (spec §3.6, [RECON] details): V₀ = μ1ᵀ + δ(Ṽ − μ1ᵀ), Q₀ = 11ᵀ/T,
+    """Transfer initialisation (Theorem 4.1, [RECON] details): V₀ = μ1ᵀ + δ(Ṽ − μ1ᵀ), Q₀ = 11ᵀ/T,
     one preconditioned step on Q only with step η₀ (λ = 0), on a batch of `batch0` examples (the
     population step when `batch0` is `None`: α₁ = η₀ β₀ K_P exactly), then rounding 1→2.
 
@@ -297,13 +252,15 @@ def transfer_init(
     return model
 
 
-def run_transfer(inst: Instance, V_pre, key: PRNGKeyArray, cfg: AlgorithmConfig, **transfer) -> dict:
+def run_transfer(inst: Instance, V_pre, key: PRNGKeyArray, cfg: "Algorithm1", **transfer) -> dict:
     """Transfer learning (Thm 4.1): [`transfer_init`][] then Algorithm 1 from Stage 2 (no Stage 1).
+
+    **Arguments:** `inst`; `V_pre` (N, N) the pre-trained output layer; `key`; `cfg`: an
+    [`Algorithm1`][] (its Stage 2-3 fields); `transfer`: keyword arguments of [`transfer_init`][].
 
     **Returns:** like [`run_algorithm`][] without `tau1`.
     """
     k0, k1 = jax.random.split(key)
     model = transfer_init(inst, V_pre, k0, **transfer)
     theta3 = cfg.c_f / sparsity(inst)
-    cfg2 = dataclasses.replace(cfg, round_after_stage1=False)
-    return _after_stage1(inst, model, k1, cfg2, theta3)
+    return _after_stage1(inst, model, k1, cfg, theta3, round_first=False)

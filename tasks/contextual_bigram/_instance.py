@@ -3,6 +3,7 @@ convention), its stationary distribution Î¼ and the sparse attention vectors qâ
 Assumption 2.1 checked with clear errors; random instances like the experiments."""
 
 import dataclasses
+import functools
 
 import equinox as eqx
 import jax.numpy as jnp
@@ -183,3 +184,15 @@ def random_instance(
         except ValueError:
             continue
     raise ValueError(f"no instance satisfying Assumption 2.1 found in {max_tries} tries; relax the constants")
+
+
+DEFAULT_INSTANCE = dict(seed=0, N=3, Q=2, T=50)
+"""The default instance of the checks, figures and simulations ([RECON] sizes):
+`random_instance(0, N=3, Q=2, T=50)`."""
+
+
+@functools.lru_cache(maxsize=8)
+def default_instance(T: int = DEFAULT_INSTANCE["T"]) -> Instance:
+    """The default random instance (float64) at context length `T`:
+    `random_instance(0, N=3, Q=2, T)`, built once per `T`."""
+    return random_instance(DEFAULT_INSTANCE["seed"], DEFAULT_INSTANCE["N"], DEFAULT_INSTANCE["Q"], T)

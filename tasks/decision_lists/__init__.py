@@ -1,12 +1,23 @@
 """Decision lists learned by a one-layer transformer (anonymous extended abstract, "Provable
 Gradient-Descent-Based Learning of Decision Lists by Transformers"): the model
 `f_{W,V}(X) = σ(V X σ(Xᵀ W X))`, the sequence-to-sequence decision-list task, its exact population
-loss, the perfect-classification tests and the three trainings of the paper.
+loss, the perfect-classification tests, the paper's constants (`δ`, `γ`, Result 1's `c` and time
+bound, Result 2's circular `c`), the trainings of the paper, and those trainings as simulations
+(`SIMULATIONS`: `result1_flow`, `result2_gd`, `section7_gd`, `joint_gd`).
 
 The model, the task and the results are the paper's; the task generator, the sampling
 distribution `D` (`distinct` by default) and the frozen Monte-Carlo population are ours (spec §2-3).
 """
 
+from ._constants import (
+    DELTA_DEFINITIONS,
+    GAMMA_DEFINITIONS,
+    delta_gamma,
+    distinct_gamma,
+    fixed_point_c,
+    result1_c,
+    result1_time_bound,
+)
 from ._criteria import certified, mu, mu_criterion_applies, mu_table
 from ._data import (
     MAX_SUPPORT,
@@ -25,31 +36,46 @@ from ._data import (
 from ._dynamics import (
     centred_cosine,
     column_argmax_agreement,
+    joint_gd,
     permutation_matrix,
+    perturbation,
     result1_flow,
     result1_gd,
     result1_time,
     result2_gd,
     result2_metrics,
+    result2_start,
     uniform_attention_gd,
 )
 from ._model import TAU_TIE, DecisionListModel, margins, perfect, population_loss, sequence_loss
-from ._task import DISTRIBUTIONS, DecisionLists, TaskArrays, stack_arrays
+from ._simulate import SIMULATIONS, JointGD, Result1Flow, Result2GD, UniformAttentionGD
+from ._task import DISTRIBUTIONS, DecisionLists, TaskArrays, random_arrays, stack_arrays
 
 __all__ = [
+    "DELTA_DEFINITIONS",
     "DISTRIBUTIONS",
+    "GAMMA_DEFINITIONS",
     "MAX_SUPPORT",
+    "SIMULATIONS",
     "TAU_TIE",
     "DecisionListModel",
     "DecisionLists",
+    "JointGD",
     "Population",
+    "Result1Flow",
+    "Result2GD",
     "TaskArrays",
+    "UniformAttentionGD",
     "centred_cosine",
     "certified",
     "column_argmax_agreement",
+    "delta_gamma",
+    "distinct_gamma",
     "distinct_event_probabilities",
     "event_probabilities",
     "exact_population",
+    "fixed_point_c",
+    "joint_gd",
     "label_determining",
     "labels",
     "make_population",
@@ -59,13 +85,18 @@ __all__ = [
     "mu_table",
     "perfect",
     "permutation_matrix",
+    "perturbation",
     "population_loss",
     "presence_probabilities",
+    "random_arrays",
+    "result1_c",
     "result1_flow",
     "result1_gd",
     "result1_time",
+    "result1_time_bound",
     "result2_gd",
     "result2_metrics",
+    "result2_start",
     "sample_tokens",
     "sampled_population",
     "sequence_loss",

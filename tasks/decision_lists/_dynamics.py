@@ -1,5 +1,6 @@
 """The three trainings of the paper: gradient flow on `W` with `V = cP` (Result 1, spec §5),
-gradient descent on `(W, V)` (Result 2, spec §6) and on `V` under uniform attention (spec §7).
+gradient descent on `(W, V)` (Result 2, spec §6) and on `V` under uniform attention (spec §7); and
+joint GD on `(W, V)` from a small random start (the exploratory variant of Section 7).
 
 Every function is pure and `vmap`-able over its array arguments (stacked tasks, constants `c`).
 """
@@ -8,10 +9,11 @@ from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, Float
+from jaxtyping import Array, Float, PRNGKeyArray
 
 import dynamics
 
+from ._constants import fixed_point_c
 from ._criteria import certified, mu
 from ._data import Population
 from ._model import DecisionListModel, perfect, population_loss
@@ -83,6 +85,7 @@ def result1_time(
     c: Float[Array, ""],
     *,
     t1: float,
+    save_ts: Float[Array, " S"] | None = None,
     num_refine: int = 256,
     mu_event: bool = True,
     rtol: float = 1e-6,
@@ -95,12 +98,13 @@ def result1_time(
     flow is then integrated again to `t_stop` with `num_refine + 1` dense saves of `μ(W)`, and `τ`
     is the linear interpolation of the first sign change of `μ` (`inf` if the event never fired).
 
-    **Arguments:** as [`result1_flow`][]; `num_refine`: the saves of the refining pass.
+    **Arguments:** as [`result1_flow`][] (`save_ts`: the saves of the event run, default
+    `[0, t1]`); `num_refine`: the saves of the refining pass.
 
     **Returns:** `(τ, the event run)`.
     """
     kwargs = dict(mu_event=mu_event, rtol=rtol, atol=atol, max_steps=max_steps)
-    run = result1_flow(arrays, population, c, t1=t1, **kwargs)
+    run = result1_flow(arrays, population, c, t1=t1, save_ts=save_ts, **kwargs)
     fired = run.event == 0
     t_stop = jnp.where(fired, run.t_stop, t1)
     ts = jnp.linspace(0.0, 1.0, num_refine + 1, dtype=population.weights.dtype) * t_stop
@@ -130,6 +134,58 @@ def result1_gd(
         save=lambda W: mu(W, arrays),
         events={"perfect": lambda W: mu(W, arrays) > 0},
     )
+
+
+def perturbation(key: PRNGKeyArray, L: int, eps: Float[Array, ""], dtype=jnp.float64) -> Float[Array, "L L"]:
+    """Result 2's `U = V_0 − cP`, entries i.i.d. Uniform[−ε/2, ε/2] (ours: the paper only asks
+    `‖V_0 − cP‖_∞ ≤ ε/2`)."""
+    return jax.random.uniform(key, (L, L), dtype, -eps / 2.0, eps / 2.0)
+
+
+def result2_start(
+    arrays: TaskArrays,
+    population: Population,
+    U: Float[Array, "L L"],
+    *,
+    n: int,
+    delta: Float[Array, ""],
+    eps: Float[Array, ""],
+    eta_scale: Float[Array, ""] = 1.0,
+    num_iters: int = 100,
+) -> dict[str, Array]:
+    """Result 2's start from `W_0 = 0`, `V_0 = cP + U` (traceable): `c` the fixed point of
+    `c = 10 n² 𝓛_0/δ + 4εn` ([`fixed_point_c`][]), `λ_max` of the Hessian of the population loss
+    in `(W, V)` at the start (Lanczos, `num_iters` Hessian-vector products), the step
+    `η = eta_scale/λ_max` (the paper asks `η ≤ 1/λ_max`) and the end of the window `T = ⌊ε/(2η)⌋`.
+
+    **Arguments:** the task, the population, the perturbation `U`; `n`, `δ`, `ε`; `eta_scale`;
+    `num_iters`.
+
+    **Returns:** a dict: `c`, `c_iterations`, `c_converged`, `V0`, `loss0` (`𝓛_0`), `lambda_max`,
+    `eta`, `T`.
+    """
+    P = permutation_matrix(arrays, U.dtype)
+    W0 = jnp.zeros_like(U)
+
+    def loss_at(V):
+        return population_loss(DecisionListModel(W0, V), population)
+
+    c, iterations, converged = fixed_point_c(lambda c: loss_at(c * P + U), n=n, delta=delta, eps=eps)
+    V0 = c * P + U
+    lam = dynamics.hessian_max_eigenvalue(
+        lambda model: population_loss(model, population), DecisionListModel(W0, V0), num_iters=num_iters
+    )
+    eta = eta_scale / lam
+    return {
+        "c": c,
+        "c_iterations": iterations,
+        "c_converged": converged,
+        "V0": V0,
+        "loss0": loss_at(V0),
+        "lambda_max": lam,
+        "eta": eta,
+        "T": jnp.floor(eps / (2.0 * eta)),
+    }
 
 
 def result2_metrics(
@@ -230,5 +286,41 @@ def uniform_attention_gd(
             "loss": population_loss(DecisionListModel(W, V), population),
             "kappa": column_argmax_agreement(V, arrays),
             "rho": centred_cosine(V, P),
+        },
+    )
+
+
+def joint_gd(
+    arrays: TaskArrays,
+    population: Population,
+    model0: DecisionListModel,
+    *,
+    step: Float[Array, ""],
+    num_steps: int,
+    every: int = 1,
+) -> dynamics.Run:
+    """Full-batch GD on `(W, V)` jointly from `model0` (e.g. a small random start: the exploratory
+    variant of Section 7); saves the loss, `μ(W)`, `κ(V)`, `ρ(V)` and perfect classification
+    (enumerated, exact when the population is the support of `D`) every `every` steps.
+
+    **Returns:** a `dynamics.Run` of [`DecisionListModel`][]s.
+    """
+    P = permutation_matrix(arrays, model0.V.dtype)
+
+    def loss(model):
+        return population_loss(model, population)
+
+    return dynamics.train(
+        loss,
+        model0,
+        dynamics.gd(step),
+        num_steps=num_steps,
+        every=every,
+        save=lambda model: {
+            "loss": loss(model),
+            "mu": mu(model.W, arrays),
+            "kappa": column_argmax_agreement(model.V, arrays),
+            "rho": centred_cosine(model.V, P),
+            "perfect": perfect(model, population),
         },
     )

@@ -149,6 +149,27 @@ class DecisionLists:
         }
 
 
+def random_arrays(seed, *, L: int, n: int, M: int, fixed_m: int | None = None) -> TaskArrays:
+    """The arrays of `DecisionLists.random(seed, L=L, n=n, M=M, fixed_m=fixed_m)` for an integer
+    `seed` that may be traced (inside `jit` or `vmap`): the task is drawn on the host by NumPy
+    through `jax.pure_callback`, one seed at a time, so run `i` of a batch gets exactly the task of
+    its own seed.
+
+    **Arguments:** `seed`: the NumPy seed (an integer or an integer array); `L`, `n`, `M`,
+    `fixed_m`: as in [`DecisionLists.random`][].
+
+    **Returns:** the [`TaskArrays`][], lists `M` wide.
+    """
+
+    def host(s):
+        arrays = DecisionLists.random(int(s), L=L, n=n, M=M, fixed_m=fixed_m).arrays()
+        return tuple(np.asarray(x) for x in (arrays.perm, arrays.lists, arrays.lengths))
+
+    shapes = tuple(jax.ShapeDtypeStruct(shape, jnp.int32) for shape in ((L,), (L, M), (L,)))
+    perm, lists, lengths = jax.pure_callback(host, shapes, jnp.asarray(seed), vmap_method="sequential")
+    return TaskArrays(perm=perm, lists=lists, lengths=lengths)
+
+
 def stack_arrays(tasks: list[DecisionLists]) -> TaskArrays:
     """[`TaskArrays`][] of several tasks with the same `L`, stacked on a leading axis (lists
     padded to the largest `M`)."""

@@ -1,14 +1,15 @@
 """Next-token prediction with query-dependent partial orders (Huang, Liang, Yang, NeurIPS 2024,
 arXiv 2409.17335): data model, random realizable datasets, the reparameterised one-layer
-transformer and Algorithm 1 (two-stage normalized GD)."""
+transformer, Algorithm 1 (two-stage normalized GD) and its simulation on random datasets."""
 
 from ._data import Dataset, QueryReport, TokenTypes, hall_condition, svop, validate
 from ._generate import RecipeA, RecipeB
 from ._model import Batch, NTPModel, attention, cross_entropy, logits, loss, make_batch, predict
-from ._simulate import RECIPES, Simulation, simulate
+from ._simulate import RECIPES, SIMULATIONS, Algorithm1
 from ._train import algorithm1, paper_step_sizes
 
 __all__ = [
+    "Algorithm1",
     "Batch",
     "Dataset",
     "NTPModel",
@@ -16,7 +17,7 @@ __all__ = [
     "RECIPES",
     "RecipeA",
     "RecipeB",
-    "Simulation",
+    "SIMULATIONS",
     "TokenTypes",
     "algorithm1",
     "attention",
@@ -27,7 +28,6 @@ __all__ = [
     "make_batch",
     "paper_step_sizes",
     "predict",
-    "simulate",
     "svop",
     "validate",
 ]

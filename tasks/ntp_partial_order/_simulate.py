@@ -1,83 +1,99 @@
-"""`attnflow simulate ntp_partial_order`: Algorithm 1 on many random datasets of one shape, batched."""
+"""Algorithm 1 on random realizable datasets as a simulation: one run draws its dataset from its
+integer seed on the host and trains on it, so many seeds run in one compiled call."""
 
-import dataclasses
-import math
+import functools
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 import dynamics
+from dynamics import Interval, OneOf, Require, param
 
-from .._settings import from_settings
+from ._data import Dataset
 from ._generate import RecipeA, RecipeB
-from ._model import loss, make_batch
+from ._model import Batch, loss, make_batch
 from ._train import algorithm1, paper_step_sizes
 
 RECIPES = ("B", "A")
+_STEP = Interval(0)
+_B_VOCAB = RecipeB.k_max + RecipeB.m_max
 
 
-@dataclasses.dataclass(frozen=True)
-class Simulation:
-    """A batched run of Algorithm 1 over random realizable datasets (spec §3-§4).
+def _padded_batches(generator: RecipeA | RecipeB, rows: int, length: int, dtype, seed) -> tuple[Batch, Batch]:
+    """The dataset `generator` draws with integer seed `seed`, padded to `rows` samples of `length`
+    positions, and its collocation (one row per token), as numpy batches."""
+    data = generator.build(int(seed))
+    if data.num_sentences > rows:
+        raise ValueError(
+            f"Algorithm1: the dataset of seed {int(seed)} has {data.num_sentences} samples, more than "
+            f"max_sentences={rows}; set max_sentences to at least {data.num_sentences}"
+        )
+    batch = make_batch(data, dtype=dtype, num_rows=rows, length=length)
+    colloc = make_batch(data, dtype=dtype, num_rows=data.vocab_size, collocation=True)
+    return jax.tree.map(np.asarray, (batch, colloc))
 
-    **Fields:**
 
-    - `level`: `algorithm1` (the only level: two-stage normalized GD from zero).
-    - `recipe`: `B` (default, spec §3.1) or `A` (prefix closed, §3.2).
-    - `vocab_size` (>= 3), `max_length` (>= 2), `complete` (Recipe B only): the dataset shape.
-    - `seed`: dataset `i` is drawn with seed `seed + i`.
-    - `eta0`, `eta`: step sizes (> 0); 0 means the paper's `0.2/√d`, `0.05/√d`.
-    - `num_steps1`, `num_steps2`: `T` and `T_2` (>= 1); `every` divides both.
-    - `dtype`: `float64` (default) or `float32`.
-    - `chunk_size`: datasets per compiled call (>= 1).
+def _batch_shape(rows: int, length: int, vocab_size: int, dtype) -> Batch:
+    """The shapes and dtypes of a padded one-hot [`Batch`][] of `rows` samples and `length` positions."""
+    ints = jnp.int32
+    return Batch(
+        tokens=jax.ShapeDtypeStruct((rows, length), ints),
+        mask=jax.ShapeDtypeStruct((rows, length), jnp.bool_),
+        lengths=jax.ShapeDtypeStruct((rows,), ints),
+        labels=jax.ShapeDtypeStruct((rows,), ints),
+        weights=jax.ShapeDtypeStruct((rows,), dtype),
+        embeddings=jax.ShapeDtypeStruct((vocab_size, vocab_size), dtype),
+    )
+
+
+class Algorithm1(dynamics.AbstractSimulation):
+    """Algorithm 1 (two-stage normalized GD from `W_ov = W_kq = 0`) on a random realizable
+    dataset: stage 1 trains `W_ov` on the collocation loss with step `η_0`, stage 2 trains `W_kq`
+    on the loss of Eqn 1 with step `η`, `W_ov` frozen.
+
+    Run i of `dynamics.simulate(sim, n, seed=s)` draws its dataset with the integer seed `s + i`
+    ([`Algorithm1.dataset`][]) on the host, padded to `max_sentences` samples of `max_length`
+    positions (padding samples have `π = 0`: they change the values only by the rounding of the
+    longer sums).
+
+    **Saves:** `W_kq` and `loss` (Eqn 1) every `every` stage-2 steps (stage-2 step numbers);
+    `final`: the model after stage 2, `W_ov` and `W_kq`.
+
+    **Example:** `dynamics.simulate(Algorithm1(num_steps2=5000), num_seeds=64)`.
     """
 
-    level: str = "algorithm1"
-    recipe: str = "B"
-    vocab_size: int = 20
-    max_length: int = 6
-    complete: bool = False
-    seed: int = 0
-    eta0: float = 0.0
-    eta: float = 0.0
-    num_steps1: int = 900
-    num_steps2: int = 900
-    every: int = 100
-    dtype: str = "float64"
-    chunk_size: int = 16
+    recipe: str = param(
+        "B", OneOf(*RECIPES), doc="dataset recipe: B (query-wise orders) or A (prefix closed)"
+    )
+    vocab_size: int = param(20, Interval(3), doc="|V| = d (one-hot embeddings)")
+    max_length: int = param(6, Interval(2), doc="L_max, the longest sentence the recipe draws")
+    complete: bool = param(False, doc="Recipe B: every pair of O_q × N_q co-occurs (Proposition 2 exact)")
+    max_sentences: int | None = param(
+        None,
+        Interval(1),
+        doc="samples per padded dataset (none: vocab_size × max_length); a dataset with more is refused",
+    )
+    eta0: float = param(0.0, _STEP, doc="stage-1 step size η_0 (0: the paper's 0.2/√d)", traced=True)
+    eta: float = param(0.0, _STEP, doc="stage-2 step size η (0: the paper's 0.05/√d)", traced=True)
+    num_steps1: int = param(900, Interval(1), doc="stage-1 steps T")
+    num_steps2: int = param(900, Interval(1), doc="stage-2 steps T_2")
+    every: int = param(100, Interval(1), doc="save period in stage-2 steps (divides both step counts)")
+    dtype: str = param("float64", OneOf("float32", "float64"), doc="floating-point precision")
 
-    def __post_init__(self):
-        for name, allowed in (
-            ("level", ("algorithm1",)),
-            ("recipe", RECIPES),
-            ("dtype", ("float32", "float64")),
-        ):
-            if getattr(self, name) not in allowed:
-                raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
-        for name, low in (
-            ("vocab_size", 3),
-            ("max_length", 2),
-            ("num_steps1", 1),
-            ("num_steps2", 1),
-            ("every", 1),
-            ("chunk_size", 1),
-            ("seed", 0),
-        ):
-            if getattr(self, name) < low:
-                raise ValueError(f"{name} must be >= {low}, got {getattr(self, name)}")
-        for name in ("eta0", "eta"):
-            if not (math.isfinite(getattr(self, name)) and getattr(self, name) >= 0):
-                raise ValueError(
-                    f"{name} must be a finite number >= 0 (0: the paper's), got {getattr(self, name)}"
-                )
-        if self.num_steps1 % self.every or self.num_steps2 % self.every:
-            raise ValueError(f"every must divide num_steps1 and num_steps2, got every={self.every}")
-
-    @classmethod
-    def from_settings(cls, settings: dict[str, str]) -> "Simulation":
-        """Build from `key=value` strings (the CLI's `--set`), converting each to its field's type."""
-        return from_settings(cls, settings)
+    requires = (
+        Require(
+            ("every", "num_steps1", "num_steps2"),
+            lambda e, n1, n2: n1 % e == 0 and n2 % e == 0,
+            "every must divide num_steps1 and num_steps2",
+        ),
+        Require(
+            ("recipe", "vocab_size"),
+            lambda r, v: r == "A" or v >= _B_VOCAB,
+            f"Recipe B needs vocab_size >= k_max + m_max = {_B_VOCAB}",
+        ),
+        Require(("recipe", "complete"), lambda r, c: r == "B" or not c, "complete applies to Recipe B only"),
+    )
 
     def generator(self) -> RecipeA | RecipeB:
         """The dataset recipe."""
@@ -85,28 +101,42 @@ class Simulation:
             return RecipeA(self.vocab_size, self.max_length)
         return RecipeB(self.vocab_size, self.max_length, complete=self.complete)
 
+    def dataset(self, seed: int) -> Dataset:
+        """The dataset of the run with integer seed `seed` (validated by the recipe)."""
+        return self.generator().build(seed)
 
-def simulate(sim: Simulation, num_seeds: int, *, progress: bool = False) -> dynamics.Trajectory:
-    """Draw `num_seeds` datasets, pad them to one shape (padding samples have `π = 0`), and run
-    Algorithm 1 on all of them with one `jit(vmap)` (`dynamics.run_many`).
+    @property
+    def num_rows(self) -> int:
+        """The padded number of samples per dataset: `max_sentences`, or `vocab_size × max_length`."""
+        return self.vocab_size * self.max_length if self.max_sentences is None else self.max_sentences
 
-    **Returns:** a `dynamics.Trajectory` with `W_kq` and `loss` every `every` stage-2 steps,
-    `final/W_ov`, `final/W_kq`, and the dataset seeds in its config.
-    """
-    if num_seeds < 1:
-        raise ValueError(f"num_seeds must be >= 1, got {num_seeds}")
-    dtype = jnp.dtype(sim.dtype)
-    seeds = [sim.seed + i for i in range(num_seeds)]
-    datasets = [sim.generator().build(s) for s in seeds]
-    rows = max(d.num_sentences for d in datasets)
-    length = max(d.max_length for d in datasets)
-    batches = [make_batch(d, dtype=dtype, num_rows=rows, length=length) for d in datasets]
-    collocs = [make_batch(d, dtype=dtype, num_rows=sim.vocab_size, collocation=True) for d in datasets]
-    stack = lambda items: jax.tree.map(lambda *xs: np.stack([np.asarray(x) for x in xs]), *items)  # noqa: E731
-    paper0, paper = paper_step_sizes(sim.vocab_size)
-    eta0, eta = sim.eta0 or paper0, sim.eta or paper
+    def step_sizes(self) -> tuple[float, float]:
+        """`(η_0, η)` as used: the fields, or the paper's `0.2/√d`, `0.05/√d` where they are 0."""
+        paper0, paper = paper_step_sizes(self.vocab_size)
+        return self.eta0 or paper0, self.eta or paper
 
-    def one_run(batch, colloc) -> dynamics.Run:
+    def describe(self) -> dict:
+        """Every field, and the step sizes used (`eta0_used`, `eta_used`)."""
+        eta0, eta = self.step_sizes()
+        return super().describe() | {"eta0_used": eta0, "eta_used": eta}
+
+    def batches(self, seed: int) -> tuple[Batch, Batch]:
+        """The dataset of integer seed `seed` and its collocation as padded batches of this
+        simulation's fixed shape (numpy leaves), as each run draws them.
+
+        **Raises:** `ValueError` when the dataset has more than `num_rows` samples.
+        """
+        return _padded_batches(self.generator(), self.num_rows, self.max_length, self.float_dtype, seed)
+
+    def run(self, key) -> dynamics.Run:
+        V, dtype = self.vocab_size, self.float_dtype
+        shapes = (_batch_shape(self.num_rows, self.max_length, V, dtype), _batch_shape(V, 1, V, dtype))
+        draw = functools.partial(_padded_batches, self.generator(), self.num_rows, self.max_length, dtype)
+        batch, colloc = jax.pure_callback(draw, shapes, dynamics.key_seed(key), vmap_method="sequential")
+        paper0, paper = paper_step_sizes(self.vocab_size)  # the traced fields allow only jnp arithmetic
+        eta0 = jnp.where(self.eta0 > 0, self.eta0, paper0)
+        eta = jnp.where(self.eta > 0, self.eta, paper)
+
         def save(model):
             return {"W_kq": model.W_kq, "loss": loss(model, batch)}
 
@@ -115,28 +145,13 @@ def simulate(sim: Simulation, num_seeds: int, *, progress: bool = False) -> dyna
             colloc,
             eta0=eta0,
             eta=eta,
-            num_steps1=sim.num_steps1,
-            num_steps2=sim.num_steps2,
-            every=sim.every,
+            num_steps1=self.num_steps1,
+            num_steps2=self.num_steps2,
+            every=self.every,
             save=save,
         )
         return second
 
-    runs, _ = dynamics.run_many(
-        one_run,
-        stack(batches),
-        stack(collocs),
-        chunk_size=sim.chunk_size,
-        progress=progress,
-        description="ntp_partial_order",
-    )
-    config = {
-        "task": "ntp_partial_order",
-        "num_seeds": num_seeds,
-        **dataclasses.asdict(sim),
-        "eta0_used": eta0,
-        "eta_used": eta,
-        "dataset_seeds": seeds,
-        "num_sentences": [d.num_sentences for d in datasets],
-    }
-    return dynamics.Trajectory.from_runs(runs, config)
+
+SIMULATIONS = {"algorithm1": Algorithm1}
+"""The ways of training of this paper by name (Algorithm 1 only)."""

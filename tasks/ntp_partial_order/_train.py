@@ -1,6 +1,7 @@
 """Algorithm 1 (spec §4): two-stage normalized gradient descent from zero."""
 
 import math
+import numbers
 from collections.abc import Callable
 
 import jax.numpy as jnp
@@ -37,7 +38,8 @@ def algorithm1(
     **Arguments:**
 
     - `batch`, `collocation`: the dataset and its collocation ([`make_batch`][]).
-    - `eta0`, `eta`: step sizes of the stages (> 0).
+    - `eta0`, `eta`: step sizes of the stages (> 0; checked when given as numbers, so they may
+      also be traced arrays).
     - `num_steps1`, `num_steps2`: `T` and `T_2`.
     - `every`: save period (divides both counts).
     - `save`: function of the model to save; default the model.
@@ -45,7 +47,7 @@ def algorithm1(
     **Returns:** the two stages' `dynamics.Run`s (steps restart at 0 in stage 2).
     """
     for name, value in (("eta0", eta0), ("eta", eta)):
-        if not value > 0:
+        if isinstance(value, numbers.Real) and not value > 0:
             raise ValueError(f"{name} must be > 0, got {value}")
     V, d = collocation.embeddings.shape[1], collocation.embeddings.shape[0]
     model = NTPModel.zeros(V, d, collocation.embeddings.dtype)

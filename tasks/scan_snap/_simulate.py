@@ -1,172 +1,187 @@
-"""`attnflow simulate scan_snap`: a validated configuration and a batched run of many seeds."""
-
-import dataclasses
-import math
+"""The four Scan and Snap simulation levels as simulations: L0 mini-batch SGD, L1 the population
+flow, L2 the decoupled theory flow, L3 the scalar model of Theorem 4. The defaults are the paper's."""
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 import dynamics
+from dynamics import Interval, OneOf, Require, param
 
-from .._settings import from_settings
+from ._classes import SequenceClasses
 from ._generator import Dataset2
 from ._levels import OPTIMIZERS, population_flow, scalar_flow, sgd_run, theory_flow
 from ._model import YZModel
 
-LEVELS = ("L0", "L1", "L2", "L3")
 DATASETS = ("syn_small", "syn_medium")
 INITS = ("zeros", "uniform")
+_POSITIVE = Interval(0, low_open=True)
 
 
-@dataclasses.dataclass(frozen=True)
-class Simulation:
-    """Everything a batched Scan and Snap simulation needs; the defaults are the paper's.
+def _dataset():
+    return param("syn_small", OneOf(*DATASETS), doc="syn_small (Fig 4) or syn_medium (Figs 5-6)")
 
-    **Fields:**
 
-    - `level`: `L0` (mini-batch SGD), `L1` (population flow), `L2` (theory flow),
-      `L3` (scalar model) — spec §5.
-    - `dataset`: `syn_small` (§6.2) or `syn_medium` (§6.3, with `num_last` query tokens).
-    - `num_last`: query tokens of Syn-Medium, in {1, 3, 5, 10} for the paper's sizes (>= 1).
-    - `init`: `zeros` (Y = Z = 0, the theory's) or `uniform` (U(±1/√M), Fig. 6's).
-    - `eta_y`, `eta_z`: learning rates (> 0).
-    - `optimizer`, `momentum`: L0's optimiser (`sgd`, `momentum`, `adam`) and μ ∈ [0, 1).
-    - `T`, `batch_size`, `num_steps`, `every`: L0's sequence length (>= 2), batch (>= 1),
-      steps (>= 1), save period (divides `num_steps`).
-    - `t1`, `num_saves`: end time (> 0) and number of equally spaced saves (>= 2) of L1-L3.
-    - `class_weighted`: L2 multiplies class terms by π_n (§4.4).
-    - `M`, `K`, `C0`: L3's vocabulary (>= 2), classes (>= 1) and C_0 (> 0).
-    - `seed`: the integer seed; run i uses key i of `dynamics.seed_keys(seed, num_seeds)`.
-    - `dtype`: `float32` or `float64`; default float32 for L0 (large batches), float64 for flows.
-    - `chunk_size`: runs per compiled call (>= 1).
+def _num_last():
+    return param(1, Interval(1), doc="query tokens of syn_medium (the paper: 1, 3, 5, 10)")
+
+
+def _init():
+    return param("zeros", OneOf(*INITS), doc="zeros (Y = Z = 0, the theory's) or uniform (U(±1/√M), Fig 6's)")
+
+
+def _rate(name: str):
+    return param(1.0, _POSITIVE, doc=f"learning rate {name}", traced=True)
+
+
+def _t1():
+    return param(1000.0, _POSITIVE, doc="end time, in batch-1 SGD steps", traced=True)
+
+
+def _num_saves():
+    return param(51, Interval(2), doc="equally spaced saves on [0, t1]")
+
+
+def _dtype(default: str):
+    return param(default, OneOf("float32", "float64"), doc="floating-point precision")
+
+
+def _classes(dataset: str, num_last: int) -> SequenceClasses:
+    config = Dataset2.syn_small() if dataset == "syn_small" else Dataset2.syn_medium(num_last)
+    return config.build()
+
+
+def _initial_model(init: str, key, M: int, dtype) -> YZModel:
+    if init == "zeros":
+        return YZModel.zeros(M, dtype=dtype)
+    return YZModel.uniform(key, M, dtype=dtype)
+
+
+def _save_ts(t1, num_saves: int, dtype):
+    return jnp.linspace(0.0, t1, num_saves, dtype=dtype)
+
+
+class SGD(dynamics.AbstractSimulation):
+    """L0: mini-batch SGD / heavy-ball momentum / Adam on freshly sampled sequences (the official
+    code's setting, Fig 6). Saves the population loss, the distinct-token entropy and the class
+    attention every `every` steps.
+
+    **Example:** `dynamics.simulate(SGD(dataset="syn_medium", init="uniform"), num_seeds=64)`.
     """
 
-    level: str = "L0"
-    dataset: str = "syn_small"
-    num_last: int = 1
-    init: str = "zeros"
-    eta_y: float = 1.0
-    eta_z: float = 1.0
-    optimizer: str = "momentum"
-    momentum: float = 0.9
-    T: int = 128
-    batch_size: int = 128
-    num_steps: int = 100
-    every: int = 2
-    t1: float = 1000.0
-    num_saves: int = 51
-    class_weighted: bool = False
-    M: int = 1000
-    K: int = 10
-    C0: float = 1.0
-    seed: int = 0
-    dtype: str | None = None
-    chunk_size: int = 64
+    dataset: str = _dataset()
+    num_last: int = _num_last()
+    init: str = _init()
+    eta_y: float = _rate("η_Y of the decoder Y")
+    eta_z: float = _rate("η_Z of the attention Z")
+    optimizer: str = param("momentum", OneOf(*OPTIMIZERS), doc="sgd, momentum (PyTorch heavy ball) or adam")
+    momentum: float = param(0.9, Interval(0, 1, high_open=True), doc="μ of the heavy ball")
+    T: int = param(128, Interval(2), doc="sequence length")
+    batch_size: int = param(128, Interval(1), doc="sequences per step")
+    num_steps: int = param(100, Interval(1), doc="optimizer steps")
+    every: int = param(2, Interval(1), doc="save period in steps (divides num_steps)")
+    dtype: str = _dtype("float32")
 
-    def __post_init__(self):
-        _one_of("level", self.level, LEVELS)
-        _one_of("dataset", self.dataset, DATASETS)
-        _one_of("init", self.init, INITS)
-        _one_of("optimizer", self.optimizer, OPTIMIZERS)
-        _one_of("dtype", self.dtype, (None, "float32", "float64"))
-        for name, low in [("num_last", 1), ("T", 2), ("batch_size", 1), ("num_steps", 1), ("every", 1),
-                          ("num_saves", 2), ("M", 2), ("K", 1), ("chunk_size", 1)]:  # fmt: skip
-            if getattr(self, name) < low:
-                raise ValueError(f"{name} must be >= {low}, got {getattr(self, name)}")
-        for name in ("eta_y", "eta_z", "t1", "C0"):
-            value = getattr(self, name)
-            if not (math.isfinite(value) and value > 0):
-                raise ValueError(f"{name} must be a finite number > 0, got {value}")
-        if not 0.0 <= self.momentum < 1.0:
-            raise ValueError(f"momentum must be in [0, 1), got {self.momentum}")
-        if self.num_steps % self.every:
-            raise ValueError(
-                f"every must divide num_steps, got every={self.every}, num_steps={self.num_steps}"
-            )
+    requires = (Require(("every", "num_steps"), lambda e, n: n % e == 0, "every must divide num_steps"),)
 
-    @classmethod
-    def from_settings(cls, settings: dict[str, str]) -> "Simulation":
-        """Build from `key=value` strings (the CLI's `--set`), converting each to its field's type."""
-        return from_settings(cls, settings)
-
-    @property
-    def float_dtype(self) -> jnp.dtype:
-        """The dtype of the simulation (the level's default when `dtype` is unset)."""
-        name = self.dtype or ("float32" if self.level == "L0" else "float64")
-        return jnp.dtype(name)
-
-    def dataset_config(self) -> Dataset2:
-        """The generator config of the chosen dataset."""
-        return Dataset2.syn_small() if self.dataset == "syn_small" else Dataset2.syn_medium(self.num_last)
-
-
-def _one_of(name: str, value, allowed: tuple) -> None:
-    if value not in allowed:
-        raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
-
-
-def simulate(sim: Simulation, num_seeds: int, *, progress: bool = False) -> dynamics.Trajectory:
-    """Run `num_seeds` seeds of `sim` batched (`dynamics.run_many`) and collect a trajectory.
-
-    **Arguments:**
-
-    - `sim`: the configuration.
-    - `num_seeds`: number of runs (>= 1).
-    - `progress`: show a progress bar.
-
-    **Returns:** a `dynamics.Trajectory` whose config holds `sim`, the number of seeds and the
-    sequence classes.
-    """
-    if num_seeds < 1:
-        raise ValueError(f"num_seeds must be >= 1, got {num_seeds}")
-    dtype = sim.float_dtype
-    classes = sim.dataset_config().build()
-    arrays = classes.arrays(dtype)
-    save_ts = jnp.linspace(0.0, sim.t1, sim.num_saves, dtype=dtype)
-
-    def initial_model(key) -> YZModel:
-        if sim.init == "zeros":
-            return YZModel.zeros(classes.M, dtype=dtype)
-        return YZModel.uniform(key, classes.M, dtype=dtype)
-
-    def one_run(key) -> dynamics.Run:
+    def run(self, key) -> dynamics.Run:
+        classes = _classes(self.dataset, self.num_last)
         init_key, data_key = jax.random.split(key)
-        if sim.level == "L0":
-            return sgd_run(
-                data_key, initial_model(init_key), arrays, T=sim.T, batch_size=sim.batch_size,
-                num_steps=sim.num_steps, every=sim.every, eta_y=sim.eta_y, eta_z=sim.eta_z,
-                method=sim.optimizer, momentum=sim.momentum,
-            )  # fmt: skip
-        if sim.level == "L1":
-            return population_flow(
-                initial_model(init_key), arrays, eta_y=sim.eta_y, eta_z=sim.eta_z, t1=sim.t1, save_ts=save_ts
-            )
-        if sim.level == "L2":
-            return theory_flow(
-                initial_model(init_key).Z, arrays, eta_y=sim.eta_y, eta_z=sim.eta_z, t1=sim.t1,
-                save_ts=save_ts, class_weighted=sim.class_weighted,
-            )  # fmt: skip
-        return scalar_flow(
-            M=sim.M,
-            K=sim.K,
-            eta_y=sim.eta_y,
-            eta_z=sim.eta_z,
-            C0=sim.C0,
-            t1=sim.t1,
-            save_ts=save_ts,
-            dtype=dtype,
+        return sgd_run(
+            data_key,
+            _initial_model(self.init, init_key, classes.M, self.float_dtype),
+            classes.arrays(self.float_dtype),
+            T=self.T,
+            batch_size=self.batch_size,
+            num_steps=self.num_steps,
+            every=self.every,
+            eta_y=self.eta_y,
+            eta_z=self.eta_z,
+            method=self.optimizer,
+            momentum=self.momentum,
         )
 
-    keys = dynamics.seed_keys(sim.seed, num_seeds)
-    runs, _ = dynamics.run_many(
-        one_run, keys, chunk_size=sim.chunk_size, progress=progress, description=f"scan_snap {sim.level}"
-    )
-    config = {
-        "task": "scan_snap",
-        "num_seeds": num_seeds,
-        "dtype": str(np.dtype(dtype)),
-        **dataclasses.asdict(sim),
-        "classes": classes.to_dict() if sim.level != "L3" else None,
-    }
-    return dynamics.Trajectory.from_runs(runs, config)
+
+class PopulationFlow(dynamics.AbstractSimulation):
+    """L1: gradient flow of the population (T → ∞) loss, Lemma 2, with rates η_Y and η_Z; saves
+    as [`SGD`][] does, at `num_saves` equally spaced times."""
+
+    dataset: str = _dataset()
+    num_last: int = _num_last()
+    init: str = _init()
+    eta_y: float = _rate("η_Y of the decoder Y")
+    eta_z: float = _rate("η_Z of the attention Z")
+    t1: float = _t1()
+    num_saves: int = _num_saves()
+    dtype: str = _dtype("float64")
+
+    def run(self, key) -> dynamics.Run:
+        classes = _classes(self.dataset, self.num_last)
+        init_key, _ = jax.random.split(key)
+        dtype = self.float_dtype
+        return population_flow(
+            _initial_model(self.init, init_key, classes.M, dtype),
+            classes.arrays(dtype),
+            eta_y=self.eta_y,
+            eta_z=self.eta_z,
+            t1=self.t1,
+            save_ts=_save_ts(self.t1, self.num_saves, dtype),
+        )
+
+
+class TheoryFlow(dynamics.AbstractSimulation):
+    """L2: the decoupled theory flow of Eqn 10 with the Eqn 9 gradient, state (Z, B_n)."""
+
+    dataset: str = _dataset()
+    num_last: int = _num_last()
+    init: str = _init()
+    eta_y: float = _rate("η_Y (enters through γ(t))")
+    eta_z: float = _rate("η_Z of the attention Z")
+    t1: float = _t1()
+    num_saves: int = _num_saves()
+    class_weighted: bool = param(False, doc="multiply each class's term by π_n")
+    dtype: str = _dtype("float64")
+
+    def run(self, key) -> dynamics.Run:
+        classes = _classes(self.dataset, self.num_last)
+        init_key, _ = jax.random.split(key)
+        dtype = self.float_dtype
+        return theory_flow(
+            _initial_model(self.init, init_key, classes.M, dtype).Z,
+            classes.arrays(dtype),
+            eta_y=self.eta_y,
+            eta_z=self.eta_z,
+            t1=self.t1,
+            save_ts=_save_ts(self.t1, self.num_saves, dtype),
+            class_weighted=self.class_weighted,
+        )
+
+
+class ScalarFlow(dynamics.AbstractSimulation):
+    """L3: the scalar phase-transition model of Theorem 4 (z of the common token and B_n) from
+    z(0) = B(0) = 0; deterministic, so every seed gives the same run."""
+
+    M: int = param(1000, Interval(2), doc="vocabulary size")
+    K: int = param(10, Interval(1), doc="number of classes")
+    eta_y: float = _rate("η_Y (enters through γ(t))")
+    eta_z: float = _rate("η_Z")
+    C0: float = param(1.0, _POSITIVE, doc="C_0 of Theorem 4", traced=True)
+    t1: float = _t1()
+    num_saves: int = _num_saves()
+    dtype: str = _dtype("float64")
+
+    def run(self, key) -> dynamics.Run:
+        del key
+        return scalar_flow(
+            M=self.M,
+            K=self.K,
+            eta_y=self.eta_y,
+            eta_z=self.eta_z,
+            C0=self.C0,
+            t1=self.t1,
+            save_ts=_save_ts(self.t1, self.num_saves, self.float_dtype),
+            dtype=self.float_dtype,
+        )
+
+
+SIMULATIONS = {"L0": SGD, "L1": PopulationFlow, "L2": TheoryFlow, "L3": ScalarFlow}
+"""The levels of Scan and Snap by name."""

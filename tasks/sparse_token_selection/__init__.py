@@ -2,30 +2,31 @@
 positional encodings, the one-layer transformer (theory and practical model), the FCN baseline, the
 exact population loss, the reduced two-scalar dynamics and the online training runs.
 
-Spec: `specs/sparse_token_selection.md`. Section references below are to that spec.
-
-- [`STSConfig`][]: sizes, PE family ([`PE_SAMPLERS`][]), key set, x_query mode, init scale (§1-2).
-- PE (§2.1): [`onehot_pe`][], [`dictionary_onehot_pe`][], [`padded_onehot_pe`][],
+- Simulations ([`SIMULATIONS`][]): [`ReducedFlow`][] (`reduced_flow`, the default),
+  [`Online`][] (`online`, with [`online_runs`][] for many seeds) and [`FCNTraining`][] (`fcn`).
+- [`STSConfig`][]: sizes, PE family ([`PE_SAMPLERS`][]), key set, x_query mode, init scale.
+- PE: [`onehot_pe`][], [`dictionary_onehot_pe`][], [`padded_onehot_pe`][],
   [`haar_orthonormal_pe`][], [`iid_sphere_pe`][], [`near_orthogonal_pe`][], [`sample_pe`][],
   [`coherence`][], [`selection_scores`][].
-- Data (§1.1): [`Batch`][], [`sample`][], [`random_subset`][], [`target`][], [`antithetic`][].
-- Models (§2.2-2.5): [`STSTransformer`][] with [`zero_init`][], [`random_init`][],
-  [`from_blocks`][], [`from_scalars`][], [`ground_truth`][], [`direction_cosines`][]; [`FCN`][].
-- Losses (§1.3-1.4): [`loss`][], [`lemma_a_loss`][], [`exact_population_loss`][],
-  [`bank_population_loss`][], [`mc_loss`][], [`all_subsets`][], [`pe_bank`][].
-- Reduced dynamics (§3): [`reduced_loss`][], [`reduced_gd`][], [`reduced_flow`][],
+- Data: [`Batch`][], [`sample`][], [`random_subset`][], [`target`][], [`antithetic`][].
+- Models: [`STSTransformer`][] with [`zero_init`][], [`random_init`][], [`from_blocks`][],
+  [`from_scalars`][], [`ground_truth`][], [`direction_cosines`][]; [`FCN`][].
+- Losses: [`loss`][], [`lemma_a_loss`][], [`exact_population_loss`][], [`bank_population_loss`][],
+  [`mc_loss`][], [`all_subsets`][], [`pe_bank`][].
+- Reduced dynamics (Lemma 1): [`reduced_loss`][], [`reduced_gd`][], [`reduced_flow`][],
   [`reduced_state_loss`][], [`reduced_rates`][], [`block_norm_sq`][], [`optimal_gamma`][].
-- `iid_sphere` floor (§4.2): [`sphere_scores`][], [`sphere_moments`][], [`sphere_example_losses`][],
-  [`sphere_loss`][], [`sphere_floor`][], [`sphere_flow`][].
-- Online training (§5): [`OnlineConfig`][], [`online_runs`][].
-- FCN risk (§4.4): [`linear_readout_risk`][], [`top_eigenspace_layer`][], [`coordinate_layer`][],
-  [`trained_fcn_losses`][].
+- `iid_sphere` floor (Theorem 2): [`sphere_scores`][], [`sphere_moments`][],
+  [`sphere_example_losses`][], [`sphere_loss`][], [`sphere_floor`][], [`sphere_flow`][].
+- Online training: [`online_run`][], [`validation_lengths`][], [`validation_sparsities`][].
+- FCN risk (Proposition C): [`linear_readout_risk`][], [`top_eigenspace_layer`][],
+  [`coordinate_layer`][], [`fcn_run`][], [`trained_fcn_losses`][].
 """
 
-from ._config import KEY_SETS, PE_SAMPLERS, X_QUERY_MODES, STSConfig
+from ._config import KEY_SETS, ORTHONORMAL_PE, PE_SAMPLERS, X_QUERY_MODES, STSConfig, lengths_served
 from ._data import Batch, antithetic, random_subset, sample, target
 from ._fcn import (
     coordinate_layer,
+    fcn_run,
     linear_readout_risk,
     subset_second_moment,
     top_eigenspace_layer,
@@ -54,7 +55,7 @@ from ._model import (
     random_init,
     zero_init,
 )
-from ._online import OnlineConfig, online_runs
+from ._online import INITS, OPTIMIZERS, online_run, validation_lengths, validation_sparsities
 from ._pe import (
     coherence,
     dictionary_onehot_pe,
@@ -76,6 +77,7 @@ from ._reduced import (
     reduced_state_loss,
     zero_state,
 )
+from ._simulate import SIMULATIONS, SOLVERS, FCNTraining, Online, ReducedFlow, online_runs
 from ._sphere import (
     sphere_example_losses,
     sphere_floor,
@@ -87,11 +89,18 @@ from ._sphere import (
 
 __all__ = [
     "FCN",
+    "INITS",
     "KEY_SETS",
+    "OPTIMIZERS",
+    "ORTHONORMAL_PE",
     "PE_SAMPLERS",
+    "SIMULATIONS",
+    "SOLVERS",
     "X_QUERY_MODES",
     "Batch",
-    "OnlineConfig",
+    "FCNTraining",
+    "Online",
+    "ReducedFlow",
     "STSConfig",
     "STSTransformer",
     "all_subsets",
@@ -106,16 +115,19 @@ __all__ = [
     "direction_cosines",
     "exact_population_loss",
     "example_loss",
+    "fcn_run",
     "from_blocks",
     "from_scalars",
     "ground_truth",
     "haar_orthonormal_pe",
     "iid_sphere_pe",
     "lemma_a_loss",
+    "lengths_served",
     "linear_readout_risk",
     "loss",
     "mc_loss",
     "near_orthogonal_pe",
+    "online_run",
     "online_runs",
     "onehot_pe",
     "optimal_gamma",
@@ -142,6 +154,8 @@ __all__ = [
     "target",
     "top_eigenspace_layer",
     "trained_fcn_losses",
+    "validation_lengths",
+    "validation_sparsities",
     "zero_init",
     "zero_state",
 ]

@@ -1,93 +1,137 @@
-"""The STS_q configuration (spec §1, §2, §7): sizes, the positional-encoding family and the model options.
-
-Every [RECON]/[UNKNOWN] choice of the spec is a field with the spec's default.
-"""
+"""The STS_q configuration: sizes, the positional-encoding family and the model options, each a
+declared field (type, default, allowed values, doc) shared with the simulations of this task."""
 
 import dataclasses
 
+from dynamics import Interval, OneOf, Require, check_params, param
+
 PE_SAMPLERS = ("onehot", "dictionary_onehot", "haar_orthonormal", "iid_sphere")
-"""Positional-encoding families (spec §2.1): `onehot` is Definition 2 (E = I_T, deterministic);
+"""Positional-encoding families: `onehot` is Definition 2 (E = I_T, deterministic);
 `dictionary_onehot` (N slots, a random injective map per example), `haar_orthonormal` (first T
 columns of a Haar orthogonal matrix) and `iid_sphere` (i.i.d. columns on a sphere, only
 near-orthogonal, Definition 3) are the stochastic samplers of Definition 5."""
 
+ORTHONORMAL_PE = ("onehot", "dictionary_onehot", "haar_orthonormal")
+"""The families with exactly orthonormal columns, where the reduced loss is a closed form."""
+
 KEY_SETS = ("tokens", "tokens_and_query")
-"""Keys/values of the attention (spec §2.4): the T token columns of Z, or [Z, z_query]."""
+"""Keys/values of the attention: the T token columns of Z, or [Z, z_query]."""
 
 X_QUERY_MODES = ("zeros", "gaussian")
-"""The token part of the query (spec §1.2): 0_d (the theorems) or a fresh N(0, I_d) vector."""
+"""The token part of the query: 0_d (the theorems) or a fresh N(0, I_d) vector."""
+
+_FIELDS = {
+    "d": (10, Interval(1), "token dimension d"),
+    "T": (200, Interval(2), "training sequence length (the paper: 200)"),
+    "q": (3, Interval(1), "sparsity q, 1 <= q < T (the paper: 3)"),
+    "pe_sampler": ("dictionary_onehot", OneOf(*PE_SAMPLERS), "positional-encoding family"),
+    "pe_dim": (
+        400,
+        Interval(1),
+        "PE dimension m_E: the slots N of dictionary_onehot, m_E >= T for haar_orthonormal, "
+        "any m_E for iid_sphere; unused by onehot (m_E = T)",
+    ),
+    "rho": (1.0, Interval(0, low_open=True), "PE norm ρ"),
+    "fixed_pe": (
+        False,
+        None,
+        "freeze the PE: dictionary_onehot uses π(i) = i (padded one-hot), the other samplers one "
+        "draw with seed pe_seed",
+    ),
+    "pe_seed": (0, Interval(0), "the seed of the frozen PE draw"),
+    "max_length": (
+        None,
+        Interval(2),
+        "the longest sequence the PE must serve (none: pe_dim, or T for onehot and iid_sphere)",
+    ),
+    "keys": ("tokens", OneOf(*KEY_SETS), "keys/values: the token columns, or with the query too"),
+    "x_query_mode": ("zeros", OneOf(*X_QUERY_MODES), "token part of the query: zeros or gaussian"),
+    "init_scale": (0.01, Interval(0), "σ_0 of the Gaussian random init of the practical model"),
+}
+
+
+def task_param(name: str, default=None, allowed=None, **kwargs):
+    """The declared field `name` of [`STSConfig`][] for a class that carries it too (a simulation),
+    optionally with another default or allowed set.
+
+    **Arguments:** `name`: a field of `STSConfig`; `default`, `allowed`: replacements (`None`:
+    keep `STSConfig`'s); `**kwargs`: passed to `dynamics.param` (e.g. `traced=True`).
+    """
+    base_default, base_allowed, doc = _FIELDS[name]
+    return param(
+        base_default if default is None else default,
+        base_allowed if allowed is None else allowed,
+        doc=doc,
+        **kwargs,
+    )
+
+
+def lengths_served(T: int, pe_sampler: str, pe_dim: int, max_length: int | None = None) -> int:
+    """The longest sequence the PE serves: `max_length` when given, else T (onehot, iid_sphere) or
+    pe_dim (dictionary_onehot, haar_orthonormal)."""
+    if max_length is not None:
+        return max_length
+    return T if pe_sampler in ("onehot", "iid_sphere") else pe_dim
+
+
+def _pe_dim_serves(pe_sampler: str, pe_dim: int, T: int, max_length: int | None = None) -> bool:
+    return pe_sampler not in ("dictionary_onehot", "haar_orthonormal") or pe_dim >= max(T, max_length or 0)
+
+
+Q_BELOW_T = Require(("q", "T"), lambda q, T: q < T, "q must be < T")
+"""1 <= q < T (with `q`'s own range)."""
+
+PE_DIM_COVERS_T = Require(
+    ("pe_sampler", "pe_dim", "T"),
+    _pe_dim_serves,
+    "pe_dim (N slots of dictionary_onehot, m_E of haar_orthonormal) must be >= T",
+)
+"""dictionary_onehot needs N >= T slots and haar_orthonormal m_E >= T."""
+
+TASK_REQUIRES = (
+    Q_BELOW_T,
+    Require(
+        ("max_length", "T", "pe_sampler"),
+        lambda m, T, s: m is None or m == T or (m > T and s != "onehot"),
+        "max_length must be >= T (and T for onehot PE, which serves length T only)",
+    ),
+    Require(
+        ("pe_sampler", "pe_dim", "T", "max_length"),
+        _pe_dim_serves,
+        "pe_dim (N slots of dictionary_onehot, m_E of haar_orthonormal) must be >= T and >= max_length",
+    ),
+)
+"""The conditions between the fields of [`STSConfig`][] (and of a simulation that has them all)."""
 
 
 @dataclasses.dataclass(frozen=True)
 class STSConfig:
-    """One STS_q instance and its transformer.
+    """One STS_q instance and its transformer; every field is checked on construction.
 
-    **Fields:**
-
-    - `d`: token dimension (default 10 [RECON]).
-    - `T`: training sequence length (paper: 200 [PAPER]).
-    - `q`: sparsity, 1 <= q < T (paper: 3 [PAPER]).
-    - `pe_sampler`: one of [`PE_SAMPLERS`][] (default `dictionary_onehot` [RECON]).
-    - `pe_dim`: PE dimension m_E: the number of slots N (`dictionary_onehot`), m_E >= T
-      (`haar_orthonormal`), any m_E >= 1 (`iid_sphere`); ignored for `onehot` (m_E = T).
-      Default 400 [RECON] (>= the largest test length).
-    - `rho`: PE norm ρ > 0 (default 1 [RECON]).
-    - `fixed_pe`: freeze the PE (spec §2.1 "Fixed PE"): `dictionary_onehot` uses π(i) = i (padded
-      one-hot); the other samplers use one draw with seed `pe_seed` at length `max_length`.
-    - `pe_seed`: the seed of the frozen draw.
-    - `max_length`: the largest sequence length the PE must serve (default: `pe_dim`, or `T` for
-      `onehot`).
-    - `keys`: one of [`KEY_SETS`][] (default `tokens` [RECON]).
-    - `x_query_mode`: one of [`X_QUERY_MODES`][] (default `zeros` [PAPER, Thm 1]).
-    - `init_scale`: σ_0 of the Gaussian random init of the practical model (default 0.01 [RECON]).
+    **Fields:** `d`, `T`, `q`, `pe_sampler` (one of [`PE_SAMPLERS`][]), `pe_dim`, `rho`,
+    `fixed_pe`, `pe_seed`, `max_length`, `keys` (one of [`KEY_SETS`][]), `x_query_mode` (one of
+    [`X_QUERY_MODES`][]), `init_scale`; `dynamics.params(STSConfig)` lists their defaults,
+    allowed values and meaning. The defaults are the paper's T = 200, q = 3 with d = 10,
+    dictionary one-hot PE with N = 400 slots (>= the longest test length), ρ = 1, x_query = 0.
     """
 
-    d: int = 10
-    T: int = 200
-    q: int = 3
-    pe_sampler: str = "dictionary_onehot"
-    pe_dim: int = 400
-    rho: float = 1.0
-    fixed_pe: bool = False
-    pe_seed: int = 0
-    max_length: int | None = None
-    keys: str = "tokens"
-    x_query_mode: str = "zeros"
-    init_scale: float = 0.01
+    d: int = task_param("d")
+    T: int = task_param("T")
+    q: int = task_param("q")
+    pe_sampler: str = task_param("pe_sampler")
+    pe_dim: int = task_param("pe_dim")
+    rho: float = task_param("rho")
+    fixed_pe: bool = task_param("fixed_pe")
+    pe_seed: int = task_param("pe_seed")
+    max_length: int | None = task_param("max_length")
+    keys: str = task_param("keys")
+    x_query_mode: str = task_param("x_query_mode")
+    init_scale: float = task_param("init_scale")
+
+    requires = TASK_REQUIRES
 
     def __post_init__(self):
-        if self.d < 1:
-            raise ValueError(f"d must be >= 1, got {self.d}")
-        if self.T < 2:
-            raise ValueError(f"T must be >= 2, got {self.T}")
-        if not 1 <= self.q < self.T:
-            raise ValueError(f"q must satisfy 1 <= q < T = {self.T}, got q={self.q}")
-        if self.pe_sampler not in PE_SAMPLERS:
-            raise ValueError(f"pe_sampler must be one of {PE_SAMPLERS}, got {self.pe_sampler!r}")
-        if self.keys not in KEY_SETS:
-            raise ValueError(f"keys must be one of {KEY_SETS}, got {self.keys!r}")
-        if self.x_query_mode not in X_QUERY_MODES:
-            raise ValueError(f"x_query_mode must be one of {X_QUERY_MODES}, got {self.x_query_mode!r}")
-        if not self.rho > 0:
-            raise ValueError(f"rho (PE norm) must be > 0, got {self.rho}")
-        if not self.init_scale >= 0:
-            raise ValueError(f"init_scale must be >= 0, got {self.init_scale}")
-        if self.max_length is not None and self.max_length < self.T:
-            raise ValueError(f"max_length must be >= T = {self.T}, got {self.max_length}")
-        if self.pe_sampler == "dictionary_onehot" and self.pe_dim < max(self.T, self.lengths_served):
-            raise ValueError(
-                f"pe_dim (number of slots N) must be >= T and >= max_length = {self.lengths_served}, "
-                f"got {self.pe_dim}"
-            )
-        if self.pe_sampler == "haar_orthonormal" and self.pe_dim < max(self.T, self.lengths_served):
-            raise ValueError(
-                f"pe_dim (m_E) must be >= T and >= max_length = {self.lengths_served} for haar_orthonormal, "
-                f"got {self.pe_dim}"
-            )
-        if self.pe_sampler == "iid_sphere" and self.pe_dim < 1:
-            raise ValueError(f"pe_dim (m_E) must be >= 1, got {self.pe_dim}")
-        if self.pe_sampler == "onehot" and self.max_length not in (None, self.T):
-            raise ValueError(f"onehot PE serves only length T = {self.T}; max_length must be None or T")
+        check_params(self)
 
     @property
     def m_E(self) -> int:
@@ -102,13 +146,11 @@ class STSConfig:
     @property
     def lengths_served(self) -> int:
         """The largest sequence length the PE serves."""
-        if self.max_length is not None:
-            return self.max_length
-        return self.T if self.pe_sampler in ("onehot", "iid_sphere") else self.pe_dim
+        return lengths_served(self.T, self.pe_sampler, self.pe_dim, self.max_length)
 
     @property
     def trivial_loss(self) -> float:
-        """L_0 = d / (2q), the loss of the zero output (spec §1.3)."""
+        """L_0 = d / (2q), the loss of the zero output."""
         return self.d / (2 * self.q)
 
     def replace(self, **changes) -> "STSConfig":

@@ -56,20 +56,57 @@ def coordinate_layer(d: int, T: int, m: int) -> np.ndarray:
     return np.eye(T * d)[:m]
 
 
-def _train_fcn(task: STSConfig, width: int, num_steps: int, batch_size: int, lr: float, num_eval: int, key):
+def fcn_run(
+    task: STSConfig,
+    width: int,
+    key: jax.Array,
+    *,
+    num_steps: int = 3000,
+    every: int | None = None,
+    batch_size: int = 256,
+    lr=1e-3,
+    num_eval: int = 4096,
+    dtype=jnp.float32,
+) -> dynamics.Run:
+    """Train one ReLU MLP of first-layer width `width` (the [`FCN`][] baseline) with Adam on fresh
+    STS_q samples, measuring its population loss by Monte Carlo along the way.
+
+    **Arguments:**
+
+    - `task`: the STS_q instance (the FCN sees X and y only).
+    - `width`: the first-layer width m.
+    - `key`: split into the init, the training batches and the fixed validation draws.
+    - `num_steps`, `every`: Adam steps and the save interval (default: `num_steps`, i.e. saves at
+      the start and the end only).
+    - `batch_size`, `lr`: examples per step and Adam's learning rate (may be traced).
+    - `num_eval`: antithetic validation pairs.
+    - `dtype`: the floating-point type of the MLP and the data.
+
+    **Returns:** a `dynamics.Run` (final state: the MLP's arrays) saving `loss` and `loss_se`
+    (its Monte-Carlo standard error) at steps 0, every, ..., num_steps.
+    """
     k_init, k_train, k_eval = jax.random.split(key, 3)
-    params, static = eqx.partition(FCN(task.d, task.T, width, k_init, dtype=jnp.float32), eqx.is_array)
-    run = dynamics.train(
+    params, static = eqx.partition(FCN(task.d, task.T, width, k_init, dtype=dtype), eqx.is_array)
+
+    def validation(p):
+        mean, se = mc_loss(eqx.combine(p, static), task, k_eval, num_eval, dtype=dtype)
+        return {"loss": mean, "loss_se": se}
+
+    return dynamics.train(
         lambda p, batch: loss(eqx.combine(p, static), batch),
         params,
         dynamics.adam(lr),
         num_steps=num_steps,
-        every=num_steps,
+        every=num_steps if every is None else every,
         key=k_train,
-        sample=lambda k: sample(task, k, batch_size, dtype=jnp.float32),
-        save=lambda m: None,
+        sample=lambda k: sample(task, k, batch_size, dtype=dtype),
+        save=validation,
     )
-    return mc_loss(eqx.combine(run.final, static), task, k_eval, num_eval, dtype=jnp.float32)
+
+
+def _final_loss(task: STSConfig, width: int, options: dict, key: jax.Array):
+    values = fcn_run(task, width, key, **options).values
+    return values["loss"][-1], values["loss_se"][-1]
 
 
 def trained_fcn_losses(
@@ -83,11 +120,12 @@ def trained_fcn_losses(
     num_eval: int = 4096,
     seed: int = 0,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Train ReLU MLPs of first-layer width `width` with Adam on fresh STS_q samples (spec §4.4 (ii))
-    and measure their population loss by Monte Carlo (`num_eval` antithetic pairs, float32).
+    """The population loss of [`fcn_run`][]'s trained MLPs (float32), one per seed; seed i uses
+    `dynamics.seed_keys(seed, num_seeds)[i]`.
 
     **Returns:** `(loss, standard error)`, one per seed.
     """
-    fn = functools.partial(_train_fcn, task, width, num_steps, batch_size, lr, num_eval)
+    options = {"num_steps": num_steps, "batch_size": batch_size, "lr": lr, "num_eval": num_eval}
+    fn = functools.partial(_final_loss, task, width, options)
     (mean, se), _ = dynamics.run_many(fn, dynamics.seed_keys(seed, num_seeds))
     return np.asarray(mean, float), np.asarray(se, float)

@@ -1,0 +1,109 @@
+"""The standard plots of a sweep: each saved scalar against time with seed bands per grid point,
+and the final value against one grid axis (a line) or two (a heat map)."""
+
+import warnings
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import xarray as xr  # noqa: E402
+
+from dynamics import SAVE_DIM, SEED_DIM  # noqa: E402
+
+_MAX_LINES = 12
+
+
+def scalar_metrics(ds: xr.Dataset, axes: list[str]) -> list[str]:
+    """The saved values with one number per save (dimensions: the grid axes, seed, save)."""
+    wanted = (*axes, SEED_DIM, SAVE_DIM)
+    return [name for name, var in ds.data_vars.items() if name != "time" and var.dims == wanted]
+
+
+def plot_sweep(ds: xr.Dataset, axes: list[str], out_dir: Path) -> list[Path]:
+    """Draw the standard plots of `ds` into `out_dir` as PNG files.
+
+    **Arguments:**
+
+    - `ds`: a sweep from `dynamics.sweep`.
+    - `axes`: its grid axes, in order.
+    - `out_dir`: the folder (created).
+
+    **Returns:** the files written: `<metric>_time.png` for every scalar metric, and with one or two
+    grid axes `<metric>_final.png`.
+    """
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    time = ds["time"].where(np.isfinite(ds["time"])).median(SEED_DIM)
+    points = ds["time"].isel({SEED_DIM: 0, SAVE_DIM: 0}).stack(point=axes) if axes else None
+    for name in scalar_metrics(ds, axes):
+        values = ds[name].where(np.isfinite(ds[name]))
+        paths.append(_against_time(values, time, points, name, out_dir))
+        final = _last_finite(ds[name])
+        if len(axes) == 1:
+            paths.append(_final_line(final, axes[0], name, out_dir))
+        elif len(axes) == 2:
+            paths.append(_final_heatmap(final, axes, name, out_dir))
+    return paths
+
+
+def _last_finite(values: xr.DataArray) -> xr.DataArray:
+    """Each run's value at its last finite save (a run stopped by an event saves `inf` after it)."""
+    finite = np.isfinite(values.values)
+    save_axis = values.get_axis_num(SAVE_DIM)
+    last = finite.shape[save_axis] - 1 - np.argmax(np.flip(finite, save_axis), axis=save_axis)
+    picked = np.take_along_axis(values.values, np.expand_dims(last, save_axis), save_axis)
+    picked = np.where(np.any(finite, axis=save_axis, keepdims=True), picked, np.nan)
+    return values.isel({SAVE_DIM: -1}).copy(data=np.squeeze(picked, save_axis))
+
+
+def _against_time(values, time, points, name: str, out_dir: Path) -> Path:
+    fig, ax = plt.subplots(figsize=(6, 4))
+    labels = [None] if points is None else list(points["point"].values)[:_MAX_LINES]
+    for i, label in enumerate(labels):
+        select = {} if label is None else dict(zip(points["point"].to_index().names, label))
+        v, t = values.sel(select), time.sel(select)
+        with warnings.catch_warnings():  # saves after every seed stopped are all NaN
+            warnings.simplefilter("ignore", RuntimeWarning)
+            low, mid, high = (v.quantile(q, SEED_DIM).values for q in (0.1, 0.5, 0.9))
+        text = "median" if label is None else ", ".join(f"{k}={x}" for k, x in select.items())
+        ax.plot(t.values, mid, color=f"C{i % 10}", label=text)
+        ax.fill_between(t.values, low, high, color=f"C{i % 10}", alpha=0.2, linewidth=0)
+    ax.set_xlabel("time (steps for discrete training)")
+    ax.set_ylabel(name)
+    ax.set_title(f"{name}: median over seeds, band 10-90 %", fontsize=9)
+    ax.legend(fontsize=7)
+    return _save(fig, out_dir / f"{name}_time.png")
+
+
+def _final_line(final, axis: str, name: str, out_dir: Path) -> Path:
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    mean, std = final.mean(SEED_DIM), final.std(SEED_DIM)
+    x = np.arange(final.sizes[axis])
+    ax.errorbar(x, mean.values, yerr=std.values, marker="o", capsize=3)
+    ax.set_xticks(x, [str(v) for v in final[axis].values])
+    ax.set_xlabel(axis)
+    ax.set_ylabel(f"final {name}")
+    ax.set_title(f"{name} at each run's last save: mean ± std over seeds", fontsize=9)
+    return _save(fig, out_dir / f"{name}_final.png")
+
+
+def _final_heatmap(final, axes: list[str], name: str, out_dir: Path) -> Path:
+    fig, ax = plt.subplots(figsize=(5, 4))
+    mean = final.mean(SEED_DIM).transpose(*axes)
+    image = ax.imshow(mean.values, origin="lower", aspect="auto", cmap="viridis")
+    ax.set_yticks(range(mean.shape[0]), [str(v) for v in mean[axes[0]].values])
+    ax.set_xticks(range(mean.shape[1]), [str(v) for v in mean[axes[1]].values])
+    ax.set_ylabel(axes[0])
+    ax.set_xlabel(axes[1])
+    fig.colorbar(image, ax=ax, label=f"{name} at the last save (mean over seeds)")
+    return _save(fig, out_dir / f"{name}_final.png")
+
+
+def _save(fig, path: Path) -> Path:
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return path

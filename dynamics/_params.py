@@ -1,0 +1,248 @@
+"""Declared config fields: a type, a default, what is allowed and a line of documentation, checked
+in one place when a config is built (from Python or from the command line)."""
+
+import dataclasses
+import math
+import numbers
+import types
+import typing
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import equinox as eqx
+
+_META = "attnflow_param"
+
+
+@dataclasses.dataclass(frozen=True)
+class Interval:
+    """Numbers between `low` and `high` (either may be `None`: unbounded), closed at each end
+    unless `low_open` / `high_open`. Values must be finite unless `infinite` is set (the field's
+    doc then says what infinity means).
+
+    **Example:** `Interval(0, 1, high_open=True)` allows 0 ≤ x < 1.
+    """
+
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+    infinite: bool = False
+
+    def describe(self) -> str:
+        """What is allowed, in words, e.g. `a finite number in [0, 1)`."""
+        if self.low is None and self.high is None:
+            span = ""
+        elif self.high is None:
+            span = f" {'>' if self.low_open else '>='} {self.low:g}"
+        elif self.low is None:
+            span = f" {'<' if self.high_open else '<='} {self.high:g}"
+        else:
+            left, right = "(" if self.low_open else "[", ")" if self.high_open else "]"
+            span = f" in {left}{self.low:g}, {self.high:g}{right}"
+        return ("a number" if self.infinite else "a finite number") + span
+
+    def admits(self, value: float) -> bool:
+        """True when `value` lies in the interval (and is finite unless `infinite`)."""
+        if math.isnan(value) or (math.isinf(value) and not self.infinite):
+            return False
+        if self.low is not None and (value < self.low or (self.low_open and value == self.low)):
+            return False
+        return not (self.high is not None and (value > self.high or (self.high_open and value == self.high)))
+
+
+@dataclasses.dataclass(frozen=True)
+class OneOf:
+    """One of a fixed set of choices, e.g. `OneOf("float32", "float64")`."""
+
+    choices: tuple
+
+    def __init__(self, *choices):
+        object.__setattr__(self, "choices", tuple(choices))
+
+    def describe(self) -> str:
+        """The choices, in words."""
+        return "one of " + ", ".join(repr(c) for c in self.choices)
+
+    def admits(self, value) -> bool:
+        """True when `value` is one of the choices."""
+        return value in self.choices
+
+
+Allowed = Interval | OneOf | None
+
+
+@dataclasses.dataclass(frozen=True)
+class Require:
+    """A condition between several fields, checked after each field on its own.
+
+    **Arguments:** `fields`: the fields involved (their values appear in the error);
+    `holds`: `(*values) -> bool`; `message`: what must hold, in words.
+
+    **Example:** `Require(("every", "num_steps"), lambda e, n: n % e == 0, "every must divide num_steps")`.
+    """
+
+    fields: tuple[str, ...]
+    holds: Callable[..., bool]
+    message: str
+
+    def check(self, config) -> None:
+        """Raise `ValueError` naming the class, the message and the fields' values unless it holds."""
+        values = [getattr(config, name) for name in self.fields]
+        if not self.holds(*values):
+            got = ", ".join(f"{n}={v!r}" for n, v in zip(self.fields, values))
+            raise ValueError(f"{type(config).__name__}: {self.message}, got {got}")
+
+
+@dataclasses.dataclass(frozen=True)
+class ParamInfo:
+    """What a declared field allows, as read by [`params`][] and `attnflow list`.
+
+    **Fields:** `name`, `type` (`int`, `float`, `bool` or `str`), `optional` (also takes `None`),
+    `default`, `allowed` ([`Interval`][], [`OneOf`][] or `None`), `doc`, and `traced` (the field may
+    vary inside one compiled batch of runs: a sweep over it compiles once).
+    """
+
+    name: str
+    type: type
+    optional: bool
+    default: Any
+    allowed: Allowed
+    doc: str
+    traced: bool
+
+    def describe_allowed(self) -> str:
+        """The allowed values in words, e.g. `an integer >= 1`."""
+        if isinstance(self.allowed, OneOf):
+            text = self.allowed.describe()
+        elif self.type is int:
+            span = self.allowed.describe().removeprefix("a finite number") if self.allowed else ""
+            text = "an integer" + span
+        elif self.type is float:
+            text = self.allowed.describe() if self.allowed else "a finite number"
+        elif self.type is bool:
+            text = "true or false"
+        else:
+            text = "a string"
+        return text + (", or none" if self.optional else "")
+
+
+def param(default, allowed: Allowed = None, *, doc: str = "", traced: bool = False):
+    """Declare a field of a simulation: its default, what is allowed and what it means.
+
+    **Arguments:**
+
+    - `default`: the default value.
+    - `allowed`: an [`Interval`][] or a [`OneOf`][]; `None` accepts any value of the field's type.
+    - `doc`: one line for `attnflow list` and the docs.
+    - `traced`: the value may differ between the runs of one compiled call (a learning rate, an
+      end time), so a sweep over it compiles once; leave it off for anything that sets a shape or
+      is read by Python control flow.
+
+    **Returns:** a dataclass field carrying the declaration.
+
+    **Example:**
+
+    ```python
+    class MyFlow(dynamics.AbstractSimulation):
+        eta: float = dynamics.param(
+            1.0, dynamics.Interval(0, low_open=True), doc="learning rate", traced=True
+        )
+    ```
+    """
+    return eqx.field(default=default, metadata={_META: (allowed, doc, traced)})
+
+
+def _field_type(annotation) -> tuple[type, bool]:
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return args[0], True
+    return annotation, False
+
+
+def params(cls) -> list[ParamInfo]:
+    """The declared fields of a config class, in order (fields made with [`param`][])."""
+    hints = typing.get_type_hints(cls)
+    infos = []
+    for f in dataclasses.fields(cls):
+        if _META not in f.metadata:
+            continue
+        allowed, doc, traced = f.metadata[_META]
+        kind, optional = _field_type(hints[f.name])
+        infos.append(ParamInfo(f.name, kind, optional, f.default, allowed, doc, traced))
+    return infos
+
+
+def check_value(owner: str, info: ParamInfo, value) -> None:
+    """Raise `ValueError` naming `owner`, the field, the value and what is allowed, unless `value`
+    is a valid value of the field `info`."""
+    if value is None and info.optional:
+        return
+    allowed = Interval() if info.allowed is None and info.type in (int, float) else info.allowed
+    ok = _has_type(info.type, value) and (allowed is None or allowed.admits(value))
+    if not ok:
+        raise ValueError(f"{owner}.{info.name} must be {info.describe_allowed()}, got {value!r}")
+
+
+def check_params(config) -> None:
+    """Check every field of `config` declared with [`param`][], then the class's `requires`
+    ([`Require`][] conditions between fields), raising the first `ValueError`. Every
+    [`AbstractSimulation`][] does this on construction; call it from `__post_init__` to validate
+    a plain dataclass the same way.
+    """
+    owner = type(config).__name__
+    for info in params(type(config)):
+        check_value(owner, info, getattr(config, info.name))
+    for condition in getattr(type(config), "requires", ()):
+        condition.check(config)
+
+
+def _has_type(kind: type, value) -> bool:
+    if kind is bool:
+        return isinstance(value, bool)
+    if isinstance(value, bool):
+        return False
+    if kind is int:
+        return isinstance(value, numbers.Integral)
+    if kind is float:
+        return isinstance(value, numbers.Real)
+    return isinstance(value, kind)
+
+
+def parse_settings(cls, settings: Mapping[str, str]) -> dict[str, Any]:
+    """Convert `key=value` strings (the command line's `--set`) to typed field values of `cls`.
+
+    **Arguments:**
+
+    - `cls`: a config class with fields declared by [`param`][].
+    - `settings`: field name -> value as text; `none` gives `None` for an optional field.
+
+    **Returns:** field name -> typed value (not yet range-checked: building `cls` does that).
+
+    **Raises:** `ValueError` naming an unknown field (and the known ones) or a value of the
+    wrong type.
+    """
+    infos = {info.name: info for info in params(cls)}
+    values = {}
+    for key, text in settings.items():
+        if key not in infos:
+            raise ValueError(f"{cls.__name__} has no setting {key!r}; known: {', '.join(infos)}")
+        values[key] = parse_value(cls.__name__, infos[key], text)
+    return values
+
+
+def parse_value(owner: str, info: ParamInfo, text: str):
+    """One value of the field `info` from its text (see [`parse_settings`][])."""
+    text = text.strip()
+    if info.optional and text.lower() == "none":
+        return None
+    try:
+        if info.type is bool:
+            if text.lower() not in ("true", "false", "1", "0"):
+                raise ValueError
+            return text.lower() in ("true", "1")
+        if info.type is int:
+            return int(text)
+        return info.type(text)
+    except ValueError:
+        raise ValueError(f"{owner}.{info.name} must be {info.describe_allowed()}, got {text!r}") from None

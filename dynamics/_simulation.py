@@ -1,0 +1,152 @@
+"""The simulation interface: a validated config whose `run(key)` is one run of one model."""
+
+import abc
+import dataclasses
+import functools
+import importlib
+from collections.abc import Callable, Mapping
+from typing import ClassVar
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Int, PRNGKeyArray
+
+from ._params import ParamInfo, Require, check_params, params, parse_settings
+from ._run import Run
+
+
+class AbstractSimulation(eqx.Module):
+    """One way of training one model, as a small validated config.
+
+    A final subclass declares its settings as fields made with [`param`][] (type, default,
+    allowed values, doc) and implements `run(key) -> Run`, one run from one PRNG key. Every
+    value is checked when the config is built, from Python and from the command line alike: a
+    bad one raises a `ValueError` naming the class, the field, the value and what is allowed,
+    before any work starts.
+
+    The engine runs many seeds of it ([`simulate`][]) or a grid of settings × seeds
+    ([`sweep`][]); every output records [`AbstractSimulation.describe`][].
+
+    **Class attributes:**
+
+    - `event_names`: the names of the events `run` stops on, in the order of `Run.event`.
+    - `requires`: conditions between fields ([`Require`][]), checked after each field.
+
+    **Fields every simulation has:** `dtype` (`"float32"` or `"float64"`).
+
+    **Example:**
+
+    ```python
+    class Decay(dynamics.AbstractSimulation):
+        rate: float = dynamics.param(1.0, dynamics.Interval(0, low_open=True), doc="decay rate", traced=True)
+        dtype: str = dynamics.param("float64", dynamics.OneOf("float32", "float64"))
+
+        def run(self, key):
+            y0 = jax.random.normal(key, (), self.dtype)
+            return dynamics.ode_flow(lambda t, y, args: -self.rate * y, y0, t1=1.0)
+
+    runs = dynamics.simulate(Decay(rate=2.0), num_seeds=8)
+    ```
+    """
+
+    dtype: eqx.AbstractVar[str]
+    event_names: ClassVar[tuple[str, ...]] = ()
+    requires: ClassVar[tuple[Require, ...]] = ()
+
+    @abc.abstractmethod
+    def run(self, key: PRNGKeyArray) -> Run:
+        """One run from one PRNG key (traceable: it is `vmap`ped over keys).
+
+        **Arguments:** `key`: this run's key.
+
+        **Returns:** a [`Run`][].
+        """
+
+    def __check_init__(self):
+        check_params(self)
+
+    @property
+    def float_dtype(self) -> jnp.dtype:
+        """`dtype` as a JAX dtype."""
+        return jnp.dtype(self.dtype)
+
+    @classmethod
+    def path(cls) -> str:
+        """`module:ClassName`, what `attnflow simulate` and `sweep` load it by: the shortest
+        public module that exports the class (`tasks.scan_snap:SGD`)."""
+        parts = cls.__module__.split(".")
+        while len(parts) > 1 and parts[-1].startswith("_"):
+            if getattr(importlib.import_module(".".join(parts[:-1])), cls.__qualname__, None) is not cls:
+                break
+            parts.pop()
+        return f"{'.'.join(parts)}:{cls.__qualname__}"
+
+    @classmethod
+    def params(cls) -> list[ParamInfo]:
+        """The declared fields, with their types, defaults, allowed values and docs."""
+        return params(cls)
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, str]) -> "AbstractSimulation":
+        """Build from `key=value` strings (the command line's `--set`), checking every value."""
+        return cls(**parse_settings(cls, settings))
+
+    def describe(self) -> dict:
+        """Everything needed to make the runs again: the class path and every field's value."""
+        values = {info.name: getattr(self, info.name) for info in params(type(self))}
+        return {"simulation": self.path(), **values, "event_names": list(self.event_names)}
+
+
+def seed_key(seed) -> PRNGKeyArray:
+    """The PRNG key of the run with integer seed `seed` (traceable)."""
+    return jax.random.PRNGKey(seed)
+
+
+def key_seed(key: PRNGKeyArray) -> Int[Array, ""]:
+    """The integer seed that [`seed_key`][] made `key` from (for seeds below 2³²), for a
+    simulation whose run draws host-side data from an integer seed (e.g. through
+    `jax.pure_callback`): run i of [`simulate`][] then uses exactly seed `seed + i`."""
+    return jax.random.key_data(key)[-1]
+
+
+def with_values(sim: AbstractSimulation, values: Mapping) -> AbstractSimulation:
+    """A copy of `sim` with some fields replaced, without re-validating: the values may be
+    traced arrays inside a batched call. Use `dataclasses.replace` for checked copies."""
+    new = object.__new__(type(sim))
+    for f in dataclasses.fields(sim):
+        object.__setattr__(new, f.name, values[f.name] if f.name in values else getattr(sim, f.name))
+    return new
+
+
+def traced_names(cls) -> tuple[str, ...]:
+    """The fields of `cls` declared `traced` (they may vary inside one compiled batch)."""
+    return tuple(info.name for info in params(cls) if info.traced)
+
+
+def static_part(sim: AbstractSimulation) -> AbstractSimulation:
+    """`sim` with its traced fields reset to their defaults: two simulations with the same static
+    part share one compiled program."""
+    return with_values(sim, {info.name: info.default for info in params(type(sim)) if info.traced})
+
+
+@functools.lru_cache(maxsize=64)
+def batched_run(static: AbstractSimulation) -> Callable:
+    """`(traced_values, seed) -> Run` for simulations sharing `static`'s static part; the same
+    function object for equal static parts, so [`run_many`][] reuses its compilations."""
+
+    def one_run(traced_values: dict, seed) -> Run:
+        return with_values(static, traced_values).run(seed_key(seed))
+
+    return one_run
+
+
+def traced_arrays(sim: AbstractSimulation, sims: list[AbstractSimulation]) -> dict[str, np.ndarray]:
+    """The traced fields of `sims` stacked into arrays (floats in the simulation's dtype)."""
+    arrays = {}
+    for info in params(type(sim)):
+        if info.traced:
+            dtype = sim.float_dtype if info.type is float else None
+            arrays[info.name] = np.asarray([getattr(s, info.name) for s in sims], dtype=dtype)
+    return arrays

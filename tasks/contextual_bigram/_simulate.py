@@ -1,0 +1,246 @@
+"""The ways of training the sparse contextual bigram learner as simulations: `algorithm1` (Algorithm 1
+on mini-batches), `sgd` (the SGD baselines of Fig. 1) and `population_ode` (the (α, β) ODE of
+Eqn 8 on the population lines).
+
+Every simulation trains on one random SCB instance, `random_instance(instance_seed, N, Q, T)`:
+the instance is drawn on the host (rejection sampling until Assumption 2.1 holds) from the
+declared field `instance_seed`, the same for every run, so it is a static field, never traced; the
+run's PRNG key draws only the mini-batch stream. The defaults are the default instance of the
+checks and figures and the experiments' [RECON] settings."""
+
+import functools
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+import dynamics
+from dynamics import Interval, OneOf, Require, param
+
+from ._algorithm import SGD_KINDS, STAGE1_RULES, STAGE3_MODES, SWITCHES, run_algorithm, run_sgd
+from ._instance import DEFAULT_INSTANCE, Instance, k_p, k_q, random_instance
+from ._metrics import on_line
+from ._model import population_loss
+from ._population import line_flow
+
+_POSITIVE = Interval(0, low_open=True)
+
+
+@functools.lru_cache(maxsize=16)
+def _instance(seed: int, N: int, Q: int, T: int, dtype: str) -> Instance:
+    with jax.ensure_compile_time_eval():  # concrete arrays, also when first built inside a trace
+        inst = random_instance(seed, N, Q, T)
+        return jax.tree.map(lambda a: a.astype(dtype), inst)
+
+
+def _dtype():
+    return param("float64", OneOf("float32", "float64"), doc="floating-point precision")
+
+
+def _every_divides(steps: str) -> Require:
+    return Require(("every", steps), lambda e, n: n % e == 0, f"every must divide {steps}")
+
+
+class _OnInstance(dynamics.AbstractSimulation):
+    """A simulation on the random instance `random_instance(instance_seed, N, Q, T)`."""
+
+    instance_seed: eqx.AbstractVar[int]
+    N: eqx.AbstractVar[int]
+    Q: eqx.AbstractVar[int]
+    T: eqx.AbstractVar[int]
+
+    requires = (Require(("Q", "T"), lambda q, t: q <= t, "the sparsity Q must be <= T"),)
+
+    def instance(self) -> Instance:
+        """The SCB instance of every run, in `dtype` (built once per setting).
+
+        **Raises:** `ValueError` when no instance satisfying Assumption 2.1 is found (e.g. N
+        above about 20, where K_P falls below its floor 0.05).
+        """
+        return _instance(self.instance_seed, self.N, self.Q, self.T, self.dtype)
+
+
+def _instance_seed():
+    return param(
+        DEFAULT_INSTANCE["seed"], Interval(0), doc="seed of the random SCB instance (fixed for all runs)"
+    )
+
+
+def _N():
+    return param(DEFAULT_INSTANCE["N"], Interval(2), doc="vocabulary size N")
+
+
+def _Q():
+    return param(DEFAULT_INSTANCE["Q"], Interval(1), doc="sparsity Q: non-zero weights of each q^(k) (<= T)")
+
+
+def _T():
+    return param(DEFAULT_INSTANCE["T"], Interval(1), doc="context length T")
+
+
+class Algorithm1(_OnInstance):
+    """Algorithm 1 (preconditioned projected proximal GD in three stages) on fresh mini-batches.
+
+    From V₀ = μ1ᵀ, Q₀ = 11ᵀ/T with batches of `batch` examples: Stage 1 (λ = 0, step η₁) until the
+    oracle switch (`stage1_rule` of (α, β) reaches `delta1`, at most `stage1_max_steps` steps) or
+    for `tau1` steps; rounding 1→2 with θ₁ = 1/T + `theta1_fraction`·α·(q_min − 1/T); Stage 2
+    (step η₂, l1 weight λ, proximal and projected); normalisation 2→3 with θ₃ = c_f / Q; Stage 3:
+    population least squares in V (the experiments' oracle), `stage3_steps` preconditioned steps on
+    V, or nothing. Every hyper-parameter is the [RECON] default of the experiments. It is also the
+    config that [`run_algorithm`][], [`run_stage1`][] and [`run_transfer`][] read.
+
+    **Saves:** the metrics of [`metrics`][] (distances and cosines to (P, Q*), line coordinates,
+    population `loss`, off-support mass) every `every` Stage-2 steps, at the total step count
+    τ₁ + Stage-2 step. `final`: `model` and `metrics` after Stage 3, `stage2_model` and
+    `stage2_metrics` before normalisation, `stage1_metrics` at the switch, `tau1` and
+    `alpha_after_stage1`. `stop`, `t_stop` are those of Stage 2 (`t_stop` counted from step 0).
+
+    **Example:** `dynamics.simulate(Algorithm1(switch="fixed", tau1=20), num_seeds=8)`.
+    """
+
+    instance_seed: int = _instance_seed()
+    N: int = _N()
+    Q: int = _Q()
+    T: int = _T()
+    batch: int = param(256, Interval(1), doc="mini-batch size B of every stage")
+    eta1: float = param(0.5, _POSITIVE, doc="Stage-1 step η₁", traced=True)
+    eta2: float = param(0.05, _POSITIVE, doc="Stage-2 step η₂", traced=True)
+    lam: float = param(1e-4, Interval(0), doc="l1 weight λ of Stage 2 (soft threshold η₂ λ)", traced=True)
+    switch: str = param(
+        "oracle",
+        OneOf(*SWITCHES),
+        doc="end of Stage 1: oracle (when (α, β) reach delta1) or fixed (tau1 steps)",
+    )
+    tau1: int = param(20, Interval(1), doc="Stage-1 steps with switch=fixed")
+    stage1_max_steps: int = param(200, Interval(1), doc="most Stage-1 steps with switch=oracle")
+    delta1: float = param(0.2, _POSITIVE, doc="level δ₁ of the oracle switch", traced=True)
+    stage1_rule: str = param(
+        "min", OneOf(*STAGE1_RULES), doc="the oracle switch waits for min or max of (α, β) >= delta1"
+    )
+    round_after_stage1: bool = param(True, doc="apply the rounding 1→2 after Stage 1")
+    theta1_fraction: float = param(
+        0.5, _POSITIVE, doc="rounding threshold θ₁ = 1/T + fraction·α·(q_min − 1/T)", traced=True
+    )
+    stage2_steps: int = param(4000, Interval(1), doc="Stage-2 steps")
+    every: int = param(100, Interval(1), doc="save period in Stage-2 steps (divides stage2_steps)")
+    c_f: float = param(0.1, _POSITIVE, doc="normalisation 2→3 threshold θ₃ = c_f / Q", traced=True)
+    stage3: str = param(
+        "least_squares",
+        OneOf(*STAGE3_MODES),
+        doc="Stage 3: least_squares (population V_LS, an oracle), gd (steps on V) or none",
+    )
+    eta3: float = param(0.05, _POSITIVE, doc="Stage-3 step η₃ with stage3=gd", traced=True)
+    stage3_steps: int = param(500, Interval(1), doc="Stage-3 steps with stage3=gd")
+    dtype: str = _dtype()
+
+    requires = _OnInstance.requires + (_every_divides("stage2_steps"),)
+
+    def run(self, key) -> dynamics.Run:
+        out = run_algorithm(self.instance(), key, self)
+        final = dict(
+            model=out["final_model"],
+            metrics=out["final_metrics"],
+            stage2_model=out["stage2_model"],
+            stage2_metrics=out["stage2_metrics"],
+            stage1_metrics=out["stage1_metrics"],
+            tau1=out["tau1"],
+            alpha_after_stage1=out["alpha_after_stage1"],
+        )
+        t_stop = out["tau1"] + out["t_stop"]
+        return dynamics.Run(
+            ts=out["tau1"] + out["stage2_steps"],
+            values=out["curves"],
+            final=final,
+            stop=out["stop"],
+            event=jnp.array(-1),
+            t_stop=t_stop,
+            num_steps=t_stop,
+        )
+
+
+class SGD(_OnInstance):
+    """The SGD baselines of Fig. 1 on fresh mini-batches, vanilla or preconditioned and projected.
+
+    From V₀ = μ1ᵀ, Q₀ = 11ᵀ/T: `vanilla` is plain SGD on (V, Q) (no preconditioning, projection or
+    prox), `projected` is preconditioned projected SGD with λ = 0. A diverging run freezes at its
+    last finite parameters (`stop` = nonfinite). It is also the config that [`run_sgd`][] reads.
+
+    **Saves:** the metrics of [`metrics`][] every `every` steps; `final`: `model` and `metrics`.
+
+    **Example:** `dynamics.sweep(SGD(), {"eta": [0.05, 0.5]}, num_seeds=8)`.
+    """
+
+    instance_seed: int = _instance_seed()
+    N: int = _N()
+    Q: int = _Q()
+    T: int = _T()
+    kind: str = param("vanilla", OneOf(*SGD_KINDS), doc="vanilla SGD or projected (preconditioned, λ = 0)")
+    eta: float = param(0.05, _POSITIVE, doc="step size η", traced=True)
+    batch: int = param(256, Interval(1), doc="mini-batch size B")
+    num_steps: int = param(4000, Interval(1), doc="SGD steps")
+    every: int = param(100, Interval(1), doc="save period in steps (divides num_steps)")
+    c_f: float = param(0.1, _POSITIVE, doc="threshold θ₃ = c_f / Q of the normalised metrics", traced=True)
+    dtype: str = _dtype()
+
+    requires = _OnInstance.requires + (_every_divides("num_steps"),)
+
+    def run(self, key) -> dynamics.Run:
+        out = run_sgd(self.instance(), key, self)
+        return dynamics.Run(
+            ts=out["steps"],
+            values=out["curves"],
+            final=dict(model=out["final_model"], metrics=out["final_metrics"]),
+            stop=out["stop"],
+            event=jnp.array(-1),
+            t_stop=out["t_stop"],
+            num_steps=out["t_stop"],
+        )
+
+
+class PopulationODE(_OnInstance):
+    """The population ODE of Eqn 8 for the line coordinates (α, β).
+
+    Population GD from the scratch initialisation stays on the two lines V = μ1ᵀ + β P̄,
+    Q = 11ᵀ/T + α Q̄* (Eqn 7); Eqn 8 is its flow, with the instance's K_P, K_Q and T. Integrated
+    from (`alpha0`, `beta0`) with Diffrax (Dopri8); time t = η × (population steps).
+    Deterministic: every seed gives the same run.
+
+    **Saves:** `alpha`, `beta` and the population `loss` at that point of the lines, at
+    `num_saves` equally spaced times on [0, t1]; `final`: (α, β) at t1.
+
+    **Example:** `dynamics.sweep(PopulationODE(), {"alpha0": [-0.1, 0.0, 0.1]}, num_seeds=1)`.
+    """
+
+    instance_seed: int = _instance_seed()
+    N: int = _N()
+    Q: int = _Q()
+    T: int = _T()
+    alpha0: float = param(0.0, doc="initial attention-line coordinate α₀ (0: the uniform Q₀)", traced=True)
+    beta0: float = param(0.0, doc="initial output-line coordinate β₀ (0: V₀ = μ1ᵀ)", traced=True)
+    t1: float = param(100.0, _POSITIVE, doc="end time (η × population steps)", traced=True)
+    num_saves: int = param(101, Interval(2), doc="equally spaced saves on [0, t1]")
+    rtol: float = param(1e-10, _POSITIVE, doc="relative tolerance of the step-size controller")
+    atol: float = param(1e-12, _POSITIVE, doc="absolute tolerance of the step-size controller")
+    dtype: str = _dtype()
+
+    def run(self, key) -> dynamics.Run:
+        del key
+        inst = self.instance()
+        dtype = self.float_dtype
+
+        def save(y):
+            on = on_line(y[0], y[1], inst)
+            return {"alpha": y[0], "beta": y[1], "loss": population_loss(on, inst)}
+
+        return line_flow(
+            jnp.stack([jnp.asarray(self.alpha0, dtype), jnp.asarray(self.beta0, dtype)]),
+            (k_p(inst), k_q(inst), jnp.asarray(self.T, dtype)),
+            jnp.linspace(0.0, self.t1, self.num_saves, dtype=dtype),
+            save=save,
+            rtol=self.rtol,
+            atol=self.atol,
+        )
+
+
+SIMULATIONS = {"algorithm1": Algorithm1, "sgd": SGD, "population_ode": PopulationODE}
+"""The ways of training of the sparse contextual bigram paper by level name (the first is the default)."""

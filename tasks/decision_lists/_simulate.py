@@ -1,0 +1,333 @@
+"""The paper's trainings as simulations: Result 1's gradient flow on `W` ([`Result1Flow`][]),
+Result 2's GD on `(W, V)` ([`Result2GD`][]), Section 7's GD on `V` under uniform attention
+([`UniformAttentionGD`][]) and joint GD on `(W, V)` from a small random start ([`JointGD`][]).
+
+Every run draws its own task, `DecisionLists.random(seed)` with the run's integer seed (on the host,
+through `jax.pure_callback`), unless `task_seed` fixes one task for every run. The population is the
+exact support of `D`; Result 2 may use a frozen Monte-Carlo sample instead.
+"""
+
+import dataclasses
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import dynamics
+from dynamics import Interval, OneOf, Require, param
+
+from ._constants import (
+    DELTA_DEFINITIONS,
+    GAMMA_DEFINITIONS,
+    delta_gamma,
+    distinct_gamma,
+    result1_c,
+    result1_time_bound,
+)
+from ._data import MAX_SUPPORT, make_population, sample_tokens, support
+from ._dynamics import (
+    joint_gd,
+    permutation_matrix,
+    perturbation,
+    result1_flow,
+    result1_time,
+    result2_gd,
+    result2_start,
+    uniform_attention_gd,
+)
+from ._model import DecisionListModel, perfect
+from ._task import DISTRIBUTIONS, TaskArrays, random_arrays
+
+_POSITIVE = Interval(0, low_open=True)
+
+
+def _L(default: int):
+    return param(default, Interval(2), doc="vocabulary size L (= the embedding dimension)")
+
+
+def _n(default: int):
+    return param(default, Interval(2), doc="sequence length n (at most L)")
+
+
+def _M(default: int):
+    return param(default, Interval(1), doc="the largest list length M (at most L)")
+
+
+def _fixed_m():
+    return param(None, Interval(1), doc="one list length for every token (at most M); none: m_a ~ U{1..M}")
+
+
+def _task_seed():
+    return param(None, Interval(0), doc="the NumPy seed of one task for every run; none: each run's own seed")
+
+
+def _distribution():
+    return param("distinct", OneOf(*DISTRIBUTIONS), doc="D: distinct tokens in random order, or iid tokens")
+
+
+def _num_steps(default: int):
+    return param(default, Interval(1), doc="GD steps")
+
+
+def _every(default: int):
+    return param(default, Interval(1), doc="save period in steps (divides num_steps)")
+
+
+def _dtype():
+    return param("float64", OneOf("float32", "float64"), doc="floating-point precision")
+
+
+def _support_size(L: int, n: int, distribution: str) -> int:
+    return math.comb(L, n) if distribution == "distinct" else L**n
+
+
+_TASK = (
+    Require(("n", "L"), lambda n, L: n <= L, "n must be at most L"),
+    Require(("M", "L"), lambda M, L: M <= L, "M must be at most L"),
+    Require(("fixed_m", "M"), lambda m, M: m is None or m <= M, "fixed_m must be at most M"),
+)
+_EXACT = Require(
+    ("L", "n", "distribution"),
+    lambda L, n, d: _support_size(L, n, d) <= MAX_SUPPORT,
+    f"the exact population (C(L, n) or L^n sequences) must have at most {MAX_SUPPORT} sequences",
+)
+_EVERY = Require(("every", "num_steps"), lambda e, n: n % e == 0, "every must divide num_steps")
+
+
+def _task(sim, key) -> TaskArrays:
+    seed = dynamics.key_seed(key) if sim.task_seed is None else sim.task_seed
+    return random_arrays(seed, L=sim.L, n=sim.n, M=sim.M, fixed_m=sim.fixed_m)
+
+
+def _exact_population(sim, arrays: TaskArrays, distribution: str):
+    tokens, weights = support(sim.L, sim.n, distribution)
+    return make_population(arrays, tokens, weights, sim.float_dtype)
+
+
+class Result1Flow(dynamics.AbstractSimulation):
+    """Result 1: gradient flow `dW/dt = −∇_W 𝓛(W, cP)` from `W = 0` with `V ≡ cP`,
+    `c = c_scale · 4n log(L)/δ`, on the exact population, up to `t1 = horizon · 4M/(log(L) γ)` (the
+    paper's time bound); it stops at perfect classification (event `perfect`: `μ(W) > 0`, which is
+    equivalent when `D = distinct`, `n ≥ 3` and `L − M ≥ n`; otherwise every sequence is enumerated).
+
+    Saves the population loss `loss` and `mu` = `μ(W)` at `t = 0` and at `num_saves − 1` log-spaced
+    times from `first_save · t1` to `t1` (`inf` after the stop; τ is often 1e-5 to 1e-2 of the
+    bound). `final` holds `W`, `tau` (the first time of perfect classification, `inf` if not reached
+    by `t1`: where `μ` decides, refined from the sign change of `μ` on a dense re-integration;
+    otherwise the end of the solver step where the enumerated test first held), `bound` (the time
+    bound), `c`, `delta`, `gamma`, and `perfect` (the `W` at the stop classifies every sequence,
+    enumerated).
+
+    **Example:** `dynamics.sweep(Result1Flow(), {"c_scale": [0.5, 1, 2]}, num_seeds=8)`.
+    """
+
+    L: int = _L(16)
+    n: int = _n(4)
+    M: int = _M(3)
+    fixed_m: int | None = _fixed_m()
+    task_seed: int | None = _task_seed()
+    distribution: str = _distribution()
+    gamma_definition: str = param("joint", OneOf(*GAMMA_DEFINITIONS), doc="γ: joint or conditional on a ∈ s")
+    delta_definition: str = param("gamma", OneOf(*DELTA_DEFINITIONS), doc="δ: γ, or min_a P(a ∈ s)")
+    c_scale: float = param(1.0, _POSITIVE, doc="c in units of Result 1's 4n log(L)/δ", traced=True)
+    horizon: float = param(1.0, _POSITIVE, doc="end time t1 in units of the bound 4M/(log(L) γ)", traced=True)
+    num_saves: int = param(61, Interval(2), doc="saves: t = 0, then log-spaced up to t1")
+    first_save: float = param(
+        1e-7, Interval(0, 1, low_open=True, high_open=True), doc="the first positive save / t1", traced=True
+    )
+    num_refine: int = param(256, Interval(1), doc="saves of μ on the re-integration that refines τ")
+    dtype: str = _dtype()
+
+    event_names = ("perfect",)
+    requires = (*_TASK, _EXACT)
+
+    def run(self, key) -> dynamics.Run:
+        dtype = self.float_dtype
+        arrays = _task(self, key)
+        population = _exact_population(self, arrays, self.distribution)
+        delta, gamma = delta_gamma(
+            arrays, population, gamma_definition=self.gamma_definition, delta_definition=self.delta_definition
+        )
+        c = self.c_scale * result1_c(self.n, self.L, delta)
+        bound = result1_time_bound(self.M, self.L, gamma)
+        t1 = self.horizon * bound
+        log_fractions = jnp.linspace(jnp.log(self.first_save), 0.0, self.num_saves - 1, dtype=dtype)
+        save_ts = t1 * jnp.concatenate([jnp.zeros(1, dtype), jnp.exp(log_fractions)])
+        if self.distribution == "distinct" and self.n >= 3 and self.L - self.M >= self.n:  # μ > 0 ⟺ perfect
+            tau, run = result1_time(arrays, population, c, t1=t1, save_ts=save_ts, num_refine=self.num_refine)
+        else:
+            run = result1_flow(arrays, population, c, t1=t1, save_ts=save_ts, mu_event=False)
+            tau = jnp.where(run.event == 0, run.t_stop, jnp.inf)
+        model = DecisionListModel(run.final, c * permutation_matrix(arrays, dtype))
+        final = {
+            "W": run.final,
+            "tau": tau,
+            "bound": bound,
+            "c": c,
+            "delta": delta,
+            "gamma": gamma,
+            "perfect": perfect(model, population),
+        }
+        return dataclasses.replace(run, final=final)
+
+
+class Result2GD(dynamics.AbstractSimulation):
+    """Result 2: full-batch GD on `(W, V)` from `W = 0`, `V_0 = cP + U` (`U` uniform in
+    `[−ε/2, ε/2]`, drawn from the run's key), `c` the fixed point of `c = 10 n² 𝓛_0/δ + 4εn`, with
+    step `η = eta_scale/λ_max` (`λ_max` of the Hessian in `(W, V)` at the start, Lanczos). The paper
+    asks for a perfectly classifying step `t ≤ T = ⌊ε/(2η)⌋` and `‖V_t − cP‖_max ≤ ε` up to `T`.
+
+    The population is the exact support of `D = distinct` (`δ = γ` enumerated, perfect
+    classification enumerated), or with `population_size = K` a frozen sample of `K` sequences
+    drawn from the run's key (`δ = γ` in closed form, perfect classification certified by
+    `certified`): the sample makes the paper's large settings (e.g. `L = 40, n = 30, M = 2,
+    eps = 4.1`, inside the hypotheses) affordable.
+
+    Saves every `every` steps: `loss`, `mu` = `μ(W)`, `perfect`, `dist_cP` = `‖V − cP‖_max` and
+    `grad_V_max` = `max |∇_V 𝓛|`. `final` holds the `model`, `c`, `c_iterations`, `c_converged`,
+    `loss0` (`𝓛_0`), `lambda_max`, `eta`, `T` and `delta` (= `γ`).
+    """
+
+    L: int = _L(10)
+    n: int = _n(4)
+    M: int = _M(3)
+    fixed_m: int | None = _fixed_m()
+    task_seed: int | None = _task_seed()
+    eps: float = param(1.0, _POSITIVE, doc="ε: V_0 = cP + U with |U| ≤ ε/2 entrywise", traced=True)
+    eta_scale: float = param(1.0, _POSITIVE, doc="η in units of 1/λ_max at the start", traced=True)
+    population_size: int | None = param(
+        None, Interval(1), doc="none: the exact support of D; K: a frozen sample of K sequences"
+    )
+    num_steps: int = _num_steps(4000)
+    every: int = _every(1)
+    stop_at_perfect: bool = param(False, doc="stop at the first perfect (or certified) step")
+    dtype: str = _dtype()
+
+    event_names = ("perfect",)
+    requires = (
+        *_TASK,
+        _EVERY,
+        Require(
+            ("L", "n", "population_size"),
+            lambda L, n, K: K is not None or math.comb(L, n) <= MAX_SUPPORT,
+            f"the exact population (C(L, n) sequences) must have at most {MAX_SUPPORT} sequences;"
+            " set population_size for a sample",
+        ),
+    )
+
+    def run(self, key) -> dynamics.Run:
+        dtype = self.float_dtype
+        arrays = _task(self, key)
+        exact = self.population_size is None
+        if exact:
+            population = _exact_population(self, arrays, "distinct")
+            delta, _ = delta_gamma(arrays, population)
+            key_U = key
+        else:
+            key_population, key_U = jax.random.split(key)
+            K = self.population_size
+            tokens = sample_tokens(key_population, self.L, self.n, "distinct", K)
+            population = make_population(arrays, tokens, np.full(K, 1.0 / K), dtype)
+            delta = distinct_gamma(arrays.lengths, self.n, self.M, dtype)
+        U = perturbation(key_U, self.L, self.eps, dtype)
+        start = result2_start(
+            arrays, population, U, n=self.n, delta=delta, eps=self.eps, eta_scale=self.eta_scale
+        )
+        run = result2_gd(
+            arrays,
+            population,
+            start["V0"],
+            start["c"],
+            self.n,
+            eta=start["eta"],
+            num_steps=self.num_steps,
+            every=self.every,
+            exact=exact,
+            stop_at_perfect=self.stop_at_perfect,
+        )
+        values = {name: value for name, value in run.values.items() if name != "model"}
+        final = {"model": run.final, "delta": delta} | {k: v for k, v in start.items() if k != "V0"}
+        return dataclasses.replace(run, values=values, final=final)
+
+
+class UniformAttentionGD(dynamics.AbstractSimulation):
+    """Section 7: uniform attention (`W ≡ 0`), full-batch GD on `V` from
+    `V_0 = init_std · N(0, 1)` (drawn from the run's key; `V_0 = 0` by default) on the exact
+    population. The paper reports that `V` moves toward `P`; our acceptance is `κ` reaching 1 and
+    `ρ > 0.5` at the end.
+
+    Saves every `every` steps: `loss`, `kappa` = `κ(V)` (the fraction of columns whose argmax is
+    `π(b)`) and `rho` = `ρ(V)` (the cosine of `V` and `P`, columns centred). `final` holds `V`.
+    """
+
+    L: int = _L(10)
+    n: int = _n(4)
+    M: int = _M(3)
+    fixed_m: int | None = _fixed_m()
+    task_seed: int | None = _task_seed()
+    distribution: str = _distribution()
+    step: float = param(1.0, _POSITIVE, doc="GD step size", traced=True)
+    init_std: float = param(0.0, Interval(0), doc="standard deviation of V_0's entries", traced=True)
+    num_steps: int = _num_steps(2000)
+    every: int = _every(10)
+    dtype: str = _dtype()
+
+    requires = (*_TASK, _EXACT, _EVERY)
+
+    def run(self, key) -> dynamics.Run:
+        arrays = _task(self, key)
+        population = _exact_population(self, arrays, self.distribution)
+        V0 = self.init_std * jax.random.normal(key, (self.L, self.L), self.float_dtype)
+        run = uniform_attention_gd(
+            arrays, population, V0, step=self.step, num_steps=self.num_steps, every=self.every
+        )
+        return dataclasses.replace(run, final={"V": run.final})
+
+
+class JointGD(dynamics.AbstractSimulation):
+    """Joint full-batch GD on `(W, V)` from a small random start, `W_0` and `V_0` with i.i.d.
+    `N(0, init_std²)` entries drawn from the run's key, on the exact population (the exploratory
+    variant of Section 7: does `V` still move toward `P` while `W` learns the lists?).
+
+    Saves every `every` steps: `loss`, `mu` = `μ(W)`, `kappa` = `κ(V)`, `rho` = `ρ(V)` and `perfect`
+    (every sequence classified perfectly, enumerated). `final` is the model.
+    """
+
+    L: int = _L(10)
+    n: int = _n(4)
+    M: int = _M(3)
+    fixed_m: int | None = _fixed_m()
+    task_seed: int | None = _task_seed()
+    distribution: str = _distribution()
+    step: float = param(1.0, _POSITIVE, doc="GD step size", traced=True)
+    init_std: float = param(
+        0.01, Interval(0), doc="standard deviation of the entries of W_0, V_0", traced=True
+    )
+    num_steps: int = _num_steps(2000)
+    every: int = _every(10)
+    dtype: str = _dtype()
+
+    requires = (*_TASK, _EXACT, _EVERY)
+
+    def run(self, key) -> dynamics.Run:
+        arrays = _task(self, key)
+        population = _exact_population(self, arrays, self.distribution)
+        key_W, key_V = jax.random.split(key)
+        shape, dtype = (self.L, self.L), self.float_dtype
+        model0 = DecisionListModel(
+            self.init_std * jax.random.normal(key_W, shape, dtype),
+            self.init_std * jax.random.normal(key_V, shape, dtype),
+        )
+        return joint_gd(
+            arrays, population, model0, step=self.step, num_steps=self.num_steps, every=self.every
+        )
+
+
+SIMULATIONS = {
+    "result1_flow": Result1Flow,
+    "result2_gd": Result2GD,
+    "section7_gd": UniformAttentionGD,
+    "joint_gd": JointGD,
+}
+"""The decision-list trainings by level name (the first is the default)."""

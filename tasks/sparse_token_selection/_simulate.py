@@ -1,0 +1,254 @@
+"""The ways of training of sparse token selection as simulations: `reduced_flow` the two-scalar
+gradient flow of Theorem 1 with its loss-threshold event, `online` mini-batch GD or Adam on fresh
+samples (Figs. 1-5), `fcn` the fully-connected baseline trained with Adam."""
+
+import functools
+
+import diffrax
+import jax.numpy as jnp
+import numpy as np
+
+import dynamics
+from dynamics import Interval, OneOf, Require, param
+
+from ._config import (
+    ORTHONORMAL_PE,
+    PE_DIM_COVERS_T,
+    Q_BELOW_T,
+    TASK_REQUIRES,
+    STSConfig,
+    lengths_served,
+    task_param,
+)
+from ._fcn import fcn_run
+from ._online import INITS, OPTIMIZERS, online_run, validation_lengths, validation_sparsities
+from ._reduced import reduced_flow
+
+SOLVERS = {"kvaerno5": diffrax.Kvaerno5, "tsit5": diffrax.Tsit5}
+"""The ODE solvers of [`ReducedFlow`][] by name."""
+
+_POSITIVE = Interval(0, low_open=True)
+
+
+def _dtype(default: str):
+    return param(default, OneOf("float32", "float64"), doc="floating-point precision")
+
+
+def _every_divides() -> Require:
+    return Require(("every", "num_steps"), lambda e, n: n % e == 0, "every must divide num_steps")
+
+
+class ReducedFlow(dynamics.AbstractSimulation):
+    """Gradient flow of the full matrices from zero init on the invariant set, run on the two
+    scalars (γ, a) (Lemma 1): time t = η k, rates 1/d and 1/||M||_F², exactly orthonormal PE; it
+    stops early when the loss falls below `eps` (the event `loss_below`, Theorem 1's t_ε).
+    Deterministic: every seed gives the same run. Saves `loss`, `gamma`, `a` at `num_saves`
+    log-spaced times from t = 1 to `t1` (after an early stop they hold `inf`).
+
+    The event is tested at the end of each solver step, so `t_stop` is resolved to about one step
+    (≈ 1% of t near t = 5e6 with the defaults); the implicit solver's iterations run batched under
+    `vmap`, so runs in differently composed batches may stop a few steps apart.
+
+    **Example:** `dynamics.simulate(ReducedFlow(eps=1e-5), num_seeds=1).t_stop` ≈ (T − 1)/(4ε).
+    """
+
+    d: int = task_param("d")
+    T: int = task_param("T")
+    q: int = task_param("q")
+    pe_sampler: str = task_param("pe_sampler", "onehot", OneOf(*ORTHONORMAL_PE))
+    pe_dim: int = task_param("pe_dim")
+    rho: float = task_param("rho")
+    t1: float = param(1e7, Interval(1, low_open=True), doc="end time t = η k", traced=True)
+    eps: float = param(
+        0.0, Interval(0), doc="stop once the loss is below eps (Theorem 1's t_ε); 0: never", traced=True
+    )
+    num_saves: int = param(141, Interval(2), doc="log-spaced saves on [1, t1]")
+    solver: str = param("kvaerno5", OneOf(*SOLVERS), doc="kvaerno5 (implicit, long horizons) or tsit5")
+    rtol: float = param(1e-10, _POSITIVE, doc="relative tolerance of the step-size controller")
+    atol: float = param(1e-12, _POSITIVE, doc="absolute tolerance of the step-size controller")
+    max_steps: int = param(200_000, Interval(1), doc="the solver's step budget")
+    dtype: str = _dtype("float64")
+
+    event_names = ("loss_below",)
+    requires = (Q_BELOW_T, PE_DIM_COVERS_T)
+
+    @property
+    def task(self) -> STSConfig:
+        """The STS_q instance."""
+        return STSConfig(
+            d=self.d, T=self.T, q=self.q, pe_sampler=self.pe_sampler, pe_dim=self.pe_dim, rho=self.rho
+        )
+
+    def run(self, key) -> dynamics.Run:
+        del key
+        dtype = self.float_dtype
+        t1 = jnp.asarray(self.t1, dtype)
+        return reduced_flow(
+            self.task,
+            t1,
+            jnp.logspace(0.0, jnp.log10(t1), self.num_saves, dtype=dtype),
+            eps=self.eps,
+            rtol=self.rtol,
+            atol=self.atol,
+            max_steps=self.max_steps,
+            solver=SOLVERS[self.solver](),
+            dtype=dtype,
+        )
+
+
+class Online(dynamics.AbstractSimulation):
+    """Online training of the transformer: `num_steps` steps of mini-batch GD or Adam on
+    `batch_size` fresh STS_q examples each (Figs. 1-5). Saves every `every` steps the Monte-Carlo
+    validation loss `loss` at (T, q), `loss_T` at `num_T_tests` longer lengths (see
+    [`validation_lengths`][]), `loss_q` at `num_q_tests` larger q (see [`validation_sparsities`][])
+    and the direction cosines `cos_W`, `cos_W_centred`, `cos_V`; the final state is the model.
+
+    The defaults are the figures' reduced size (d = 5, T = 20, q = 3, stochastic dictionary one-hot
+    PE with N = 40 slots, GD at lr 1 from zero init); the paper's is T = 200, q = 3, N = 400.
+
+    **Example:** `online_runs(Online(optimizer="adam", lr=1e-2, init="random"), num_seeds=3)`.
+    """
+
+    d: int = task_param("d", 5)
+    T: int = task_param("T", 20)
+    q: int = task_param("q")
+    pe_sampler: str = task_param("pe_sampler")
+    pe_dim: int = task_param("pe_dim", 40)
+    rho: float = task_param("rho")
+    fixed_pe: bool = task_param("fixed_pe")
+    pe_seed: int = task_param("pe_seed")
+    max_length: int | None = task_param("max_length")
+    keys: str = task_param("keys")
+    x_query_mode: str = task_param("x_query_mode")
+    init_scale: float = task_param("init_scale")
+    optimizer: str = param("gd", OneOf(*OPTIMIZERS), doc="gd (mini-batch GD) or adam (β = 0.9, 0.999)")
+    lr: float = param(1.0, _POSITIVE, doc="learning rate", traced=True)
+    init: str = param("zeros", OneOf(*INITS), doc="zeros (Theorem 1's) or random (N(0, init_scale²))")
+    batch_size: int = param(128, Interval(1), doc="fresh examples per step")
+    num_steps: int = param(2000, Interval(1), doc="optimizer steps")
+    every: int = param(100, Interval(1), doc="save period in steps (divides num_steps)")
+    num_T_tests: int = param(
+        4, Interval(0), doc="validation lengths above T, up to the longest the PE serves"
+    )
+    num_q_tests: int = param(3, Interval(0), doc="validation subset sizes q + 1, ..., q + num_q_tests")
+    num_eval: int = param(512, Interval(1), doc="antithetic pairs per validation point")
+    dtype: str = _dtype("float32")
+
+    requires = (
+        *TASK_REQUIRES,
+        _every_divides(),
+        Require(
+            ("num_T_tests", "T", "pe_sampler", "pe_dim", "max_length"),
+            lambda n, T, s, m, L: n <= lengths_served(T, s, m, L) - T,
+            "num_T_tests must be <= (the longest length the PE serves) − T",
+        ),
+        Require(("num_q_tests", "q", "T"), lambda n, q, T: q + n < T, "q + num_q_tests must be < T"),
+    )
+
+    @property
+    def task(self) -> STSConfig:
+        """The STS_q instance and its PE."""
+        return STSConfig(
+            d=self.d,
+            T=self.T,
+            q=self.q,
+            pe_sampler=self.pe_sampler,
+            pe_dim=self.pe_dim,
+            rho=self.rho,
+            fixed_pe=self.fixed_pe,
+            pe_seed=self.pe_seed,
+            max_length=self.max_length,
+            keys=self.keys,
+            x_query_mode=self.x_query_mode,
+            init_scale=self.init_scale,
+        )
+
+    @property
+    def T_tests(self) -> tuple[int, ...]:
+        """The validation lengths of `loss_T`."""
+        return validation_lengths(self.task, self.num_T_tests)
+
+    @property
+    def q_tests(self) -> tuple[int, ...]:
+        """The validation subset sizes of `loss_q`."""
+        return validation_sparsities(self.task, self.num_q_tests)
+
+    def run(self, key) -> dynamics.Run:
+        return online_run(
+            self.task,
+            key,
+            optimizer=self.optimizer,
+            lr=self.lr,
+            batch_size=self.batch_size,
+            num_steps=self.num_steps,
+            every=self.every,
+            init=self.init,
+            T_tests=self.T_tests,
+            q_tests=self.q_tests,
+            num_eval=self.num_eval,
+            dtype=self.float_dtype,
+        )
+
+
+def online_runs(sim: Online, num_seeds: int, *, seed: int = 0, chunk_size: int | None = None) -> dict:
+    """`num_seeds` runs of `sim` at once, as the figures and checks read them. Run i uses the key
+    `dynamics.seed_keys(seed, num_seeds)[i]` (`dynamics.simulate` uses `seed_key(seed + i)`).
+
+    **Arguments:** `sim`: an [`Online`][]; `num_seeds`; `seed`; `chunk_size`: runs per compiled call.
+
+    **Returns:** numpy arrays with a leading seed axis: `steps` (S,), `loss` (seeds, S),
+    `loss_T` (seeds, S, num_T_tests) and `loss_q` (seeds, S, num_q_tests) when any, `cos_W`,
+    `cos_W_centred`, `cos_V` (seeds, S), `finite` (seeds,).
+    """
+    runs, finite = dynamics.run_many(_runner(sim), dynamics.seed_keys(seed, num_seeds), chunk_size=chunk_size)
+    return dict(runs.values) | {"steps": np.arange(0, sim.num_steps + 1, sim.every), "finite": finite}
+
+
+@functools.cache
+def _runner(sim: Online):
+    """`sim.run`, one object per distinct `sim`, so repeated calls reuse its compilations."""
+    return sim.run
+
+
+class FCNTraining(dynamics.AbstractSimulation):
+    """The fully-connected baseline: a ReLU MLP with hidden widths (`width`, `width`) on
+    vec(X) ⊕ 1_y, trained with Adam on `batch_size` fresh STS_q examples per step (one-hot PE; the
+    FCN does not see it). Saves every `every` steps its Monte-Carlo population loss `loss` and the
+    standard error `loss_se`; the final state is the MLP's arrays. Proposition C bounds the loss
+    below by (T − q)(Td − width) / (2qT(T − 1)) whatever the training.
+    """
+
+    d: int = task_param("d", 4)
+    T: int = task_param("T", 8)
+    q: int = task_param("q", 2)
+    width: int = param(16, Interval(1), doc="first-layer width m (the bound needs m of order Td)")
+    lr: float = param(3e-3, _POSITIVE, doc="Adam's learning rate", traced=True)
+    batch_size: int = param(256, Interval(1), doc="fresh examples per step")
+    num_steps: int = param(3000, Interval(1), doc="Adam steps")
+    every: int = param(300, Interval(1), doc="save period in steps (divides num_steps)")
+    num_eval: int = param(4096, Interval(1), doc="antithetic validation pairs")
+    dtype: str = _dtype("float32")
+
+    requires = (Q_BELOW_T, _every_divides())
+
+    @property
+    def task(self) -> STSConfig:
+        """The STS_q instance (one-hot PE)."""
+        return STSConfig(d=self.d, T=self.T, q=self.q, pe_sampler="onehot")
+
+    def run(self, key) -> dynamics.Run:
+        return fcn_run(
+            self.task,
+            self.width,
+            key,
+            num_steps=self.num_steps,
+            every=self.every,
+            batch_size=self.batch_size,
+            lr=self.lr,
+            num_eval=self.num_eval,
+            dtype=self.float_dtype,
+        )
+
+
+SIMULATIONS = {"reduced_flow": ReducedFlow, "online": Online, "fcn": FCNTraining}
+"""The ways of training of sparse token selection by level name (the first is the default)."""

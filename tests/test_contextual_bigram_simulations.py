@@ -1,0 +1,150 @@
+"""The sparse contextual bigram ways of training as simulations: validation, one run against the
+function it wraps, many seeds and sweeps."""
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import dynamics
+import tasks.contextual_bigram as cb
+
+from .helpers import tree_allclose
+
+INSTANCE = {"T": 8}
+SMALL = {
+    "algorithm1": {**INSTANCE, "batch": 16, "stage1_max_steps": 10, "stage2_steps": 20, "every": 10},
+    "sgd": {**INSTANCE, "batch": 16, "num_steps": 20, "every": 10},
+    "population_ode": {**INSTANCE, "t1": 5.0, "num_saves": 3},
+}
+
+
+def _assert_trees_equal(x, y):
+    """Same structure and equal leaves (NaN equals NaN: the centred cosines at the uniform Q₀)."""
+    assert jax.tree.structure(x) == jax.tree.structure(y)
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-12, atol=0), x, y)
+
+
+def test_levels_are_the_three_simulations():
+    assert list(cb.SIMULATIONS) == ["algorithm1", "sgd", "population_ode"]
+    for cls in cb.SIMULATIONS.values():
+        assert issubclass(cls, dynamics.AbstractSimulation)
+        assert cls.path() == f"tasks.contextual_bigram:{cls.__name__}"
+
+
+@pytest.mark.parametrize(
+    "level, bad",
+    [
+        ("algorithm1", {"eta1": 0.0}),
+        ("algorithm1", {"lam": -1e-3}),
+        ("algorithm1", {"switch": "sometimes"}),
+        ("algorithm1", {"stage3": "exact"}),
+        ("algorithm1", {"batch": 2.5}),
+        ("algorithm1", {"every": 300}),
+        ("algorithm1", {"round_after_stage1": 1}),
+        ("sgd", {"kind": "adam"}),
+        ("sgd", {"eta": float("nan")}),
+        ("sgd", {"N": 1}),
+        ("sgd", {"Q": 9}),
+        ("population_ode", {"t1": float("inf")}),
+        ("population_ode", {"num_saves": 1}),
+        ("population_ode", {"dtype": "float16"}),
+    ],
+)
+def test_bad_values_are_refused_naming_the_field(level, bad):
+    cls = cb.SIMULATIONS[level]
+    (name,) = bad
+    with pytest.raises(ValueError, match=rf"{cls.__name__}(\.{name}|: .*{name})"):
+        cls(**{**INSTANCE, **bad})
+
+
+def test_the_instance_is_the_declared_random_instance():
+    sim = cb.Algorithm1()
+    assert tree_allclose(sim.instance(), cb.default_instance())
+    assert tree_allclose(cb.SGD(instance_seed=3, **INSTANCE).instance(), cb.random_instance(3, 3, 2, 8))
+    assert cb.SGD(dtype="float32").instance().P.dtype == jnp.float32
+
+
+def test_algorithm1_is_run_algorithm():
+    sim = cb.Algorithm1(switch="fixed", tau1=5, **SMALL["algorithm1"])
+    key = dynamics.seed_key(4)
+    run = sim.run(key)
+    direct = cb.run_algorithm(cb.random_instance(0, 3, 2, 8), key, sim)
+    _assert_trees_equal(run.values, direct["curves"])
+    _assert_trees_equal(run.final["metrics"], direct["final_metrics"])
+    _assert_trees_equal(run.final["stage2_model"], direct["stage2_model"])
+    np.testing.assert_array_equal(run.ts, 5 + np.arange(0, 21, 10))
+    assert int(run.final["tau1"]) == 5 and int(run.t_stop) == 25
+
+
+def test_sgd_is_run_sgd():
+    sim = cb.SGD(kind="projected", eta=0.1, **SMALL["sgd"])
+    key = dynamics.seed_key(2)
+    run = sim.run(key)
+    direct = cb.run_sgd(cb.random_instance(0, 3, 2, 8), key, sim)
+    _assert_trees_equal(run.values, direct["curves"])
+    _assert_trees_equal(run.final["model"], direct["final_model"])
+    np.testing.assert_array_equal(run.ts, direct["steps"])
+
+
+def test_population_ode_is_the_line_ode():
+    sim = cb.PopulationODE(alpha0=0.1, beta0=-0.2, **SMALL["population_ode"])
+    run = sim.run(dynamics.seed_key(0))
+    inst = cb.random_instance(0, 3, 2, 8)
+    direct = cb.solve_line_ode([0.1, -0.2], cb.k_p(inst), cb.k_q(inst), 8, [0.0, 2.5, 5.0])
+    np.testing.assert_allclose(run.values["alpha"], direct[:, 0], rtol=1e-12)
+    np.testing.assert_allclose(run.values["beta"], direct[:, 1], rtol=1e-12)
+    on = cb.on_line(direct[-1, 0], direct[-1, 1], inst)
+    np.testing.assert_allclose(run.values["loss"][-1], cb.population_loss(on, inst), rtol=1e-12)
+
+
+def test_simulate_runs_each_seed_as_alone():
+    sim = cb.SGD(dtype="float32", **SMALL["sgd"])
+    trajectory = dynamics.simulate(sim, num_seeds=3, seed=5)
+    one = sim.run(dynamics.seed_key(6))
+    assert trajectory.values["dist_Q"].dtype == np.float32
+    np.testing.assert_allclose(trajectory.values["dist_Q"][1], one.values["dist_Q"], rtol=1e-5)
+    np.testing.assert_allclose(
+        trajectory.values["final/metrics/dist_V"][1], one.final["metrics"]["dist_V"], rtol=1e-5
+    )
+    assert trajectory.config["simulation"] == "tasks.contextual_bigram:SGD"
+    assert trajectory.config["seed"] == 5 and trajectory.config["dtype"] == "float32"
+
+
+@pytest.mark.parametrize(
+    "level, field, values, saved",
+    [
+        ("algorithm1", "eta2", [0.02, 0.05], "dist_Q"),
+        ("sgd", "eta", [0.05, 0.1], "loss"),
+        ("population_ode", "t1", [2.0, 5.0], "alpha"),
+    ],
+)
+def test_sweep_over_a_traced_field_equals_separate_runs(level, field, values, saved):
+    sim = cb.SIMULATIONS[level](**SMALL[level])
+    ds = dynamics.sweep(sim, {field: values}, num_seeds=2, chunk_size=2)
+    assert ds["time"].dims == (field, "seed", "save")
+    # the same chunk shape: the separate runs reuse the sweep's compilation
+    alone = dynamics.simulate(dataclasses.replace(sim, **{field: values[1]}), num_seeds=2, chunk_size=2)
+    np.testing.assert_allclose(ds[saved].sel({field: values[1]}).values, alone.values[saved], rtol=1e-10)
+
+
+def test_from_settings_converts_and_checks():
+    sim = cb.Algorithm1.from_settings(
+        {"switch": "fixed", "tau1": "30", "eta2": "0.1", "round_after_stage1": "false"}
+    )
+    assert (sim.switch, sim.tau1, sim.eta2, sim.round_after_stage1) == ("fixed", 30, 0.1, False)
+    with pytest.raises(ValueError, match="no setting 'eta'"):
+        cb.Algorithm1.from_settings({"eta": "1"})
+    with pytest.raises(ValueError, match=r"SGD\.batch must be an integer >= 1, got 'x'"):
+        cb.SGD.from_settings({"batch": "x"})
+
+
+def test_describe_records_every_field():
+    described = cb.PopulationODE(alpha0=0.3).describe()
+    assert described["simulation"] == "tasks.contextual_bigram:PopulationODE"
+    assert described["alpha0"] == 0.3 and described["T"] == 50 and described["dtype"] == "float64"
+    assert set(described) >= {p.name for p in cb.PopulationODE.params()}
+    traced = {p.name for p in cb.Algorithm1.params() if p.traced}
+    assert traced == {"eta1", "eta2", "lam", "delta1", "theta1_fraction", "c_f", "eta3"}

@@ -1,0 +1,229 @@
+"""The decision-list trainings as simulations: validation, one run against the functions it wraps,
+the task drawn from each run's seed, many seeds and a sweep.
+
+Every batched call runs two runs of a level's `SMALL` simulation (two seeds, or two grid points of
+one seed), so the tests of one level share one compiled program."""
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import dynamics
+import tasks.decision_lists as dl
+from theory.decision_lists import closed_forms
+
+from .helpers import tree_allclose
+
+TINY = {"L": 6, "n": 3, "M": 2}
+SMALL = {
+    "result1_flow": {"L": 8, "n": 3, "M": 2, "num_saves": 5, "num_refine": 8},
+    "result2_gd": TINY | {"num_steps": 20, "every": 5},
+    "section7_gd": TINY | {"num_steps": 40, "every": 10},
+    "joint_gd": TINY | {"num_steps": 40, "every": 10},
+}
+TRACED = {"result1_flow": "c_scale", "result2_gd": "eta_scale", "section7_gd": "step", "joint_gd": "init_std"}
+
+
+def _first_of_two(level: str, seed: int, **fields) -> dict[str, np.ndarray]:
+    """The values and final state of the run with integer seed `seed` of `SMALL[level]` (changed by
+    `fields`), from a batch of two seeds."""
+    sim = dl.SIMULATIONS[level](**SMALL[level] | fields)
+    values = dynamics.simulate(sim, num_seeds=2, seed=seed).values
+    return {name: value[0] for name, value in values.items()}
+
+
+def test_levels_are_the_four_trainings():
+    assert list(dl.SIMULATIONS) == ["result1_flow", "result2_gd", "section7_gd", "joint_gd"]
+    for cls in dl.SIMULATIONS.values():
+        assert issubclass(cls, dynamics.AbstractSimulation)
+        assert cls.path() == f"tasks.decision_lists:{cls.__name__}"
+
+
+@pytest.mark.parametrize(
+    "level, bad",
+    [
+        ("result1_flow", {"L": 1}),
+        ("result1_flow", {"n": 20}),
+        ("result1_flow", {"M": 2.5}),
+        ("result1_flow", {"fixed_m": 4}),
+        ("result1_flow", {"task_seed": -1}),
+        ("result1_flow", {"c_scale": 0.0}),
+        ("result1_flow", {"horizon": float("inf")}),
+        ("result1_flow", {"first_save": 1.0}),
+        ("result1_flow", {"gamma_definition": "max"}),
+        ("result1_flow", {"distribution": "uniform"}),
+        ("result1_flow", {"L": 400}),
+        ("result2_gd", {"eps": float("nan")}),
+        ("result2_gd", {"population_size": 0}),
+        ("result2_gd", {"every": 3}),
+        ("result2_gd", {"stop_at_perfect": 1}),
+        ("section7_gd", {"init_std": -0.1}),
+        ("joint_gd", {"dtype": "float16"}),
+    ],
+)
+def test_bad_values_are_refused_naming_the_field(level, bad):
+    cls = dl.SIMULATIONS[level]
+    (name,) = bad
+    with pytest.raises(ValueError, match=rf"{cls.__name__}(\.{name}|: .*{name})"):
+        cls(**bad)
+
+
+def test_result1_flow_is_the_flow_of_result1():
+    run = _first_of_two("result1_flow", 3, c_scale=2.0)
+    task = dl.DecisionLists.random(3, L=8, n=3, M=2)
+    population = dl.exact_population(task)
+    k = closed_forms.constants(task, population)
+    c = 2.0 * closed_forms.result1_c(task.n, task.L, k.delta)
+    bound = closed_forms.result1_time_bound(task.M, task.L, k.gamma)
+    save_ts = bound * np.concatenate([[0.0], np.geomspace(1e-7, 1.0, 4)])
+
+    @jax.jit
+    def direct(c, t1, save_ts):
+        return dl.result1_time(task.arrays(), population, c, t1=t1, save_ts=save_ts, num_refine=8)
+
+    tau, flow = direct(jnp.asarray(c), jnp.asarray(bound), jnp.asarray(save_ts))
+    assert tree_allclose(
+        (run["loss"], run["mu"], run["final/W"]), (flow.values["loss"], flow.values["mu"], flow.final)
+    )
+    assert run["final/tau"] == pytest.approx(float(tau), rel=1e-10) and 0 < run["final/tau"] <= bound
+    assert run["final/c"] == pytest.approx(c, rel=1e-12)
+    assert run["final/bound"] == pytest.approx(bound, rel=1e-12)
+    assert bool(run["final/perfect"])
+
+
+def test_result1_flow_without_the_mu_criterion_enumerates():
+    """Under iid μ does not decide perfect classification: τ is the time of the enumerated event."""
+    run = _first_of_two("result1_flow", 0, distribution="iid", L=5)
+    task = dl.DecisionLists.random(0, L=5, n=3, M=2, distribution="iid")
+    population = dl.exact_population(task)
+    c = float(run["final/c"])
+    assert run["final/c"] == pytest.approx(
+        closed_forms.result1_c(3, 5, closed_forms.constants(task, population).delta), rel=1e-12
+    )
+    model = dl.DecisionListModel(jnp.asarray(run["final/W"]), c * task.permutation_matrix())
+    assert 0 < run["final/tau"] < run["final/bound"] and bool(dl.perfect(model, population))
+
+
+@pytest.mark.parametrize("population_size", [None, 64])
+def test_result2_gd_starts_at_the_fixed_point_of_result2(population_size):
+    """The traced fixed point, step and window against the host procedure of the checks; on a
+    sample, the certified GD against the function it wraps."""
+    run = _first_of_two("result2_gd", 1, population_size=population_size)
+    key, task = dynamics.seed_key(1), dl.DecisionLists.random(1, **TINY)
+    if population_size is None:
+        population, key_U = dl.exact_population(task), key
+        delta = closed_forms.constants(task, population).delta
+    else:
+        key_population, key_U = jax.random.split(key)
+        population = dl.sampled_population(task, key_population, population_size)
+        delta = closed_forms.distinct_constants(task).delta
+    P = task.permutation_matrix()
+    U = dl.perturbation(key_U, task.L, 1.0)
+
+    def loss0(c):
+        return float(dl.population_loss(dl.DecisionListModel(jnp.zeros_like(U), c * P + U), population))
+
+    c, _, converged = closed_forms.result2_c(loss0, n=task.n, delta=delta, eps=1.0)
+    assert bool(run["final/c_converged"]) and converged
+    assert run["final/c"] == pytest.approx(c, rel=1e-9)
+    eta = float(run["final/eta"])
+    assert eta == pytest.approx(1.0 / run["final/lambda_max"], rel=1e-12)
+    setting = closed_forms.result2_setting(loss0(c), c, n=task.n, eps=1.0, m=task.M, delta=delta, eta=eta)
+    assert int(run["final/T"]) == setting.T_max
+
+    if population_size is None:  # enumerated: the last save is the final model, classified exactly
+        final = dl.DecisionListModel(jnp.asarray(run["final/model/W"]), jnp.asarray(run["final/model/V"]))
+        assert bool(run["perfect"][-1]) == bool(dl.perfect(final, population))
+        return
+
+    @jax.jit
+    def direct(V0, c, eta):
+        return dl.result2_gd(
+            task.arrays(), population, V0, c, task.n, eta=eta, num_steps=20, every=5, exact=False
+        )
+
+    gd = direct(c * P + U, jnp.asarray(c), jnp.asarray(eta))
+    for name in ("loss", "mu", "dist_cP", "grad_V_max"):
+        np.testing.assert_allclose(run[name], gd.values[name], rtol=1e-7, atol=1e-9)
+    np.testing.assert_array_equal(run["perfect"], gd.values["perfect"])
+
+
+def test_uniform_attention_and_joint_gd_are_the_gd_functions():
+    key, task = dynamics.seed_key(2), dl.DecisionLists.random(2, **TINY)
+    population = dl.exact_population(task)
+    V0 = 0.1 * jax.random.normal(key, (6, 6), jnp.float64)
+    direct = jax.jit(
+        lambda V0: dl.uniform_attention_gd(task.arrays(), population, V0, step=1.0, num_steps=40, every=10)
+    )(V0)
+    run = _first_of_two("section7_gd", 2, init_std=0.1)
+    assert tree_allclose({k: run[k] for k in direct.values}, direct.values)
+    key_W, key_V = jax.random.split(key)
+    model0 = dl.DecisionListModel(
+        0.01 * jax.random.normal(key_W, (6, 6), jnp.float64),
+        0.01 * jax.random.normal(key_V, (6, 6), jnp.float64),
+    )
+    direct = jax.jit(lambda m: dl.joint_gd(task.arrays(), population, m, step=1.0, num_steps=40, every=10))(
+        model0
+    )
+    run = _first_of_two("joint_gd", 2)
+    assert tree_allclose({k: run[k] for k in direct.values}, direct.values)
+
+
+def test_random_arrays_is_the_task_of_each_seed():
+    seeds = jnp.arange(3) + 4
+    arrays = jax.jit(jax.vmap(lambda s: dl.random_arrays(s, **TINY)))(seeds)
+    for i, seed in enumerate(seeds):
+        expected = dl.DecisionLists.random(int(seed), **TINY).arrays()
+        assert tree_allclose(jax.tree.map(lambda x, i=i: x[i], arrays), expected)
+
+
+def test_simulate_runs_each_seed_as_alone_on_its_own_task():
+    sim = dl.UniformAttentionGD(**SMALL["section7_gd"])
+    trajectory = dynamics.simulate(sim, num_seeds=2, seed=5)
+    one = jax.jit(sim.run)(dynamics.seed_key(6))
+    np.testing.assert_allclose(trajectory.values["loss"][1], one.values["loss"], rtol=1e-10)
+    finals = trajectory.values["final/V"]
+    assert not np.allclose(finals[0], finals[1])  # V_0 = 0: only the task differs
+    assert trajectory.config["simulation"] == "tasks.decision_lists:UniformAttentionGD"
+    assert trajectory.config["seed"] == 5 and trajectory.config["dtype"] == "float64"
+    fixed = dynamics.simulate(dataclasses.replace(sim, task_seed=7), num_seeds=2).values["final/V"]
+    assert np.array_equal(fixed[0], fixed[1])
+
+
+@pytest.mark.parametrize("level", list(SMALL))
+def test_sweep_over_a_traced_field_equals_separate_runs(level):
+    sim = dl.SIMULATIONS[level](**SMALL[level])
+    field = TRACED[level]
+    ds = dynamics.sweep(sim, {field: [0.5, 2.0]}, num_seeds=1)
+    assert ds["time"].dims == (field, "seed", "save")
+    alone = dynamics.simulate(dataclasses.replace(sim, **{field: 2.0}), num_seeds=2)
+    np.testing.assert_allclose(ds["loss"].sel({field: 2.0}).values[0], alone.values["loss"][0], rtol=1e-9)
+
+
+def test_float32_runs():
+    run = jax.jit(dl.UniformAttentionGD(**SMALL["section7_gd"], dtype="float32").run)(dynamics.seed_key(0))
+    losses = run.values["loss"]
+    assert losses.dtype == jnp.float32 and float(losses[-1]) < float(losses[0])
+
+
+def test_from_settings_converts_and_checks():
+    sim = dl.Result2GD.from_settings(
+        {"L": "40", "n": "30", "M": "2", "eps": "4.1", "population_size": "1024"}
+    )
+    assert (sim.L, sim.n, sim.M, sim.eps, sim.population_size) == (40, 30, 2, 4.1, 1024)
+    assert dl.Result2GD.from_settings({"population_size": "none"}).population_size is None
+    with pytest.raises(ValueError, match="no setting 'foo'"):
+        dl.Result1Flow.from_settings({"foo": "1"})
+    with pytest.raises(ValueError, match=r"Result1Flow\.M must be an integer >= 1, got 'x'"):
+        dl.Result1Flow.from_settings({"M": "x"})
+
+
+def test_describe_records_every_field():
+    described = dl.Result1Flow(fixed_m=2).describe()
+    assert described["simulation"] == "tasks.decision_lists:Result1Flow"
+    assert described["fixed_m"] == 2 and described["task_seed"] is None
+    assert described["event_names"] == ["perfect"]
+    assert set(described) >= {p.name for p in dl.Result1Flow.params()}

@@ -1,0 +1,134 @@
+"""The simulation interface on a toy simulation with a closed form: declared fields, many seeds,
+sweeps (traced and static axes), the labelled dataset and its store."""
+
+import dataclasses
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import dynamics
+from dynamics import Interval, OneOf, Require, param
+
+
+class Decay(dynamics.AbstractSimulation):
+    """dy/dt = −rate · y from y0 ~ N(0, 1) · scale: y(t) = y0 e^{−rate t}; stops once |y| < floor."""
+
+    rate: float = param(1.0, Interval(0, low_open=True), doc="decay rate", traced=True)
+    scale: float = param(1.0, Interval(0, low_open=True), doc="initial spread")
+    num_saves: int = param(5, Interval(2), doc="saves on [0, 1]")
+    floor: float = param(0.0, Interval(0), doc="stop once |y| is below it (0: never)")
+    mode: str = param("flow", OneOf("flow", "euler"), doc="flow or 100 explicit Euler steps")
+    dtype: str = param("float64", OneOf("float32", "float64"), doc="precision")
+    event_names = ("small",)
+    requires = (Require(("num_saves", "mode"), lambda n, m: m == "flow" or 100 % (n - 1) == 0, "saves"),)
+
+    def run(self, key):
+        y0 = self.scale * jax.random.normal(key, (), self.dtype)
+        events = {"small": lambda y: jnp.abs(y) < self.floor}
+        if self.mode == "euler":
+            return dynamics.train(
+                lambda y: 0.5 * self.rate * y**2, y0, dynamics.gd(0.01), num_steps=100,
+                every=100 // (self.num_saves - 1), events=events,
+            )  # fmt: skip
+        save_ts = jnp.linspace(0.0, 1.0, self.num_saves, dtype=self.dtype)
+        return dynamics.ode_flow(lambda t, y, a: -self.rate * y, y0, t1=1.0, save_ts=save_ts, events=events)
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ({"rate": float("nan")}, r"Decay\.rate must be a finite number > 0, got nan"),
+        ({"rate": math.inf}, r"Decay\.rate must be a finite number > 0, got inf"),
+        ({"rate": 0.0}, r"Decay\.rate must be a finite number > 0"),
+        ({"rate": "1"}, r"Decay\.rate must be a finite number > 0, got '1'"),
+        ({"num_saves": 2.5}, r"Decay\.num_saves must be an integer >= 2, got 2.5"),
+        ({"num_saves": True}, r"Decay\.num_saves must be an integer >= 2, got True"),
+        ({"mode": "rk4"}, r"Decay\.mode must be one of 'flow', 'euler', got 'rk4'"),
+        ({"dtype": "float16"}, r"Decay\.dtype must be one of"),
+        ({"mode": "euler", "num_saves": 4}, r"Decay: saves, got num_saves=4, mode='euler'"),
+    ],
+)
+def test_bad_values_are_refused_on_construction(bad, message):
+    with pytest.raises(ValueError, match=message):
+        Decay(**bad)
+
+
+def test_integers_are_accepted_for_float_fields():
+    assert Decay(rate=2).rate == 2
+
+
+def test_simulate_matches_the_closed_form_and_single_runs():
+    trajectory = dynamics.simulate(Decay(rate=2.0), num_seeds=4, seed=3)
+    y0 = np.array([jax.random.normal(dynamics.seed_key(3 + i), (), jnp.float64) for i in range(4)])
+    t = np.linspace(0.0, 1.0, 5)
+    np.testing.assert_allclose(trajectory.values[""], y0[:, None] * np.exp(-2.0 * t), rtol=1e-6)
+    assert trajectory.config == Decay(rate=2.0).describe() | {"num_seeds": 4, "seed": 3}
+    assert list(trajectory.stop_reasons) == ["completed"] * 4
+
+
+def test_events_keep_their_names():
+    trajectory = dynamics.simulate(Decay(rate=5.0, floor=0.05), num_seeds=3)
+    assert set(trajectory.stop_reasons) == {"event:small"}
+
+
+@pytest.mark.parametrize("mode", ["flow", "euler"])
+def test_sweep_of_a_traced_field_equals_separate_simulations(mode):
+    ds = dynamics.sweep(Decay(mode=mode), {"rate": [0.5, 1.0, 3.0]}, num_seeds=3, seed=1)
+    assert ds["time"].dims == ("rate", "seed", "save")
+    assert list(ds["rate"].values) == [0.5, 1.0, 3.0] and list(ds["seed"].values) == [1, 2, 3]
+    for rate in (0.5, 3.0):
+        alone = dynamics.simulate(Decay(mode=mode, rate=rate), num_seeds=3, seed=1)
+        np.testing.assert_allclose(ds["value"].sel(rate=rate).values, alone.values[""], rtol=1e-12)
+
+
+def test_sweep_of_two_axes_with_a_static_one():
+    ds = dynamics.sweep(Decay(), {"scale": [1.0, 2.0], "rate": [1.0, 2.0]}, num_seeds=2)
+    assert ds["value"].dims == ("scale", "rate", "seed", "save")
+    # linear in the start, up to the adaptive steps (the solver's rtol is 1e-8)
+    np.testing.assert_allclose(
+        ds["value"].sel(scale=2.0).values, 2 * ds["value"].sel(scale=1.0).values, rtol=1e-7
+    )
+    config = __import__("json").loads(ds.attrs["config"])
+    assert config["grid"] == {"scale": [1.0, 2.0], "rate": [1.0, 2.0]} and config["simulation"].endswith(
+        ":Decay"
+    )
+
+
+def test_sweep_refuses_bad_grids_before_running():
+    with pytest.raises(ValueError, match="no setting 'speed'"):
+        dynamics.sweep(Decay(), {"speed": [1.0]}, num_seeds=1)
+    with pytest.raises(ValueError, match="at least one value"):
+        dynamics.sweep(Decay(), {"rate": []}, num_seeds=1)
+    with pytest.raises(ValueError, match=r"Decay\.rate must be a finite number > 0, got -1"):
+        dynamics.sweep(Decay(), {"rate": [1.0, -1.0]}, num_seeds=1)
+    with pytest.raises(ValueError, match="num_seeds must be an integer >= 1"):
+        dynamics.sweep(Decay(), {"rate": [1.0]}, num_seeds=0)
+
+
+def test_sweep_store_round_trip(tmp_path):
+    ds = dynamics.sweep(Decay(floor=0.3), {"rate": [1.0, 4.0]}, num_seeds=4)
+    loaded = dynamics.load_sweep(dynamics.save_sweep(ds, tmp_path / "s.zarr"))
+    assert loaded.identical(ds)
+    assert loaded.attrs["event_names"] == ["small"]
+    with pytest.raises(ValueError, match="not a sweep written by attnflow"):
+        dynamics.load_sweep(tmp_path / "missing.zarr")
+
+
+def test_equal_static_parts_share_one_compiled_function():
+    from dynamics._simulation import batched_run, static_part
+
+    a, b = Decay(rate=1.0), Decay(rate=2.0)
+    assert batched_run(static_part(a)) is batched_run(static_part(b))
+    assert batched_run(static_part(a)) is not batched_run(static_part(dataclasses.replace(a, scale=2.0)))
+
+
+def test_params_and_settings():
+    names = [info.name for info in Decay.params()]
+    assert names == ["rate", "scale", "num_saves", "floor", "mode", "dtype"]
+    sim = Decay.from_settings({"rate": "2", "num_saves": "3", "mode": "flow"})
+    assert (sim.rate, sim.num_saves) == (2.0, 3)
+    with pytest.raises(ValueError, match=r"Decay\.num_saves must be an integer >= 2, got '3.5'"):
+        Decay.from_settings({"num_saves": "3.5"})

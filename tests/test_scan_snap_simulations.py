@@ -1,0 +1,117 @@
+"""The Scan and Snap levels as simulations: validation, one run against the level function it
+wraps, many seeds and a sweep."""
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import dynamics
+from tasks import scan_snap
+
+from .helpers import tree_allclose
+
+SMALL = {
+    "L0": {"num_steps": 4, "every": 2, "T": 8, "batch_size": 4},
+    "L1": {"t1": 5.0, "num_saves": 3},
+    "L2": {"t1": 5.0, "num_saves": 3},
+    "L3": {"t1": 5.0, "num_saves": 3},
+}
+
+
+def test_levels_are_the_four_simulations():
+    assert list(scan_snap.SIMULATIONS) == ["L0", "L1", "L2", "L3"]
+    for cls in scan_snap.SIMULATIONS.values():
+        assert issubclass(cls, dynamics.AbstractSimulation)
+        assert cls.path() == f"tasks.scan_snap:{cls.__name__}"
+
+
+@pytest.mark.parametrize(
+    "level, bad",
+    [
+        ("L0", {"eta_y": float("nan")}),
+        ("L0", {"T": 1}),
+        ("L0", {"T": 2.5}),
+        ("L0", {"every": 3}),
+        ("L0", {"optimizer": "lbfgs"}),
+        ("L0", {"momentum": 1.0}),
+        ("L1", {"t1": float("inf")}),
+        ("L1", {"dataset": "wikitext"}),
+        ("L2", {"class_weighted": 1}),
+        ("L3", {"C0": 0.0}),
+        ("L3", {"M": 1}),
+    ],
+)
+def test_bad_values_are_refused_naming_the_field(level, bad):
+    cls = scan_snap.SIMULATIONS[level]
+    (name,) = bad
+    with pytest.raises(ValueError, match=rf"{cls.__name__}(\.{name}|: .*{name})"):
+        cls(**bad)
+
+
+def test_population_flow_is_the_level_function():
+    sim = scan_snap.PopulationFlow(dataset="syn_medium", num_last=3, eta_z=2.0, t1=20.0, num_saves=4)
+    run = sim.run(dynamics.seed_key(0))
+    classes = scan_snap.Dataset2.syn_medium(3).build().arrays(jnp.float64)
+    direct = scan_snap.population_flow(
+        scan_snap.YZModel.zeros(classes.probs.shape[1], dtype=jnp.float64),
+        classes,
+        eta_y=1.0,
+        eta_z=2.0,
+        t1=20.0,
+        save_ts=jnp.linspace(0.0, 20.0, 4),
+    )
+    assert tree_allclose(run.values, direct.values)
+
+
+def test_simulate_runs_each_seed_as_alone():
+    sim = scan_snap.SGD(init="uniform", **SMALL["L0"])
+    trajectory = dynamics.simulate(sim, num_seeds=3, seed=5)
+    one = sim.run(dynamics.seed_key(6))
+    np.testing.assert_allclose(
+        trajectory.values["population_loss"][1], one.values["population_loss"], rtol=1e-5
+    )
+    assert trajectory.config["simulation"] == "tasks.scan_snap:SGD"
+    assert trajectory.config["seed"] == 5 and trajectory.config["dtype"] == "float32"
+
+
+@pytest.mark.parametrize("level", ["L0", "L1", "L2", "L3"])
+def test_sweep_over_a_traced_rate_equals_separate_runs(level):
+    sim = scan_snap.SIMULATIONS[level](**SMALL[level])
+    ds = dynamics.sweep(sim, {"eta_z": [0.5, 2.0]}, num_seeds=2)
+    assert ds["time"].dims == ("eta_z", "seed", "save")
+    alone = dynamics.simulate(dataclasses.replace(sim, eta_z=2.0), num_seeds=2)
+    name = "population_loss" if level in ("L0", "L1") else "final.B"
+    key = "population_loss" if level in ("L0", "L1") else "final/B"
+    np.testing.assert_allclose(ds[name].sel(eta_z=2.0).values, alone.values[key], rtol=1e-5)
+
+
+def test_sweep_over_a_static_field_compiles_per_value():
+    sim = scan_snap.PopulationFlow(**SMALL["L1"])
+    ds = dynamics.sweep(sim, {"init": ["zeros", "uniform"]}, num_seeds=2)
+    final = ds["population_loss"].isel(save=-1).values
+    assert np.all(final[0] == final[0, 0])  # zeros: every seed the same
+    assert final[1, 0] != final[1, 1]  # uniform: seeds differ
+
+
+def test_from_settings_converts_and_checks():
+    sim = scan_snap.SGD.from_settings({"dataset": "syn_medium", "num_last": "3", "eta_z": "2"})
+    assert (sim.dataset, sim.num_last, sim.eta_z) == ("syn_medium", 3, 2.0)
+    with pytest.raises(ValueError, match="no setting 'foo'"):
+        scan_snap.SGD.from_settings({"foo": "1"})
+    with pytest.raises(ValueError, match=r"SGD\.T must be an integer >= 2, got 'x'"):
+        scan_snap.SGD.from_settings({"T": "x"})
+
+
+def test_describe_records_every_field():
+    described = scan_snap.TheoryFlow(class_weighted=True).describe()
+    assert described["simulation"] == "tasks.scan_snap:TheoryFlow"
+    assert described["class_weighted"] is True and described["dtype"] == "float64"
+    assert set(described) >= {p.name for p in scan_snap.TheoryFlow.params()}
+
+
+def test_key_seed_inverts_seed_key():
+    seeds = jnp.arange(4) + 7
+    assert np.array_equal(jax.vmap(lambda s: dynamics.key_seed(dynamics.seed_key(s)))(seeds), seeds)

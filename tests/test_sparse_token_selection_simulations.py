@@ -1,0 +1,177 @@
+"""The sparse-token-selection ways of training as simulations: validation, one run against the
+function it wraps, many seeds, a sweep over a traced field, settings from text."""
+
+import dataclasses
+
+import diffrax
+import jax
+import numpy as np
+import pytest
+
+import dynamics
+import tasks.sparse_token_selection as sts
+
+from .helpers import tree_allclose
+
+SMALL = {
+    "reduced_flow": {"d": 2, "T": 10, "q": 2, "t1": 1e4, "num_saves": 9, "solver": "tsit5"},
+    "online": {
+        "d": 2,
+        "T": 6,
+        "q": 2,
+        "pe_dim": 8,
+        "batch_size": 8,
+        "num_steps": 4,
+        "every": 2,
+        "num_T_tests": 1,
+        "num_q_tests": 1,
+        "num_eval": 8,
+    },
+    "fcn": {"d": 2, "T": 4, "q": 2, "width": 4, "batch_size": 8, "num_steps": 4, "every": 2, "num_eval": 8},
+}
+TRACED = {"reduced_flow": ("t1", [3e3, 1e4]), "online": ("lr", [0.5, 1.0]), "fcn": ("lr", [1e-3, 3e-3])}
+
+
+def small(level: str, **changes) -> dynamics.AbstractSimulation:
+    return sts.SIMULATIONS[level](**SMALL[level] | changes)
+
+
+def test_levels_are_the_three_simulations():
+    assert list(sts.SIMULATIONS) == ["reduced_flow", "online", "fcn"]
+    for cls in sts.SIMULATIONS.values():
+        assert issubclass(cls, dynamics.AbstractSimulation)
+        assert cls.path() == f"tasks.sparse_token_selection:{cls.__name__}"
+    assert sts.ReducedFlow.event_names == ("loss_below",)
+
+
+@pytest.mark.parametrize(
+    "level, bad",
+    [
+        ("reduced_flow", {"q": 200}),
+        ("reduced_flow", {"pe_sampler": "iid_sphere"}),
+        ("reduced_flow", {"pe_sampler": "dictionary_onehot", "pe_dim": 100}),
+        ("reduced_flow", {"t1": 1.0}),
+        ("reduced_flow", {"eps": -1e-3}),
+        ("reduced_flow", {"solver": "euler"}),
+        ("online", {"lr": float("nan")}),
+        ("online", {"optimizer": "sgd"}),
+        ("online", {"init": "ones"}),
+        ("online", {"every": 300}),
+        ("online", {"num_T_tests": 21}),
+        ("online", {"num_q_tests": 17}),
+        ("online", {"fixed_pe": 1}),
+        ("online", {"max_length": 10}),
+        ("fcn", {"width": 0}),
+        ("fcn", {"lr": 0.0}),
+        ("fcn", {"T": 2.5}),
+    ],
+)
+def test_bad_values_are_refused_naming_the_field(level, bad):
+    cls = sts.SIMULATIONS[level]
+    name = list(bad)[-1]
+    with pytest.raises(ValueError, match=rf"{cls.__name__}(\.{name}|: .*{name})"):
+        cls(**bad)
+
+
+def test_reduced_flow_is_the_wrapped_function():
+    sim = small("reduced_flow", eps=1e-3)
+    run = sim.run(dynamics.seed_key(0))
+    direct = sts.reduced_flow(
+        sts.STSConfig(d=2, T=10, q=2, pe_sampler="onehot"),
+        1e4,
+        np.logspace(0, 4, 9),
+        eps=1e-3,
+        solver=diffrax.Tsit5(),
+    )
+    np.testing.assert_allclose(run.ts, direct.ts, rtol=1e-12)
+    assert tree_allclose(run.values, direct.values)
+    assert int(run.stop) == int(direct.stop) and float(run.t_stop) == pytest.approx(float(direct.t_stop))
+    assert dynamics.stop_reason(int(run.stop), int(run.event), sim.event_names) == "event:loss_below"
+
+
+def _same_program(run, direct, key) -> bool:
+    """Both trace to the same jaxpr: the same computation, without compiling either."""
+    return str(jax.make_jaxpr(run)(key)) == str(jax.make_jaxpr(direct)(key))
+
+
+def test_online_is_the_wrapped_function():
+    sim = small("online", optimizer="adam", lr=1e-2, init="random")
+    task = sts.STSConfig(d=2, T=6, q=2, pe_dim=8)
+    options = {"batch_size": 8, "num_steps": 4, "every": 2, "num_eval": 8, "init": "random"}
+
+    def direct(key):
+        return sts.online_run(task, key, optimizer="adam", lr=1e-2, T_tests=(8,), q_tests=(3,), **options)
+
+    assert _same_program(sim.run, direct, dynamics.seed_key(3))
+    assert not _same_program(sim.run, lambda k: direct(jax.random.fold_in(k, 1)), dynamics.seed_key(3))
+
+
+def test_fcn_is_the_wrapped_function():
+    sim = small("fcn")
+    task = sts.STSConfig(d=2, T=4, q=2, pe_sampler="onehot")
+    options = {"num_steps": 4, "every": 2, "batch_size": 8, "lr": 3e-3, "num_eval": 8}
+    assert _same_program(sim.run, lambda key: sts.fcn_run(task, 4, key, **options), dynamics.seed_key(1))
+
+
+@pytest.fixture(scope="module")
+def online():
+    """The small online simulation and its single run, compiled once."""
+    sim = small("online")
+    return sim, jax.jit(sim.run)
+
+
+def test_simulate_runs_each_seed_as_alone(online):
+    sim, run = online
+    trajectory = dynamics.simulate(sim, num_seeds=2, seed=5)
+    one = run(dynamics.seed_key(6))
+    for name in ("loss", "loss_T", "loss_q", "cos_W"):
+        np.testing.assert_allclose(trajectory.values[name][1], one.values[name], rtol=1e-5)
+    assert trajectory.config["simulation"] == "tasks.sparse_token_selection:Online"
+    assert trajectory.config["seed"] == 5 and trajectory.config["num_T_tests"] == 1
+
+
+def test_online_runs_uses_the_split_keys(online):
+    sim, run = online
+    out = sts.online_runs(sim, 2, seed=4)
+    one = run(dynamics.seed_keys(4, 2)[1])
+    np.testing.assert_allclose(out["loss"][1], one.values["loss"], rtol=1e-5)
+    np.testing.assert_array_equal(out["steps"], [0, 2, 4])
+    assert out["loss_T"].shape == out["loss_q"].shape == (2, 3, 1) and out["finite"].all()
+
+
+@pytest.mark.parametrize("level", ["reduced_flow", "online", "fcn"])
+def test_sweep_over_a_traced_field_equals_separate_runs(level):
+    sim = small(level)
+    name, values = TRACED[level]
+    ds = dynamics.sweep(sim, {name: values}, num_seeds=1)  # one compiled call, shared with `alone`
+    assert ds["time"].dims == (name, "seed", "save")
+    alone = dynamics.simulate(dataclasses.replace(sim, **{name: values[1]}), num_seeds=2)
+    np.testing.assert_allclose(ds["loss"].sel({name: values[1]}).values, alone.values["loss"][:1], rtol=1e-5)
+
+
+def test_reduced_flow_event_time_and_deterministic_seeds():
+    sim = small("reduced_flow")
+    ds = dynamics.sweep(sim, {"eps": [0.0, 1e-3]}, num_seeds=2)
+    t_stop = ds["t_stop"].values
+    assert np.all(t_stop[:, 0] == t_stop[:, 1])  # every seed the same run
+    assert t_stop[0, 0] == pytest.approx(1e4) and ds.attrs["event_names"] == ["loss_below"]
+    assert t_stop[1, 0] == pytest.approx((sim.T - 1) / (4 * 1e-3), rel=0.2)  # Theorem 1's t_eps
+
+
+def test_from_settings_converts_and_checks():
+    sim = sts.Online.from_settings(
+        {"optimizer": "adam", "lr": "1e-2", "max_length": "none", "fixed_pe": "true"}
+    )
+    assert (sim.optimizer, sim.lr, sim.max_length, sim.fixed_pe) == ("adam", 1e-2, None, True)
+    with pytest.raises(ValueError, match="no setting 'T_tests'"):
+        sts.Online.from_settings({"T_tests": "25,30"})
+    with pytest.raises(ValueError, match=r"ReducedFlow\.pe_sampler must be one of"):
+        sts.ReducedFlow.from_settings({"pe_sampler": "iid_sphere"})
+
+
+def test_describe_records_every_field():
+    described = sts.FCNTraining(width=8).describe()
+    assert described["simulation"] == "tasks.sparse_token_selection:FCNTraining"
+    assert described["width"] == 8 and described["dtype"] == "float32"
+    assert set(described) >= {p.name for p in sts.FCNTraining.params()}
+    assert sts.ReducedFlow().task == sts.STSConfig(pe_sampler="onehot")

@@ -1,0 +1,72 @@
+"""Checks of "Learning and Transferring Sparse Contextual Bigrams with Linear Transformers"
+(Ren, Wang, Lee, NeurIPS 2024, arXiv 2410.23438). The paper's formulas were lost and are
+re-derived; each check's `provenance` says whose claim it holds: `paper` (a claim of the paper's
+prose, [TEXT]), `derived` (a formula derived from the [TEXT] definitions) or `recon` (a
+reconstructed detail). Every numeric setting is a [RECON] default.
+
+[`CHECKS`][] lists the check functions; the registry runs them through
+`theory.check_makers(PAPER, CHECKS, quick)`. A check with a quick mode takes `quick: bool`, which
+shrinks its simulations, never a tolerance; the others take no argument. Everything runs in
+float64 (tolerances reach 1e-12). The closed forms are collected in [`closed_forms`][]; the
+Stage-1 success experiment the checks and figures share is [`stage1_success`][].
+"""
+
+from . import closed_forms
+from ._checks import (
+    PAPER,
+    algorithm1_recovers,
+    error_dynamics,
+    l1_reduces_off_support,
+    lemma_b8_enumeration,
+    lemma_b8_monte_carlo,
+    line_recursion,
+    lyapunov,
+    matrix_flow_on_lines,
+    near_optimum_rates,
+    normalisation_error,
+    ode_first_order,
+    population_lines,
+    sgd_large_step_worse,
+    sgd_small_step_worse,
+    stage1_large_batch,
+    stage1_linearisation,
+    stage1_log_time,
+    stage1_needs_poly_T,
+    surrogate_matches_minibatch,
+    transfer_alpha1,
+    transfer_skips_stage1,
+)
+from ._stage1 import STAGE1_STEPS, batch_for_success, stage1_success
+
+CHECKS = (
+    lemma_b8_enumeration,
+    lemma_b8_monte_carlo,
+    population_lines,
+    line_recursion,
+    ode_first_order,
+    matrix_flow_on_lines,
+    lyapunov,
+    error_dynamics,
+    stage1_linearisation,
+    stage1_log_time,
+    near_optimum_rates,
+    transfer_alpha1,
+    normalisation_error,
+    surrogate_matches_minibatch,
+    l1_reduces_off_support,
+    algorithm1_recovers,
+    sgd_large_step_worse,
+    sgd_small_step_worse,
+    stage1_needs_poly_T,
+    stage1_large_batch,
+    transfer_skips_stage1,
+)
+
+__all__ = [
+    "CHECKS",
+    "PAPER",
+    "STAGE1_STEPS",
+    "batch_for_success",
+    "closed_forms",
+    "stage1_success",
+] + [fn.__name__ for fn in CHECKS]

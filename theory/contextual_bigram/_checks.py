@@ -1,0 +1,617 @@
+"""The checks of the sparse contextual bigram paper: each prediction is computed from a closed form
+([`closed_forms`][]), each simulated value from an actual simulation (exact enumeration, Monte
+Carlo, population GD, Diffrax flows, mini-batch Algorithm 1 and SGD). A check with a quick mode
+takes `quick: bool`, which shrinks its simulations, never a tolerance; the others take no argument.
+
+Provenance: `paper` = a claim stated in the paper's prose ([TEXT]); `derived` = a formula derived
+from the [TEXT] definitions; `recon` = a reconstruction of a lost detail."""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import dynamics
+import tasks.contextual_bigram as cb
+
+from .._check import Check, relative_error, within
+from . import closed_forms as cf
+from ._stage1 import STAGE1_STEPS, batch_for_success, stage1_success
+
+PAPER = "contextual_bigram"
+
+
+def _consts(inst):
+    return float(cb.k_p(inst)), float(cb.k_q(inst)), inst.T
+
+
+def _inst_note(inst) -> str:
+    KP, KQ, T = _consts(inst)
+    return f"instance N={inst.N}, Q={cb.sparsity(inst)}, T={T}, K_P={KP:.4f}, K_Q={KQ:.4f}."
+
+
+def _off_line_point(inst, seed, scale=0.3) -> cb.LinearSCB:
+    """A random (V, Q) with unit column sums, off the population lines."""
+    rng = np.random.default_rng(seed)
+    V = np.asarray(inst.mu)[:, None] + scale * rng.normal(size=(inst.N, inst.N))
+    Q = 1.0 / inst.T + scale / np.sqrt(inst.T) * rng.normal(size=(inst.T, inst.N))
+    V = V - V.mean(0) + 1.0 / inst.N
+    Q = Q - Q.mean(0) + 1.0 / inst.T
+    return cb.LinearSCB(V=jnp.asarray(V), Q=jnp.asarray(Q))
+
+
+def _max_tree(tree) -> float:
+    return float(max(np.max(np.abs(np.asarray(x))) for x in jax.tree.leaves(tree)))
+
+
+def lemma_b8_enumeration() -> Check:
+    """Lemma B.8: the expected preconditioned gradients equal exact enumeration (N=3, T=4)."""
+    inst = cb.random_instance(1, 3, 2, 4, cb.Assumption(sparsity=2, k_p_min=0.0))
+    model = _off_line_point(inst, 7)
+    _, grads = cb.enumerate_population(model, inst)
+    exact = cb.precondition(grads, inst.mu)
+    formula = cf.expected_preconditioned(model, inst)
+    err = _max_tree(jax.tree.map(jnp.subtract, exact, formula))
+    return within(
+        PAPER,
+        "lemma_b8_enumeration",
+        "Lemma B.8: E G_V, E G_Q (closed form) = enumeration over all N^(T+1) sequences (max abs diff)",
+        predicted=float(formula.Q[0, 0]),
+        simulated=float(exact.Q[0, 0]),
+        error=err,
+        tolerance=1e-12,
+        provenance="derived",
+        note=f"{_inst_note(inst)} Random unit-column-sum point; predicted/simulated: E G_Q[0,0].",
+    )
+
+
+def lemma_b8_monte_carlo(quick: bool) -> Check:
+    """Lemma B.8 vs a Monte-Carlo average of per-sample preconditioned gradients (default instance)."""
+    inst = cb.default_instance()
+    model = _off_line_point(inst, 3)
+    M = 20_000 if quick else 200_000
+    b = cb.sample(jax.random.PRNGKey(11), inst, M)
+    grads = jax.vmap(cb.sample_gradients, in_axes=(None, 0, 0, 0))(model, b.context, b.last, b.label)
+    G = jax.vmap(cb.precondition, in_axes=(0, None))(grads, inst.mu)
+    formula = cf.expected_preconditioned(model, inst)
+    z = []
+    for g, f in zip(jax.tree.leaves(G), jax.tree.leaves(formula)):
+        g = np.asarray(g)
+        se = g.std(axis=0) / np.sqrt(M)
+        z.append(np.abs(g.mean(axis=0) - np.asarray(f)) / se)
+    zmax = float(max(np.max(x) for x in z))
+    return within(
+        PAPER,
+        "lemma_b8_monte_carlo",
+        "Lemma B.8: Monte-Carlo mean of per-sample G = closed-form E G (max |z| over all entries)",
+        predicted=float(formula.V[0, 0]),
+        simulated=float(np.asarray(G.V)[:, 0, 0].mean()),
+        error=zmax,
+        tolerance=5.0,
+        provenance="derived",
+        note=f"{_inst_note(inst)} {M} samples; error = max over {sum(x.size for x in z)} entries of "
+        "|mean - formula| / standard error (tolerance 5 standard errors [RECON]); "
+        "predicted/simulated: G_V[0,0].",
+    )
+
+
+def population_lines(quick: bool) -> Check:
+    """Eqn 7 [TEXT]: from the scratch init, population GD stays on the two lines."""
+    inst = cb.default_instance()
+    steps = 100 if quick else 400
+    run = cb.population_gd(inst, cb.scratch_init(inst), 0.5, steps)
+    off = float(max(np.max(np.asarray(run.values["dV_norm"])), np.max(np.asarray(run.values["dQ_norm"]))))
+    return within(
+        PAPER,
+        "population_lines",
+        "Eqn 7: population Algorithm-1 iterates from (mu1^T, 11^T/T) stay on the lines (max "
+        "||DeltaV||_mu, ||DeltaQ||_mu)",
+        predicted=0.0,
+        simulated=off,
+        error=off,
+        tolerance=1e-12,
+        provenance="paper",
+        note=f"{_inst_note(inst)} eta=0.5, {steps} steps of the engine's preconditioned projected step "
+        "on the exact population loss.",
+    )
+
+
+def line_recursion(quick: bool) -> Check:
+    """Eqn 7: the line coordinates of the matrix population GD follow the scalar recursion."""
+    inst = cb.default_instance()
+    steps = 100 if quick else 400
+    KP, KQ, T = _consts(inst)
+    run = cb.population_gd(inst, cb.scratch_init(inst), 0.5, steps)
+    rec = cf.line_recursion(0.0, 0.0, KP, KQ, T, 0.5, steps)
+    sim = np.stack([np.asarray(run.values["alpha"]), np.asarray(run.values["beta"])], axis=1)
+    return within(
+        PAPER,
+        "line_recursion",
+        "Eqn 7: (alpha, beta) of the matrix population GD = scalar recursion (max abs diff)",
+        predicted=float(rec[-1, 0]),
+        simulated=float(sim[-1, 0]),
+        error=float(np.max(np.abs(sim - rec))),
+        tolerance=1e-10,
+        provenance="derived",
+        note=f"{_inst_note(inst)} eta=0.5, {steps} steps; predicted/simulated: final alpha.",
+    )
+
+
+def ode_first_order() -> Check:
+    """Eqn 8: the recursion approaches the 2-D ODE at first order in η (error halves with η)."""
+    inst = cb.default_instance()
+    KP, KQ, T = _consts(inst)
+    errs = []
+    for eta in (0.1, 0.05):
+        steps = int(round(40 / eta))
+        rec = cf.line_recursion(0.0, 0.0, KP, KQ, T, eta, steps)
+        ode = cf.solve_line_ode([0.0, 0.0], KP, KQ, T, eta * np.arange(steps + 1))
+        errs.append(float(np.max(np.abs(ode - rec))))
+    ratio = errs[0] / errs[1]
+    return within(
+        PAPER,
+        "ode_first_order",
+        "Eqn 8: max |recursion - ODE| over t in [0, 40] is O(eta): error(0.1)/error(0.05) = 2",
+        predicted=2.0,
+        simulated=ratio,
+        error=relative_error(2.0, ratio),
+        tolerance=0.05,
+        provenance="derived",
+        note=f"{_inst_note(inst)} errors {errs[0]:.3e} (eta=0.1), {errs[1]:.3e} (eta=0.05); "
+        "Diffrax Dopri8 rtol 1e-10.",
+    )
+
+
+def matrix_flow_on_lines(quick: bool) -> Check:
+    """Eqn 8: the matrix population flow (Diffrax) stays on the lines and matches the 2-D ODE."""
+    inst = cb.default_instance()
+    KP, KQ, T = _consts(inst)
+    ts = np.linspace(0.0, 20.0 if quick else 60.0, 61)
+    run = cb.matrix_flow(inst, cb.scratch_init(inst), ts)
+    ode = cf.solve_line_ode([0.0, 0.0], KP, KQ, T, ts)
+    sim = np.stack([np.asarray(run.values["alpha"]), np.asarray(run.values["beta"])], axis=1)
+    err = float(np.max(np.abs(sim - ode)))
+    off = float(max(np.max(np.asarray(run.values["dV_norm"])), np.max(np.asarray(run.values["dQ_norm"]))))
+    return within(
+        PAPER,
+        "matrix_flow_on_lines",
+        "Eqn 8: matrix flow dtheta/dt = -E G stays on the lines and its (alpha, beta) = 2-D ODE (max "
+        "abs diff)",
+        predicted=float(ode[-1, 1]),
+        simulated=float(sim[-1, 1]),
+        error=max(err, off),
+        tolerance=1e-7,
+        provenance="paper",
+        note=f"{_inst_note(inst)} t in [0, {ts[-1]:g}], both Dopri8 rtol 1e-10; off-line norm {off:.2e}; "
+        "predicted/simulated: final beta.",
+    )
+
+
+def lyapunov() -> Check:
+    """Eqn 8: the line-restricted loss decreases monotonically along the ODE."""
+    inst = cb.default_instance()
+    KP, KQ, T = _consts(inst)
+    ts = np.linspace(0.0, 200.0, 2001)
+    ode = cf.solve_line_ode([0.0, 0.0], KP, KQ, T, ts)
+    mu_sq = float(np.sum(np.asarray(inst.mu) ** 2))
+    L = cf.line_loss(ode[:, 0], ode[:, 1], KP, KQ, T, mu_sq)
+    rise = float(max(np.max(np.diff(L)), 0.0))
+    L_star = 0.5 * (1 - mu_sq - KP * (1 / T + KQ))
+    return within(
+        PAPER,
+        "lyapunov",
+        "Eqn 8 is preconditioned gradient flow of L(alpha, beta): L never increases (max step increase)",
+        predicted=L_star,
+        simulated=float(L[-1]),
+        error=rise,
+        tolerance=1e-12,
+        provenance="derived",
+        note=f"{_inst_note(inst)} 2001 saves on [0, 200]; predicted/simulated: Bayes risk L* vs L(t=200).",
+    )
+
+
+def error_dynamics() -> Check:
+    """Lemmas C.5-C.6: one population step off the lines = the scalar/matrix error formulas."""
+    inst = cb.default_instance()
+    model = _off_line_point(inst, 5, scale=0.1)
+    eta = 0.3
+    line = cb.line_coordinates(model, inst)
+    a, b, dV, dQ = cf.error_step(float(line["alpha"]), float(line["beta"]), line["dV"], line["dQ"], inst, eta)
+    run = cb.population_gd(inst, model, eta, 1)
+    after = cb.line_coordinates(run.final, inst)
+    err = max(
+        abs(a - float(after["alpha"])),
+        abs(b - float(after["beta"])),
+        float(np.max(np.abs(dV - np.asarray(after["dV"])))),
+        float(np.max(np.abs(dQ - np.asarray(after["dQ"])))),
+    )
+    return within(
+        PAPER,
+        "error_dynamics",
+        "Lemmas C.5-C.6: alpha+, beta+, DeltaV+, DeltaQ+ of one population step off the lines (max abs diff)",
+        predicted=a,
+        simulated=float(after["alpha"]),
+        error=err,
+        tolerance=1e-12,
+        provenance="derived",
+        note=f"{_inst_note(inst)} random unit-column-sum point, eta={eta}; predicted/simulated: alpha+.",
+    )
+
+
+def stage1_linearisation() -> Check:
+    """Stage 1: exit time of the population recursion vs the linearised closed form."""
+    inst = cb.default_instance()
+    KP, KQ, T = _consts(inst)
+    eta, delta = 0.01, 0.1
+    rec = cf.line_recursion(0.0, 0.0, KP, KQ, T, eta, 2000)
+    ts = eta * np.arange(2001)
+    lin = cf.stage1_linear(ts, KP, KQ, T)
+    predicted = cf.first_crossing(ts, lin.min(axis=1), delta)
+    simulated = cf.first_crossing(ts, rec.min(axis=1), delta)
+    return within(
+        PAPER,
+        "stage1_linearisation",
+        "Stage 1: time for min(alpha, beta) to reach 0.1, population recursion vs x(t) = A^-1 (e^{At} - I) b",
+        predicted=predicted,
+        simulated=simulated,
+        error=relative_error(predicted, simulated),
+        tolerance=0.02,
+        provenance="derived",
+        note=f"{_inst_note(inst)} recursion with eta={eta} (t = eta * steps).",
+    )
+
+
+def stage1_log_time() -> Check:
+    """Stage 1: t₁ ≈ (1/w) ln(2 T δ₁ min(K_Q, w)) for the first of α, β to reach δ₁."""
+    inst = cb.default_instance()
+    KP, KQ, T = _consts(inst)
+    eta, delta = 0.01, 0.2
+    rec = cf.line_recursion(0.0, 0.0, KP, KQ, T, eta, 3000)
+    ts = eta * np.arange(3001)
+    simulated = cf.first_crossing(ts, rec.max(axis=1), delta)
+    predicted = cf.stage1_exit_time_log(delta, KP, KQ, T)
+    return within(
+        PAPER,
+        "stage1_log_time",
+        "Stage 1: time for max(alpha, beta) to reach 0.2 ~ (1/w) ln(2 T delta min(K_Q, w)), w = "
+        "sqrt(K_P K_Q)",
+        predicted=predicted,
+        simulated=simulated,
+        error=relative_error(predicted, simulated),
+        tolerance=0.1,
+        provenance="derived",
+        note=f"{_inst_note(inst)} asymptotic estimate (needs 2 T delta min(K_Q, w) >> 1; here "
+        f"{2 * T * delta * min(KQ, np.sqrt(KP * KQ)):.2f}); tolerance 10% [RECON].",
+    )
+
+
+def near_optimum_rates() -> Check:
+    """Decay rates of Eqn 8 near (1, 1) = eigenvalues of the Jacobian (fast and slow)."""
+    inst = cb.default_instance()
+    KP, KQ, T = _consts(inst)
+    J = cf.near_optimum_jacobian(KP, KQ, T)
+    values, vectors = np.linalg.eig(J)
+    errs, rates = [], []
+    for lam, v in zip(values, vectors.T):
+        t = 1.0 / abs(lam)
+        d0 = 1e-6 * v
+        ode = cf.solve_line_ode(1.0 - d0, KP, KQ, T, np.array([0.0, t]), rtol=1e-12, atol=1e-16)
+        d = 1.0 - ode[-1]
+        rate = -np.log(np.linalg.norm(d) / np.linalg.norm(d0)) / t
+        rates.append(rate)
+        errs.append(relative_error(-lam, rate))
+    slow = int(np.argmin(np.abs(values)))
+    return within(
+        PAPER,
+        "near_optimum_rates",
+        "Near (1,1): decay rates along the eigenvectors = eigenvalues of -[[K_P, K_P],[K_Q, K_Q + "
+        "1/T]] (max rel. err)",
+        predicted=float(-values[slow]),
+        simulated=float(rates[slow]),
+        error=float(max(errs)),
+        tolerance=1e-3,
+        provenance="derived",
+        note=f"{_inst_note(inst)} eigenvalues {values[0]:.4g}, {values[1]:.4g}; displacement 1e-6, run for "
+        "1/|lambda|; predicted/simulated: the slow rate (~K_P/(T(K_P+K_Q))).",
+    )
+
+
+def transfer_alpha1() -> Check:
+    """Theorem 4.1 setting: the transfer step gives α₁ = η₀ β₀ K_P (population step)."""
+    inst = cb.default_instance()
+    V_pre = np.asarray(cb.related_transition(inst))
+    eta0, delta = 10.0, 0.3
+    model = cb.transfer_init(inst, V_pre, None, delta=delta, eta0=eta0, batch0=None, round_theta1=False)
+    KP = float(cb.k_p(inst))
+    V0 = np.asarray(inst.mu)[:, None] + delta * (V_pre - np.asarray(inst.mu)[:, None])
+    beta0 = float(cb.line_coordinates(cb.LinearSCB(V=jnp.asarray(V0), Q=model.Q), inst)["beta"])
+    predicted = eta0 * beta0 * KP
+    simulated = float(cb.line_coordinates(model, inst)["alpha"])
+    return within(
+        PAPER,
+        "transfer_alpha1",
+        "Transfer (spec 3.6): one population Q-step from V0 = mu1^T + delta (V~ - mu1^T) gives "
+        "alpha_1 = eta0 beta0 K_P",
+        predicted=predicted,
+        simulated=simulated,
+        error=abs(predicted - simulated),
+        tolerance=1e-12,
+        provenance="derived",
+        note=f"{_inst_note(inst)} V~ = (P + P_reversed)/2 (shares mu; rho = "
+        f"{beta0 * KP / delta:.4f}), delta={delta}, eta0={eta0}; beta0={beta0:.4f}.",
+    )
+
+
+def _alg_results(quick: bool):
+    return _alg_results_cached(bool(quick))
+
+
+@functools.lru_cache(maxsize=2)
+def _alg_results_cached(quick: bool):
+    inst = cb.default_instance()
+    seeds = 8 if quick else 32
+    cfg = cb.Algorithm1(stage2_steps=1000 if quick else 4000)
+    keys = dynamics.seed_keys(0, seeds)
+    alg, _ = dynamics.run_many(lambda k: cb.run_algorithm(inst, k, cfg), keys)
+    n_sgd = cfg.stage2_steps + cfg.every * int(np.ceil(np.median(alg["tau1"]) / cfg.every))
+    sgd = {}
+    for eta in (cfg.eta1, cfg.eta2):
+        sgd_cfg = cb.SGD(
+            kind="vanilla", eta=eta, batch=cfg.batch, num_steps=n_sgd, every=cfg.every, c_f=cfg.c_f
+        )
+        sgd[eta], _ = dynamics.run_many(lambda k: cb.run_sgd(inst, k, sgd_cfg), keys)
+    return inst, cfg, alg, sgd, n_sgd
+
+
+def algorithm1_recovers(quick: bool) -> Check:
+    """Theorem 3.1 / Fig. 1 [TEXT]: Algorithm 1 recovers (P, Q*) on the default instance."""
+    inst, cfg, alg, _, _ = _alg_results(quick)
+    dV = float(np.median(alg["final_metrics"]["dist_V"]))
+    dQ = float(np.median(alg["final_metrics"]["dist_Q"]))
+    return within(
+        PAPER,
+        "algorithm1_recovers",
+        "Thm 3.1: Algorithm 1 (3 stages) recovers (P, Q*): medians of ||Q - Q*||_F and ||V - P||_F after "
+        "Stage 3 <= 0.1",
+        predicted=0.0,
+        simulated=dQ,
+        error=max(dQ, dV),
+        tolerance=0.1,
+        provenance="paper",
+        note=f"{_inst_note(inst)} {len(alg['tau1'])} seeds, B={cfg.batch}, eta1={cfg.eta1} (oracle switch at "
+        f"min(alpha,beta)>={cfg.delta1}, median tau1={np.median(alg['tau1']):.0f}), eta2={cfg.eta2}, "
+        f"lambda={cfg.lam}, {cfg.stage2_steps} Stage-2 steps, Stage 3 = population least-squares V "
+        "(the experiments' oracle: it uses P, so ||V-P|| after Stage 3 only measures the scale error). "
+        f"Median ||V-P||_F={dV:.4g}, "
+        f"||Q-Q*||_F={dQ:.4g}; before normalisation {np.median(alg['stage2_metrics']['dist_V']):.4g} / "
+        f"{np.median(alg['stage2_metrics']['dist_Q']):.4g}. Tolerance 0.1 [RECON: the paper's "
+        "accuracy was lost].",
+    )
+
+
+def l1_reduces_off_support(quick: bool) -> Check:
+    """Stage 2: with λ > 0 the off-support attention mass is much smaller than with λ = 0."""
+    inst = cb.default_instance()
+    seeds, steps = (4, 1000) if quick else (16, 4000)
+    keys = dynamics.seed_keys(5, seeds)
+    mass, alpha = {}, {}
+    for lam in (0.0, 1e-3):
+        cfg = cb.Algorithm1(lam=lam, stage2_steps=steps)
+        out, _ = dynamics.run_many(lambda k: cb.run_algorithm(inst, k, cfg), keys)
+        mass[lam] = float(np.median(out["stage2_metrics"]["off_support"]))
+        alpha[lam] = float(np.median(out["stage2_metrics"]["alpha"]))
+    ratio = mass[1e-3] / mass[0.0]
+    line_part = (1.0 - alpha[1e-3]) / inst.T * float(np.sum(np.asarray(inst.Q_star) == 0))
+    return within(
+        PAPER,
+        "l1_reduces_off_support",
+        "Stage 2: off-support mass sum_{t not in S_k} |Q[t,k]| with lambda=1e-3 is much smaller than with "
+        "lambda=0 (ratio of medians <= 0.5)",
+        predicted=mass[0.0],
+        simulated=mass[1e-3],
+        error=ratio,
+        tolerance=0.5,
+        provenance="derived",
+        note=f"{_inst_note(inst)} {seeds} seeds, B=256, {steps} Stage-2 steps; median alpha {alpha[0.0]:.3f} "
+        f"(lambda=0), {alpha[1e-3]:.3f} (lambda=1e-3); the line part (1-alpha)/T of the off-support entries "
+        f"alone sums to {line_part:.3f}.",
+        expected_deviation="per step the soft threshold shrinks an entry by only eta2*lambda = 5e-5, "
+        "far below the mini-batch noise per entry, and the affine re-projection after the prox (spec 3.4 "
+        "[RECON]) returns the removed mass to every entry of the column alike; off-support entries "
+        "therefore stay near (1-alpha)/T plus noise. A lambda large enough to matter biases alpha "
+        "(spec 5: lambda >= 1e-2).",
+    )
+
+
+def _sgd_check(quick: bool, which: str) -> Check:
+    inst, cfg, alg, sgd, n_sgd = _alg_results(quick)
+    eta = cfg.eta1 if which == "large" else cfg.eta2
+    s = sgd[eta]["final_metrics"]
+    sgd_total = np.asarray(s["dist_V"]) + np.asarray(s["dist_Q"])
+    sgd_total = np.where(np.isfinite(sgd_total), sgd_total, np.inf)
+    alg_total = np.asarray(alg["stage2_metrics"]["dist_V"]) + np.asarray(alg["stage2_metrics"]["dist_Q"])
+    a, b = float(np.median(alg_total)), float(np.median(sgd_total))
+    diverged = int(np.sum(np.asarray(sgd[eta]["stop"]) == dynamics.STOP_REASONS.index("nonfinite")))
+    return within(
+        PAPER,
+        f"sgd_{which}_step_worse",
+        f"Fig. 1: vanilla SGD at eta={eta} ends farther from (P, Q*) than Algorithm 1 "
+        "(ratio of medians of ||V-P||_F + ||Q-Q*||_F, un-normalised, < 1)",
+        predicted=a,
+        simulated=b,
+        error=a / b if b > 0 else float("inf"),
+        tolerance=1.0,
+        provenance="paper",
+        note=f"{_inst_note(inst)} {len(alg['tau1'])} seeds, B={cfg.batch}; SGD {n_sgd} steps, Algorithm 1 "
+        f"tau1 + {cfg.stage2_steps} steps (before normalisation). SGD runs diverged (non-finite): "
+        f"{diverged}. "
+        f"SGD normalised: median ||V-P||={np.median(s['dist_V_hat']):.4g}, "
+        f"||Q-Q*||={np.median(s['dist_Q_hat']):.4g}.",
+    )
+
+
+def sgd_large_step_worse(quick: bool) -> Check:
+    """Fig. 1 [TEXT]: SGD at the large step does not converge (noise)."""
+    return _sgd_check(quick, "large")
+
+
+def sgd_small_step_worse(quick: bool) -> Check:
+    """Fig. 1 [TEXT]: SGD at the small step is slower."""
+    return _sgd_check(quick, "small")
+
+
+def stage1_needs_poly_T(quick: bool) -> Check:
+    """[TEXT]: Stage 1 needs poly(T) samples: the batch for 90% success grows with T."""
+    seeds = 32 if quick else 128
+    batches = [8, 16, 32, 64, 128] if quick else [8, 16, 32, 64, 128, 256, 512]
+    b50, r50 = batch_for_success(50, batches, seeds)
+    b200, r200 = batch_for_success(200, batches, seeds)
+    return within(
+        PAPER,
+        "stage1_needs_poly_T",
+        "Stage 1 needs poly(T) samples: the batch B90 giving 90% Stage-1 success grows from T=50 to "
+        "T=200 (error = B90(50)/B90(200) <= 1/2)",
+        predicted=b50,
+        simulated=b200,
+        error=b50 / b200,
+        tolerance=0.5,
+        provenance="paper",
+        note=f"default instances (seed 0, N=3, Q=2) at T=50 and T=200; {seeds} seeds per B; success = "
+        f"alpha > 0 after {STAGE1_STEPS} steps at eta1=0.5. B grid {batches}; rates T=50 "
+        f"{np.round(r50, 3).tolist()}, T=200 {np.round(r200, 3).tolist()}. At least one doubling demanded "
+        "[RECON]; the exponent is [UNKNOWN].",
+    )
+
+
+def stage1_large_batch(quick: bool) -> Check:
+    """Stage 1 succeeds at T=200 once B is large (B=1024)."""
+    seeds = 16 if quick else 128
+    s = float(stage1_success(200, 1024, seeds).mean())
+    return within(
+        PAPER,
+        "stage1_large_batch",
+        "Stage 1 at T=200 ends on the positive branch with a large batch (B=1024): success rate >= 0.9",
+        predicted=1.0,
+        simulated=s,
+        error=1.0 - s,
+        tolerance=0.1,
+        provenance="recon",
+        note=f"{seeds} seeds; success = alpha > 0 after {STAGE1_STEPS} steps at eta1=0.5; 0.9 [RECON].",
+    )
+
+
+def transfer_skips_stage1(quick: bool) -> Check:
+    """Thm 4.1 [TEXT]: with a correlated pre-trained V (ρ > 0), the one-step transfer initialisation
+    reaches the positive branch at a batch size where Stage 1 from scratch fails."""
+    T, batch = 200, 16
+    seeds = 32 if quick else 128
+    inst = cb.default_instance(T)
+    V_pre = cb.related_transition(inst)
+    mu = inst.mu
+    rho = float(cb.mu_inner(V_pre - mu[:, None], inst.P - mu[:, None], mu))
+    delta = 0.3
+    eta0 = 0.5 / (delta * rho)  # alpha_1 = eta0 * delta * rho = 0.5 in population
+
+    def one(k):
+        model = cb.transfer_init(inst, V_pre, k, delta=delta, eta0=eta0, batch0=batch)
+        return cb.line_coordinates(model, inst)["alpha"] > 0
+
+    out, finite = dynamics.run_many(one, dynamics.seed_keys(7, seeds))
+    s_transfer = float((np.asarray(out) & np.asarray(finite)).mean())
+    s_scratch = float(stage1_success(T, batch, seeds).mean())
+    return within(
+        PAPER,
+        "transfer_skips_stage1",
+        f"Thm 4.1: at T={T}, B={batch} the transfer step reaches alpha > 0 in >= 90% of seeds while Stage 1 "
+        "from scratch does not (error = max(0.9 - transfer rate, scratch rate - 0.9) <= 0)",
+        predicted=s_scratch,
+        simulated=s_transfer,
+        error=max(0.9 - s_transfer, s_scratch - 0.9),
+        tolerance=0.0,
+        provenance="paper",
+        note=f"{_inst_note(inst)} V~ = (P + P_reversed)/2 (shares mu, rho = {rho:.4f}), delta={delta}, "
+        f"eta0 = 0.5/(delta rho) = {eta0:.3g}, one Q step on a batch of {batch}, then rounding 1->2; "
+        "scratch: "
+        f"alpha > 0 after {STAGE1_STEPS} Stage-1 steps at eta1=0.5, same batch; {seeds} seeds each. "
+        "predicted = scratch success rate, simulated = transfer success rate.",
+    )
+
+
+def normalisation_error() -> Check:
+    """Stage 3 (Lemma F.1): renormalising Q on the line (α ∈ [0.5, 2]) gives ‖Q̂ − Q*‖_∞ = O(1/T)."""
+    vals = {}
+    for T in (50, 800):
+        inst = cb.default_instance(T)
+        theta3 = cb.Algorithm1().c_f / cb.sparsity(inst)
+        errs = [
+            float(jnp.max(jnp.abs(cb.normalise_attention(cf.on_line(a, 1.0, inst).Q, theta3) - inst.Q_star)))
+            for a in np.linspace(0.5, 2.0, 16)
+        ]
+        vals[T] = T * max(errs)
+    ratio = vals[800] / vals[50]
+    return within(
+        PAPER,
+        "normalisation_error",
+        "Lemma F.1: max over alpha in [0.5, 2] of T ||Qhat - Q*||_inf is T-independent (ratio T=800 "
+        "vs T=50 = 1)",
+        predicted=1.0,
+        simulated=ratio,
+        error=abs(np.log(ratio)),
+        tolerance=np.log(2.0),
+        provenance="derived",
+        note=f"T * error: {vals[50]:.4g} (T=50), {vals[800]:.4g} (T=800); theta3 = c_F/Q with the "
+        f"default c_F = {cb.Algorithm1().c_f} [RECON]; O(1/T) means the "
+        "product stays within a factor 2 [RECON].",
+    )
+
+
+def _stage1_line_stats(fn, keys) -> np.ndarray:
+    out, _ = dynamics.run_many(fn, keys)
+    return np.asarray(out)
+
+
+def surrogate_matches_minibatch(quick: bool) -> Check:
+    """Appendix I: the Gaussian-noise surrogate reproduces real mini-batch runs at small N."""
+    inst = cb.default_instance()
+    seeds = 16 if quick else 128
+    steps, eta, batch = 15, 0.5, 64
+    cfg = cb.Algorithm1(switch="fixed", tau1=steps, batch=batch)
+
+    def stats(m):
+        line = cb.line_coordinates(m, inst)
+        return jnp.stack([line["alpha"], line["beta"], line["dQ_norm"], line["dV_norm"]])
+
+    def real(k):
+        return stats(cb.run_stage1(inst, k, cfg)[0])
+
+    def surrogate(k, covariance):
+        m = cb.surrogate_stage(
+            inst, cb.scratch_init(inst), k, eta=eta, lam=0.0, batch=batch, steps=steps, covariance=covariance
+        )
+        return stats(m)
+
+    r = _stage1_line_stats(real, dynamics.seed_keys(0, seeds))
+    s = _stage1_line_stats(lambda k: surrogate(k, "full"), dynamics.seed_keys(1, seeds))
+    d = _stage1_line_stats(lambda k: surrogate(k, "diagonal"), dynamics.seed_keys(1, seeds))
+
+    def zmax(a, b):
+        se = np.sqrt(a.var(axis=0, ddof=1) / len(a) + b.var(axis=0, ddof=1) / len(b))
+        return float(np.max(np.abs(a.mean(axis=0) - b.mean(axis=0)) / se))
+
+    return within(
+        PAPER,
+        "surrogate_matches_minibatch",
+        "Appendix I: Gaussian surrogate (full empirical covariance) = mini-batch runs: means of alpha, beta, "
+        "||DeltaQ||_mu, ||DeltaV||_mu after Stage 1 (max |z|)",
+        predicted=float(r[:, 0].mean()),
+        simulated=float(s[:, 0].mean()),
+        error=zmax(r, s),
+        tolerance=4.0,
+        provenance="recon",
+        note=f"{_inst_note(inst)} {seeds} seeds each, {steps} steps, eta={eta}, B={batch}, 512 probe "
+        f"gradients per step; predicted/simulated: mean alpha. Std of alpha: real {r[:, 0].std():.4f}, "
+        f"surrogate {s[:, 0].std():.4f}. The diagonal-covariance variant gives mean alpha "
+        f"{d[:, 0].mean():.4f}, std {d[:, 0].std():.4f} (max |z| {zmax(r, d):.2f}): ignoring correlations "
+        "overstates the noise.",
+    )

@@ -1,0 +1,307 @@
+"""Simulations behind the decision-list checks: task instances, one jitted runner per training,
+and the runs several checks share (cached, so a paper run integrates each of them once).
+
+Everything runs in float64 on the exact population of `D = distinct` (spec §3).
+"""
+
+import dataclasses
+import functools
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import dynamics
+import tasks.decision_lists as dl
+
+from .._check import Check, within
+from . import closed_forms
+
+PAPER = "decision_lists"
+
+FLOW_TOLERANCES = {"rtol": 1e-6, "atol": 1e-9}
+"""Result 1's flow: Tsit5 with a PID controller (spec §5 step 1)."""
+
+RESULT1_SIZES = {
+    "quick": [(8, 3, 2, 0), (10, 4, 3, 0)],
+    "full": [(8, 3, 2, 0), (10, 4, 3, 0), (12, 4, 4, 1), (16, 4, 3, 0), (24, 5, 3, 0)],
+}
+"""Result 1's tasks `(L, n, M, seed)`: the spec's test size, plus the standard and larger sizes in full.
+(With `V = cP` the loss splits over the columns of `W`, one per query token, and a column's flow
+depends on its list only through its length: τ depends on a task only through its list lengths.)"""
+
+
+def check(name: str, claim: str, **fields) -> Check:
+    """A decision-list [`Check`][] (see [`within`][] for the fields)."""
+    return within(PAPER, name, claim, **fields)
+
+
+def f64(x) -> jax.Array:
+    return jnp.asarray(x, jnp.float64)
+
+
+@functools.cache
+def task(L: int, n: int, M: int, seed: int, fixed_m: int | None = None) -> dl.DecisionLists:
+    """A random task (generator of spec §2) with `D = distinct`."""
+    return dl.DecisionLists.random(seed, L=L, n=n, M=M, fixed_m=fixed_m)
+
+
+@functools.cache
+def population(t: dl.DecisionLists) -> dl.Population:
+    return dl.exact_population(t)
+
+
+@functools.cache
+def task_constants(t: dl.DecisionLists) -> closed_forms.Constants:
+    return closed_forms.constants(t, population(t))
+
+
+@functools.partial(jax.jit, static_argnames=("num_refine",))
+def _result1_time(arrays, pop, c, t1, num_refine=256):
+    return dl.result1_time(arrays, pop, c, t1=t1, num_refine=num_refine, **FLOW_TOLERANCES)
+
+
+@dataclasses.dataclass(frozen=True)
+class Result1:
+    """One Result 1 run: τ (refined), the event's `t_stop`, the bound and the constants."""
+
+    task: dl.DecisionLists
+    c: float
+    tau: float
+    t_event: float
+    bound: float
+    constants: closed_forms.Constants
+    W: np.ndarray
+
+
+@functools.cache
+def result1(t: dl.DecisionLists, c_scale: float = 1.0) -> Result1:
+    """Result 1's flow on `t` with `c = c_scale · 4 n log(L)/δ`, up to the time bound."""
+    k = task_constants(t)
+    c = c_scale * closed_forms.result1_c(t.n, t.L, k.delta)
+    bound = closed_forms.result1_time_bound(t.M, t.L, k.gamma)
+    tau, run = _result1_time(t.arrays(), population(t), f64(c), f64(bound))
+    return Result1(t, c, float(tau), float(run.t_stop), bound, k, np.asarray(run.final))
+
+
+def result1_fixed_c(t: dl.DecisionLists, c: float, t1: float) -> float:
+    """τ of Result 1's flow on `t` with a given `c`, up to `t1` (`inf` if not reached)."""
+    tau, _ = _result1_time(t.arrays(), population(t), f64(c), f64(t1))
+    return float(tau)
+
+
+@jax.jit
+def _result1_dense(arrays, pop, c, save_ts):
+    return dl.result1_flow(
+        arrays, pop, c, t1=save_ts[-1], save_ts=save_ts, stop_at_perfect=False, **FLOW_TOLERANCES
+    )
+
+
+def result1_dense(t: dl.DecisionLists, c: float, save_ts) -> dynamics.Run:
+    """Result 1's flow without the stopping event, saving loss and μ at `save_ts`."""
+    return _result1_dense(t.arrays(), population(t), f64(c), f64(save_ts))
+
+
+@jax.jit
+def _perfect_at(W, V, pop):
+    return dl.perfect(dl.DecisionListModel(W, V), pop)
+
+
+def perfect_at(t: dl.DecisionLists, W, c: float) -> bool:
+    """Perfect classification (spec §4.1, enumerated) of `(W, cP)`."""
+    return bool(_perfect_at(f64(W), c * t.permutation_matrix(), population(t)))
+
+
+@jax.jit
+def _result1_gd(arrays, pop, c, step):
+    return dl.result1_gd(arrays, pop, c, step=step, num_steps=20_000)
+
+
+def result1_gd_time(t: dl.DecisionLists, c: float, step: float) -> float:
+    """τ_GD(h) = (first step with μ > 0) · h; `inf` if not within 20000 steps."""
+    run = _result1_gd(t.arrays(), population(t), f64(c), f64(step))
+    return float(run.t_stop) * step if int(run.event) == 0 else math.inf
+
+
+# --------------------------------------------------------------------------------------
+# Result 2
+# --------------------------------------------------------------------------------------
+
+
+@jax.jit
+def _loss_at(V, pop):
+    L = V.shape[0]
+    return dl.population_loss(dl.DecisionListModel(jnp.zeros((L, L), V.dtype), V), pop)
+
+
+def _loss(model, pop):
+    return dl.population_loss(model, pop)
+
+
+@jax.jit
+def _lambda_max(model, pop):
+    return dynamics.hessian_max_eigenvalue(lambda m: _loss(m, pop), model, num_iters=100)
+
+
+@functools.partial(jax.jit, static_argnames=("n", "num_steps", "every", "stop", "exact"))
+def _result2_gd(arrays, pop, V0, c, eta, n, num_steps, every, stop, exact=True):
+    return dl.result2_gd(
+        arrays, pop, V0, c, n, eta=eta, num_steps=num_steps, every=every, exact=exact, stop_at_perfect=stop
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class Result2:
+    """One Result 2 run on an exact population: the setting, the first perfect step and the
+    invariants along `t ≤ T`."""
+
+    task: dl.DecisionLists
+    setting: closed_forms.Result2Setting
+    lambda0: float
+    first_perfect: float
+    max_dist_cP: float
+    max_grad_V: float
+    lambdas: np.ndarray
+    steps: np.ndarray
+    losses: np.ndarray
+
+
+def _result2_start(t: dl.DecisionLists, pop, delta: float, key_U, eps: float):
+    """Result 2's start on population `pop` (spec §6): `U` drawn with `key_U`, the fixed point `c`,
+    `V_0 = cP + U`, `λ_max` at `(0, V_0)` by Lanczos and the setting with `η = 1/λ_max`.
+
+    **Returns:** `(c, V_0, λ_max, Result2Setting)`.
+    """
+    P = t.permutation_matrix()
+    U = dl.perturbation(key_U, t.L, eps)
+    c, iterations, converged = closed_forms.result2_c(
+        lambda c: float(_loss_at(c * P + U, pop)), n=t.n, delta=delta, eps=eps
+    )
+    V0 = c * P + U
+    loss0 = float(_loss_at(V0, pop))
+    lam = float(_lambda_max(dl.DecisionListModel(jnp.zeros_like(V0), V0), pop))
+    setting = closed_forms.result2_setting(
+        loss0,
+        c,
+        n=t.n,
+        eps=eps,
+        m=t.M,
+        delta=delta,
+        eta=1.0 / lam,
+        iterations=iterations,
+        converged=converged,
+    )
+    return c, V0, lam, setting
+
+
+@functools.cache
+def result2(t: dl.DecisionLists, eps: float, seed: int = 0, num_saves: int = 10) -> Result2:
+    """Result 2 on `t` (spec §6): `U` seeded, the fixed point `c`, `λ_max` at initialisation by
+    Lanczos, `η = 1/λ_max`, `T = ⌊ε/(2η)⌋`; GD stopped at the first perfect step, and GD to `T`
+    checking `‖V_t − cP‖_max ≤ ε` and `max |∇_V 𝓛| ≤ 1` at every step and re-estimating `λ_max` at
+    `num_saves + 1` evenly spaced steps."""
+    pop, k = population(t), task_constants(t)
+    c, V0, lam, setting = _result2_start(t, pop, k.delta, jax.random.PRNGKey(seed), eps)
+    T = setting.T_max
+    first = _result2_gd(t.arrays(), pop, V0, f64(c), f64(setting.eta), t.n, T, T, True)
+    first_perfect = float(first.t_stop) if int(first.event) == 0 else math.inf
+    run = _result2_gd(t.arrays(), pop, V0, f64(c), f64(setting.eta), t.n, T, 1, False)
+    models = run.values["model"]
+    picks = np.unique(np.linspace(0, T, num_saves + 1).astype(int))
+    lambdas = np.asarray([float(_lambda_max(jax.tree.map(lambda x, i=i: x[i], models), pop)) for i in picks])
+    return Result2(
+        task=t,
+        setting=setting,
+        lambda0=lam,
+        first_perfect=first_perfect,
+        max_dist_cP=float(jnp.max(run.values["dist_cP"])),
+        max_grad_V=float(jnp.max(run.values["grad_V_max"])),
+        lambdas=lambdas,
+        steps=np.asarray(run.ts)[picks],
+        losses=np.asarray(run.values["loss"]),
+    )
+
+
+RESULT2_HYPOTHESES = {
+    "quick": {"size": (40, 30, 2, 0), "eps": 4.1, "K": 2**10, "num_steps": 20},
+    "full": {"size": (40, 30, 2, 0), "eps": 4.1, "K": 2**14, "num_steps": 20},
+}
+"""Result 2 inside its hypotheses (spec §6 steps 3-4): `(L, n, M, seed)` of the task, `ε`, the size `K`
+of the frozen Monte-Carlo population and the GD steps run. `n = 30` admits
+only `M = 2` and `ε ∈ [4.1, 7.4]` (spec §6); `L = 40` is about the smallest vocabulary with
+`L − M ≥ n` whose hypotheses hold at `ε = 4.1`, the lower end of the interval: the certificate
+`(c/n)(1 − e^{−μ}) > 2‖V − cP‖_max` (spec §4.2) asks less of `μ` when `ε` is small. Quick mode only
+shrinks `K` (the hypotheses are checked on the population actually used)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Result2Sampled:
+    """One Result 2 run on a frozen Monte-Carlo population: the setting, the first certified step
+    (spec §4.2; `inf` if none within `num_steps`) and the invariants along the run."""
+
+    task: dl.DecisionLists
+    K: int
+    setting: closed_forms.Result2Setting
+    lambda0: float
+    num_steps: int
+    first_certified: float
+    certified_steps: int
+    mu: np.ndarray
+    threshold: np.ndarray
+    max_dist_cP: float
+    max_grad_V: float
+    losses: np.ndarray
+
+
+@functools.cache
+def result2_sampled(t: dl.DecisionLists, eps: float, K: int, num_steps: int, seed: int = 0) -> Result2Sampled:
+    """Result 2 on `t` with a frozen population of `K` sequences drawn from `D = distinct` (spec §3):
+    `δ = γ` in closed form (spec §4.3), `U` seeded, the fixed point `c` and `𝓛_0` on the population,
+    `λ_max` at initialisation by Lanczos (100 HVPs), `η = 1/λ_max`, `T = ⌊ε/(2η)⌋`; `num_steps` GD
+    steps (at most `T`) saving the certificate, `μ(W)`, `‖V_t − cP‖_max` and `max |∇_V 𝓛|` at every
+    step. `seed` draws the population and `U`. `threshold[t]` is the `μ` the certificate needs at
+    step `t`: `−log(1 − 2n‖V_t − cP‖_max/c)`."""
+    key_population, key_U = jax.random.split(jax.random.PRNGKey(seed))
+    pop = dl.sampled_population(t, key_population, K)
+    k = closed_forms.distinct_constants(t)
+    c, V0, lam, setting = _result2_start(t, pop, k.delta, key_U, eps)
+    steps = min(num_steps, setting.T_max)
+    run = _result2_gd(t.arrays(), pop, V0, f64(c), f64(setting.eta), t.n, steps, 1, False, exact=False)
+    good = np.asarray(run.values["perfect"])
+    dist = np.asarray(run.values["dist_cP"])
+    return Result2Sampled(
+        task=t,
+        K=K,
+        setting=setting,
+        lambda0=lam,
+        num_steps=steps,
+        first_certified=float(np.argmax(good)) if np.any(good) else math.inf,
+        certified_steps=int(np.sum(good)),
+        mu=np.asarray(run.values["mu"]),
+        threshold=-np.log1p(-2.0 * t.n * dist / c),
+        max_dist_cP=float(np.max(dist)),
+        max_grad_V=float(np.max(np.asarray(run.values["grad_V_max"]))),
+        losses=np.asarray(run.values["loss"]),
+    )
+
+
+# --------------------------------------------------------------------------------------
+# Section 7
+# --------------------------------------------------------------------------------------
+
+SECTION7_SIZES = {"quick": [(10, 4, 3), (12, 3, 4)], "full": [(10, 4, 3), (12, 3, 4), (16, 4, 3)]}
+
+
+@functools.partial(jax.jit, static_argnames=("num_steps", "every"))
+def _uniform(arrays, pop, V0, step, num_steps, every):
+    return dl.uniform_attention_gd(arrays, pop, V0, step=step, num_steps=num_steps, every=every)
+
+
+@functools.cache
+def uniform_attention(t: dl.DecisionLists, num_steps: int = 2000, step: float = 1.0, init_std: float = 0.0):
+    """Spec §7: `W ≡ 0`, GD on `V` from `V_0 = 0` (or Gaussian with `init_std`), saving κ, ρ, loss
+    every 10 steps. **Returns:** `(steps, values dict of numpy arrays)`."""
+    V0 = init_std * jax.random.normal(jax.random.PRNGKey(0), (t.L, t.L), jnp.float64)
+    run = _uniform(t.arrays(), population(t), V0, f64(step), num_steps, 10)
+    return np.asarray(run.ts), {k: np.asarray(v) for k, v in run.values.items()}
