@@ -84,11 +84,21 @@ img {{ max-width: 100%; border: 1px solid #eee; }}
 """
 
 
+_BOUND_SIGNS = {"lower": "≥", "upper": "≤"}
+
+
+def _predicted(check) -> str:
+    """The predicted cell: the value, or `bound ≥ x` / `bound ≤ x` where it is a bound."""
+    if check.bound is None:
+        return f"{check.predicted:.6g}"
+    return f"bound {_BOUND_SIGNS[check.bound]} {check.predicted:.6g}"
+
+
 def _check_table(checks: list) -> str:
     esc = html.escape
     rows = "\n".join(
         f"<tr class='{c.verdict}'><td>{c.verdict}</td><td>{esc(c.name)}</td>"
-        f"<td>{esc(c.claim)}</td><td>{c.predicted:.6g}</td><td>{c.simulated:.6g}</td>"
+        f"<td>{esc(c.claim)}</td><td>{esc(_predicted(c))}</td><td>{c.simulated:.6g}</td>"
         f"<td>{c.error:.3g}</td><td>{c.tolerance:.3g}</td><td>{esc(c.provenance)}</td><td>{esc(c.note)}</td></tr>"
         for c in checks
     )

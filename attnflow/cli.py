@@ -1,6 +1,7 @@
 """The `attnflow` command line: verify, simulate, sweep, list, figures, reproduce."""
 
 import argparse
+import dataclasses
 import datetime
 import hashlib
 import json
@@ -180,8 +181,9 @@ def _list(args: argparse.Namespace) -> int:
         print(f"{level}: {cls.path()}\n  {summary}")
         for info in cls.params():
             traced = ", traced" if info.traced else ""
+            default = "(required)" if info.default is dataclasses.MISSING else repr(info.default)
             print(
-                f"    {info.name} = {info.default!r}  ({info.type.__name__}{traced}; "
+                f"    {info.name} = {default}  ({info.type.__name__}{traced}; "
                 f"{info.describe_allowed()})  {info.doc}"
             )
     return 0

@@ -43,8 +43,7 @@ def main():
         sgd = cb.SGD(eta=eta, batch=cfg.batch, num_steps=steps, every=cfg.every, c_f=cfg.c_f)
         out, _ = dynamics.run_many(lambda k: cb.run_sgd(inst, k, sgd), keys)
         rows[f"vanilla SGD eta={eta}"] = out["final_metrics"]
-        nonfinite = dynamics.STOP_REASONS.index("nonfinite")
-        result[f"sgd_{eta}_diverged"] = int(np.sum(np.asarray(out["stop"]) == nonfinite))
+        result[f"sgd_{eta}_diverged"] = int(np.sum(np.asarray(out["stop"]) == dynamics.StopReason.nonfinite))
     result["tau1_median"] = float(np.median(alg["tau1"]))
     result["medians"] = {name: {k: float(np.median(m[k])) for k in KEYS} for name, m in rows.items()}
     result["distance_seconds"] = time.perf_counter() - start

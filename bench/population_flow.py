@@ -137,7 +137,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     def loss(m):
         return population_loss(m, arrays)
 
-    def flow(solver, rtol, atol, max_steps=100_000):
+    def flow(solver, stepsize_controller, max_steps=100_000):
         def run(loss_fn, m):
             return dynamics.gradient_flow(
                 loss_fn,
@@ -145,8 +145,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
                 rates=rates,
                 t1=t1,
                 solver=solver,
-                rtol=rtol,
-                atol=atol,
+                stepsize_controller=stepsize_controller,
                 save=loss,
                 max_steps=max_steps,
             )
@@ -179,8 +178,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
     print("accuracy = max |theta(t1) - theta_ref(t1)| over all entries of the final Y and Z")
 
     # Reference, and its own uncertainty.
-    _, ref = finish(flow(diffrax.Dopri8(), args.ref_tol, args.ref_tol, 10**6), "reference (Dopri8)")
-    _, ref_check = finish(flow(diffrax.Tsit5(), args.ref_tol, args.ref_tol, 10**6), "reference check (Tsit5)")
+    reference_controller = diffrax.PIDController(rtol=args.ref_tol, atol=args.ref_tol)
+    _, ref = finish(flow(diffrax.Dopri8(), reference_controller, 10**6), "reference (Dopri8)")
+    _, ref_check = finish(flow(diffrax.Tsit5(), reference_controller, 10**6), "reference check (Tsit5)")
     reference = ref.final
     ref_uncertainty = max_abs_error(ref_check.final, reference)
     ref_loss = float(ref.values[-1])
@@ -194,7 +194,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     )
 
     # Adaptive run.
-    adaptive_run = flow(diffrax.Tsit5(), args.rtol, args.atol)
+    adaptive_run = flow(diffrax.Tsit5(), diffrax.PIDController(rtol=args.rtol, atol=args.atol))
     adaptive_fn, adaptive = finish(adaptive_run, "adaptive run")
     target = max_abs_error(adaptive.final, reference)
     adaptive_evals = count_gradient_evaluations(adaptive_run, loss, model0)
@@ -217,7 +217,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
             out = jax.block_until_ready(fn(model0))
             seconds[n] = time.perf_counter() - start  # compile included
             err = max_abs_error(out.final, reference)
-            if dynamics.STOP_REASONS[int(out.stop)] != "completed":
+            if int(out.stop) != dynamics.StopReason.completed:
                 err = math.inf  # diverged: train froze the run at its last finite parameters
             errors[n] = err
             runs[n] = (fn, out)

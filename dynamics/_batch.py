@@ -11,7 +11,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from jaxtyping import PyTree
 from tqdm.auto import tqdm
 
-from ._run import NONFINITE, Run
+from ._run import Run, StopReason
 
 SEEDS_AXIS = "seeds"
 
@@ -106,7 +106,7 @@ def _finite_runs(outputs: PyTree, num_runs: int) -> np.ndarray:
     """Per run: False where it diverged. A [`Run`][] says so itself (its saves after an early
     stop legitimately hold `inf`); other outputs are checked leaf by leaf."""
     if isinstance(outputs, Run):
-        return np.asarray(outputs.stop) != NONFINITE
+        return np.asarray(outputs.stop) != StopReason.nonfinite
     finite = np.ones(num_runs, bool)
     for leaf in jax.tree.leaves(outputs):
         if np.issubdtype(np.asarray(leaf).dtype, np.inexact):

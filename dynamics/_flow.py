@@ -8,10 +8,13 @@ import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float, PyTree
 
 from ._rates import Rates, scale_tree
-from ._run import COMPLETED, EVENT, NONFINITE, SOLVER_FAILURE, Run, all_finite
+from ._run import Run, StopReason, all_finite
 
 Predicate = Callable[[PyTree], ArrayLike]
 """A function of the state returning a boolean scalar, e.g. `lambda p: loss(p) < 1e-3`."""
+
+_DEFAULT_CONTROLLER = diffrax.PIDController(rtol=1e-8, atol=1e-10)
+"""The step-size controller of [`ode_flow`][] when none is given."""
 
 
 def ode_flow(
@@ -25,8 +28,7 @@ def ode_flow(
     save: Callable[[PyTree], PyTree] | None = None,
     events: Mapping[str, Predicate] | None = None,
     solver: diffrax.AbstractSolver | None = None,
-    rtol: float = 1e-8,
-    atol: float = 1e-10,
+    stepsize_controller: diffrax.AbstractStepSizeController | None = None,
     dt0: float | None = None,
     max_steps: int = 100_000,
     adjoint: diffrax.AbstractAdjoint | None = None,
@@ -46,7 +48,10 @@ def ode_flow(
     - `save`: a function of the state saved at `save_ts` (a loss, metrics); default: the state.
     - `events`: named predicates of the state; the first to become true stops the run.
     - `solver`: a Diffrax solver; default `Tsit5()`.
-    - `rtol`, `atol`: tolerances of the PID step-size controller.
+    - `stepsize_controller`: a Diffrax step-size controller; default
+      `diffrax.PIDController(rtol=1e-8, atol=1e-10)`. Pass e.g.
+      `diffrax.PIDController(rtol=1e-10, atol=1e-12)` for tighter tolerances, or
+      `diffrax.ConstantStepSize()` (with `dt0`) for fixed steps.
     - `dt0`: the first step; default chosen by the controller.
     - `max_steps`: the solver's step budget; a run that exhausts it stops with `solver_failure`.
     - `adjoint`: how to differentiate through the solve; default Diffrax's
@@ -73,7 +78,7 @@ def ode_flow(
                 diffrax.SubSaveAt(t1=True),
             ]
         ),
-        stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol),
+        stepsize_controller=_DEFAULT_CONTROLLER if stepsize_controller is None else stepsize_controller,
         event=event,
         max_steps=max_steps,
         adjoint=diffrax.RecursiveCheckpointAdjoint() if adjoint is None else adjoint,
@@ -85,15 +90,15 @@ def ode_flow(
     event_index = jnp.where(jnp.any(fired[:-1]), jnp.argmax(fired[:-1]), -1) if names else jnp.array(-1)
     stop = jnp.where(
         sol.result == diffrax.RESULTS.event_occurred,
-        jnp.where(fired[-1] | ~all_finite(final), NONFINITE, EVENT),
-        jnp.where(sol.result == diffrax.RESULTS.successful, COMPLETED, SOLVER_FAILURE),
+        jnp.where(fired[-1] | ~all_finite(final), StopReason.nonfinite, StopReason.event),
+        jnp.where(sol.result == diffrax.RESULTS.successful, StopReason.completed, StopReason.solver_failure),
     )
     return Run(
         ts=save_times,
         values=values,
         final=final,
         stop=stop,
-        event=jnp.where(stop == EVENT, event_index, -1),
+        event=jnp.where(stop == StopReason.event, event_index, -1),
         t_stop=final_times[0],
         num_steps=sol.stats["num_steps"],
     )

@@ -99,8 +99,9 @@ class ParamInfo:
     """What a declared field allows, as read by [`params`][] and `attnflow list`.
 
     **Fields:** `name`, `type` (`int`, `float`, `bool` or `str`), `optional` (also takes `None`),
-    `default`, `allowed` ([`Interval`][], [`OneOf`][] or `None`), `doc`, and `traced` (the field may
-    vary inside one compiled batch of runs: a sweep over it compiles once).
+    `default` (`dataclasses.MISSING` for a required field), `allowed` ([`Interval`][], [`OneOf`][] or
+    `None`), `doc`, and `traced` (the field may vary inside one compiled batch of runs: a sweep over
+    it compiles once).
     """
 
     name: str
@@ -127,12 +128,12 @@ class ParamInfo:
         return text + (", or none" if self.optional else "")
 
 
-def param(default, allowed: Allowed = None, *, doc: str = "", traced: bool = False):
+def param(default=dataclasses.MISSING, allowed: Allowed = None, *, doc: str = "", traced: bool = False):
     """Declare a field of a simulation: its default, what is allowed and what it means.
 
     **Arguments:**
 
-    - `default`: the default value.
+    - `default`: the default value; leave it out for a required field (one without a default).
     - `allowed`: an [`Interval`][] or a [`OneOf`][]; `None` accepts any value of the field's type.
     - `doc`: one line for `attnflow list` and the docs.
     - `traced`: the value may differ between the runs of one compiled call (a learning rate, an

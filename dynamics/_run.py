@@ -28,8 +28,6 @@ class StopReason(enum.IntEnum):
 STOP_REASONS = tuple(reason.name for reason in StopReason)
 """The names of the [`StopReason`][]s, indexed by `Run.stop` (stored with every sweep)."""
 
-COMPLETED, EVENT, NONFINITE, SOLVER_FAILURE = StopReason
-
 
 class Run(eqx.Module):
     """One run: saved values at save times, the final state, and why it stopped.
@@ -72,7 +70,7 @@ def all_finite(tree: PyTree) -> Bool[Array, ""]:
 
 def stop_reason(run_stop: int, run_event: int, event_names: tuple[str, ...]) -> str:
     """A readable stop reason, e.g. `"completed"` or `"event:loss_below"`."""
-    reason = STOP_REASONS[int(run_stop)]
-    if reason == "event":
+    reason = StopReason(int(run_stop))
+    if reason == StopReason.event:
         return f"event:{event_names[int(run_event)]}"
-    return reason
+    return reason.name

@@ -8,7 +8,7 @@ import optax
 from jaxtyping import Array, Float, PRNGKeyArray, PyTree
 
 from ._flow import Predicate
-from ._run import COMPLETED, EVENT, NONFINITE, Run, all_finite
+from ._run import Run, StopReason, all_finite
 
 
 def _select(pred, on_true: PyTree, on_false: PyTree) -> PyTree:
@@ -72,15 +72,15 @@ def train(
         p, opt_state, stop, event, t_stop = carry
         if predicates:
             fired = jnp.stack([jnp.asarray(pred(p), bool) for pred in predicates])
-            hit = jnp.any(fired) & (stop == COMPLETED)
-            stop = jnp.where(hit, EVENT, stop)
+            hit = jnp.any(fired) & (stop == StopReason.completed)
+            stop = jnp.where(hit, StopReason.event, stop)
             event = jnp.where(hit, jnp.argmax(fired), event)
             t_stop = jnp.where(hit, step, t_stop)
-        running = stop == COMPLETED
+        running = stop == StopReason.completed
         updates, new_state = optimizer.update(gradient(p, step), opt_state, p)
         new_p = optax.apply_updates(p, updates)
         diverged = running & ~all_finite(new_p)
-        stop = jnp.where(diverged, NONFINITE, stop)
+        stop = jnp.where(diverged, StopReason.nonfinite, stop)
         t_stop = jnp.where(diverged, step, t_stop)
         accept = running & ~diverged
         carry = (_select(accept, new_p, p), _select(accept, new_state, opt_state), stop, event, t_stop)
@@ -90,7 +90,13 @@ def train(
         carry, _ = jax.lax.scan(one_step, carry, first_step + jnp.arange(every))
         return carry, save(carry[0])
 
-    init = (params, optimizer.init(params), jnp.array(COMPLETED), jnp.array(-1), jnp.array(num_steps))
+    init = (
+        params,
+        optimizer.init(params),
+        jnp.array(StopReason.completed),
+        jnp.array(-1),
+        jnp.array(num_steps),
+    )
     carry, saved = jax.lax.scan(block, init, jnp.arange(0, num_steps, every))
     final, _, stop, event, t_stop = carry
     values = jax.tree.map(lambda first, rest: jnp.concatenate([first[None], rest]), save(params), saved)

@@ -32,8 +32,6 @@ CACHE_NAME = "scan_snap_sweep.npz"
 TAU_RANGES = {1: (0.028, 0.038), 3: (0.012, 0.016), 5: (0.0075, 0.0105), 10: (0.0040, 0.0050)}
 """The x-axis ranges of the recall curves in the paper's Figs. 11-12, per `num_last` (§6.4)."""
 
-_COMPLETED = dynamics.STOP_REASONS.index("completed")
-
 
 @dataclasses.dataclass(frozen=True)
 class SweepConfig:
@@ -179,7 +177,7 @@ def _run_vocabulary(config: SweepConfig, num_last: int) -> dict[str, np.ndarray]
         points["ratio"].astype(dtype),
     )
     shape = (len(config.eta_zs), len(config.ratios), len(config.seeds))
-    completed = (outputs["stop"] == _COMPLETED) & np.isfinite(outputs["entropy"])
+    completed = (outputs["stop"] == dynamics.StopReason.completed) & np.isfinite(outputs["entropy"])
     return {
         "entropy": outputs["entropy"].reshape(shape),
         "recall": outputs["recall"].reshape(*shape, config.num_taus),

@@ -77,7 +77,7 @@ def fig1(out_dir: Path, full: bool) -> list[Path]:
         for eta, color in zip(sgd, ("C3", "C2")):
             v = np.asarray(sgd[eta]["curves"][key], float)
             v = np.where(np.isfinite(v), v, np.nan)
-            diverged = int(np.sum(np.asarray(sgd[eta]["stop"]) == dynamics.STOP_REASONS.index("nonfinite")))
+            diverged = int(np.sum(np.asarray(sgd[eta]["stop"]) == dynamics.StopReason.nonfinite))
             label = f"SGD $\\eta={eta}$ ({diverged}/{seeds} diverged)"
             data[f"sgd{eta}_{key}"] = _band(ax, data["sgd_steps"], v, color, label)
         ax.axvline(cfg.tau1, color="gray", linestyle=":", linewidth=1)
@@ -92,9 +92,9 @@ def fig1(out_dir: Path, full: bool) -> list[Path]:
         f"{seeds} seeds"
     )
     fig.tight_layout()
-    nonfinite = dynamics.STOP_REASONS.index("nonfinite")
     data["sgd_diverged"] = {
-        str(eta): int(np.sum(np.asarray(o["stop"]) == nonfinite)) for eta, o in sgd.items()
+        str(eta): int(np.sum(np.asarray(o["stop"]) == dynamics.StopReason.nonfinite))
+        for eta, o in sgd.items()
     }
     return save_figure(
         fig,

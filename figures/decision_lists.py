@@ -14,6 +14,7 @@ Each `fn(out_dir, full) -> list[Path]` writes PNG, PDF and JSON (numbers plotted
 import functools
 from pathlib import Path
 
+import diffrax
 import jax
 import jax.numpy as jnp
 import matplotlib.pyplot as plt
@@ -24,7 +25,11 @@ from theory.decision_lists import closed_forms
 
 from ._save import save_figure
 
-FLOW = {"rtol": 1e-6, "atol": 1e-9}
+FLOW_CONTROLLER = diffrax.PIDController(rtol=1e-6, atol=1e-9)
+"""The step-size controller of Result 1's flow (Tsit5)."""
+
+FLOW_CONFIG = {"rtol": FLOW_CONTROLLER.rtol, "atol": FLOW_CONTROLLER.atol}
+"""The flow's tolerances as recorded in the figures' JSON."""
 
 GRID = {
     "quick": {"n": 3, "L": (8, 12, 16), "M": (2, 3, 4), "tasks": 4},
@@ -40,7 +45,7 @@ def _f64(x):
 @functools.partial(jax.jit, static_argnames=("num_refine",))
 def _batched_time(arrays, pops, c, t1, num_refine=64):
     def one(a, p, c, t1):
-        return dl.result1_time(a, p, c, t1=t1, num_refine=num_refine, **FLOW)[0]
+        return dl.result1_time(a, p, c, t1=t1, num_refine=num_refine, stepsize_controller=FLOW_CONTROLLER)[0]
 
     return jax.vmap(one)(arrays, pops, c, t1)
 
@@ -100,7 +105,7 @@ def time_vs_bound(out_dir: Path, full: bool) -> list[Path]:
         "distribution": "distinct",
         "delta": "gamma",
         "gamma": "joint",
-        "flow": FLOW,
+        "flow": FLOW_CONFIG,
         "full": full,
     }
     return save_figure(
@@ -122,7 +127,9 @@ def flow_one_task(out_dir: Path, full: bool) -> list[Path]:
     c = closed_forms.result1_c(n, L, k.delta)
     bound = closed_forms.result1_time_bound(M, L, k.gamma)
     arrays = task.arrays()
-    tau, _ = jax.jit(lambda c: dl.result1_time(arrays, population, c, t1=bound, **FLOW))(_f64(c))
+    tau, _ = jax.jit(
+        lambda c: dl.result1_time(arrays, population, c, t1=bound, stepsize_controller=FLOW_CONTROLLER)
+    )(_f64(c))
     tau = float(tau)
     a = int(np.argmax([len(e) for e in task.lists]))
     entries = list(task.lists[a])
@@ -137,7 +144,7 @@ def flow_one_task(out_dir: Path, full: bool) -> list[Path]:
             save_ts=ts,
             stop_at_perfect=False,
             save=lambda W: {"column": W[:, a]},
-            **FLOW,
+            stepsize_controller=FLOW_CONTROLLER,
         )
     )(_f64(c), _f64(ts))
     column = np.asarray(run.values["column"])
@@ -165,7 +172,7 @@ def flow_one_task(out_dir: Path, full: bool) -> list[Path]:
         "constants": k.describe(),
         "dtype": "float64",
         "distribution": "distinct",
-        "flow": FLOW,
+        "flow": FLOW_CONFIG,
         "full": full,
     }
     data = {

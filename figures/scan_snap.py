@@ -14,6 +14,7 @@ paper's sizes, so `full` changes only the sweep behind Figs. 6, 11, 12 (10 seeds
 
 from pathlib import Path
 
+import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -45,7 +46,11 @@ from ._scan_snap_sweep import SweepConfig, SweepResult, load_or_run_sweep
 THEORY_DTYPE = jnp.float64
 """Floating dtype of the closed forms and ODEs (float32 if x64 is off; the JSON says which)."""
 
-ODE_TOLERANCES = {"rtol": 1e-10, "atol": 1e-12}
+ODE_CONTROLLER = diffrax.PIDController(rtol=1e-10, atol=1e-12)
+"""The step-size controller of the L3 integrations (Tsit5)."""
+
+ODE_CONFIG = {"rtol": ODE_CONTROLLER.rtol, "atol": ODE_CONTROLLER.atol}
+"""The integrations' tolerances as recorded in the figures' JSON."""
 
 SYN_SMALL = {"T": 128, "batch_size": 128, "num_steps": 100, "every": 2, "seed": 2, "dtype": "float32"}
 """Syn-Small runs (spec §6.2, the official README command): zero init, PRNGKey(seed) is the
@@ -79,7 +84,9 @@ def _scalar_B(
     """
 
     def one(ey, ez):
-        run = scalar_flow(M=M, K=K, eta_y=ey, eta_z=ez, C0=C0, t1=ts[-1], save_ts=ts, **ODE_TOLERANCES)
+        run = scalar_flow(
+            M=M, K=K, eta_y=ey, eta_z=ez, C0=C0, t1=ts[-1], save_ts=ts, stepsize_controller=ODE_CONTROLLER
+        )
         return run.values.B, run.stop
 
     return jax.vmap(one)(eta_y, eta_z)
@@ -153,7 +160,7 @@ def fig3(out_dir: Path, full: bool) -> list[Path]:
             "t0": "2 (1 + omega_1) K ln M / eta_Y",
             "omega_1": float(omega_1(M)),
             "ode": "Diffrax Tsit5 via tasks.scan_snap.scalar_flow",
-            **ODE_TOLERANCES,
+            **ODE_CONFIG,
             "dtype": str(B.dtype),
             "full": full,
             "full_note": "full changes nothing for this figure",
@@ -228,7 +235,7 @@ def fig9(out_dir: Path, full: bool) -> list[Path]:
             "nu": "eta_Y / eta_Z (the text and legends; the caption's eta_Z/eta_Y is a typo)",
             "t0": "2 (1 + omega_1) K ln M / eta_Y",
             "ode": "Diffrax Tsit5 via tasks.scan_snap.scalar_flow",
-            **ODE_TOLERANCES,
+            **ODE_CONFIG,
             "dtype": str(data[0]["B_ode"].dtype),
             "full": full,
             "full_note": "full changes nothing for this figure",

@@ -151,3 +151,43 @@ def test_a_check_that_raises_is_a_failure():
 
     (check,) = theory.run_checks([broken])
     assert check.verdict == "fail" and "solver exploded" in check.note
+
+
+def test_a_bound_reads_as_a_relation_in_the_table_json_and_page(tmp_path, monkeypatch, capsys):
+    from attnflow._report import _check_table
+
+    def above(quick: bool):
+        return theory.within(
+            "x", "x", "r in [0.5, 1]", predicted=0.5, simulated=0.96, error=0.0, tolerance=0.0, bound="lower"
+        )
+
+    def below():
+        return theory.within(
+            "x", "x", "r <= 1", predicted=1.0, simulated=1.25, error=0.25, tolerance=0.0, bound="upper"
+        )
+
+    def equal():
+        return theory.within("x", "x", "1 = 1", predicted=1.0, simulated=1.0, error=0.0, tolerance=1e-12)
+
+    monkeypatch.setitem(papers(), "toy", _toy(above, below, equal))
+    assert cli.main(["verify", "--paper", "toy", "--json", str(tmp_path / "bounds.json")]) == 1
+    rows = {
+        line.split()[2]: line
+        for line in capsys.readouterr().out.splitlines()
+        if line.startswith(("PASS", "FAIL"))
+    }
+    assert "0.96 >= bound 0.5" in rows["above"] and rows["above"].startswith("PASS")
+    assert "1.25 <= bound 1" in rows["below"] and rows["below"].startswith("FAIL")
+    assert "bound" not in rows["equal"]
+    report = json.loads((tmp_path / "bounds.json").read_text())
+    assert [(c["name"], c["bound"]) for c in report["checks"]] == [
+        ("above", "lower"),
+        ("below", "upper"),
+        ("equal", None),
+    ]
+    page = _check_table([above(quick=True), below(), equal()])
+    assert "<td>bound ≥ 0.5</td><td>0.96</td>" in page
+    assert "<td>bound ≤ 1</td><td>1.25</td>" in page
+    assert "<td>1</td><td>1</td>" in page
+    with pytest.raises(ValueError, match="bound must be None or one of"):
+        theory.within("x", "x", "?", predicted=0.0, simulated=0.0, error=0.0, tolerance=0.0, bound="both")

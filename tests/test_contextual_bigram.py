@@ -2,6 +2,7 @@
 gradients against exact enumeration, Algorithm 1 pieces."""
 
 import dataclasses
+import math
 
 import jax
 import jax.numpy as jnp
@@ -66,6 +67,24 @@ def test_bad_sizes_and_configs():
         cb.Algorithm1(switch="sometimes")
     with pytest.raises(ValueError, match="stage2_steps"):
         cb.Algorithm1(stage2_steps=150, every=100)
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("sparsity", 1.5),
+        ("sparsity", 0),
+        ("c_q", math.nan),
+        ("c_q", 0.0),
+        ("c_mu", math.inf),
+        ("k_p_min", -0.1),
+        ("k_p_min", math.nan),
+        ("t_exponent", math.inf),
+    ],
+)
+def test_assumption_refuses_bad_values(field, value):
+    with pytest.raises(ValueError, match=rf"Assumption\.{field} must be .*, got {value!r}"):
+        cb.Assumption(**{field: value})
 
 
 def test_sampler_label_distribution(tiny):

@@ -54,7 +54,7 @@ def _random_model(key, L, scale=2.0):
     "kwargs, field",
     [
         (dict(perm=(0, 1, 2), lists=((0,), (1,), (2,)), n=2, M=4), "M"),
-        (dict(perm=(0, 1, 2), lists=((1,), (1,), (2,)), n=2, M=2), "end in its token"),
+        (dict(perm=(0, 1, 2), lists=((1,), (1,), (2,)), n=2, M=2), "ending in a"),
         (dict(perm=(0, 1, 2), lists=((0,), (1,), (2,)), n=4, M=1), "n"),
         (dict(perm=(0, 1, 1), lists=((0,), (1,), (2,)), n=2, M=1), "perm"),
         (dict(perm=(0, 1, 2), lists=((1, 0), (1,), (2,)), n=2, M=1), "length"),
@@ -63,6 +63,17 @@ def _random_model(key, L, scale=2.0):
 )
 def test_bad_configs_raise(kwargs, field):
     with pytest.raises(ValueError, match=field):
+        dl.DecisionLists(**kwargs)
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [("n", math.nan), ("n", math.inf), ("n", 2.5), ("M", 1.0), ("M", True), ("distribution", math.nan)],
+)
+def test_bad_values_name_the_field(field, value):
+    kwargs = dict(perm=(0, 1, 2), lists=((0,), (1,), (2,)), n=2, M=1)
+    kwargs[field] = value
+    with pytest.raises(ValueError, match=rf"DecisionLists\.{field} must be .*, got {value!r}"):
         dl.DecisionLists(**kwargs)
 
 

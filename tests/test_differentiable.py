@@ -1,5 +1,6 @@
 """Gradients of outcomes of whole simulated runs match finite differences."""
 
+import diffrax
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -19,7 +20,8 @@ def toy_attention_loss(z):
 
 
 def final_entropy_of_flow(eta, z0):
-    run = dynamics.gradient_flow(toy_attention_loss, z0, rates=eta, t1=5.0, rtol=1e-11, atol=1e-12)
+    tight = diffrax.PIDController(rtol=1e-11, atol=1e-12)
+    run = dynamics.gradient_flow(toy_attention_loss, z0, rates=eta, t1=5.0, stepsize_controller=tight)
     return attention_entropy(run.final)
 
 

@@ -19,12 +19,15 @@ def test_gradient_flow_matches_closed_form_with_group_rates():
     params = {"x": jnp.array([1.0, -2.0, 0.5]), "y": jnp.array(1.5)}
     rates = {"x": 0.7, "y": 0.2}
     ts = jnp.linspace(0.0, 3.0, 7)
-    run = dynamics.gradient_flow(quadratic, params, rates=rates, t1=3.0, save_ts=ts, rtol=1e-11, atol=1e-12)
+    tight = diffrax.PIDController(rtol=1e-11, atol=1e-12)
+    run = dynamics.gradient_flow(
+        quadratic, params, rates=rates, t1=3.0, save_ts=ts, stepsize_controller=tight
+    )
     expected_x = params["x"] * jnp.exp(-0.7 * A * ts[:, None])
     expected_y = params["y"] * jnp.exp(-0.2 * 3.0 * ts)
     np.testing.assert_allclose(run.values["x"], expected_x, rtol=1e-8, atol=1e-12)
     np.testing.assert_allclose(run.values["y"], expected_y, rtol=1e-8, atol=1e-12)
-    assert dynamics.STOP_REASONS[int(run.stop)] == "completed"
+    assert run.stop == dynamics.StopReason.completed
     assert float(run.t_stop) == 3.0
 
 
@@ -56,8 +59,8 @@ def test_nonfinite_state_stops_the_run():
         return y**2  # y(t) = 1 / (1 - t): infinite at t = 1
 
     run = dynamics.ode_flow(blow_up, jnp.array(1.0), t1=2.0, max_steps=10_000)
-    reason = dynamics.STOP_REASONS[int(run.stop)]
-    assert reason in ("nonfinite", "solver_failure")
+    reason = dynamics.StopReason(int(run.stop))
+    assert reason in (dynamics.StopReason.nonfinite, dynamics.StopReason.solver_failure)
     assert float(run.t_stop) <= 1.0 + 1e-6
 
 
@@ -68,10 +71,22 @@ def test_ode_flow_other_solver_and_args():
         t1=1.0,
         args=jnp.array(3.0),
         solver=diffrax.Dopri8(),
-        rtol=1e-12,
-        atol=1e-14,
+        stepsize_controller=diffrax.PIDController(rtol=1e-12, atol=1e-14),
     )
     np.testing.assert_allclose(run.final, 2.0 * np.exp(-3.0), rtol=1e-10)
+
+
+def test_ode_flow_with_constant_steps_is_explicit_euler():
+    run = dynamics.ode_flow(
+        lambda t, y, args: -y,
+        jnp.array(1.0),
+        t1=1.0,
+        solver=diffrax.Euler(),
+        stepsize_controller=diffrax.ConstantStepSize(),
+        dt0=0.1,
+    )
+    assert int(run.num_steps) == 10
+    np.testing.assert_allclose(run.final, 0.9**10, rtol=1e-12)
 
 
 @pytest.mark.parametrize("bad", [0.0, -1.0])

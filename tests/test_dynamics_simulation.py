@@ -60,6 +60,30 @@ def test_integers_are_accepted_for_float_fields():
     assert Decay(rate=2).rate == 2
 
 
+@dataclasses.dataclass(frozen=True)
+class Sizes:
+    """A plain dataclass validated like a simulation, with a required field."""
+
+    width: int = param(allowed=Interval(1), doc="required: no default")
+    height: int = param(3, Interval(1), doc="has a default")
+    requires = (Require(("width", "height"), lambda w, h: w <= h, "width must be <= height"),)
+
+    def __post_init__(self):
+        dynamics.check_params(self)
+
+
+def test_a_field_without_default_is_required_and_checked():
+    assert Sizes(2) == Sizes(width=2, height=3)
+    with pytest.raises(TypeError, match="width"):
+        Sizes()
+    with pytest.raises(ValueError, match=r"Sizes\.width must be an integer >= 1, got nan"):
+        Sizes(math.nan)
+    with pytest.raises(ValueError, match=r"Sizes: width must be <= height, got width=4, height=3"):
+        Sizes(4)
+    infos = dynamics.params(Sizes)
+    assert [(i.name, i.default) for i in infos] == [("width", dataclasses.MISSING), ("height", 3)]
+
+
 def test_simulate_matches_the_closed_form_and_single_runs():
     trajectory = dynamics.simulate(Decay(rate=2.0), num_seeds=4, seed=3)
     y0 = np.array([jax.random.normal(dynamics.seed_key(3 + i), (), jnp.float64) for i in range(4)])

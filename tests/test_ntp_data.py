@@ -1,5 +1,7 @@
 """Data model, validator and generators of ntp_partial_order (spec §1, §3)."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -86,8 +88,27 @@ def test_dataset_config_errors():
         ntp.Dataset(3, ((0,), (1,)), (1, 2), weights=(0.5, 0.4))
     with pytest.raises(ValueError, match="k_max"):
         ntp.RecipeB(vocab_size=4, k_max=3, m_max=4)
-    with pytest.raises(ValueError, match="rho"):
+    with pytest.raises(ValueError, match=r"RecipeB\.rho must be a finite number in \[0, 1\], got 1.5"):
         ntp.RecipeB(rho=1.5)
+
+
+@pytest.mark.parametrize(
+    "recipe, field, value",
+    [
+        (ntp.RecipeB, "rho", math.nan),
+        (ntp.RecipeB, "p_incl", math.inf),
+        (ntp.RecipeB, "vocab_size", 20.5),
+        (ntp.RecipeB, "k_max", math.nan),
+        (ntp.RecipeB, "c_max", 2.0),
+        (ntp.RecipeB, "complete", 1),
+        (ntp.RecipeA, "vocab_size", math.inf),
+        (ntp.RecipeA, "max_length", 6.5),
+        (ntp.RecipeA, "max_length", True),
+    ],
+)
+def test_recipes_refuse_nan_inf_and_non_integers(recipe, field, value):
+    with pytest.raises(ValueError, match=rf"{recipe.__name__}\.{field} must be .*, got {value!r}"):
+        recipe(**{field: value})
 
 
 @pytest.mark.parametrize("seed", range(3))

@@ -1,5 +1,6 @@
 """The Scan and Snap simulation levels on the engine: monotone flows, rates, gradients of outcomes."""
 
+import diffrax
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -25,7 +26,7 @@ def test_population_flow_moves_each_group_at_its_rate():
     dt = 1e-6
     run = ss.population_flow(
         model, ARRAYS, eta_y=3.0, eta_z=0.5, t1=dt, save_ts=jnp.array([0.0, dt]), save=lambda m: m,
-        rtol=1e-13, atol=1e-16,
+        stepsize_controller=diffrax.PIDController(rtol=1e-13, atol=1e-16),
     )  # fmt: skip
     Y_dot, Z_dot = ss.population_gradient_formula(model, ARRAYS)
     np.testing.assert_allclose((run.final.Y - model.Y) / dt, 3.0 * Y_dot, rtol=1e-4, atol=1e-9)
@@ -36,7 +37,7 @@ def final_entropy_after_flow(eta_z):
     run = ss.population_flow(
         ss.YZModel.zeros(CLASSES.M, dtype=jnp.float64), ARRAYS, eta_y=1.0, eta_z=eta_z, t1=30.0,
         save_ts=jnp.array([30.0]), save=lambda m: ss.distinct_token_entropy(m, ARRAYS),
-        rtol=1e-10, atol=1e-12,
+        stepsize_controller=diffrax.PIDController(rtol=1e-10, atol=1e-12),
     )  # fmt: skip
     return run.values[-1]
 

@@ -131,10 +131,33 @@ def test_dataset2_bad_config_names_the_field(field, value):
 
 
 def test_dataset2_message_gives_range_and_needs_a_contextual_token():
-    with pytest.raises(ValueError, match=r"num_last must be >= 1, got 0"):
+    with pytest.raises(ValueError, match=r"Dataset2\.num_last must be an integer >= 1, got 0"):
         ss.Dataset2.syn_medium(0)
-    with pytest.raises(ValueError, match="num_common"):
+    with pytest.raises(ValueError, match=r"Dataset2: num_common \+ .* must be >= 1"):
         ss.Dataset2(1, 1, num_common=0, num_common_per_last=0, num_unique_per_next=0)
+    with pytest.raises(TypeError, match="num_unique_per_next"):
+        ss.Dataset2(1, 1, num_common=1, num_common_per_last=0)
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("num_common", math.nan),
+        ("num_next_per_last", math.inf),
+        ("num_unique_per_next", 2.0),
+        ("num_common_per_last", True),
+        ("common_unnormalized_prob", math.nan),
+        ("unique_unnormalized_min", math.inf),
+        ("unique_unnormalized_max", "1"),
+    ],
+)
+def test_dataset2_refuses_nan_inf_and_non_integers(field, value):
+    kwargs = dict(
+        num_last=2, num_next_per_last=1, num_common=10, num_common_per_last=0, num_unique_per_next=10
+    )
+    kwargs[field] = value
+    with pytest.raises(ValueError, match=rf"Dataset2\.{field} must be .*, got {value!r}"):
+        ss.Dataset2(**kwargs)
 
 
 @pytest.mark.parametrize(

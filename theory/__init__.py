@@ -6,6 +6,7 @@ functions, in order) and its public `closed_forms`; [`check_makers`][] binds a p
 """
 
 from ._check import (
+    BOUNDS,
     VERDICTS,
     Check,
     check_makers,
@@ -17,6 +18,7 @@ from ._check import (
 )
 
 __all__ = [
+    "BOUNDS",
     "VERDICTS",
     "Check",
     "check_makers",

@@ -16,6 +16,11 @@ VERDICTS = ("pass", "fail", "deviation")
 `deviation`: it does not, and the specification documents why (the reason is in `note`);
 reported with its numbers, never counted as a pass."""
 
+BOUNDS = {"lower": ">=", "upper": "<="}
+"""What `Check.bound` may be (besides `None`), and the relation it asks of the simulated value:
+`"lower"`: `predicted` is a lower bound, simulated ≥ predicted; `"upper"`: an upper bound,
+simulated ≤ predicted."""
+
 
 @dataclasses.dataclass(frozen=True)
 class Check:
@@ -25,11 +30,15 @@ class Check:
 
     - `paper`, `name`: where the check belongs, e.g. `("scan_snap", "theorem4_B_closed_form")`.
     - `claim`: the statement checked, with the paper's equation number.
-    - `predicted`: the value the paper's formula gives (or the bound it must respect).
+    - `predicted`: the value the paper's formula gives, or the bound the simulated value must
+      respect (see `bound`).
     - `simulated`: the value measured on a simulation.
     - `error`: the discrepancy measure compared with `tolerance` (e.g. a relative error).
     - `tolerance`: the largest `error` that passes.
     - `verdict`: one of [`VERDICTS`][].
+    - `bound`: `None` when `predicted` is a value to match; `"lower"` or `"upper"` when it is a
+      bound (see [`BOUNDS`][]). Where the claim is an interval, the bound `predicted` holds; the
+      note gives the other end.
     - `provenance`: where the claim and tolerance come from: `paper`, `derived` or `recon`
       (our reconstruction of something the paper does not state).
     - `note`: anything a reader needs: the settings, a documented deviation, a reference number.
@@ -44,6 +53,7 @@ class Check:
     error: float
     tolerance: float
     verdict: str
+    bound: str | None = None
     provenance: str = "paper"
     note: str = ""
     seconds: float = 0.0
@@ -51,6 +61,8 @@ class Check:
     def __post_init__(self):
         if self.verdict not in VERDICTS:
             raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
+        if self.bound is not None and self.bound not in BOUNDS:
+            raise ValueError(f"bound must be None or one of {tuple(BOUNDS)}, got {self.bound!r}")
 
     @property
     def passed(self) -> bool:
@@ -75,14 +87,17 @@ def within(
     simulated: float,
     error: float,
     tolerance: float,
+    bound: str | None = None,
     provenance: str = "paper",
     note: str = "",
     expected_deviation: str | None = None,
 ) -> Check:
     """A check that passes when `error <= tolerance` (a NaN error fails).
 
-    **Arguments:** the fields of [`Check`][]; `expected_deviation`, when given, is the documented
-    reason a failure is expected: a failing comparison is then reported as `deviation`.
+    **Arguments:** the fields of [`Check`][] (`bound` only labels `predicted` as a lower or upper
+    bound: the verdict still comes from `error` and `tolerance`); `expected_deviation`, when given,
+    is the documented reason a failure is expected: a failing comparison is then reported as
+    `deviation`.
 
     **Returns:** a [`Check`][].
     """
@@ -99,6 +114,7 @@ def within(
         error=float(error),
         tolerance=float(tolerance),
         verdict=verdict,
+        bound=bound,
         provenance=provenance,
         note=note,
     )
@@ -188,16 +204,26 @@ def run_checks(
 
 
 def format_table(checks: list[Check]) -> str:
-    """A plain-text table: verdict, paper, name, predicted, simulated, error / tolerance."""
+    """A plain-text table: verdict, paper, name, predicted, simulated, error / tolerance.
+
+    A check whose `predicted` is a bound shows, under the predicted and simulated columns, the
+    relation it asks of the simulated value instead of the two values, e.g. `0.96239 >= bound 0.5`
+    (the verdict says whether it holds within the tolerance).
+    """
     header = (
-        f"{'verdict':<9} {'paper':<12} {'check':<40} {'predicted':>12} {'simulated':>12}"
+        f"{'verdict':<9} {'paper':<12} {'check':<40} {'predicted':>14} {'simulated':>14}"
         f" {'error':>10} {'tol':>9}"
     )
     lines = [header, "-" * len(header)]
     for c in checks:
+        if c.bound is None:
+            values = f"{c.predicted:>14.5g} {c.simulated:>14.5g}"
+        else:
+            relation = f"{c.simulated:.5g} {BOUNDS[c.bound]} bound {c.predicted:.5g}"
+            values = f"{relation:>29}"
         lines.append(
-            f"{c.verdict.upper():<9} {c.paper:<12.12} {c.name:<40.40} {c.predicted:>12.5g}"
-            f" {c.simulated:>12.5g} {c.error:>10.3g} {c.tolerance:>9.2g}"
+            f"{c.verdict.upper():<9} {c.paper:<12.12} {c.name:<40.40} {values}"
+            f" {c.error:>10.3g} {c.tolerance:>9.2g}"
         )
     counts = {v: sum(c.verdict == v for c in checks) for v in VERDICTS}
     lines.append(

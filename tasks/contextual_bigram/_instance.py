@@ -10,35 +10,31 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
+from dynamics import Interval, check_params, param
+
+_UNIT = Interval(0, 1, low_open=True)
+
 
 @dataclasses.dataclass(frozen=True)
 class Assumption:
     """The constants of Assumption 2.1 (structure [TEXT], values [RECON]/[UNKNOWN]).
 
-    **Fields:**
-
-    - `sparsity`: Q, the most non-zero entries of any q⁽ᵏ⁾ (a); `None` uses the largest support.
-    - `c_q`: every non-zero q⁽ᵏ⁾_t ≥ c_q / Q (b).
-    - `c_mu`: c_mu / N ≤ μ_k ≤ 1 / (c_mu N) (b).
-    - `k_p_min`: K_P = ‖P − μ1ᵀ‖²_μ ≥ k_p_min (c).
-    - `t_exponent`: when given, T ≥ (N Q)^t_exponent (d); `None` asks only Q ≤ T.
+    **Fields:** `sparsity`, `c_q`, `c_mu`, `k_p_min`, `t_exponent`, each setting the part (a)-(d) of
+    Assumption 2.1 its doc names; `dynamics.params(Assumption)` lists them with what each allows.
     """
 
-    sparsity: int | None = None
-    c_q: float = 0.5
-    c_mu: float = 0.5
-    k_p_min: float = 0.05
-    t_exponent: float | None = None
+    sparsity: int | None = param(
+        None,
+        Interval(1),
+        doc="Q, the most non-zero entries of any q⁽ᵏ⁾ (a); none uses the largest support",
+    )
+    c_q: float = param(0.5, _UNIT, doc="every non-zero q⁽ᵏ⁾_t >= c_q / Q (b)")
+    c_mu: float = param(0.5, _UNIT, doc="c_mu / N <= μ_k <= 1 / (c_mu N) (b)")
+    k_p_min: float = param(0.05, Interval(0), doc="K_P = ‖P − μ1ᵀ‖²_μ >= k_p_min (c)")
+    t_exponent: float | None = param(None, doc="when given, T >= (N Q)^t_exponent (d); none asks only Q <= T")
 
     def __post_init__(self):
-        if not 0.0 < self.c_q <= 1.0:
-            raise ValueError(f"c_q must be in (0, 1], got {self.c_q}")
-        if not 0.0 < self.c_mu <= 1.0:
-            raise ValueError(f"c_mu must be in (0, 1], got {self.c_mu}")
-        if self.k_p_min < 0.0:
-            raise ValueError(f"k_p_min must be >= 0, got {self.k_p_min}")
-        if self.sparsity is not None and self.sparsity < 1:
-            raise ValueError(f"sparsity must be >= 1, got {self.sparsity}")
+        check_params(self)
 
 
 class Instance(eqx.Module):

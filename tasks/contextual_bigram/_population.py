@@ -15,6 +15,9 @@ from ._instance import Instance
 from ._metrics import line_coordinates
 from ._model import LinearSCB, population_loss, precondition
 
+FLOW_CONTROLLER = diffrax.PIDController(rtol=1e-10, atol=1e-12)
+"""The default step-size controller of the population flows (Dopri8 at rtol 1e-10, atol 1e-12)."""
+
 
 def line_vector_field(t, y: Float[Array, "2"], args) -> Float[Array, "2"]:
     """Eqn 8: d(α, β)/dt = (1 − αβ)[[0, K_P], [K_Q, 0]](α, β) + (1/T)(0, 1 − β).
@@ -27,11 +30,11 @@ def line_vector_field(t, y: Float[Array, "2"], args) -> Float[Array, "2"]:
     return jnp.stack([K_P * b * (1 - a * b), K_Q * a * (1 - a * b) + (1 - b) / T])
 
 
-def line_flow(y0, args, save_ts, *, save=None, rtol=1e-10, atol=1e-12) -> dynamics.Run:
+def line_flow(y0, args, save_ts, *, save=None, stepsize_controller=FLOW_CONTROLLER) -> dynamics.Run:
     """Integrate Eqn 8 with Diffrax (Dopri8) from `y0 = (α₀, β₀)` up to `save_ts[-1]` (traceable).
 
     **Arguments:** `y0` (2,); `args` = (K_P, K_Q, T) as arrays; `save_ts`; `save`: a function of
-    (α, β) to save (default: the state); `rtol`, `atol`.
+    (α, β) to save (default: the state); `stepsize_controller`: a Diffrax step-size controller.
 
     **Returns:** the `dynamics.Run`.
     """
@@ -43,19 +46,22 @@ def line_flow(y0, args, save_ts, *, save=None, rtol=1e-10, atol=1e-12) -> dynami
         save_ts=save_ts,
         save=save,
         solver=diffrax.Dopri8(),
-        rtol=rtol,
-        atol=atol,
+        stepsize_controller=stepsize_controller,
     )
 
 
-def solve_line_ode(y0, K_P, K_Q, T, save_ts, rtol=1e-10, atol=1e-12) -> np.ndarray:
-    """Eqn 8 in float64 from `y0 = (α₀, β₀)`, saved at `save_ts` ([`line_flow`][]).
+def solve_line_ode(y0, K_P, K_Q, T, save_ts, stepsize_controller=FLOW_CONTROLLER) -> np.ndarray:
+    """Eqn 8 in float64 from `y0 = (α₀, β₀)`, saved at `save_ts` ([`line_flow`][], under
+    `stepsize_controller`).
 
     **Returns:** (len(save_ts), 2) array of (α, β).
     """
     args = tuple(jnp.asarray(v, jnp.float64) for v in (K_P, K_Q, T))
     run = line_flow(
-        jnp.asarray(y0, jnp.float64), args, jnp.asarray(save_ts, jnp.float64), rtol=rtol, atol=atol
+        jnp.asarray(y0, jnp.float64),
+        args,
+        jnp.asarray(save_ts, jnp.float64),
+        stepsize_controller=stepsize_controller,
     )
     return np.asarray(run.values)
 
@@ -81,9 +87,11 @@ def population_gd(inst: Instance, model: LinearSCB, eta, steps: int, lam=0.0, ev
     )
 
 
-def matrix_flow(inst: Instance, model: LinearSCB, save_ts, rtol=1e-10, atol=1e-12) -> dynamics.Run:
+def matrix_flow(
+    inst: Instance, model: LinearSCB, save_ts, stepsize_controller=FLOW_CONTROLLER
+) -> dynamics.Run:
     """The matrix population flow dθ/dt = −E G(θ), G the preconditioned gradient (Eqn 4), with
-    Diffrax (Dopri8).
+    Diffrax (Dopri8) under `stepsize_controller`.
 
     **Returns:** the `dynamics.Run` (saved: α, β, ‖ΔV‖_μ, ‖ΔQ‖_μ).
     """
@@ -100,6 +108,5 @@ def matrix_flow(inst: Instance, model: LinearSCB, save_ts, rtol=1e-10, atol=1e-1
         save_ts=jnp.asarray(save_ts, jnp.float64),
         save=lambda p: _line_state(p, inst),
         solver=diffrax.Dopri8(),
-        rtol=rtol,
-        atol=atol,
+        stepsize_controller=stepsize_controller,
     )

@@ -10,6 +10,7 @@ checks and figures and the experiments' [RECON] settings."""
 
 import functools
 
+import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -237,8 +238,7 @@ class PopulationODE(_OnInstance):
             (k_p(inst), k_q(inst), jnp.asarray(self.T, dtype)),
             jnp.linspace(0.0, self.t1, self.num_saves, dtype=dtype),
             save=save,
-            rtol=self.rtol,
-            atol=self.atol,
+            stepsize_controller=diffrax.PIDController(rtol=self.rtol, atol=self.atol),
         )
 
 

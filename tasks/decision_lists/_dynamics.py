@@ -7,6 +7,7 @@ Every function is pure and `vmap`-able over its array arguments (stacked tasks, 
 
 from collections.abc import Callable
 
+import diffrax
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, PRNGKeyArray
@@ -18,6 +19,9 @@ from ._criteria import certified, mu
 from ._data import Population
 from ._model import DecisionListModel, perfect, population_loss
 from ._task import TaskArrays
+
+FLOW_CONTROLLER = diffrax.PIDController(rtol=1e-6, atol=1e-9)
+"""The default step-size controller of Result 1's flow (Tsit5 at rtol 1e-6, atol 1e-9)."""
 
 
 def permutation_matrix(arrays: TaskArrays, dtype=jnp.float64) -> Float[Array, "L L"]:
@@ -35,8 +39,7 @@ def result1_flow(
     mu_event: bool = True,
     stop_at_perfect: bool = True,
     save: Callable[[Float[Array, "L L"]], dict] | None = None,
-    rtol: float = 1e-6,
-    atol: float = 1e-9,
+    stepsize_controller: diffrax.AbstractStepSizeController = FLOW_CONTROLLER,
     max_steps: int = 100_000,
 ) -> dynamics.Run:
     """Result 1: `dW/dt = −∇_W 𝓛(W, cP)` from `W = 0` (spec §5), integrated by Diffrax.
@@ -53,7 +56,7 @@ def result1_flow(
       enumeration test of spec §4.1 on the population.
     - `stop_at_perfect`: whether the event stops the run.
     - `save`: extra saved functions of `W`, merged into the values.
-    - `rtol`, `atol`, `max_steps`: solver settings (Tsit5 with a PID controller).
+    - `stepsize_controller`, `max_steps`: the settings of the Tsit5 solver.
 
     **Returns:** a `dynamics.Run` whose state is `W`; values `{"loss", "mu"}` and those of `save`.
     """
@@ -73,8 +76,7 @@ def result1_flow(
         save_ts=save_ts,
         save=lambda W: {"loss": loss(W), "mu": mu(W, arrays)} | ({} if save is None else save(W)),
         events={"perfect": is_perfect} if stop_at_perfect else None,
-        rtol=rtol,
-        atol=atol,
+        stepsize_controller=stepsize_controller,
         max_steps=max_steps,
     )
 
@@ -88,8 +90,7 @@ def result1_time(
     save_ts: Float[Array, " S"] | None = None,
     num_refine: int = 256,
     mu_event: bool = True,
-    rtol: float = 1e-6,
-    atol: float = 1e-9,
+    stepsize_controller: diffrax.AbstractStepSizeController = FLOW_CONTROLLER,
     max_steps: int = 100_000,
 ) -> tuple[Float[Array, ""], dynamics.Run]:
     """τ, the first time of perfect classification along Result 1's flow (spec §5 step 1).
@@ -103,7 +104,7 @@ def result1_time(
 
     **Returns:** `(τ, the event run)`.
     """
-    kwargs = dict(mu_event=mu_event, rtol=rtol, atol=atol, max_steps=max_steps)
+    kwargs = dict(mu_event=mu_event, stepsize_controller=stepsize_controller, max_steps=max_steps)
     run = result1_flow(arrays, population, c, t1=t1, save_ts=save_ts, **kwargs)
     fired = run.event == 0
     t_stop = jnp.where(fired, run.t_stop, t1)

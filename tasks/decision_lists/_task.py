@@ -13,6 +13,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Int
 
+from dynamics import Interval, OneOf, Require, check_params, param
+
 DISTRIBUTIONS = ("distinct", "iid")
 """`distinct` (default): uniformly random ordered n-tuples of distinct tokens; `iid`: i.i.d. uniform
 tokens (spec §3, both **[ours]**)."""
@@ -33,6 +35,18 @@ class TaskArrays(eqx.Module):
     lengths: Int[Array, " L"]
 
 
+def _lists_fit(lists, perm, M) -> bool:
+    """One list per token, `lists[a]` of length in [1, M], of distinct tokens in [0, L), ending in a."""
+    L = len(perm)
+    return len(lists) == L and all(
+        1 <= len(entries) <= M
+        and entries[-1] == a
+        and len(set(entries)) == len(entries)
+        and all(0 <= b < L for b in entries)
+        for a, entries in enumerate(lists)
+    )
+
+
 @dataclasses.dataclass(frozen=True)
 class DecisionLists:
     """A decision-list task: vocabulary `L = len(perm)`, sequence length `n`, list bound `M`.
@@ -45,36 +59,35 @@ class DecisionLists:
     - `M`: the largest list length, `1 ≤ M ≤ L`.
     - `distribution`: one of [`DISTRIBUTIONS`][] (the sampling distribution `D`, **[ours]**).
 
-    **Raises:** `ValueError` naming the field and the allowed range when the task is invalid.
+    **Raises:** `ValueError` naming the field, the value and what is allowed when the task is
+    invalid.
     """
 
     perm: tuple[int, ...]
     lists: tuple[tuple[int, ...], ...]
-    n: int
-    M: int
-    distribution: str = "distinct"
+    n: int = param(allowed=Interval(2), doc="the sequence length n (<= L)")
+    M: int = param(allowed=Interval(1), doc="the largest list length M (<= L)")
+    distribution: str = param("distinct", OneOf(*DISTRIBUTIONS), doc="the sampling distribution D")
+
+    requires = (
+        Require(("perm",), lambda perm: len(perm) >= 2, "L = len(perm) must be >= 2"),
+        Require(
+            ("perm",),
+            lambda perm: sorted(perm) == list(range(len(perm))),
+            "perm must be a permutation of 0..L-1",
+        ),
+        Require(("M", "perm"), lambda M, perm: M <= len(perm), "M must be <= L = len(perm)"),
+        Require(("n", "perm"), lambda n, perm: n <= len(perm), "n must be <= L = len(perm)"),
+        Require(
+            ("lists", "perm", "M"),
+            _lists_fit,
+            "lists must hold one list per token a, of length in [1, M], of distinct tokens in [0, L), "
+            "ending in a",
+        ),
+    )
 
     def __post_init__(self):
-        L = len(self.perm)
-        if L < 2:
-            raise ValueError(f"L = len(perm) must be >= 2, got {L}")
-        if sorted(self.perm) != list(range(L)):
-            raise ValueError(f"perm must be a permutation of 0..{L - 1}, got {self.perm}")
-        if not 1 <= self.M <= L:
-            raise ValueError(f"M must lie in [1, L] = [1, {L}], got M={self.M}")
-        if not 2 <= self.n <= L:
-            raise ValueError(f"n must lie in [2, L] = [2, {L}], got n={self.n}")
-        if self.distribution not in DISTRIBUTIONS:
-            raise ValueError(f"distribution must be one of {DISTRIBUTIONS}, got {self.distribution!r}")
-        if len(self.lists) != L:
-            raise ValueError(f"lists must hold one list per token ({L}), got {len(self.lists)}")
-        for a, entries in enumerate(self.lists):
-            if not 1 <= len(entries) <= self.M:
-                raise ValueError(f"lists[{a}] must have length in [1, M] = [1, {self.M}], got {len(entries)}")
-            if entries[-1] != a:
-                raise ValueError(f"lists[{a}] must end in its token {a}, got {entries}")
-            if len(set(entries)) != len(entries) or not all(0 <= b < L for b in entries):
-                raise ValueError(f"lists[{a}] must hold distinct tokens in [0, {L - 1}], got {entries}")
+        check_params(self)
 
     @property
     def L(self) -> int:

@@ -4,12 +4,11 @@ import dataclasses
 
 import numpy as np
 
+from dynamics import Interval, Require, check_params, param
+
 from ._data import Dataset, validate
 
-
-def _positive(name: str, value: int, low: int = 1) -> None:
-    if value < low:
-        raise ValueError(f"{name} must be >= {low}, got {value}")
+_PROBABILITY = Interval(0, 1)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -17,34 +16,33 @@ class RecipeB:
     """Recipe B (spec §3.1, the default): every query gets an optimal set `O_q` and a
     non-optimal set `N_q`; each sentence holds one optimal token and some non-optimal ones.
 
-    **Fields:** `vocab_size` (>= 3), `max_length` `L_max` (>= 2), `min_sentences` `s_q` (>= 1),
-    `rho` (probability that `O_q = {q}`, in [0, 1]), `k_max`, `m_max` (>= 1), `p_incl` (in
-    [0, 1]), `c_max` (>= 1), `complete` (every pair of `O_q × N_q` co-occurs, which makes
-    Proposition 2's closed form exact).
+    **Fields:** `vocab_size`, `max_length` `L_max`, `min_sentences` `s_q`, `rho`, `k_max`,
+    `m_max`, `p_incl`, `c_max`, `complete`; `dynamics.params(RecipeB)` lists what each allows and
+    means. `k_max + m_max` must be <= `vocab_size`.
     """
 
-    vocab_size: int = 20
-    max_length: int = 6
-    min_sentences: int = 3
-    rho: float = 0.25
-    k_max: int = 3
-    m_max: int = 4
-    p_incl: float = 0.5
-    c_max: int = 2
-    complete: bool = False
+    vocab_size: int = param(20, Interval(3), doc="vocabulary size V")
+    max_length: int = param(6, Interval(2), doc="the longest sentence L_max")
+    min_sentences: int = param(3, Interval(1), doc="the fewest sentences s_q per query")
+    rho: float = param(0.25, _PROBABILITY, doc="probability that O_q = {q}")
+    k_max: int = param(3, Interval(1), doc="the largest optimal set O_q")
+    m_max: int = param(4, Interval(1), doc="the largest non-optimal set N_q")
+    p_incl: float = param(0.5, _PROBABILITY, doc="probability that a non-optimal token joins a sentence")
+    c_max: int = param(2, Interval(1), doc="the most copies of the optimal token in a sentence")
+    complete: bool = param(
+        False, doc="every pair of O_q × N_q co-occurs, which makes Proposition 2's closed form exact"
+    )
+
+    requires = (
+        Require(
+            ("k_max", "m_max", "vocab_size"),
+            lambda k, m, V: k + m <= V,
+            "k_max + m_max must be <= vocab_size",
+        ),
+    )
 
     def __post_init__(self):
-        _positive("vocab_size", self.vocab_size, 3)
-        _positive("max_length", self.max_length, 2)
-        for name in ("min_sentences", "k_max", "m_max", "c_max"):
-            _positive(name, getattr(self, name))
-        for name in ("rho", "p_incl"):
-            if not 0.0 <= getattr(self, name) <= 1.0:
-                raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)}")
-        if self.k_max + self.m_max > self.vocab_size:
-            raise ValueError(
-                f"k_max + m_max must be <= vocab_size={self.vocab_size}, got {self.k_max + self.m_max}"
-            )
+        check_params(self)
 
     def build(self, seed: int | np.random.Generator) -> Dataset:
         """Draw a dataset (deterministic given `seed`) and validate it.
@@ -110,15 +108,15 @@ class RecipeA:
     query; a sample is kept only while the orders stay free of confused tokens and Assumption 3
     holds.
 
-    **Fields:** `vocab_size` (>= 2), `max_length` `L_max` (>= 1).
+    **Fields:** `vocab_size`, `max_length` `L_max` (`dynamics.params(RecipeA)` lists what they
+    allow).
     """
 
-    vocab_size: int = 20
-    max_length: int = 6
+    vocab_size: int = param(20, Interval(2), doc="vocabulary size V")
+    max_length: int = param(6, Interval(1), doc="the longest rollout L_max")
 
     def __post_init__(self):
-        _positive("vocab_size", self.vocab_size, 2)
-        _positive("max_length", self.max_length)
+        check_params(self)
 
     def build(self, seed: int | np.random.Generator) -> Dataset:
         """Draw a dataset (deterministic given `seed`) and validate it.

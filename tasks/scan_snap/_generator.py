@@ -1,23 +1,12 @@
 """The official synthetic generator `Dataset2` (`decoder_only.py`) of the Scan and Snap code."""
 
 import dataclasses
-import math
 
 import numpy as np
 
+from dynamics import Interval, Require, check_params, param
+
 from ._classes import SequenceClasses
-
-
-def _check_int(name: str, value: int, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-
-
-def _check_positive(name: str, value: float) -> None:
-    if not (isinstance(value, int | float | np.floating) and math.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,52 +24,50 @@ class Dataset2:
     CTs of its query, `linspace(unique_unnormalized_min, unique_unnormalized_max,
     num_unique_per_next)` on its DTs (increasing with token id); then normalised.
 
-    **Fields:**
-
-    - `num_last`: number of query tokens, >= 1.
-    - `num_next_per_last`: classes (next tokens) per query token, >= 1.
-    - `num_common`: common tokens shared by every class, >= 0.
-    - `num_common_per_last`: common tokens shared by the classes of one query, >= 0.
-    - `num_unique_per_next`: distinct tokens per class, >= 0.
-    - `common_unnormalized_prob`: > 0.
-    - `unique_unnormalized_min`: > 0.
-    - `unique_unnormalized_max`: >= `unique_unnormalized_min`.
-
-    Every class needs at least one contextual token.
+    **Fields:** `num_last`, `num_next_per_last`, `num_common`, `num_common_per_last`,
+    `num_unique_per_next` (required), `common_unnormalized_prob`, `unique_unnormalized_min`,
+    `unique_unnormalized_max`; `dynamics.params(Dataset2)` lists what each allows and means.
+    Every class needs at least one contextual token, and `unique_unnormalized_max >=
+    unique_unnormalized_min`.
 
     **Raises:**
 
-    `ValueError` naming the field and the allowed range.
+    `ValueError` naming the field, the value and what is allowed.
     """
 
-    num_last: int
-    num_next_per_last: int
-    num_common: int
-    num_common_per_last: int
-    num_unique_per_next: int
-    common_unnormalized_prob: float = 1.0
-    unique_unnormalized_min: float = 0.1
-    unique_unnormalized_max: float = 1.0
+    num_last: int = param(allowed=Interval(1), doc="number of query tokens")
+    num_next_per_last: int = param(allowed=Interval(1), doc="classes (next tokens) per query token")
+    num_common: int = param(allowed=Interval(0), doc="common tokens shared by every class")
+    num_common_per_last: int = param(
+        allowed=Interval(0), doc="common tokens shared by the classes of one query"
+    )
+    num_unique_per_next: int = param(allowed=Interval(0), doc="distinct tokens per class")
+    common_unnormalized_prob: float = param(
+        1.0, Interval(0, low_open=True), doc="unnormalised probability of every common token"
+    )
+    unique_unnormalized_min: float = param(
+        0.1, Interval(0, low_open=True), doc="unnormalised probability of a class's first distinct token"
+    )
+    unique_unnormalized_max: float = param(
+        1.0, Interval(0, low_open=True), doc="unnormalised probability of a class's last distinct token"
+    )
+
+    requires = (
+        Require(
+            ("num_common", "num_common_per_last", "num_unique_per_next"),
+            lambda *counts: sum(counts) >= 1,
+            "num_common + num_common_per_last + num_unique_per_next must be >= 1 "
+            "(every class needs a contextual token)",
+        ),
+        Require(
+            ("unique_unnormalized_min", "unique_unnormalized_max"),
+            lambda low, high: high >= low,
+            "unique_unnormalized_max must be >= unique_unnormalized_min",
+        ),
+    )
 
     def __post_init__(self):
-        _check_int("num_last", self.num_last, 1)
-        _check_int("num_next_per_last", self.num_next_per_last, 1)
-        _check_int("num_common", self.num_common, 0)
-        _check_int("num_common_per_last", self.num_common_per_last, 0)
-        _check_int("num_unique_per_next", self.num_unique_per_next, 0)
-        if self.num_common + self.num_common_per_last + self.num_unique_per_next < 1:
-            raise ValueError(
-                "num_common + num_common_per_last + num_unique_per_next must be >= 1 "
-                "(every class needs a contextual token), got 0"
-            )
-        _check_positive("common_unnormalized_prob", self.common_unnormalized_prob)
-        _check_positive("unique_unnormalized_min", self.unique_unnormalized_min)
-        _check_positive("unique_unnormalized_max", self.unique_unnormalized_max)
-        if self.unique_unnormalized_max < self.unique_unnormalized_min:
-            raise ValueError(
-                f"unique_unnormalized_max must be >= unique_unnormalized_min = "
-                f"{self.unique_unnormalized_min}, got {self.unique_unnormalized_max}"
-            )
+        check_params(self)
 
     @classmethod
     def syn_small(cls) -> "Dataset2":

@@ -10,6 +10,9 @@ import dynamics
 
 from ._config import STSConfig
 
+FLOW_CONTROLLER = diffrax.PIDController(rtol=1e-10, atol=1e-12)
+"""The default step-size controller of [`reduced_flow`][] (rtol 1e-10, atol 1e-12)."""
+
 
 def reduced_loss(gamma, alpha, d: int, T: int, q) -> Float[Array, ""]:
     """L(γ, α) = (d/2) [ q (γ p_in − 1/q)² + (T − q) γ² p_out² ] (spec §3), with
@@ -92,14 +95,13 @@ def reduced_flow(
     save_ts,
     *,
     eps: float | None = None,
-    rtol: float = 1e-10,
-    atol: float = 1e-12,
+    stepsize_controller: diffrax.AbstractStepSizeController = FLOW_CONTROLLER,
     max_steps: int = 200_000,
     solver: diffrax.AbstractSolver | None = None,
     dtype=jnp.float64,
 ) -> dynamics.Run:
     """Gradient flow of the full matrices from zero init, on (γ, a), in time t = η k (spec §3,
-    §4.1 check 2), with PID step control and an optional event `L <= eps` (Theorem 1's t_ε).
+    §4.1 check 2), under `stepsize_controller` and with an optional event `L <= eps` (Theorem 1's t_ε).
     The default solver is the implicit `Kvaerno5`: late in the run γ relaxes on a time scale of
     order q while t reaches 1e7, which makes explicit solvers (the spec's Tsit5) exhaust any step
     budget; pass `solver=diffrax.Tsit5()` for short horizons.
@@ -116,8 +118,7 @@ def reduced_flow(
         save_ts=jnp.asarray(save_ts, dtype),
         save=lambda s: {"loss": fn(s), **s},
         events=events,
-        rtol=rtol,
-        atol=atol,
+        stepsize_controller=stepsize_controller,
         max_steps=max_steps,
         solver=diffrax.Kvaerno5() if solver is None else solver,
     )

@@ -20,6 +20,9 @@ import dynamics
 from ._config import STSConfig
 from ._pe import iid_sphere_pe
 
+SPHERE_FLOW_CONTROLLER = diffrax.PIDController(rtol=1e-8, atol=1e-10)
+"""The default step-size controller of [`sphere_flow`][] (rtol 1e-8, atol 1e-10)."""
+
 
 def _require_sphere(config: STSConfig) -> None:
     if config.pe_sampler != "iid_sphere" or config.fixed_pe:
@@ -122,14 +125,13 @@ def sphere_flow(
     t1: float,
     save_ts,
     *,
-    rtol: float = 1e-8,
-    atol: float = 1e-10,
+    stepsize_controller: diffrax.AbstractStepSizeController = SPHERE_FLOW_CONTROLLER,
     max_steps: int = 100_000,
 ) -> dynamics.Run:
     """The reduced 2-D gradient flow of full-matrix GD from zero init for `iid_sphere` PE (spec §3,
     §4.2): `dγ/dt = −(1/d) ∂_γ L`, `da/dt = −(1/m_E) ∂_a L` (so dα/dt = −(ρ⁴/m_E) ∂_α L, α = a ρ²),
     L the bank loss of [`sphere_loss`][] (a Monte-Carlo vector field with common random numbers);
-    Tsit5 with PID step control (spec §7). The flow settles at the finite minimiser within t ≈ 3e4
+    Tsit5 under `stepsize_controller` (spec §7). The flow settles at the finite minimiser within t ≈ 3e4
     for T = 200, m_E = 64.
 
     **Returns:** a `dynamics.Run` saving `{"loss", "gamma", "a"}` at `save_ts`.
@@ -148,8 +150,7 @@ def sphere_flow(
         t1=t1,
         save_ts=jnp.asarray(save_ts, scores.dtype),
         save=lambda s: {"loss": fn(s), **s},
-        rtol=rtol,
-        atol=atol,
+        stepsize_controller=stepsize_controller,
         max_steps=max_steps,
         solver=diffrax.Tsit5(),
     )

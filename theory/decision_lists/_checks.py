@@ -48,6 +48,7 @@ def result1_time_within_bound(quick: bool = False) -> Check:
         simulated=worst.tau,
         error=max(r.tau / r.bound for r in runs),
         tolerance=1.0,
+        bound="upper",
         note=f"{_sizes(runs)}. {OURS} Diffrax Tsit5 rtol=1e-6 atol=1e-9, event mu(W) > 0 (spec §4.2), "
         "tau refined by interpolating mu on a dense re-integration.",
     )
@@ -148,6 +149,7 @@ def result1_list_length_scaling() -> Check:
         simulated=taus[worst],
         error=max(ratios),
         tolerance=1.0,
+        bound="upper",
         provenance="recon",
         note=f"L={L}, n={n}, c={c:.4g} (Result 1's c for m=4);"
         f" tau(m) = {', '.join(f'{t:.4g}' for t in taus)}; "
@@ -213,6 +215,7 @@ def result2_perfect_within_window() -> Check:
         simulated=r.first_perfect,
         error=max(r.first_perfect - r.setting.T_max, 0.0),
         tolerance=0.0,
+        bound="upper",
         provenance="recon",
         note=_setting_note(r),
     )
@@ -232,6 +235,7 @@ def result2_V_stays_near_cP() -> Check:
         simulated=r.max_dist_cP,
         error=max(r.max_dist_cP / r.setting.eps, r.max_grad_V),
         tolerance=1.0,
+        bound="upper",
         provenance="derived",
         note=f"max |grad_V L| along the run = {r.max_grad_V:.3g} (bound 1); {_setting_note(r)}",
     )
@@ -253,6 +257,7 @@ def result2_step_below_curvature() -> Check:
         simulated=worst,
         error=worst,
         tolerance=1.0,
+        bound="upper",
         provenance="recon",
         note=f"lambda_max at steps {', '.join(str(int(s)) for s in r.steps)}: "
         f"{', '.join(f'{x:.4g}' for x in r.lambdas)}. {_setting_note(r)}",
@@ -287,6 +292,7 @@ def result2_within_hypotheses(quick: bool = False) -> Check:
         simulated=r.first_certified,
         error=float(violated),
         tolerance=0.0,
+        bound="upper",
         note=f"L={r.task.L},n={r.task.n},M={r.task.M}, eps={s.eps} (lower end of the feasible interval: the"
         f" certificate asks mu > -log(1 - 2n||V - cP||_max/c), smaller for smaller eps);"
         f" D = distinct, frozen Monte-Carlo population K={r.K} (seed 0), U ~ Uniform[-eps/2, eps/2];"
@@ -349,6 +355,7 @@ def section7_rho(quick: bool = False) -> Check:
         simulated=min(final),
         error=max(0.5 - min(final), 0.0),
         tolerance=0.0,
+        bound="lower",
         provenance="recon",
         note="; ".join(
             f"L,n,M={s}: final rho={f:.3g}, peak rho={p:.3g}" for (s, _, _), f, p in zip(runs, final, peak)

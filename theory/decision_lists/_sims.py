@@ -8,6 +8,7 @@ import dataclasses
 import functools
 import math
 
+import diffrax
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -20,8 +21,8 @@ from . import closed_forms
 
 PAPER = "decision_lists"
 
-FLOW_TOLERANCES = {"rtol": 1e-6, "atol": 1e-9}
-"""Result 1's flow: Tsit5 with a PID controller (spec §5 step 1)."""
+FLOW_CONTROLLER = diffrax.PIDController(rtol=1e-6, atol=1e-9)
+"""Result 1's flow: Tsit5 with this PID step-size controller."""
 
 RESULT1_SIZES = {
     "quick": [(8, 3, 2, 0), (10, 4, 3, 0)],
@@ -59,7 +60,7 @@ def task_constants(t: dl.DecisionLists) -> closed_forms.Constants:
 
 @functools.partial(jax.jit, static_argnames=("num_refine",))
 def _result1_time(arrays, pop, c, t1, num_refine=256):
-    return dl.result1_time(arrays, pop, c, t1=t1, num_refine=num_refine, **FLOW_TOLERANCES)
+    return dl.result1_time(arrays, pop, c, t1=t1, num_refine=num_refine, stepsize_controller=FLOW_CONTROLLER)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,7 +95,13 @@ def result1_fixed_c(t: dl.DecisionLists, c: float, t1: float) -> float:
 @jax.jit
 def _result1_dense(arrays, pop, c, save_ts):
     return dl.result1_flow(
-        arrays, pop, c, t1=save_ts[-1], save_ts=save_ts, stop_at_perfect=False, **FLOW_TOLERANCES
+        arrays,
+        pop,
+        c,
+        t1=save_ts[-1],
+        save_ts=save_ts,
+        stop_at_perfect=False,
+        stepsize_controller=FLOW_CONTROLLER,
     )
 
 

@@ -29,7 +29,7 @@ def _datasets(quick: bool) -> list[ntp.Dataset]:
     )
 
 
-def eqn2_closed_form(quick: bool) -> Check:
+def eqn2_closed_form_vs_qp(quick: bool) -> Check:
     """Eqn 2's QP solution equals `(P_n − J/|V|)` column by column, norm `√(|V|−1)`."""
     diffs, kkt = [], []
     for d in _datasets(quick):
@@ -50,7 +50,7 @@ def eqn2_closed_form(quick: bool) -> Check:
     )
 
 
-def eqn3_kkt(quick: bool) -> Check:
+def eqn3_qp_kkt_and_second_solver(quick: bool) -> Check:
     """Eqn 3 solved per query column: KKT residuals ≤ 1e-8 and agreement with LDP/NNLS ≤ 1e-6."""
     kkt, agree, columns = 0.0, 0.0, 0
     for d in _datasets(quick):
@@ -74,7 +74,7 @@ def eqn3_kkt(quick: bool) -> Check:
     )
 
 
-def prop2_closed_form(quick: bool) -> Check:
+def prop2_closed_form_where_valid(quick: bool) -> Check:
     """Proposition 2 where the Hall-type condition holds; recorded (not applicable) elsewhere."""
     ok_diff, bad_diff, n_ok, n_bad, zero = 0.0, 0.0, 0, 0, 0.0
     for d in _datasets(quick):
@@ -104,7 +104,7 @@ def prop2_closed_form(quick: bool) -> Check:
     )
 
 
-def prop1_norm() -> Check:
+def prop1_norm_linear() -> Check:
     """Proposition 1: `tη_0/(2‖W*_ov‖) ≤ ‖W_ov^(t)‖ ≤ tη_0`, and [derived] `= tη_0` exactly."""
     sim = figure_run()
     t = np.arange(STEPS + 1)
@@ -139,12 +139,13 @@ def prop1_direction() -> Check:
         simulated=gap[-1],
         error=np.abs(gap).max() if np.all(gap <= bound) else np.inf,
         tolerance=1e-10,
+        bound="upper",
         note="the bound holds at every t>=2 (it exceeds 1 until t is astronomically large, i.e. is vacuous "
         "here); error = max |1 - cos| over t = 2..900.",
     )
 
 
-def lemma3_nontarget() -> Check:
+def lemma3_equal_nontarget_logits() -> Check:
     """Lemma 3: from zero, every column's non-target logits stay equal."""
     sim = figure_run()
     nxt = sim.dataset.collocation()
@@ -166,7 +167,7 @@ def lemma3_nontarget() -> Check:
     )
 
 
-def prop1_loss() -> Check:
+def prop1_loss_closed_form() -> Check:
     """[derived] `L_0(W_ov^(t)) = |V| log(1 + (|V|−1) exp(−tη_0/√(|V|−1)))`; Prop. 1 envelope."""
     sim = figure_run()
     V = sim.dataset.vocab_size
@@ -194,7 +195,7 @@ def _gap(sim) -> float:
     return min(W[nxt[x], x] - np.delete(W[:, x], nxt[x]).max() for x in range(sim.dataset.vocab_size))
 
 
-def cor1_lower() -> Check:
+def cor1_gap_lower_end() -> Check:
     """Corollary 1's lower end: every target logit gap of `W_ov^(T)` exceeds `A = Tη_0/(4‖W*‖²)`."""
     sim = figure_run()
     A = STEPS * sim.eta0 / (4 * np.linalg.norm(sim.star_ov) ** 2)
@@ -206,12 +207,13 @@ def cor1_lower() -> Check:
         simulated=g,
         error=max(0.0, A - g),
         tolerance=0.0,
+        bound="lower",
         note=f"T = {STEPS}; the corollary's premise T >= 384||W*||^5 log(2|V|) log T/eta0 is far from met "
         f"(right side {384 * np.linalg.norm(sim.star_ov) ** 5 * np.log(40) * np.log(STEPS) / sim.eta0:.3g}).",
     )
 
 
-def cor1_upper() -> Check:
+def cor1_gap_upper_end() -> Check:
     """Corollary 1's upper end `gap < 3A`: contradicted by the exact trajectory (spec §5.3)."""
     sim = figure_run()
     A = STEPS * sim.eta0 / (4 * np.linalg.norm(sim.star_ov) ** 2)
@@ -223,6 +225,7 @@ def cor1_upper() -> Check:
         simulated=g,
         error=max(0.0, g - 3 * A),
         tolerance=0.0,
+        bound="upper",
         provenance="derived",
         note=f"derived gap T eta0/||W*_ov|| = {STEPS * sim.eta0 / np.linalg.norm(sim.star_ov):.6g}.",
         expected_deviation="the exact stage-1 trajectory W_ov(t) = t eta0 W*/||W*|| gives the gap "

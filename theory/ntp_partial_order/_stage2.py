@@ -27,7 +27,7 @@ def _star_norm(sim) -> float:
     return float(np.linalg.norm(sim.star_kq.W))
 
 
-def thm1_norm() -> Check:
+def thm1_norm_bounds() -> Check:
     """Theorem 1 (Lemma 6): `tη/(2 L_max ‖W*_kq‖) ≤ ‖W_kq^(t)‖ ≤ tη`."""
     sim = figure_run()
     t = np.arange(STEPS + 1)[2:]
@@ -41,13 +41,14 @@ def thm1_norm() -> Check:
         simulated=norms[-1],
         error=violation,
         tolerance=0.0,
+        bound="upper",
         note=f"Recipe B seed 0, eta=0.05/sqrt(20), L_max={sim.dataset.max_length}, "
         f"||W*_kq||={_star_norm(sim):.4f} "
         f"(QP); lower bound at T2: {lower[-1]:.4g}.",
     )
 
 
-def thm1_direction() -> Check:
+def thm1_direction_monotone() -> Check:
     """Theorem 1: `1 − cos(W_kq^(t), W*_kq)` below the (vacuous) bound and non-increasing on t ≥ 50."""
     sim = figure_run()
     gap = 1 - cosines(sim.W_kq, sim.star_kq.W)
@@ -62,13 +63,14 @@ def thm1_direction() -> Check:
         simulated=gap[-1],
         error=increase if np.all(gap[2:] <= bound) else np.inf,
         tolerance=1e-12,
+        bound="upper",
         note="W*_kq = the QP solution of Eqn 3. The bound is vacuous (> 1) at these sizes; error = largest "
         f"one-step increase of 1 - cos on t = 50..900. 1 - cos to Prop. 2's closed form at T2: "
         f"{1 - cosine(sim.W_kq[-1], w_kq_closed_form(sim.dataset)):.4g}.",
     )
 
 
-def thm1_rate() -> Check:
+def thm1_rate_log2t_over_t() -> Check:
     """Theorem 1's rate `log²t/t`: `r(t) = t(1−cos)/log²t` is eventually non-increasing (slow run)."""
     sim = figure_run(LONG_STEPS)
     t = np.arange(LONG_STEPS + 1)
@@ -83,11 +85,12 @@ def thm1_rate() -> Check:
         simulated=late,
         error=max(0.0, late - early),
         tolerance=0.0,
+        bound="upper",
         note=f"{LONG_STEPS} stage-2 steps, Recipe B seed 0; 1 - cos at t={LONG_STEPS}: {gap[-1]:.4g}.",
     )
 
 
-def lemma5_attention() -> Check:
+def lemma5_optimal_attention() -> Check:
     """Lemma 5: every optimal position's attention starts at `1/L`, never decreases, and is at
     least every non-optimal position's."""
     sim = figure_run()
@@ -113,7 +116,7 @@ def lemma5_attention() -> Check:
     )
 
 
-def thm2_attention() -> Check:
+def thm2_optimal_attention_mass() -> Check:
     """Theorem 2: `min_n Σ_{ℓ∈I(n)} a_ℓ ≥ 1/(1 + L_max exp(−C_1 t))`, `C_1 = η/(4 L_max ‖W*_kq‖²)`."""
     sim = figure_run()
     Lm = sim.dataset.max_length
@@ -130,6 +133,7 @@ def thm2_attention() -> Check:
         simulated=first,
         error=max(0.0, first - STEPS),
         tolerance=0.0,
+        bound="upper",
         note=f"C1 = {C1:.4g}; the bound holds at every t >= {first} "
         "(claimed beyond the theorem's time threshold, "
         f"which is far beyond 900 here); at T2: mass {mass[-1]:.6f} vs bound {bound[-1]:.6f}.",
@@ -145,7 +149,7 @@ def _loss_star(sim) -> tuple[float, float]:
     return g, float(np.log1p((V - 1) * np.exp(-g)))
 
 
-def thm2_loss_envelope() -> Check:
+def thm2_loss_envelope_eqn4() -> Check:
     """Theorem 2, Eqn 4 (reconstructed): `L(θ^(t)) ≤ |V| exp(−A + 2A L_max/(L_max + e^{C_1 t}))`."""
     sim = figure_run()
     V, Lm = sim.dataset.vocab_size, sim.dataset.max_length
@@ -163,6 +167,7 @@ def thm2_loss_envelope() -> Check:
         simulated=sim.L[-1],
         error=excess,
         tolerance=0.0,
+        bound="upper",
         provenance="recon",
         note=f"A = {A:.4g}, g = {g:.4g}; at T2 the A-envelope is {env_A[-1]:.4g}. "
         "error = largest relative excess "
@@ -170,7 +175,7 @@ def thm2_loss_envelope() -> Check:
     )
 
 
-def thm2_loss_rate() -> Check:
+def thm2_loss_linear_rate() -> Check:
     """[derived] `log(L − L*_true)` falls with slope `−η/‖W*_kq‖` on steps 3000-4500 (slow run)."""
     sim = figure_run(LONG_STEPS)
     _, L_star = _loss_star(sim)
@@ -192,7 +197,7 @@ def thm2_loss_rate() -> Check:
     )
 
 
-def thm3_noncomparable_zero() -> Check:
+def thm3_noncomparable_entries_zero() -> Check:
     """Theorem 3 [derived]: non-comparable rows get zero gradient, `W_kq^(t)[x_0, q] = 0` for all t."""
     largest = 0.0
     for sim in (figure_run(), svop_run()):
@@ -221,7 +226,7 @@ def _order_gap(sim, t: int) -> float:
     return float(min(gaps))
 
 
-def thm3_insertion() -> Check:
+def thm3_noncomparable_inserted() -> Check:
     """Theorem 3: optimal entries > 0 > non-optimal entries, gaps growing ~linearly (t=450 → 900)."""
     sim = figure_run()
     half, full = _order_gap(sim, STEPS // 2), _order_gap(sim, STEPS)
@@ -232,12 +237,13 @@ def thm3_insertion() -> Check:
         simulated=full,
         error=max(0.0, 1.5 * half - full) + (np.inf if full <= 0 else 0.0),
         tolerance=0.0,
+        bound="lower",
         provenance="paper",
         note=f"smallest gap over queries with M_q non-empty: {half:.4g} at t=450, {full:.4g} at t=900.",
     )
 
 
-def thm3_unseen(quick: bool) -> Check:
+def thm3_unseen_sentences(quick: bool) -> Check:
     """Theorem 3's consequence: `[x_0, subset of N_q∖{q}, q]` is predicted as `n(x_0)`, with growing
     probability."""
     sim = figure_run()
@@ -278,7 +284,7 @@ def thm3_unseen(quick: bool) -> Check:
     )
 
 
-def example2_svop() -> Check:
+def example2_svop_generalisation() -> Check:
     """Example 2: SP → V, OSP → P, VP → O; under query P the order O > S = V (= 0) > P."""
     sim = svop_run()
     preds = svop_predictions()
@@ -300,7 +306,7 @@ def example2_svop() -> Check:
     )
 
 
-def many_datasets(quick: bool) -> Check:
+def thm1_many_datasets_direction(quick: bool) -> Check:
     """Theorem 1 on many random datasets of one shape (batched): `1 − cos(W_kq^(t), W*_kq)` keeps
     falling for every dataset; reports the fraction that reached `cos ≥ 0.99` by `t = 5000`."""
     num = 8 if quick else 64

@@ -168,6 +168,7 @@ def lemma2_hoeffding(quick: bool = False) -> Check:
         simulated=coverage,
         error=max(1 - _HOEFFDING_DELTA - coverage, 0.0),
         tolerance=0.0,
+        bound="lower",
         provenance="derived",
         note=f"delta={_HOEFFDING_DELTA}, the draws of lemma2_rate; tokens of the class's support only.",
     )
@@ -303,7 +304,9 @@ def lemma7_gap() -> Check:
         simulated=max_ratio,
         error=worst,
         tolerance=1e-10,
-        note="predicted: the bound (1 = 2 eta_Y/M); simulated: largest gap / bound. "
+        bound="upper",
+        note="predicted: the upper bound (1 = 2 eta_Y/M; the lower end 0 enters the error); "
+        "simulated: largest gap / bound. "
         + "; ".join(parts)
         + ". Spec: 8.5e-3, 8.4e-4, 9.5e-5; gap(2000) = 4.3e-5 for M=50. The tolerance absorbs rounding only.",
     )
@@ -335,9 +338,10 @@ def lemma9_early() -> Check:
         simulated=float(ratio.min()),
         error=outside(ratio, 0.5, 1.0),
         tolerance=0.0,
+        bound="lower",
         note=f"M=1000, K=10, eta_Y=0.5, t'_0={t0_prime:.1f}; gamma from the integrated h (Eqn 44); "
         f"ratio in [{ratio.min():.4f}, {ratio.max():.4f}] over {ratio.size} times (spec: 0.998 at t=1, "
-        "0.86 at t=100); predicted: the lower end of the interval.",
+        "0.86 at t=100); predicted: the lower end of the interval (the upper end 1 enters the error).",
     )
 
 
@@ -356,6 +360,8 @@ def lemma9_late() -> Check:
         simulated=float(ratio.min()),
         error=outside(ratio, 1.0, 2.0),
         tolerance=0.0,
+        bound="lower",
         note=f"M=1000, K=10, eta_Y=0.5, t_0={t0:.1f}; ratio in [{ratio.min():.4f}, {ratio.max():.4f}] "
-        "(spec: 1.67 at t_0, 1.001 at 1e5). Its limit is ((M-1)/M)^2 < 1, reached past t ~ 1.3e5.",
+        "(spec: 1.67 at t_0, 1.001 at 1e5); predicted: the lower end of the interval (the upper end 2 "
+        "enters the error). Its limit is ((M-1)/M)^2 < 1, reached past t ~ 1.3e5.",
     )

@@ -8,6 +8,7 @@ The shared runs return NumPy float64 arrays; the checks compare in NumPy.
 
 import functools
 
+import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -22,11 +23,11 @@ from . import closed_forms as cf
 
 PAPER = "scan_snap"
 
-RTOL, ATOL = 1e-10, 1e-12
-"""Step-size control of the L1/L2 flows (Diffrax PID controller, Tsit5)."""
+FLOW_CONTROLLER = diffrax.PIDController(rtol=1e-10, atol=1e-12)
+"""Step-size control of the L1/L2 flows (Tsit5)."""
 
-SCALAR_RTOL, SCALAR_ATOL = 1e-12, 1e-14
-"""Step-size control of the L3 scalar model and of the h ODE of Eqn 44 (scalar states)."""
+SCALAR_CONTROLLER = diffrax.PIDController(rtol=1e-12, atol=1e-14)
+"""Step-size control of the L3 scalar model (scalar states)."""
 
 QUERY, CT = 13, 0
 """The query token shared by the three classes of the reference instance, and its common token."""
@@ -106,8 +107,7 @@ def population_run(model: ss.YZModel, arrays: ss.ClassArrays, eta_y, eta_z, save
         t1=save_ts[-1],
         save_ts=save_ts,
         save=lambda m: m,
-        rtol=RTOL,
-        atol=ATOL,
+        stepsize_controller=FLOW_CONTROLLER,
     )
 
 
@@ -124,8 +124,7 @@ def theory_run(arrays: ss.ClassArrays, eta_y, eta_z, save_ts) -> dynamics.Run:
         t1=save_ts[-1],
         save_ts=save_ts,
         class_weighted=True,
-        rtol=RTOL,
-        atol=ATOL,
+        stepsize_controller=FLOW_CONTROLLER,
     )
 
 
@@ -149,8 +148,7 @@ def scalar_run(M, K, eta_y, eta_z, C0, save_ts) -> dynamics.Run:
         C0=C0,
         t1=save_ts[-1],
         save_ts=save_ts,
-        rtol=SCALAR_RTOL,
-        atol=SCALAR_ATOL,
+        stepsize_controller=SCALAR_CONTROLLER,
     )
 
 
@@ -170,8 +168,7 @@ def h_run(M, eta_y, save_ts) -> dynamics.Run:
         args=(M, eta_y),
         t1=save_ts[-1],
         save_ts=save_ts,
-        rtol=1e-10,
-        atol=1e-14,
+        stepsize_controller=diffrax.PIDController(rtol=1e-10, atol=1e-14),
     )
 
 
@@ -201,8 +198,7 @@ def decoder_run(F, next_token, eta_y, save_ts) -> Float[Array, "S M K"]:
         t1=save_ts[-1],
         save_ts=save_ts,
         save=lambda Y: Y @ errors(Y).T,
-        rtol=1e-11,
-        atol=1e-12,
+        stepsize_controller=diffrax.PIDController(rtol=1e-11, atol=1e-12),
     )
     return run.values
 

@@ -216,9 +216,10 @@ def theorem3_eqn12_L2() -> Check:
         simulated=float(chi[-1]),
         error=max(0.0, -slack),
         tolerance=1e-8,
+        bound="upper",
         note=f"{_L2}, eta_Z in {_ETA_Z}, B_n integrated in the ODE state; min slack {slack:.3g} (0 at t=0); "
         f"largest final gap between the bounds {gap:.3g}; predicted/simulated: the upper bound / chi_l0 "
-        "of class 3 at t=2000, eta_Z=1.",
+        "of class 3 at t=2000, eta_Z=1 (the lower bound exp(2 f_l0(0)^2 B_n) enters the error).",
     )
 
 

@@ -144,7 +144,7 @@ def theorem1_t_eps() -> Check:
         tolerance=0.02,
         provenance="derived",
         note=f"{_FLOW_NOTE}; eps={eps} inside Theorem 1's range (0, {eps_max:.4g}); "
-        f"stop={dynamics.STOP_REASONS[flow['stop']]}; the step-size condition eta <= 1/(20 d^2) = "
+        f"stop={dynamics.StopReason(flow['stop']).name}; the step-size condition eta <= 1/(20 d^2) = "
         f"{F.theorem1_step_max(PAPER_SIZE.d):.2g} is met in the flow limit.",
     )
 
@@ -474,6 +474,7 @@ def fcn_bound_random_layers(quick: bool = False) -> Check:
         simulated=float(min_gap),
         error=max(-float(min_gap), coord_err, 0.0),
         tolerance=1e-10,
+        bound="lower",
         provenance="derived",
         note=f"d={d}, T={T}, q={q}; max coordinate-layer error {coord_err:.2g}.",
     )
@@ -508,6 +509,7 @@ def fcn_trained_widths(quick: bool = False) -> Check:
         simulated=worst,
         error=max(worst, 0.0),
         tolerance=3.0,
+        bound="upper",
         provenance="derived",
         note=f"d={task.d}, T={task.T}, q={task.q} (Td={Td}); ReLU MLP hidden (m, m) on vec(X)+1_y, "
         "Adam lr 3e-3, "
@@ -601,7 +603,7 @@ def theorem2_sphere_flow_converges(quick: bool = False) -> Check:
         provenance="derived",
         note=f"iid_sphere PE, d={task.d}, T={task.T}, q={task.q}, m_E={task.m_E}, rho={task.rho}, zero init; "
         f"bank of {size} PE draws (common random numbers) for both the floor scan and the vector field; "
-        f"Tsit5 rtol=1e-8 to t={SPHERE_FLOW_T1:.0e} (stop={dynamics.STOP_REASONS[int(run.stop)]}, "
+        f"Tsit5 rtol=1e-8 to t={SPHERE_FLOW_T1:.0e} (stop={dynamics.StopReason(int(run.stop)).name}, "
         f"{int(run.num_steps)} steps), float64; (g*, a*) = ({floor['gamma']:.5f}, {floor['alpha']:.5f}), "
         f"flow end ({gamma:.5f}, {a:.5f}); loss/(d/2q) at t={SPHERE_FLOW_T1 / 10:.0e}: {loss[0]:.6f}.",
     )
