@@ -1,7 +1,8 @@
 """The engine: continuous flows, discrete training and many runs at once. Knows no paper.
 
 - [`ode_flow`][], [`gradient_flow`][]: adaptive Diffrax integration with saves, saved
-  functions of the state, and stopping events.
+  functions of the state, and named stopping events ([`Event`][]: a boolean [`Predicate`][] or a
+  [`Crossing`][] located by root finding).
 - [`train`][] with the optax steps [`gd`][], [`heavy_ball`][], [`adam`][] and
   [`scale_by_group_rates`][]: discrete steps under `jax.lax.scan`.
 - [`scale_columns`][], [`center_columns`][], [`proximal_l1`][] (with [`soft_threshold`][],
@@ -21,7 +22,7 @@
 """
 
 from ._batch import SEEDS_AXIS, grid, run_many, seed_keys
-from ._flow import Predicate, gradient_flow, loss_below, ode_flow
+from ._flow import Crossing, Event, Predicate, gradient_flow, loss_below, ode_flow
 from ._hessian import HESSIAN_METHODS, hessian_max_eigenvalue, hvp
 from ._normalized import normalize_by_block, normalized_gd
 from ._params import (
@@ -47,6 +48,8 @@ from ._trajectory import Trajectory, save_npz_atomic
 
 __all__ = [
     "AbstractSimulation",
+    "Crossing",
+    "Event",
     "SAVE_DIM",
     "SEED_DIM",
     "Interval",

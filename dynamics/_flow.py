@@ -3,8 +3,10 @@
 from collections.abc import Callable, Mapping
 
 import diffrax
+import equinox as eqx
 import jax
 import jax.numpy as jnp
+import optimistix as optx
 from jaxtyping import Array, ArrayLike, Float, PyTree
 
 from ._rates import Rates, scale_tree
@@ -12,6 +14,26 @@ from ._run import Run, StopReason, all_finite
 
 Predicate = Callable[[PyTree], ArrayLike]
 """A function of the state returning a boolean scalar, e.g. `lambda p: loss(p) < 1e-3`."""
+
+
+class Crossing(eqx.Module):
+    """An event located exactly: the run stops where `fn(state)` changes sign, at the time a root
+    finder (Newton on Diffrax's dense interpolant) places the crossing, so `Run.t_stop` and
+    `Run.final` are those of the crossing itself rather than of the end of a solver step (where a
+    boolean [`Predicate`][] fires).
+
+    **Fields:** `fn`: `state -> real scalar`, e.g. `lambda p: loss(p) - 1e-3`.
+
+    **Example:** `ode_flow(lambda t, y, a: -y, 1.0, t1=5.0, events={"half": Crossing(lambda y: y - 0.5)})`
+    stops at t = ln 2.
+    """
+
+    fn: Callable[[PyTree], Float[Array, ""]]
+
+
+Event = Predicate | Crossing
+"""A named stopping condition of a flow: a boolean [`Predicate`][] of the state (checked at the
+end of each solver step) or a real-valued [`Crossing`][] (located by root finding)."""
 
 _DEFAULT_CONTROLLER = diffrax.PIDController(rtol=1e-8, atol=1e-10)
 """The step-size controller of [`ode_flow`][] when none is given."""
@@ -26,7 +48,7 @@ def ode_flow(
     args: PyTree = None,
     save_ts: Float[ArrayLike, " T"] | None = None,
     save: Callable[[PyTree], PyTree] | None = None,
-    events: Mapping[str, Predicate] | None = None,
+    events: Mapping[str, Event] | None = None,
     solver: diffrax.AbstractSolver | None = None,
     stepsize_controller: diffrax.AbstractStepSizeController | None = None,
     dt0: float | None = None,
@@ -46,7 +68,9 @@ def ode_flow(
     - `args`: passed through to `vector_field`.
     - `save_ts`: times at which to save; default `[t0, t1]`.
     - `save`: a function of the state saved at `save_ts` (a loss, metrics); default: the state.
-    - `events`: named predicates of the state; the first to become true stops the run.
+    - `events`: named [`Event`][]s: boolean predicates of the state, or [`Crossing`][]s located
+      exactly by root finding; the first to fire stops the run, and `Run.event_names` keeps the
+      names.
     - `solver`: a Diffrax solver; default `Tsit5()`.
     - `stepsize_controller`: a Diffrax step-size controller; default
       `diffrax.PIDController(rtol=1e-8, atol=1e-10)`. Pass e.g.
@@ -62,8 +86,9 @@ def ode_flow(
     save = (lambda y: y) if save is None else save
     save_ts = jnp.asarray([t0, t1] if save_ts is None else save_ts)
     names = tuple(events or {})
-    predicates = [events[name] for name in names] + [lambda y: jnp.logical_not(all_finite(y))]
-    event = diffrax.Event([lambda t, y, args, p=p, **kw: p(y) for p in predicates])
+    conditions = [_condition(events[name]) for name in names]
+    conditions.append(lambda t, y, args, **kw: jnp.logical_not(all_finite(y)))
+    event = diffrax.Event(conditions, root_finder=_root_finder(events or {}, y0))
     sol = diffrax.diffeqsolve(
         diffrax.ODETerm(vector_field),
         diffrax.Tsit5() if solver is None else solver,
@@ -101,7 +126,24 @@ def ode_flow(
         event=jnp.where(stop == StopReason.event, event_index, -1),
         t_stop=final_times[0],
         num_steps=sol.stats["num_steps"],
+        event_names=names,
     )
+
+
+def _condition(event: Event) -> Callable:
+    if isinstance(event, Crossing):
+        return lambda t, y, args, **kw: event.fn(y)
+    return lambda t, y, args, **kw: event(y)
+
+
+def _root_finder(events: Mapping[str, Event], y0: PyTree) -> optx.AbstractRootFinder | None:
+    """Newton to a hundred machine epsilons of the state's precision, when a crossing needs it."""
+    if not any(isinstance(e, Crossing) for e in events.values()):
+        return None
+    dtypes = [jnp.result_type(x) for x in jax.tree.leaves(y0)]
+    inexact = [d for d in dtypes if jnp.issubdtype(d, jnp.inexact)]
+    tol = 100 * float(jnp.finfo(jnp.result_type(*inexact) if inexact else float).eps)
+    return optx.Newton(rtol=tol, atol=tol)
 
 
 def gradient_flow(
@@ -132,5 +174,6 @@ def gradient_flow(
 
 
 def loss_below(loss: Callable[[PyTree], Float[Array, ""]], eps: float) -> Predicate:
-    """An event predicate that fires once `loss(state) < eps`."""
+    """An event predicate that fires once `loss(state) < eps` (at the end of the solver step where it
+    first holds; `Crossing(lambda state: loss(state) - eps)` locates the time exactly)."""
     return lambda state: loss(state) < eps

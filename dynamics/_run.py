@@ -47,6 +47,7 @@ class Run(eqx.Module):
     - `t_stop`: the time (or step) at which the run stopped.
     - `num_steps`: the steps taken: solver steps, accepted and rejected (flows; each costs
       one vector-field evaluation per solver stage), or optimizer steps (discrete training).
+    - `event_names`: the names of the events, in the order `event` indexes (static: not an array).
     """
 
     ts: Real[Array, " T"]
@@ -56,6 +57,7 @@ class Run(eqx.Module):
     event: Int[Array, ""]
     t_stop: Real[Array, ""]
     num_steps: Int[Array, ""]
+    event_names: tuple[str, ...] = eqx.field(static=True, default=())
 
     def is_successful(self) -> Bool[Array, "..."]:
         """True where the run completed or stopped on a user event (per run, for a batch)."""

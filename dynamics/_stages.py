@@ -85,6 +85,7 @@ def train_stages(params: PyTree, stages: Sequence[Stage]) -> list[Run]:
                 event=run.event,
                 t_stop=run.t_stop,
                 num_steps=run.num_steps,
+                event_names=run.event_names,
             )
         )
     return runs

@@ -108,4 +108,5 @@ def train(
         event=event,
         t_stop=t_stop,
         num_steps=jnp.asarray(t_stop),
+        event_names=tuple(events or {}),
     )

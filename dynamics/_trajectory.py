@@ -77,7 +77,9 @@ class Trajectory:
     @classmethod
     def from_runs(cls, runs: Run, config: dict, event_names: tuple[str, ...] = ()) -> "Trajectory":
         """Build from a [`Run`][] whose fields carry a leading seed axis (from `vmap` or
-        [`run_many`][]). `event_names` are the names of the events in the order given."""
+        [`run_many`][]). `event_names` name the events in the order given; default the names
+        the runs carry (`Run.event_names`)."""
+        event_names = tuple(event_names) or runs.event_names
         values = flatten_tree(runs.values, "") | flatten_tree(runs.final, "final/")
         stops = np.atleast_1d(np.asarray(runs.stop))
         events = np.atleast_1d(np.asarray(runs.event))

@@ -1,5 +1,6 @@
 """Your own model on attnflow: a one-layer attention model that none of the five papers studies,
-trained by gradient flow until its loss falls below a threshold, swept over two settings × 64 seeds.
+trained by gradient flow until its loss crosses a threshold (the time located exactly by root finding),
+swept over two settings × 64 seeds.
 
 The task, in-context retrieval: a sequence of `tokens` random unit vectors in R^d and a query equal to
 one of them; the model attends with softmax(Xᵀ W q) and reads out v·(X attention); the target is
@@ -46,7 +47,7 @@ class Retrieval(dynamics.AbstractSimulation):
         return dynamics.gradient_flow(
             loss, start, rates={"W": self.eta_w, "v": 1.0}, t1=self.t1,
             save_ts=jnp.linspace(0.0, self.t1, 41, dtype=self.dtype), save=lambda p: {"loss": loss(p)},
-            events={"loss_below": dynamics.loss_below(loss, self.threshold)},
+            events={"loss_below": dynamics.Crossing(lambda p: loss(p) - self.threshold)},  # exact time
         )  # fmt: skip
 
 

@@ -1,6 +1,7 @@
 """Gradient flow and general ODE flows against closed forms."""
 
 import diffrax
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -92,3 +93,26 @@ def test_ode_flow_with_constant_steps_is_explicit_euler():
 @pytest.mark.parametrize("bad", [0.0, -1.0])
 def test_loss_below_is_a_plain_predicate(bad):
     assert bool(dynamics.loss_below(lambda p: p, 0.5)(jnp.array(bad)))
+
+
+def test_a_crossing_is_located_exactly_and_a_predicate_at_the_end_of_a_step():
+    decay = lambda t, y, args: -y  # noqa: E731 - y(t) = e^{-t} crosses 1/2 at t = ln 2
+    exact = dynamics.ode_flow(
+        decay, jnp.array(1.0), t1=5.0, events={"half": dynamics.Crossing(lambda y: y - 0.5)}
+    )
+    assert dynamics.stop_reason(exact.stop, exact.event, exact.event_names) == "event:half"
+    assert abs(float(exact.t_stop) - np.log(2.0)) < 1e-8  # the root of the solution (rtol 1e-8)
+    assert abs(float(exact.final) - 0.5) < 1e-12  # the state at the root found
+    stepped = dynamics.ode_flow(decay, jnp.array(1.0), t1=5.0, events={"half": lambda y: y < 0.5})
+    assert float(stepped.t_stop) > np.log(2.0) + 1e-3  # the end of the step where it first holds
+
+
+def test_runs_keep_their_event_names_through_vmap_and_into_a_trajectory():
+    def one(y0):
+        events = {"never": lambda y: y > 10.0, "small": dynamics.Crossing(lambda y: y - 0.1)}
+        return dynamics.ode_flow(lambda t, y, args: -y, y0, t1=1.0, events=events)
+
+    runs = jax.vmap(one)(jnp.array([1.0, 0.2]))
+    assert runs.event_names == ("never", "small")
+    trajectory = dynamics.Trajectory.from_runs(runs, {})
+    assert list(trajectory.stop_reasons) == ["completed", "event:small"]
