@@ -72,11 +72,25 @@ def _against_time(values, time, points, name: str, out_dir: Path) -> Path:
         text = "median" if label is None else ", ".join(f"{k}={x}" for k, x in select.items())
         ax.plot(t.values, mid, color=f"C{i % 10}", label=text)
         ax.fill_between(t.values, low, high, color=f"C{i % 10}", alpha=0.2, linewidth=0)
+    _scale(ax.set_xscale, time.values)
+    _scale(ax.set_yscale, values.values)
     ax.set_xlabel("time (steps for discrete training)")
     ax.set_ylabel(name)
     ax.set_title(f"{name}: median over seeds, band 10-90 %", fontsize=9)
     ax.legend(fontsize=7)
     return _save(fig, out_dir / f"{name}_time.png")
+
+
+def _scale(set_scale, x: np.ndarray) -> None:
+    """A log axis for positive data over more than two decades (symlog when it starts at 0)."""
+    x = x[np.isfinite(x)]
+    positive = x[x > 0]
+    if positive.size < 2 or positive.max() / positive.min() <= 100 or np.any(x < 0):
+        return
+    if np.any(x == 0):
+        set_scale("symlog", linthresh=float(positive.min()))
+    else:
+        set_scale("log")
 
 
 def _final_line(final, axis: str, name: str, out_dir: Path) -> Path:
