@@ -33,6 +33,8 @@ class AbstractSimulation(eqx.Module):
 
     - `event_names`: the names of the events `run` stops on, in the order of `Run.event`.
     - `requires`: conditions between fields ([`Require`][]), checked after each field.
+    - `seed_hint`: what makes the seeds differ where some settings make every run the same
+      (e.g. `"set init=uniform"`); [`simulate`][] warns with it when all seeds agree.
 
     **Fields every simulation has:** `dtype` (`"float32"` or `"float64"`).
 
@@ -54,6 +56,7 @@ class AbstractSimulation(eqx.Module):
     dtype: eqx.AbstractVar[str]
     event_names: ClassVar[tuple[str, ...]] = ()
     requires: ClassVar[tuple[Require, ...]] = ()
+    seed_hint: ClassVar[str] = ""
 
     @abc.abstractmethod
     def run(self, key: PRNGKeyArray) -> Run:

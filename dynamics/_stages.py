@@ -1,11 +1,13 @@
-"""Multi-stage training: train one block of the parameters, then another, the others frozen."""
+"""Multi-stage training: train one block of the parameters, then another, the others frozen;
+each stage full-batch or on fresh mini-batches."""
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 
 import equinox as eqx
+import jax
 import optax
-from jaxtyping import Array, Float, PyTree
+from jaxtyping import Array, Float, PRNGKeyArray, PyTree
 
 from ._flow import Predicate
 from ._run import Run
@@ -18,7 +20,8 @@ class Stage:
 
     **Fields:**
 
-    - `loss`: `params -> scalar`, the full-batch loss of this stage (it sees all parameters).
+    - `loss`: `params -> scalar`, the full-batch loss of this stage, or `(params, batch) -> scalar`
+      with `sample` (it sees all parameters).
     - `optimizer`: the optax transformation applied to the trained block only (so a
       normalisation inside it sees only that block's gradient).
     - `trainable`: a PyTree of booleans, a prefix of the parameters (an `equinox` filter
@@ -26,28 +29,40 @@ class Stage:
     - `num_steps`, `every`: steps of this stage and save period (see [`train`][]).
     - `save`: function of the full parameters to save; default the parameters.
     - `events`: named predicates of the full parameters that stop the stage.
+    - `sample`: `key -> batch`; when given, step k of the stage descends `loss(params, batch)` on
+      the fresh mini-batch `sample(fold_in(stage_key, k))`, as [`train`][] does.
+    - `key`: this stage's own mini-batch key (`stage_key`); default: derived from the `key` of
+      [`train_stages`][].
     """
 
-    loss: Callable[[PyTree], Float[Array, ""]]
+    loss: Callable[..., Float[Array, ""]]
     optimizer: optax.GradientTransformation
     trainable: PyTree
     num_steps: int
     every: int = 1
     save: Callable[[PyTree], PyTree] | None = None
     events: Mapping[str, Predicate] | None = None
+    sample: Callable[[PRNGKeyArray], PyTree] | None = None
+    key: PRNGKeyArray | None = None
 
 
-def train_stages(params: PyTree, stages: Sequence[Stage]) -> list[Run]:
+def train_stages(params: PyTree, stages: Sequence[Stage], *, key: PRNGKeyArray | None = None) -> list[Run]:
     """Run `stages` one after the other, each starting where the previous one stopped.
 
     In each stage the parameters are split with `equinox.partition(params, stage.trainable)`;
     [`train`][] descends the trainable part while the rest is held fixed, and the two are
     recombined. Jit- and vmap-compatible (the stage structure is static).
 
+    A stage with `sample` trains on mini-batches drawn from its key `stage_key`: `stage.key`
+    when the stage carries one, otherwise `jax.random.fold_in(key, i)` for the stage at index
+    `i` of `stages` (counted from 0). Its run is then exactly [`train`][] on the trained block
+    with `key=stage_key`. Full-batch stages use no key.
+
     **Arguments:**
 
     - `params`: the initial parameters.
     - `stages`: the [`Stage`][]s in order (at least one).
+    - `key`: the PRNG key of the mini-batch streams of the stages that sample and carry no key.
 
     **Returns:** one [`Run`][] per stage; `Run.final` and the saved values hold the full
     parameters (or `save` of them), and step numbers restart at 0 in every stage.
@@ -55,7 +70,12 @@ def train_stages(params: PyTree, stages: Sequence[Stage]) -> list[Run]:
     if not stages:
         raise ValueError("stages must hold at least one Stage, got none")
     runs = []
-    for stage in stages:
+    for index, stage in enumerate(stages):
+        stage_key = stage.key
+        if stage.sample is not None and stage_key is None:
+            if key is None:
+                raise ValueError(f"stage {index} samples mini-batches: give the Stage or train_stages a key")
+            stage_key = jax.random.fold_in(key, index)
         trained, frozen = eqx.partition(params, stage.trainable)
 
         def full(part, frozen=frozen):
@@ -67,11 +87,13 @@ def train_stages(params: PyTree, stages: Sequence[Stage]) -> list[Run]:
             for name, pred in (stage.events or {}).items()
         }
         run = train(
-            lambda part, loss=stage.loss, full=full: loss(full(part)),
+            lambda part, *batch, loss=stage.loss, full=full: loss(full(part), *batch),
             trained,
             stage.optimizer,
             num_steps=stage.num_steps,
             every=stage.every,
+            key=stage_key,
+            sample=stage.sample,
             save=lambda part, save=save, full=full: save(full(part)),
             events=events,
         )

@@ -4,6 +4,7 @@ import dataclasses
 import itertools
 import json
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -50,7 +51,21 @@ def _run_points(
         )
         for j, i in enumerate(members):
             results[i] = jax.tree.map(lambda x, j=j: x[j * num_seeds : (j + 1) * num_seeds], runs)
+    if num_seeds > 1 and any(_seeds_identical(r) for r in results):
+        hint = f" ({sims[0].seed_hint})" if sims[0].seed_hint else ""
+        warnings.warn(
+            f"{type(sims[0]).__name__}: every seed gave the same run; with these settings the "
+            f"seeds change nothing{hint}",
+            stacklevel=3,
+        )
     return results
+
+
+def _seeds_identical(runs: Run) -> bool:
+    """True when every run of a batch saved exactly what the first did."""
+    return all(
+        np.array_equal(x, x[:1].repeat(len(x), 0), equal_nan=True) for x in jax.tree.leaves(runs.values)
+    )
 
 
 def simulate(
@@ -58,7 +73,9 @@ def simulate(
 ) -> Trajectory:
     """Run `num_seeds` seeds of `sim` in batched calls (`vmap` in chunks over local devices).
 
-    Run i uses the PRNG key of the integer seed `seed + i` ([`seed_key`][]).
+    Run i uses the PRNG key of the integer seed `seed + i` ([`seed_key`][]). When every seed gives
+    the same run (a deterministic flow from a fixed start), a `UserWarning` says so, with the
+    simulation's `seed_hint`.
 
     **Arguments:**
 

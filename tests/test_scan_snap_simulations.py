@@ -2,6 +2,7 @@
 wraps, many seeds and a sweep."""
 
 import dataclasses
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -115,3 +116,12 @@ def test_describe_records_every_field():
 def test_key_seed_inverts_seed_key():
     seeds = jnp.arange(4) + 7
     assert np.array_equal(jax.vmap(lambda s: dynamics.key_seed(dynamics.seed_key(s)))(seeds), seeds)
+
+
+def test_identical_seeds_are_said_aloud():
+    with pytest.warns(UserWarning, match="every seed gave the same run.*set init=uniform"):
+        dynamics.simulate(scan_snap.PopulationFlow(**SMALL["L1"]), num_seeds=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        dynamics.simulate(scan_snap.PopulationFlow(init="uniform", **SMALL["L1"]), num_seeds=2)
+        dynamics.simulate(scan_snap.PopulationFlow(**SMALL["L1"]), num_seeds=1)

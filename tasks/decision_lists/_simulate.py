@@ -138,6 +138,7 @@ class Result1Flow(dynamics.AbstractSimulation):
     )
     num_refine: int = param(256, Interval(1), doc="saves of μ on the re-integration that refines τ")
     dtype: str = _dtype()
+    seed_hint = "task_seed fixes one task for every seed: leave it unset to draw a task per seed"
 
     event_names = ("perfect",)
     requires = (*_TASK, _EXACT)
@@ -203,6 +204,7 @@ class Result2GD(dynamics.AbstractSimulation):
     every: int = _every(1)
     stop_at_perfect: bool = param(False, doc="stop at the first perfect (or certified) step")
     dtype: str = _dtype()
+    seed_hint = "task_seed fixes one task for every seed: leave it unset to draw a task per seed"
 
     event_names = ("perfect",)
     requires = (
@@ -272,6 +274,7 @@ class UniformAttentionGD(dynamics.AbstractSimulation):
     num_steps: int = _num_steps(2000)
     every: int = _every(10)
     dtype: str = _dtype()
+    seed_hint = "task_seed fixes one task for every seed: leave it unset to draw a task per seed"
 
     requires = (*_TASK, _EXACT, _EVERY)
 
@@ -307,6 +310,7 @@ class JointGD(dynamics.AbstractSimulation):
     num_steps: int = _num_steps(2000)
     every: int = _every(10)
     dtype: str = _dtype()
+    seed_hint = "task_seed fixes one task for every seed: leave it unset to draw a task per seed"
 
     requires = (*_TASK, _EXACT, _EVERY)
 

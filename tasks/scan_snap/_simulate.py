@@ -113,6 +113,7 @@ class PopulationFlow(dynamics.AbstractSimulation):
     t1: float = _t1()
     num_saves: int = _num_saves()
     dtype: str = _dtype("float64")
+    seed_hint = "from init=zeros the flow is deterministic: set init=uniform for a random start"
 
     def run(self, key) -> dynamics.Run:
         classes = _classes(self.dataset, self.num_last)
@@ -140,6 +141,7 @@ class TheoryFlow(dynamics.AbstractSimulation):
     num_saves: int = _num_saves()
     class_weighted: bool = param(False, doc="multiply each class's term by π_n")
     dtype: str = _dtype("float64")
+    seed_hint = "from init=zeros the flow is deterministic: set init=uniform for a random start"
 
     def run(self, key) -> dynamics.Run:
         classes = _classes(self.dataset, self.num_last)
@@ -168,6 +170,7 @@ class ScalarFlow(dynamics.AbstractSimulation):
     t1: float = _t1()
     num_saves: int = _num_saves()
     dtype: str = _dtype("float64")
+    seed_hint = "the scalar model has no randomness: sweep its rates or C0 instead"
 
     def run(self, key) -> dynamics.Run:
         del key

@@ -68,6 +68,7 @@ class ReducedFlow(dynamics.AbstractSimulation):
     atol: float = param(1e-12, _POSITIVE, doc="absolute tolerance of the step-size controller")
     max_steps: int = param(200_000, Interval(1), doc="the solver's step budget")
     dtype: str = _dtype("float64")
+    seed_hint = "the reduced flow from zero init has no randomness: sweep its settings instead"
 
     event_names = ("loss_below",)
     requires = (Q_BELOW_T, PE_DIM_COVERS_T)
