@@ -1,5 +1,6 @@
 """Multi-stage schedules (dynamics._stages)."""
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -66,3 +67,55 @@ def test_events_see_the_full_parameters():
     (run,) = dynamics.train_stages(p0, [stage])
     assert dynamics.stop_reason(run.stop, run.event, ("x_passes_y_over_20",)) == "event:x_passes_y_over_20"
     assert 0.25 < float(run.final["x"][0]) < 0.5 and float(run.final["y"][0]) == 5.0
+
+
+def _batch_loss(p, batch):
+    return _loss(p) + jnp.sum(batch * p["x"]) - jnp.sum(batch**2 * p["y"])
+
+
+def _draw(k):
+    return jax.random.normal(k, (3,))
+
+
+def _train_block(p, trainable, optimizer, num_steps, key):
+    """`dynamics.train` by hand on the trained block of `p`, the rest frozen."""
+    part, frozen = eqx.partition(p, trainable)
+    return dynamics.train(
+        lambda q, batch: _batch_loss(eqx.combine(q, frozen), batch),
+        part,
+        optimizer,
+        num_steps=num_steps,
+        key=key,
+        sample=_draw,
+    )
+
+
+def test_minibatch_stages_are_train_on_the_block_with_their_keys():
+    p0 = {"x": jnp.zeros(3), "y": jnp.ones(3)}
+    key, own = jax.random.key(3), jax.random.key(7)
+    opt = dynamics.gd(jnp.asarray(0.05))
+    x_only, y_only = {"x": True, "y": False}, {"x": False, "y": True}
+    stages = [
+        dynamics.Stage(_batch_loss, opt, x_only, num_steps=5, sample=_draw),
+        dynamics.Stage(_loss, opt, y_only, num_steps=2),
+        dynamics.Stage(_batch_loss, opt, y_only, num_steps=4, sample=_draw),
+        dynamics.Stage(_batch_loss, opt, x_only, num_steps=3, sample=_draw, key=own),
+    ]
+    first, second, third, fourth = dynamics.train_stages(p0, stages, key=key)
+    run = _train_block(p0, x_only, opt, 5, jax.random.fold_in(key, 0))
+    np.testing.assert_array_equal(first.final["x"], run.final["x"])
+    np.testing.assert_array_equal(first.values["x"], run.values["x"])
+    (full_batch,) = dynamics.train_stages(first.final, stages[1:2])
+    np.testing.assert_array_equal(second.final["y"], full_batch.final["y"])
+    run = _train_block(second.final, y_only, opt, 4, jax.random.fold_in(key, 2))
+    np.testing.assert_array_equal(third.final["y"], run.final["y"])
+    run = _train_block(third.final, x_only, opt, 3, own)
+    np.testing.assert_array_equal(fourth.final["x"], run.final["x"])
+    np.testing.assert_array_equal(fourth.final["y"], third.final["y"])
+
+
+def test_minibatch_stage_without_key_is_refused():
+    opt = dynamics.gd(jnp.asarray(0.1))
+    stage = dynamics.Stage(_batch_loss, opt, {"x": True, "y": False}, num_steps=2, sample=_draw)
+    with pytest.raises(ValueError, match="stage 0 samples mini-batches"):
+        dynamics.train_stages({"x": jnp.zeros(3), "y": jnp.zeros(3)}, [stage])

@@ -223,6 +223,7 @@ class PopulationODE(_OnInstance):
     rtol: float = param(1e-10, _POSITIVE, doc="relative tolerance of the step-size controller")
     atol: float = param(1e-12, _POSITIVE, doc="absolute tolerance of the step-size controller")
     dtype: str = _dtype()
+    seed_hint = "the population ODE has no randomness: sweep alpha0 or beta0 instead"
 
     def run(self, key) -> dynamics.Run:
         del key
