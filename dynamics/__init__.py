@@ -10,7 +10,8 @@
   re-projection, on chosen leaves.
 - [`normalized_gd`][], [`normalize_by_block`][]: normalized GD with one normalisation (and one
   step size) per parameter block; [`train_stages`][] with [`Stage`][]: train one block, then
-  another, the others frozen, full-batch or on fresh mini-batches; [`solve_qp`][]: a convex QP (Clarabel) with its KKT residuals.
+  another, the others frozen, full-batch or on fresh mini-batches; [`solve_qp`][]: a convex
+  QP (Clarabel) with its KKT residuals.
 - [`run_many`][], [`grid`][], [`seed_keys`][]: `vmap` over seeds and grids, chunked and sharded.
 - [`hessian_max_eigenvalue`][], [`hvp`][]: the largest Hessian eigenvalue from Hessian-vector
   products (Lanczos or power iteration), e.g. for a step size η ≤ 1/λ_max.
