@@ -18,7 +18,7 @@ _META_KEY = "__meta__"
 def save_npz_atomic(path: str | os.PathLike, arrays: dict[str, np.ndarray]) -> Path:
     """Write `arrays` to one `.npz` file atomically: to a temporary file in the same folder,
     flushed to disk, then renamed over `path`, so a crash never leaves a half-written file
-    (and never a stray temporary one).
+    (and never a stray temporary one). The file's mode follows the umask, like any new file.
 
     **Arguments:**
 
@@ -31,6 +31,7 @@ def save_npz_atomic(path: str | os.PathLike, arrays: dict[str, np.ndarray]) -> P
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; a result is as readable as any file
         with os.fdopen(fd, "wb") as f:
             np.savez(f, **arrays)
             f.flush()
@@ -40,6 +41,12 @@ def save_npz_atomic(path: str | os.PathLike, arrays: dict[str, np.ndarray]) -> P
         os.unlink(tmp)
         raise
     return path
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def flatten_tree(tree: Any, prefix: str, separator: str = "/") -> dict[str, np.ndarray]:

@@ -2,6 +2,7 @@
 
 import json
 import os
+import stat
 
 import jax
 import jax.numpy as jnp
@@ -69,3 +70,12 @@ def test_config_must_be_json():
         dynamics.Trajectory.from_runs(runs, {"bad": object()})
     traj = dynamics.Trajectory.from_runs(runs, {"ok": 1})
     json.dumps(traj.config)
+
+
+def test_saved_files_follow_the_umask(tmp_path):
+    old = os.umask(0o022)
+    try:
+        path = dynamics.save_npz_atomic(tmp_path / "a.npz", {"x": np.zeros(2)})
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644
