@@ -76,15 +76,48 @@ def time_vs_bound_grid(n: int, Ls, Ms, num_tasks: int, seed: int = 0) -> dict:
     return out
 
 
+def _zero_floor(values: np.ndarray) -> float:
+    """Where τ = 0 is drawn on a log axis: a third of the smallest positive value (1 if none)."""
+    positive = values[values > 0]
+    return float(positive.min()) / 3 if positive.size else 1.0
+
+
+def _mark_zeros(ax, x, values, floor: float, colors) -> None:
+    """Draw the entries of `values` (shape `(len(x), len(colors), k)`) that are 0 as open triangles at
+    `floor`, with a dotted line there and one legend entry (nothing if no entry is 0).
+
+    **Arguments:**
+
+    - `ax`: the log-scaled axes.
+    - `x`: the abscissae (one per row of `values`).
+    - `values`: the plotted quantity, τ or τ/bound.
+    - `floor`: the height a zero is drawn at (see `_zero_floor`).
+    - `colors`: one colour per column of `values`.
+    """
+    zeros = values == 0
+    if not zeros.any():
+        return
+    for j, color in enumerate(colors):
+        rows = zeros[:, j].any(axis=1)
+        ax.scatter(x[rows], np.full(rows.sum(), floor), marker="v", s=60, facecolors="none", edgecolors=color)
+    ax.axhline(floor, color="gray", ls=":", lw=1)
+    label = f"τ = 0 (drawn at {floor:.1e})"
+    ax.scatter([], [], marker="v", facecolors="none", edgecolors="gray", label=label)
+
+
 def time_vs_bound(out_dir: Path, full: bool) -> list[Path]:
-    """Result 1: τ/bound over the (L, M) grid (left) and τ and the bound against L (right)."""
+    """Result 1: τ/bound over the (L, M) grid (left) and τ and the bound against L (right). A run
+    with τ = 0 (perfect from the start) cannot sit on the log axes: it is drawn as an open triangle on
+    a dotted floor at a third of the smallest positive value, named in the legend.
+    """
     cfg = GRID["full" if full else "quick"]
     data = time_vs_bound_grid(cfg["n"], cfg["L"], cfg["M"], cfg["tasks"])
     fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(10, 4))
     colors = plt.cm.viridis(np.linspace(0.0, 0.85, len(cfg["M"])))
     Ls = np.asarray(cfg["L"], float)
+    ratio_floor, tau_floor = _zero_floor(data["ratio"]), _zero_floor(np.median(data["tau"], axis=2))
     for j, (M, color) in enumerate(zip(cfg["M"], colors)):
-        ratio = data["ratio"][:, j]
+        ratio = np.maximum(data["ratio"][:, j], ratio_floor)
         ax0.errorbar(
             Ls,
             np.median(ratio, axis=1),
@@ -94,8 +127,11 @@ def time_vs_bound(out_dir: Path, full: bool) -> list[Path]:
             capsize=3,
             label=f"M={M}",
         )
-        ax1.plot(Ls, np.median(data["tau"][:, j], axis=1), color=color, marker="o", label=f"τ, M={M}")
+        tau = np.maximum(np.median(data["tau"][:, j], axis=1), tau_floor)
+        ax1.plot(Ls, tau, color=color, marker="o", label=f"τ, M={M}")
         ax1.plot(Ls, np.median(data["bound"][:, j], axis=1), color=color, ls="--", label=f"bound, M={M}")
+    _mark_zeros(ax0, Ls, data["ratio"], ratio_floor, colors)
+    _mark_zeros(ax1, Ls, np.median(data["tau"], axis=2)[..., None], tau_floor, colors)
     ax0.set(xlabel="L", ylabel="τ / bound", yscale="log", title=f"Result 1: τ / (4M/(log L γ)), n={cfg['n']}")
     ax1.set(xlabel="L", ylabel="time", yscale="log", title="τ (solid) and the bound (dashed), medians")
     ax0.legend(fontsize=8)

@@ -186,7 +186,7 @@ def _fig45(out_dir: Path, full: bool, optimizer: str, name: str) -> list[Path]:
     runs = _length_runs(full, optimizer)
     sim = runs["sim"]
     L0 = sim.task.trivial_loss
-    fig, axes = plt.subplots(2, 1, figsize=(7, 8))
+    fig, axes = plt.subplots(2, 1, figsize=(7, 8.5), layout="constrained")
     _length_panel(axes[0], runs, "T", sim.T_tests, L0, f"T_test (trained at T={sim.T}), {optimizer}")
     _length_panel(axes[1], runs, "q", sim.q_tests, L0, f"q_test at T={sim.T} (trained at q={sim.q})")
     inset = axes[1].inset_axes([0.55, 0.55, 0.4, 0.4])
@@ -198,6 +198,7 @@ def _fig45(out_dir: Path, full: bool, optimizer: str, name: str) -> list[Path]:
             )
     inset.set_title("zoom: last 20%", fontsize=7)
     inset.tick_params(labelsize=6)
+    inset.locator_params(axis="x", nbins=4)
     return save_figure(fig, out_dir, name, data=_length_data(runs, L0), config=runs["config"])
 
 
@@ -304,13 +305,14 @@ def thm1_rate(out_dir: Path, full: bool) -> list[Path]:
     axes[0].loglog(ts, 1.0 / L, label="reduced gradient flow")
     axes[0].loglog(ts, 4 * ts / (task.T - 1), "k:", label=r"$4t/(T-1)$ (P2)")
     axes[0].set_xlabel("t = eta k")
-    axes[0].set_ylabel("1 / L")
+    axes[0].set_ylabel("1 / L (inverse population loss)")
     axes[0].set_title(f"Theorem 1 rate: d={task.d}, T={task.T}, q={task.q}")
     axes[0].legend()
     steps = np.asarray(full_run.ts)
     axes[1].semilogy(steps, np.asarray(full_run.values), label="full-matrix GD (exact loss)")
     axes[1].semilogy(steps, np.asarray(red.values["loss"]), "--", label="reduced (g, a) recursion")
     axes[1].set_xlabel("step")
+    axes[1].set_ylabel("population loss L")
     axes[1].set_title(f"d={small.d}, T={small.T}, q={small.q}, eta=0.5")
     axes[1].legend()
     return save_figure(
