@@ -41,10 +41,10 @@ def _verify(args: argparse.Namespace) -> int:
 
     from .papers import paper, papers
 
-    names = [paper(args.paper).name] if args.paper else list(papers())
+    selected = [paper(args.paper)] if args.paper else list(papers().values())
     checks = []
-    for name in names:
-        checks += papers()[name].run_checks(
+    for chosen in selected:
+        checks += chosen.run_checks(
             quick=args.quick, progress=lambda check: print(f"  running {check}", flush=True)
         )
     print(theory.format_table(checks))
@@ -124,13 +124,10 @@ def _simulate(args: argparse.Namespace) -> int:
 def _parse_grid(cls, texts: list[str]) -> dict[str, list]:
     import dynamics
 
-    infos = {info.name: info for info in cls.params()}
-    grid = {}
-    for key, text in _parse_pairs(texts, "--grid").items():
-        if key not in infos:
-            raise ValueError(f"{cls.__name__} has no setting {key!r}; known: {', '.join(infos)}")
-        grid[key] = [dynamics.parse_value(cls.__name__, infos[key], v) for v in text.split(",") if v.strip()]
-    return grid
+    return {
+        key: [dynamics.parse_settings(cls, {key: v})[key] for v in text.split(",") if v.strip()]
+        for key, text in _parse_pairs(texts, "--grid").items()
+    }
 
 
 def _sweep(args: argparse.Namespace) -> int:

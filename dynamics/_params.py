@@ -2,6 +2,7 @@
 in one place when a config is built (from Python or from the command line)."""
 
 import dataclasses
+import functools
 import math
 import numbers
 import types
@@ -154,6 +155,15 @@ def param(default=dataclasses.MISSING, allowed: Allowed = None, *, doc: str = ""
     return eqx.field(default=default, metadata={_META: (allowed, doc, traced)})
 
 
+def dtype_param(default: str):
+    """The `dtype` field every simulation has: `"float32"` or `"float64"`, with its default
+    (float64 where a result is compared with a closed form, float32 for large batches).
+
+    **Example:** `dtype: str = dynamics.dtype_param("float64")`.
+    """
+    return param(default, OneOf("float32", "float64"), doc="floating-point precision")
+
+
 def _field_type(annotation) -> tuple[type, bool]:
     if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
         args = [a for a in typing.get_args(annotation) if a is not type(None)]
@@ -161,8 +171,10 @@ def _field_type(annotation) -> tuple[type, bool]:
     return annotation, False
 
 
-def params(cls) -> list[ParamInfo]:
-    """The declared fields of a config class, in order (fields made with [`param`][])."""
+@functools.cache
+def params(cls) -> tuple[ParamInfo, ...]:
+    """The declared fields of a config class, in order (fields made with [`param`][]); read once
+    per class, since every construction checks them."""
     hints = typing.get_type_hints(cls)
     infos = []
     for f in dataclasses.fields(cls):
@@ -171,7 +183,7 @@ def params(cls) -> list[ParamInfo]:
         allowed, doc, traced = f.metadata[_META]
         kind, optional = _field_type(hints[f.name])
         infos.append(ParamInfo(f.name, kind, optional, f.default, allowed, doc, traced))
-    return infos
+    return tuple(infos)
 
 
 def check_value(owner: str, info: ParamInfo, value) -> None:

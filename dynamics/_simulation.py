@@ -43,7 +43,7 @@ class AbstractSimulation(eqx.Module):
     ```python
     class Decay(dynamics.AbstractSimulation):
         rate: float = dynamics.param(1.0, dynamics.Interval(0, low_open=True), doc="decay rate", traced=True)
-        dtype: str = dynamics.param("float64", dynamics.OneOf("float32", "float64"))
+        dtype: str = dynamics.dtype_param("float64")
 
         def run(self, key):
             y0 = jax.random.normal(key, (), self.dtype)
@@ -87,7 +87,7 @@ class AbstractSimulation(eqx.Module):
         return f"{'.'.join(parts)}:{cls.__qualname__}"
 
     @classmethod
-    def params(cls) -> list[ParamInfo]:
+    def params(cls) -> tuple[ParamInfo, ...]:
         """The declared fields, with their types, defaults, allowed values and docs."""
         return params(cls)
 
@@ -121,11 +121,6 @@ def with_values(sim: AbstractSimulation, values: Mapping) -> AbstractSimulation:
     for f in dataclasses.fields(sim):
         object.__setattr__(new, f.name, values[f.name] if f.name in values else getattr(sim, f.name))
     return new
-
-
-def traced_names(cls) -> tuple[str, ...]:
-    """The fields of `cls` declared `traced` (they may vary inside one compiled batch)."""
-    return tuple(info.name for info in params(cls) if info.traced)
 
 
 def static_part(sim: AbstractSimulation) -> AbstractSimulation:

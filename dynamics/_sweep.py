@@ -64,7 +64,8 @@ def _run_points(
 def _seeds_identical(runs: Run) -> bool:
     """True when every run of a batch saved exactly what the first did."""
     return all(
-        np.array_equal(x, x[:1].repeat(len(x), 0), equal_nan=True) for x in jax.tree.leaves(runs.values)
+        np.array_equal(x, np.broadcast_to(x[:1], x.shape), equal_nan=True)
+        for x in jax.tree.leaves(runs.values)
     )
 
 

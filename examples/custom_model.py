@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 
 import dynamics
-from dynamics import Interval, OneOf, param
+from dynamics import Interval, param
 
 
 class Retrieval(dynamics.AbstractSimulation):
@@ -26,7 +26,7 @@ class Retrieval(dynamics.AbstractSimulation):
     eta_w: float = param(1.0, Interval(0, low_open=True), doc="rate of the attention W", traced=True)
     t1: float = param(400.0, Interval(0, low_open=True), doc="end time", traced=True)
     threshold: float = param(0.03, Interval(0, low_open=True), doc="loss that stops the run")
-    dtype: str = param("float64", OneOf("float32", "float64"), doc="precision")
+    dtype: str = dynamics.dtype_param("float64")
     event_names = ("loss_below",)
 
     def run(self, key) -> dynamics.Run:

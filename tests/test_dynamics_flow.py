@@ -116,3 +116,19 @@ def test_runs_keep_their_event_names_through_vmap_and_into_a_trajectory():
     assert runs.event_names == ("never", "small")
     trajectory = dynamics.Trajectory.from_runs(runs, {})
     assert list(trajectory.stop_reasons) == ["completed", "event:small"]
+
+
+def test_is_successful_is_completed_or_a_user_event():
+    def one(y0):
+        return dynamics.ode_flow(lambda t, y, args: y * y, y0, t1=1.0, events={"big": lambda y: y > 5.0})
+
+    runs = jax.vmap(one)(jnp.array([0.1, 0.9, 2.0]))  # y' = y² blows up at t = 1/y0
+    names = [dynamics.StopReason(int(s)).name for s in runs.stop]
+    assert names == ["completed", "event", "event"]
+    assert list(runs.is_successful()) == [True, True, True]
+    diverged = dynamics.ode_flow(lambda t, y, args: y * y, jnp.array(2.0), t1=1.0)
+    assert dynamics.StopReason(int(diverged.stop)) in (
+        dynamics.StopReason.nonfinite,
+        dynamics.StopReason.solver_failure,
+    )
+    assert not bool(diverged.is_successful())

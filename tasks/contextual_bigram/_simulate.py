@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 
 import dynamics
-from dynamics import Interval, OneOf, Require, param
+from dynamics import Interval, OneOf, Require, dtype_param, param
 
 from ._algorithm import SGD_KINDS, STAGE1_RULES, STAGE3_MODES, SWITCHES, run_algorithm, run_sgd
 from ._instance import DEFAULT_INSTANCE, Instance, k_p, k_q, random_instance
@@ -32,10 +32,6 @@ def _instance(seed: int, N: int, Q: int, T: int, dtype: str) -> Instance:
     with jax.ensure_compile_time_eval():  # concrete arrays, also when first built inside a trace
         inst = random_instance(seed, N, Q, T)
         return jax.tree.map(lambda a: a.astype(dtype), inst)
-
-
-def _dtype():
-    return param("float64", OneOf("float32", "float64"), doc="floating-point precision")
 
 
 def _every_divides(steps: str) -> Require:
@@ -132,7 +128,7 @@ class Algorithm1(_OnInstance):
     )
     eta3: float = param(0.05, _POSITIVE, doc="Stage-3 step η₃ with stage3=gd", traced=True)
     stage3_steps: int = param(500, Interval(1), doc="Stage-3 steps with stage3=gd")
-    dtype: str = _dtype()
+    dtype: str = dtype_param("float64")
 
     requires = _OnInstance.requires + (_every_divides("stage2_steps"),)
 
@@ -181,7 +177,7 @@ class SGD(_OnInstance):
     num_steps: int = param(4000, Interval(1), doc="SGD steps")
     every: int = param(100, Interval(1), doc="save period in steps (divides num_steps)")
     c_f: float = param(0.1, _POSITIVE, doc="threshold θ₃ = c_f / Q of the normalised metrics", traced=True)
-    dtype: str = _dtype()
+    dtype: str = dtype_param("float64")
 
     requires = _OnInstance.requires + (_every_divides("num_steps"),)
 
@@ -222,7 +218,7 @@ class PopulationODE(_OnInstance):
     num_saves: int = param(101, Interval(2), doc="equally spaced saves on [0, t1]")
     rtol: float = param(1e-10, _POSITIVE, doc="relative tolerance of the step-size controller")
     atol: float = param(1e-12, _POSITIVE, doc="absolute tolerance of the step-size controller")
-    dtype: str = _dtype()
+    dtype: str = dtype_param("float64")
     seed_hint = "the population ODE has no randomness: sweep alpha0 or beta0 instead"
 
     def run(self, key) -> dynamics.Run:

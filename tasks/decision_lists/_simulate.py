@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import dynamics
-from dynamics import Interval, OneOf, Require, param
+from dynamics import Interval, OneOf, Require, dtype_param, param
 
 from ._constants import (
     DELTA_DEFINITIONS,
@@ -72,10 +72,6 @@ def _num_steps(default: int):
 
 def _every(default: int):
     return param(default, Interval(1), doc="save period in steps (divides num_steps)")
-
-
-def _dtype():
-    return param("float64", OneOf("float32", "float64"), doc="floating-point precision")
 
 
 def _support_size(L: int, n: int, distribution: str) -> int:
@@ -137,7 +133,7 @@ class Result1Flow(dynamics.AbstractSimulation):
         1e-7, Interval(0, 1, low_open=True, high_open=True), doc="the first positive save / t1", traced=True
     )
     num_refine: int = param(256, Interval(1), doc="saves of μ on the re-integration that refines τ")
-    dtype: str = _dtype()
+    dtype: str = dtype_param("float64")
     seed_hint = "task_seed fixes one task for every seed: leave it unset to draw a task per seed"
 
     event_names = ("perfect",)
@@ -203,7 +199,7 @@ class Result2GD(dynamics.AbstractSimulation):
     num_steps: int = _num_steps(4000)
     every: int = _every(1)
     stop_at_perfect: bool = param(False, doc="stop at the first perfect (or certified) step")
-    dtype: str = _dtype()
+    dtype: str = dtype_param("float64")
     seed_hint = "task_seed fixes one task for every seed: leave it unset to draw a task per seed"
 
     event_names = ("perfect",)
@@ -273,7 +269,7 @@ class UniformAttentionGD(dynamics.AbstractSimulation):
     init_std: float = param(0.0, Interval(0), doc="standard deviation of V_0's entries", traced=True)
     num_steps: int = _num_steps(2000)
     every: int = _every(10)
-    dtype: str = _dtype()
+    dtype: str = dtype_param("float64")
     seed_hint = "task_seed fixes one task for every seed: leave it unset to draw a task per seed"
 
     requires = (*_TASK, _EXACT, _EVERY)
@@ -309,7 +305,7 @@ class JointGD(dynamics.AbstractSimulation):
     )
     num_steps: int = _num_steps(2000)
     every: int = _every(10)
-    dtype: str = _dtype()
+    dtype: str = dtype_param("float64")
     seed_hint = "task_seed fixes one task for every seed: leave it unset to draw a task per seed"
 
     requires = (*_TASK, _EXACT, _EVERY)

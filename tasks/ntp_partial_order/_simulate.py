@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import dynamics
-from dynamics import Interval, OneOf, Require, param
+from dynamics import Interval, OneOf, Require, dtype_param, param
 
 from ._data import Dataset
 from ._generate import RecipeA, RecipeB
@@ -79,7 +79,7 @@ class Algorithm1(dynamics.AbstractSimulation):
     num_steps1: int = param(900, Interval(1), doc="stage-1 steps T")
     num_steps2: int = param(900, Interval(1), doc="stage-2 steps T_2")
     every: int = param(100, Interval(1), doc="save period in stage-2 steps (divides both step counts)")
-    dtype: str = param("float64", OneOf("float32", "float64"), doc="floating-point precision")
+    dtype: str = dtype_param("float64")
 
     requires = (
         Require(

@@ -5,7 +5,7 @@ import jax
 import jax.numpy as jnp
 
 import dynamics
-from dynamics import Interval, OneOf, Require, param
+from dynamics import Interval, OneOf, Require, dtype_param, param
 
 from ._classes import SequenceClasses
 from ._generator import Dataset2
@@ -39,10 +39,6 @@ def _t1():
 
 def _num_saves():
     return param(51, Interval(2), doc="equally spaced saves on [0, t1]")
-
-
-def _dtype(default: str):
-    return param(default, OneOf("float32", "float64"), doc="floating-point precision")
 
 
 def _classes(dataset: str, num_last: int) -> SequenceClasses:
@@ -79,7 +75,7 @@ class SGD(dynamics.AbstractSimulation):
     batch_size: int = param(128, Interval(1), doc="sequences per step")
     num_steps: int = param(100, Interval(1), doc="optimizer steps")
     every: int = param(2, Interval(1), doc="save period in steps (divides num_steps)")
-    dtype: str = _dtype("float32")
+    dtype: str = dtype_param("float32")
 
     requires = (Require(("every", "num_steps"), lambda e, n: n % e == 0, "every must divide num_steps"),)
 
@@ -112,7 +108,7 @@ class PopulationFlow(dynamics.AbstractSimulation):
     eta_z: float = _rate("η_Z of the attention Z")
     t1: float = _t1()
     num_saves: int = _num_saves()
-    dtype: str = _dtype("float64")
+    dtype: str = dtype_param("float64")
     seed_hint = "from init=zeros the flow is deterministic: set init=uniform for a random start"
 
     def run(self, key) -> dynamics.Run:
@@ -140,7 +136,7 @@ class TheoryFlow(dynamics.AbstractSimulation):
     t1: float = _t1()
     num_saves: int = _num_saves()
     class_weighted: bool = param(False, doc="multiply each class's term by π_n")
-    dtype: str = _dtype("float64")
+    dtype: str = dtype_param("float64")
     seed_hint = "from init=zeros the flow is deterministic: set init=uniform for a random start"
 
     def run(self, key) -> dynamics.Run:
@@ -169,7 +165,7 @@ class ScalarFlow(dynamics.AbstractSimulation):
     C0: float = param(1.0, _POSITIVE, doc="C_0 of Theorem 4", traced=True)
     t1: float = _t1()
     num_saves: int = _num_saves()
-    dtype: str = _dtype("float64")
+    dtype: str = dtype_param("float64")
     seed_hint = "the scalar model has no randomness: sweep its rates or C0 instead"
 
     def run(self, key) -> dynamics.Run:

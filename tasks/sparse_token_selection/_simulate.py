@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import dynamics
-from dynamics import Interval, OneOf, Require, param
+from dynamics import Interval, OneOf, Require, dtype_param, param
 
 from ._config import (
     ORTHONORMAL_PE,
@@ -28,10 +28,6 @@ SOLVERS = {"kvaerno5": diffrax.Kvaerno5, "tsit5": diffrax.Tsit5}
 """The ODE solvers of [`ReducedFlow`][] by name."""
 
 _POSITIVE = Interval(0, low_open=True)
-
-
-def _dtype(default: str):
-    return param(default, OneOf("float32", "float64"), doc="floating-point precision")
 
 
 def _every_divides() -> Require:
@@ -67,7 +63,7 @@ class ReducedFlow(dynamics.AbstractSimulation):
     rtol: float = param(1e-10, _POSITIVE, doc="relative tolerance of the step-size controller")
     atol: float = param(1e-12, _POSITIVE, doc="absolute tolerance of the step-size controller")
     max_steps: int = param(200_000, Interval(1), doc="the solver's step budget")
-    dtype: str = _dtype("float64")
+    dtype: str = dtype_param("float64")
     seed_hint = "the reduced flow from zero init has no randomness: sweep its settings instead"
 
     event_names = ("loss_below",)
@@ -132,7 +128,7 @@ class Online(dynamics.AbstractSimulation):
     )
     num_q_tests: int = param(3, Interval(0), doc="validation subset sizes q + 1, ..., q + num_q_tests")
     num_eval: int = param(512, Interval(1), doc="antithetic pairs per validation point")
-    dtype: str = _dtype("float32")
+    dtype: str = dtype_param("float32")
 
     requires = (
         *TASK_REQUIRES,
@@ -227,7 +223,7 @@ class FCNTraining(dynamics.AbstractSimulation):
     num_steps: int = param(3000, Interval(1), doc="Adam steps")
     every: int = param(300, Interval(1), doc="save period in steps (divides num_steps)")
     num_eval: int = param(4096, Interval(1), doc="antithetic validation pairs")
-    dtype: str = _dtype("float32")
+    dtype: str = dtype_param("float32")
 
     requires = (Q_BELOW_T, _every_divides())
 
