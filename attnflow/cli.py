@@ -7,6 +7,8 @@ import hashlib
 import json
 import os
 import platform
+import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -17,12 +19,34 @@ import numpy as np
 jax.config.update("jax_enable_x64", True)  # checks compare with closed forms; simulations pick their dtype
 
 
+def source_commit() -> str | None:
+    """The git commit of the attnflow source in use (with `+dirty` when it has uncommitted
+    changes), or `None` when it is not a git checkout or git is absent."""
+    root = Path(__file__).resolve().parents[1]
+    try:
+        commit = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10
+        )
+        dirty = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if commit.returncode != 0:
+        return None
+    return commit.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+
+
 def provenance() -> dict:
-    """What made an output: versions, backend, devices, host, date and the command line."""
+    """What made an output: versions, commit, backend, devices, host, date and the command line."""
     from . import __version__
 
     return {
         "attnflow": __version__,
+        "commit": source_commit(),
         "jax": jax.__version__,
         "backend": jax.default_backend(),
         "devices": [str(d) for d in jax.local_devices()],
@@ -99,25 +123,84 @@ def _writable(folder: Path) -> None:
         raise ValueError(f"cannot write to {folder}")
 
 
-def _simulate(args: argparse.Namespace) -> int:
+def _shard(args: argparse.Namespace) -> tuple[int, int]:
+    """This process's shard `(i, n)`: `--shard I/N`, else a SLURM job array's task, else `(0, 1)`."""
+    if args.shard:
+        index, _, count = args.shard.partition("/")
+        try:
+            shard = (int(index), int(count))
+        except ValueError:
+            shard = (-1, 0)
+        if not 0 <= shard[0] < shard[1]:
+            raise ValueError(f"--shard must be I/N with integers 0 <= I < N, got {args.shard!r}")
+        return shard
+    task = os.environ.get("SLURM_ARRAY_TASK_ID")
+    if task is None:
+        return 0, 1
+    first = int(os.environ.get("SLURM_ARRAY_TASK_MIN", "0"))
+    return int(task) - first, int(os.environ["SLURM_ARRAY_TASK_COUNT"])
+
+
+def _replace(store: Path) -> None:
+    """Remove a sweep store before `--overwrite` writes it anew; refuse anything else."""
     import dynamics
 
+    if store.exists():
+        dynamics.sweep_progress(store)  # raises when it is not a sweep store
+        shutil.rmtree(store)
+
+
+def _stop_summary(ds) -> str:
+    """`completed x3, event:loss_below x1`: how the runs of a sweep stopped."""
+    stops, events = np.asarray(ds["stop"]).ravel(), np.asarray(ds["event"]).ravel()
+    labels = [
+        ds.attrs["stop_reasons"][s] + (f":{ds.attrs['event_names'][e]}" if e >= 0 else "")
+        for s, e in zip(stops, events)
+    ]
+    names, counts = np.unique(labels, return_counts=True)
+    return ", ".join(f"{name} x{n}" for name, n in zip(names, counts))
+
+
+def _write_sweep(args: argparse.Namespace, sim, grid: dict, store: Path):
+    """Run (or resume) this process's share of the sweep into `store`; `None` while other shards
+    still have blocks to write."""
+    import dynamics
+
+    shard = _shard(args)
+    if args.overwrite and shard != (0, 1):
+        raise ValueError(
+            "--overwrite in a shard would remove the other shards' blocks: remove the store once, "
+            "before the shards start"
+        )
+    if args.overwrite:
+        _replace(store)
+    _writable(store.parent)
+    start = time.perf_counter()
+    ds = dynamics.sweep(
+        sim,
+        grid,
+        num_seeds=args.seeds,
+        seed=args.seed,
+        progress=True,
+        store=store,
+        shard=shard,
+        attrs={"provenance": json.dumps(provenance())},
+    )
+    written, total = dynamics.sweep_progress(store)
+    print(f"{written} of {total} blocks written to {store} ({time.perf_counter() - start:.1f} s here)")
+    if written < total:
+        print("the other shards' blocks are still to come; rerun without --shard once they are done")
+        return None
+    print(f"{ds.sizes[dynamics.SEED_DIM]} seeds per point; stops: {_stop_summary(ds)}")
+    return ds
+
+
+def _simulate(args: argparse.Namespace) -> int:
     cls, sim = _simulation(args)
     _check_seeds(args)
-    out = Path(args.out)
-    _writable(out)
-    start = time.perf_counter()
-    trajectory = dynamics.simulate(sim, args.seeds, seed=args.seed, progress=True)
-    config = trajectory.config
-    path = out / f"{_label(args, cls)}_{args.seeds}seeds_{_config_hash(config)}.npz"
-    config["provenance"] = provenance() | {"wall_seconds": round(time.perf_counter() - start, 3)}
-    trajectory.save(path)
-    reasons, counts = np.unique(trajectory.stop_reasons, return_counts=True)
-    print(
-        f"{trajectory.num_runs} runs; stop reasons: "
-        + ", ".join(f"{r} x{n}" for r, n in zip(reasons, counts))
-    )
-    print(f"wrote {path}")
+    config = sim.describe() | {"num_seeds": args.seeds, "seed": args.seed}
+    store = Path(args.out) / f"{_label(args, cls)}_{args.seeds}seeds_{_config_hash(config)}.zarr"
+    _write_sweep(args, sim, {}, store)
     return 0
 
 
@@ -128,6 +211,39 @@ def _parse_grid(cls, texts: list[str]) -> dict[str, list]:
         key: [dynamics.parse_settings(cls, {key: v})[key] for v in text.split(",") if v.strip()]
         for key, text in _parse_pairs(texts, "--grid").items()
     }
+
+
+def _shard_argv(args: argparse.Namespace) -> list[str]:
+    """The command line of one shard of this sweep (everything but the launch options)."""
+    argv = ["sweep", args.target, "--seeds", str(args.seeds), "--seed", str(args.seed), "--out", args.out]
+    argv += ["--level", args.level] if args.level else []
+    for option, values in (("--set", args.set), ("--grid", args.grid)):
+        argv += [text for value in values for text in (option, value)]
+    return argv
+
+
+def _launch(args: argparse.Namespace, store: Path) -> None:
+    from ._launch import launch_shards
+
+    if args.launch < 1:
+        raise ValueError(f"--launch must be >= 1, got {args.launch}")
+    if args.shard:
+        raise ValueError("--launch runs every shard: give --launch or --shard, not both")
+    if args.overwrite:
+        _replace(store)
+    _writable(store.parent)
+    parameters = {key: _job_value(value) for key, value in _parse_pairs(args.job, "--job").items()}
+    launch_shards(_shard_argv(args), args.launch, Path(args.out) / "jobs", args.cluster, parameters)
+
+
+def _job_value(text: str):
+    """A job parameter from text: an integer, a number, or the text itself."""
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
 
 
 def _sweep(args: argparse.Namespace) -> int:
@@ -141,20 +257,14 @@ def _sweep(args: argparse.Namespace) -> int:
     if not grid:
         raise ValueError("name at least one --grid key=v1,v2,...")
     out = Path(args.out)
-    store = out / "sweep.zarr"
-    if store.exists() and not args.overwrite:
-        raise ValueError(f"{store} exists; pass --overwrite to replace it, or choose another --out")
-    _writable(out)
-    start = time.perf_counter()
-    ds = dynamics.sweep(sim, grid, num_seeds=args.seeds, seed=args.seed, progress=True)
-    ds.attrs["provenance"] = json.dumps(
-        provenance() | {"wall_seconds": round(time.perf_counter() - start, 3)}
-    )
-    dynamics.save_sweep(ds, store)
-    plots = plot_sweep(ds, list(grid), out / "plots")
-    points = int(np.prod([len(v) for v in grid.values()]))
-    print(f"{points} grid points x {args.seeds} seeds in {time.perf_counter() - start:.1f} s")
-    print(f"wrote {store} and {len(plots)} plots in {out / 'plots'}")
+    if args.launch is not None:
+        _launch(args, out / "sweep.zarr")
+        ds = dynamics.load_sweep(out / "sweep.zarr")
+    else:
+        ds = _write_sweep(args, sim, grid, out / "sweep.zarr")
+    if ds is not None:
+        plots = plot_sweep(ds, list(grid), out / "plots")
+        print(f"wrote {len(plots)} plots in {out / 'plots'}")
     return 0
 
 
@@ -222,9 +332,27 @@ def _add_target(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_store_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--overwrite", action="store_true", help="replace the store instead of resuming it (default: resume)"
+    )
+    parser.add_argument(
+        "--shard",
+        default=None,
+        metavar="I/N",
+        help="run only shard I of N (default: SLURM_ARRAY_TASK_ID of SLURM_ARRAY_TASK_COUNT when set)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of `attnflow`."""
     parser = argparse.ArgumentParser(prog="attnflow", description=__doc__)
+    parser.add_argument(
+        "--no-compile-cache",
+        action="store_true",
+        help="compile everything afresh (default: reuse compiled programs from earlier runs, kept in "
+        "$ATTNFLOW_CACHE_DIR or ~/.cache/attnflow/jax)",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     verify = sub.add_parser("verify", help="check theorems against simulation; exit 1 if any check fails")
@@ -233,9 +361,10 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--json", default="results/verify.json", help="where to write the report")
     verify.set_defaults(func=_verify)
 
-    simulate = sub.add_parser("simulate", help="run many seeds of one simulation; write a trajectory file")
+    simulate = sub.add_parser("simulate", help="run many seeds of one simulation into a zarr store")
     _add_target(simulate)
     simulate.add_argument("--out", default="results", help="output folder")
+    _add_store_options(simulate)
     simulate.set_defaults(func=_simulate)
 
     sweep = sub.add_parser("sweep", help="a grid of settings x seeds into one zarr store, with plots")
@@ -244,7 +373,23 @@ def build_parser() -> argparse.ArgumentParser:
         "--grid", action="append", default=[], metavar="KEY=V1,V2,...", help="one grid axis (repeatable)"
     )
     sweep.add_argument("--out", required=True, help="output folder (sweep.zarr and plots/)")
-    sweep.add_argument("--overwrite", action="store_true", help="replace an existing sweep in --out")
+    _add_store_options(sweep)
+    sweep.add_argument(
+        "--launch", type=int, default=None, metavar="N", help="submit N shard jobs (submitit), wait for them"
+    )
+    sweep.add_argument(
+        "--cluster",
+        default="auto",
+        choices=("auto", "slurm", "local"),
+        help="where --launch runs the jobs (auto: SLURM when present, else local processes)",
+    )
+    sweep.add_argument(
+        "--job",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a submitit job parameter for --launch, e.g. slurm_partition=gpu or timeout_min=60",
+    )
     sweep.set_defaults(func=_sweep)
 
     listing = sub.add_parser("list", help="papers and levels; with a paper, each level's fields")
@@ -268,9 +413,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def compile_cache_dir() -> Path:
+    """Where the command line keeps compiled programs between runs: `$ATTNFLOW_CACHE_DIR`, else
+    `$XDG_CACHE_HOME/attnflow/jax`, else `~/.cache/attnflow/jax`."""
+    if "ATTNFLOW_CACHE_DIR" in os.environ:
+        return Path(os.environ["ATTNFLOW_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "attnflow" / "jax"
+
+
+def _use_compile_cache() -> None:
+    """JAX's persistent compilation cache in [`compile_cache_dir`][], for every program that took
+    more than a tenth of a second to compile: a second run of a command skips those compilations."""
+    jax.config.update("jax_compilation_cache_dir", str(compile_cache_dir()))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.1)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `attnflow` console script."""
     args = build_parser().parse_args(argv)
+    if not args.no_compile_cache:
+        _use_compile_cache()
     try:
         return args.func(args)
     except ValueError as err:  # a bad config: say which field and why, without a traceback

@@ -146,7 +146,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
                 t1=t1,
                 solver=solver,
                 stepsize_controller=stepsize_controller,
-                save=loss,
+                save=dynamics.Save(fn=lambda t, y, args: loss(y)),
                 max_steps=max_steps,
             )
 

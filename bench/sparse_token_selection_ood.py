@@ -17,6 +17,7 @@ import time
 import jax
 import numpy as np
 
+import dynamics
 import tasks.sparse_token_selection as sts
 from theory.sparse_token_selection import closed_forms as F
 
@@ -58,9 +59,10 @@ def main(argv=None) -> dict:
     result = {}
     start = time.perf_counter()
     for name, fixed in (("stochastic", False), ("fixed", True)):
-        out = sts.online_runs(dataclasses.replace(sim, fixed_pe=fixed), args.seeds)
-        result[name] = np.median(out["loss_T"][:, -1], axis=0) / L0
-        result[name + "_train"] = float(np.median(out["loss"][:, -1]) / L0)
+        keys = dynamics.seed_keys(0, args.seeds)
+        runs, _ = dynamics.run_many(dataclasses.replace(sim, fixed_pe=fixed).run, keys)
+        result[name] = np.median(runs.values["loss_T"][:, -1], axis=0) / L0
+        result[name + "_train"] = float(np.median(runs.values["loss"][:, -1]) / L0)
     print(
         f"# d={task.d} T={task.T} q={task.q} N={task.pe_dim} {args.optimizer} lr={args.lr} "
         f"steps={args.steps} "

@@ -1,7 +1,7 @@
 """The engine: continuous flows, discrete training and many runs at once. Knows no paper.
 
-- [`ode_flow`][], [`gradient_flow`][]: adaptive Diffrax integration with saves, saved
-  functions of the state, and named stopping events ([`Event`][]: a boolean [`Predicate`][] or a
+- [`ode_flow`][], [`gradient_flow`][]: adaptive Diffrax integration, saving what a [`Save`][]
+  names, with named stopping events ([`Event`][]: a boolean [`Predicate`][] or a
   [`Crossing`][] located by root finding).
 - [`train`][] with the optax steps [`gd`][], [`heavy_ball`][], [`adam`][] and
   [`scale_by_group_rates`][]: discrete steps under `jax.lax.scan`.
@@ -12,18 +12,20 @@
   step size) per parameter block; [`train_stages`][] with [`Stage`][]: train one block, then
   another, the others frozen, full-batch or on fresh mini-batches; [`solve_qp`][]: a convex
   QP (Clarabel) with its KKT residuals.
-- [`run_many`][], [`grid`][], [`seed_keys`][]: `vmap` over seeds and grids, chunked and sharded.
+- [`run_many`][], [`grid`][], [`seed_keys`][]: `vmap` over seeds and grids, chunked and sharded;
+  [`progress_inside`][]: progress bars inside long flows and scans.
 - [`hessian_max_eigenvalue`][], [`hvp`][]: the largest Hessian eigenvalue from Hessian-vector
   products (Lanczos or power iteration), e.g. for a step size η ≤ 1/λ_max.
 - [`Run`][] (one run, a PyTree) and [`Trajectory`][] (many runs on disk).
 - [`AbstractSimulation`][] with fields declared by [`param`][] ([`Interval`][], [`OneOf`][]): one
   way of training one model as a validated config; [`simulate`][] runs many seeds of it and
-  [`sweep`][] a grid of its settings × seeds into one labelled dataset ([`save_sweep`][],
-  [`load_sweep`][]).
+  [`sweep`][] a grid of its settings × seeds into one labelled dataset, in memory or written
+  block by block to a zarr store that resumes after a crash and splits into shards
+  ([`sweep_progress`][], [`save_sweep`][], [`load_sweep`][]).
 """
 
 from ._batch import SEEDS_AXIS, grid, run_many, seed_keys
-from ._flow import Crossing, Event, Predicate, gradient_flow, loss_below, ode_flow
+from ._flow import Crossing, Event, Predicate, Save, gradient_flow, loss_below, ode_flow
 from ._hessian import HESSIAN_METHODS, hessian_max_eigenvalue, hvp
 from ._normalized import normalize_by_block, normalized_gd
 from ._params import (
@@ -38,13 +40,15 @@ from ._params import (
     parse_settings,
     parse_value,
 )
+from ._progress import progress_inside
 from ._proximal import Mask, center_columns, project_columns, proximal_l1, scale_columns, soft_threshold
 from ._qp import QPSolution, kkt_residuals, solve_qp
 from ._rates import Rates, adam, gd, heavy_ball, scale_by_group_rates, scale_tree
 from ._run import STOP_REASONS, Run, StopReason, all_finite, stop_reason
 from ._simulation import AbstractSimulation, key_seed, seed_key
 from ._stages import Stage, train_stages
-from ._sweep import SAVE_DIM, SEED_DIM, load_sweep, save_sweep, simulate, sweep
+from ._store import SAVE_DIM, SEED_DIM
+from ._sweep import load_sweep, save_sweep, simulate, sweep, sweep_progress
 from ._train import train
 from ._trajectory import Trajectory, save_npz_atomic
 
@@ -53,6 +57,7 @@ __all__ = [
     "Crossing",
     "Event",
     "SAVE_DIM",
+    "Save",
     "SEED_DIM",
     "Interval",
     "OneOf",
@@ -68,6 +73,7 @@ __all__ = [
     "seed_key",
     "simulate",
     "sweep",
+    "sweep_progress",
     "HESSIAN_METHODS",
     "SEEDS_AXIS",
     "STOP_REASONS",
@@ -96,6 +102,7 @@ __all__ = [
     "normalized_gd",
     "ode_flow",
     "project_columns",
+    "progress_inside",
     "proximal_l1",
     "run_many",
     "save_npz_atomic",

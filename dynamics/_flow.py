@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import optimistix as optx
 from jaxtyping import Array, ArrayLike, Float, PyTree
 
+from ._progress import flow_meter
 from ._rates import Rates, scale_tree
 from ._run import Run, StopReason, all_finite
 
@@ -31,6 +32,23 @@ class Crossing(eqx.Module):
     fn: Callable[[PyTree], Float[Array, ""]]
 
 
+class Save(eqx.Module):
+    """What a flow records, and when: `fn(t, y, args)` at the times `ts` (Diffrax's `SubSaveAt`).
+
+    **Fields:**
+
+    - `ts`: the save times; default `[t0, t1]`.
+    - `fn`: `(t, y, args) -> PyTree` (the time, the state and the vector field's `args`);
+      default: the state.
+
+    **Example:** `Save(ts=jnp.linspace(0.0, 5.0, 11), fn=lambda t, y, args: {"loss": loss(y)})`
+    saves the loss at 11 times.
+    """
+
+    ts: Float[ArrayLike, " T"] | None = None
+    fn: Callable[[Float[Array, ""], PyTree, PyTree], PyTree] | None = None
+
+
 Event = Predicate | Crossing
 """A named stopping condition of a flow: a boolean [`Predicate`][] of the state (checked at the
 end of each solver step) or a real-valued [`Crossing`][] (located by root finding)."""
@@ -46,8 +64,7 @@ def ode_flow(
     t1: float,
     t0: float = 0.0,
     args: PyTree = None,
-    save_ts: Float[ArrayLike, " T"] | None = None,
-    save: Callable[[PyTree], PyTree] | None = None,
+    save: Save | None = None,
     events: Mapping[str, Event] | None = None,
     solver: diffrax.AbstractSolver | None = None,
     stepsize_controller: diffrax.AbstractStepSizeController | None = None,
@@ -58,7 +75,8 @@ def ode_flow(
     """Integrate dy/dt = vector_field(t, y, args) with adaptive step control (Diffrax).
 
     The run stops at `t1`, or earlier when one of `events` becomes true or the state stops
-    being finite; `Run.stop` and `Run.event` say which.
+    being finite; `Run.stop` and `Run.event` say which. Traced inside [`progress_inside`][], the
+    solve shows Diffrax's progress bar.
 
     **Arguments:**
 
@@ -66,8 +84,7 @@ def ode_flow(
     - `y0`: the initial state (any PyTree of arrays, e.g. an Equinox model).
     - `t1`, `t0`: the time interval.
     - `args`: passed through to `vector_field`.
-    - `save_ts`: times at which to save; default `[t0, t1]`.
-    - `save`: a function of the state saved at `save_ts` (a loss, metrics); default: the state.
+    - `save`: what to save and when, a [`Save`][]; default: the state at `t0` and `t1`.
     - `events`: named [`Event`][]s: boolean predicates of the state, or [`Crossing`][]s located
       exactly by root finding; the first to fire stops the run, and `Run.event_names` keeps the
       names.
@@ -83,8 +100,9 @@ def ode_flow(
 
     **Returns:** a [`Run`][].
     """
-    save = (lambda y: y) if save is None else save
-    save_ts = jnp.asarray([t0, t1] if save_ts is None else save_ts)
+    save = Save() if save is None else save
+    save_ts = jnp.asarray([t0, t1] if save.ts is None else save.ts)
+    save_fn = (lambda t, y, args: y) if save.fn is None else save.fn
     names = tuple(events or {})
     conditions = [_condition(events[name]) for name in names]
     conditions.append(lambda t, y, args, **kw: jnp.logical_not(all_finite(y)))
@@ -99,7 +117,7 @@ def ode_flow(
         args=args,
         saveat=diffrax.SaveAt(
             subs=[
-                diffrax.SubSaveAt(ts=save_ts, fn=lambda t, y, args: save(y)),
+                diffrax.SubSaveAt(ts=save_ts, fn=save_fn),
                 diffrax.SubSaveAt(t1=True),
             ]
         ),
@@ -107,6 +125,7 @@ def ode_flow(
         event=event,
         max_steps=max_steps,
         adjoint=diffrax.RecursiveCheckpointAdjoint() if adjoint is None else adjoint,
+        progress_meter=flow_meter(),
         throw=False,
     )
     (save_times, final_times), (values, final) = sol.ts, sol.ys
@@ -160,7 +179,7 @@ def gradient_flow(
     - `loss`: `params -> scalar`, e.g. a population loss.
     - `params`: the initial parameters θ(0) (any PyTree, e.g. an Equinox model).
     - `rates`: `R`, one rate per parameter group (see [`Rates`][]); default 1 everywhere.
-    - `**kwargs`: everything [`ode_flow`][] takes (`t1`, `save_ts`, `save`, `events`, ...).
+    - `**kwargs`: everything [`ode_flow`][] takes (`t1`, `save`, `events`, ...).
 
     **Returns:** a [`Run`][] whose state is the parameters.
     """

@@ -33,6 +33,11 @@ class Stage:
       the fresh mini-batch `sample(fold_in(stage_key, k))`, as [`train`][] does.
     - `key`: this stage's own mini-batch key (`stage_key`); default: derived from the `key` of
       [`train_stages`][].
+    - `prepare`: a map of the full parameters applied once as the stage begins, before they are
+      split into the trained and frozen blocks: a rounding, projection or renormalisation of
+      what the previous stage learnt (see the example of [`train_stages`][]). The stage starts
+      from, and saves at its step 0, the prepared parameters; the previous stage's `Run.final`
+      holds them as they were. Default: none.
     """
 
     loss: Callable[..., Float[Array, ""]]
@@ -44,10 +49,12 @@ class Stage:
     events: Mapping[str, Predicate] | None = None
     sample: Callable[[PRNGKeyArray], PyTree] | None = None
     key: PRNGKeyArray | None = None
+    prepare: Callable[[PyTree], PyTree] | None = None
 
 
 def train_stages(params: PyTree, stages: Sequence[Stage], *, key: PRNGKeyArray | None = None) -> list[Run]:
-    """Run `stages` one after the other, each starting where the previous one stopped.
+    """Run `stages` one after the other, each starting where the previous one stopped (mapped by
+    its `prepare`, when it has one).
 
     In each stage the parameters are split with `equinox.partition(params, stage.trainable)`;
     [`train`][] descends the trainable part while the rest is held fixed, and the two are
@@ -66,6 +73,22 @@ def train_stages(params: PyTree, stages: Sequence[Stage], *, key: PRNGKeyArray |
 
     **Returns:** one [`Run`][] per stage; `Run.final` and the saved values hold the full
     parameters (or `save` of them), and step numbers restart at 0 in every stage.
+
+    **Example:** train `x`, rescale it to unit norm, then train `y`:
+
+    ```python
+    stages = [
+        Stage(loss, gd(0.1), {"x": True, "y": False}, num_steps=100),
+        Stage(
+            loss,
+            gd(0.1),
+            {"x": False, "y": True},
+            num_steps=100,
+            prepare=lambda p: {**p, "x": p["x"] / jnp.linalg.norm(p["x"])},
+        ),
+    ]
+    first, second = train_stages({"x": x0, "y": y0}, stages)
+    ```
     """
     if not stages:
         raise ValueError("stages must hold at least one Stage, got none")
@@ -76,6 +99,8 @@ def train_stages(params: PyTree, stages: Sequence[Stage], *, key: PRNGKeyArray |
             if key is None:
                 raise ValueError(f"stage {index} samples mini-batches: give the Stage or train_stages a key")
             stage_key = jax.random.fold_in(key, index)
+        if stage.prepare is not None:
+            params = stage.prepare(params)
         trained, frozen = eqx.partition(params, stage.trainable)
 
         def full(part, frozen=frozen):

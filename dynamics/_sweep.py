@@ -2,7 +2,6 @@
 
 import dataclasses
 import itertools
-import json
 import os
 import warnings
 from collections.abc import Mapping, Sequence
@@ -11,15 +10,14 @@ from pathlib import Path
 import jax
 import numpy as np
 import xarray as xr
+import zarr
 
 from ._batch import run_many
 from ._params import params
-from ._run import STOP_REASONS, Run
+from ._run import Run
 from ._simulation import AbstractSimulation, batched_run, static_part, traced_arrays
-from ._trajectory import Trajectory, flatten_tree
-
-SEED_DIM = "seed"
-SAVE_DIM = "save"
+from ._store import CREATED, make_plan, open_store, units_done, write_sweep
+from ._trajectory import Trajectory
 
 
 def _check_seeds(num_seeds: int, seed: int) -> None:
@@ -28,37 +26,27 @@ def _check_seeds(num_seeds: int, seed: int) -> None:
             raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
 
 
-def _run_points(
-    sims: list[AbstractSimulation], num_seeds: int, seed: int, chunk_size: int, progress: bool
-) -> list[Run]:
-    """Every simulation in `sims` × every seed, batched: simulations that differ only in traced
-    fields share one compiled call. Returns one `Run` per simulation, each with a seed axis."""
+def _run_seeds(sim: AbstractSimulation, num_seeds: int, seed: int, chunk_size: int, progress: bool) -> Run:
+    """`num_seeds` runs of `sim`, batched; warns when every seed gave the same run."""
     seeds = seed + np.arange(num_seeds)
-    groups: dict[AbstractSimulation, list[int]] = {}
-    for i, sim in enumerate(sims):
-        groups.setdefault(static_part(sim), []).append(i)
-    results: list[Run | None] = [None] * len(sims)
-    for static, members in groups.items():
-        traced = traced_arrays(static, [sims[i] for i in members])
-        traced = {k: np.repeat(v, num_seeds) for k, v in traced.items()}
-        runs, _ = run_many(
-            batched_run(static),
-            traced,
-            np.tile(seeds, len(members)),
-            chunk_size=chunk_size,
-            progress=progress,
-            description=type(static).__name__,
-        )
-        for j, i in enumerate(members):
-            results[i] = jax.tree.map(lambda x, j=j: x[j * num_seeds : (j + 1) * num_seeds], runs)
-    if num_seeds > 1 and any(_seeds_identical(r) for r in results):
-        hint = f" ({sims[0].seed_hint})" if sims[0].seed_hint else ""
+    static = static_part(sim)
+    traced = {k: np.repeat(v, num_seeds) for k, v in traced_arrays(static, [sim]).items()}
+    runs, _ = run_many(
+        batched_run(static),
+        traced,
+        seeds,
+        chunk_size=chunk_size,
+        progress=progress,
+        description=type(sim).__name__,
+    )
+    if num_seeds > 1 and _seeds_identical(runs):
+        hint = f" ({sim.seed_hint})" if sim.seed_hint else ""
         warnings.warn(
-            f"{type(sims[0]).__name__}: every seed gave the same run; with these settings the "
+            f"{type(sim).__name__}: every seed gave the same run; with these settings the "
             f"seeds change nothing{hint}",
             stacklevel=3,
         )
-    return results
+    return runs
 
 
 def _seeds_identical(runs: Run) -> bool:
@@ -84,7 +72,7 @@ def simulate(
     - `num_seeds`: the number of runs (>= 1).
     - `seed`: the first run's integer seed (>= 0).
     - `chunk_size`: runs per compiled call.
-    - `progress`: show a progress bar.
+    - `progress`: show progress bars: over chunks of runs, and inside each flow or scan.
 
     **Returns:** a [`Trajectory`][] whose config is `sim.describe()` with the seeds.
 
@@ -96,7 +84,7 @@ def simulate(
     ```
     """
     _check_seeds(num_seeds, seed)
-    (runs,) = _run_points([sim], num_seeds, seed, chunk_size, progress)
+    runs = _run_seeds(sim, num_seeds, seed, chunk_size, progress)
     config = sim.describe() | {"num_seeds": num_seeds, "seed": seed}
     return Trajectory.from_runs(runs, config, sim.event_names)
 
@@ -109,28 +97,52 @@ def sweep(
     seed: int = 0,
     chunk_size: int = 64,
     progress: bool = False,
+    store: str | os.PathLike | None = None,
+    shard: tuple[int, int] = (0, 1),
+    attrs: Mapping | None = None,
 ) -> xr.Dataset:
-    """A grid of settings × seeds of `sim`, as one labelled dataset.
+    """A grid of settings × seeds of `sim`, as one labelled dataset, written block by block.
 
     Every grid point is `sim` with the grid's values replaced (and checked) before any run starts.
     Grid points that differ only in fields declared `traced` run in one compiled, batched call;
     every grid point uses the same seeds `seed, seed + 1, ...` (common random numbers).
 
-    **Arguments:**
+    With a `store`, each block of at most `chunk_size` runs is written to it as soon as it
+    finishes, so memory holds one block, not the sweep; the same call on the same store resumes
+    after a crash (the blocks already written are skipped, and the result is bit for bit the
+    uninterrupted one), and `shard=(i, n)` runs only every n-th block from the i-th, so n
+    processes (or cluster jobs) sharing the store complete it together.
+
+    **Main arguments:**
 
     - `sim`: the simulation whose other fields stay fixed.
-    - `grid`: field name -> the values along that axis (the last axis varies fastest).
-    - `num_seeds`, `seed`, `chunk_size`, `progress`: as in [`simulate`][].
+    - `grid`: field name -> the values along that axis (the last axis varies fastest); `{}` for
+      seeds only.
+    - `num_seeds`: runs per grid point (>= 1).
+
+    **Other arguments:**
+
+    - `seed`: the first run's integer seed (>= 0).
+    - `chunk_size`: runs per compiled call and per written block (a store resumes only with the
+      chunk size that made it).
+    - `progress`: progress bars over blocks and inside each flow or scan.
+    - `store`: a directory for the zarr store (created, or resumed when it holds this same sweep);
+      default: in memory.
+    - `shard`: `(i, n)`: this process's share of the blocks (`0 <= i < n`).
+    - `attrs`: more attributes of the dataset (recorded when a store is created), e.g. provenance.
 
     **Returns:** an `xarray.Dataset` with one dimension per grid axis (its values as the
     coordinate), then `seed` and `save`: `time` and every saved value over
     `(*grid, seed, save, ...)` (`value` when the run saves one array), `final.<name>` for the
     state each run ended in, `stop` (an index into `stop_reasons`), `event` (an index into
     `event_names`, −1 if none fired), `t_stop`, `num_steps`; the attribute `config` holds
-    `sim.describe()`, the grid and the seeds as JSON.
+    `sim.describe()`, the grid and the seeds as JSON. In memory without a `store`; opened lazily
+    from the store with one (blocks of other shards not yet written hold NaN, or −1 for integers:
+    see [`sweep_progress`][]).
 
-    **Raises:** `ValueError` naming a field that is not a setting of `sim`, an empty axis, a bad
-    value, or a grid whose points save differently shaped values.
+    **Raises:** `ValueError`, before any run, naming a field that is not a setting of `sim`, an
+    empty axis, a bad value, a grid whose points save differently shaped values, a bad shard, or
+    a store that holds something else (another sweep: the differing settings are named).
 
     **Example:**
 
@@ -140,6 +152,9 @@ def sweep(
     ```
     """
     _check_seeds(num_seeds, seed)
+    _check_shard(shard)
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int | np.integer) or chunk_size < 1:
+        raise ValueError(f"chunk_size must be an integer >= 1, got {chunk_size!r}")
     known = {info.name for info in params(type(sim))}
     for name, values in grid.items():
         if name not in known:
@@ -148,39 +163,41 @@ def sweep(
         if len(list(values)) == 0:
             raise ValueError(f"grid axis {name!r} must have at least one value")
     axes = {name: list(values) for name, values in grid.items()}
-    points = list(itertools.product(*axes.values()))
-    sims = [dataclasses.replace(sim, **dict(zip(axes, point))) for point in points]
-    runs = _run_points(sims, num_seeds, seed, chunk_size, progress)
-    if len({str(jax.tree.map(np.shape, r)) for r in runs}) > 1:
-        raise ValueError("the grid's points save values of different shapes; sweep them separately")
-    stacked = jax.tree.map(lambda *xs: np.stack(xs), *runs)
+    sims = [dataclasses.replace(sim, **dict(zip(axes, point))) for point in itertools.product(*axes.values())]
     config = sim.describe() | {"grid": axes, "num_seeds": num_seeds, "seed": seed}
-    return _dataset(stacked, axes, seed + np.arange(num_seeds), config, sim.event_names)
+    plan = make_plan(sims, axes, seed + np.arange(num_seeds), int(chunk_size), config)
+    ds = write_sweep(
+        plan,
+        store,
+        event_names=sim.event_names,
+        shard=shard,
+        progress=progress,
+        seed_hint=sim.seed_hint,
+        attrs=attrs,
+    )
+    return ds.load() if store is None else ds
 
 
-def _dataset(runs: Run, axes: dict, seeds: np.ndarray, config: dict, event_names) -> xr.Dataset:
-    grid_shape = tuple(len(v) for v in axes.values())
-    lead = (*axes, SEED_DIM)
+def _check_shard(shard: tuple[int, int]) -> None:
+    ok = len(shard) == 2 and all(isinstance(x, int | np.integer) and not isinstance(x, bool) for x in shard)
+    if not ok or not 0 <= shard[0] < shard[1]:
+        raise ValueError(f"shard must be (i, n) with integers 0 <= i < n, got {shard!r}")
 
-    def variable(x, extra_dims: tuple[str, ...], name: str):
-        x = np.asarray(x).reshape(grid_shape + np.shape(x)[1:])
-        rest = tuple(f"{name}_dim{k}" for k in range(x.ndim - len(lead) - len(extra_dims)))
-        return (*lead, *extra_dims, *rest), x
 
-    data = {"time": variable(runs.ts, (SAVE_DIM,), "time")}
-    for name, x in flatten_tree(runs.values, "", ".").items():
-        name = name or "value"  # a saved array rather than a PyTree of them
-        data[name] = variable(x, (SAVE_DIM,), name)
-    for name, x in flatten_tree(runs.final, "final.", ".").items():
-        data[name] = variable(x, (), name)
-    for name in ("stop", "event", "t_stop", "num_steps"):
-        data[name] = variable(getattr(runs, name), (), name)
-    coords = {name: np.asarray(values) for name, values in axes.items()} | {SEED_DIM: seeds}
-    ds = xr.Dataset(data, coords=coords)
-    ds.attrs["config"] = json.dumps(config)
-    ds.attrs["stop_reasons"] = list(STOP_REASONS)
-    ds.attrs["event_names"] = list(event_names)
-    return ds
+def sweep_progress(path: str | os.PathLike) -> tuple[int, int]:
+    """`(written, total)`: the blocks of the sweep store at `path` written so far, of all."""
+    attrs = _store_attrs(path)
+    return len(units_done(path)), int(attrs["num_units"])
+
+
+def _store_attrs(path: str | os.PathLike) -> dict:
+    try:
+        attrs = dict(zarr.open_group(str(path), mode="r", zarr_format=2, use_consolidated=True).attrs)
+    except (FileNotFoundError, KeyError, ValueError, zarr.errors.GroupNotFoundError) as err:
+        raise ValueError(f"{path} is not a sweep written by attnflow ({type(err).__name__}: {err})") from None
+    if "config" not in attrs:
+        raise ValueError(f"{path} is a zarr store but not an attnflow sweep (no config attribute)")
+    return attrs
 
 
 def save_sweep(ds: xr.Dataset, path: str | os.PathLike) -> Path:
@@ -194,14 +211,18 @@ def save_sweep(ds: xr.Dataset, path: str | os.PathLike) -> Path:
 
 
 def load_sweep(path: str | os.PathLike) -> xr.Dataset:
-    """Read a zarr store written by [`save_sweep`][] into memory.
+    """Read a sweep's zarr store (written by [`save_sweep`][] or by [`sweep`][] with a `store`)
+    into memory.
 
-    **Raises:** `ValueError` naming the path when it is not such a store.
+    **Raises:** `ValueError` naming the path when it is not such a store, or when blocks of it
+    are not written yet (resume the sweep, or run its other shards).
     """
-    try:
-        ds = xr.open_zarr(path, zarr_format=2, consolidated=True).load()
-    except (FileNotFoundError, KeyError, ValueError) as err:
-        raise ValueError(f"{path} is not a sweep written by attnflow ({err})") from None
-    if "config" not in ds.attrs:
-        raise ValueError(f"{path} is a zarr store but not an attnflow sweep (no config attribute)")
-    return ds
+    _store_attrs(path)
+    if (Path(path) / CREATED).exists():  # written block by block by `sweep`
+        written, total = sweep_progress(path)
+        if written < total:
+            raise ValueError(
+                f"{path} is incomplete: {written} of {total} blocks written (rerun the sweep on it to "
+                "finish, or run its other shards)"
+            )
+    return open_store(path).load()

@@ -8,6 +8,7 @@ import optax
 from jaxtyping import Array, Float, PRNGKeyArray, PyTree
 
 from ._flow import Predicate
+from ._progress import scan_ticker
 from ._run import Run, StopReason, all_finite
 
 
@@ -36,7 +37,8 @@ def train(
     Before each step the `events` are evaluated on the current parameters; the first that
     holds freezes the run there (`Run.stop = event`). A step that would make the parameters
     non-finite is not taken and the run is frozen (`Run.stop = nonfinite`), so a diverging run
-    keeps its last finite parameters and never spoils others in the same `vmap`.
+    keeps its last finite parameters and never spoils others in the same `vmap`. Traced inside
+    [`progress_inside`][], the steps show a progress bar.
 
     **Arguments:**
 
@@ -62,6 +64,7 @@ def train(
     save = (lambda p: p) if save is None else save
     predicates = [events[name] for name in (events or {})]
     grad = jax.grad(loss)
+    tick = scan_ticker(num_steps)
 
     def gradient(p, step):
         if sample is None:
@@ -84,6 +87,8 @@ def train(
         t_stop = jnp.where(diverged, step, t_stop)
         accept = running & ~diverged
         carry = (_select(accept, new_p, p), _select(accept, new_state, opt_state), stop, event, t_stop)
+        if tick is not None:
+            tick(step)
         return carry, None
 
     def block(carry, first_step):

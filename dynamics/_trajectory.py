@@ -4,6 +4,7 @@ import dataclasses
 import json
 import os
 import tempfile
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ def save_npz_atomic(path: str | os.PathLike, arrays: dict[str, np.ndarray]) -> P
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; a result is as readable as any file
+        os.fchmod(fd, 0o666 & ~umask())  # mkstemp makes 0600; a result is as readable as any file
         with os.fdopen(fd, "wb") as f:
             np.savez(f, **arrays)
             f.flush()
@@ -43,7 +44,8 @@ def save_npz_atomic(path: str | os.PathLike, arrays: dict[str, np.ndarray]) -> P
     return path
 
 
-def _umask() -> int:
+def umask() -> int:
+    """The process's file-creation mask."""
     mask = os.umask(0)
     os.umask(mask)
     return mask
@@ -118,15 +120,25 @@ class Trajectory:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Trajectory":
-        """Read a file written by [`Trajectory.save`][]."""
-        with np.load(path, allow_pickle=False) as data:
-            meta = json.loads(str(data[_META_KEY]))
-            values = {k.removeprefix("values/"): data[k] for k in data.files if k.startswith("values/")}
-            return cls(
-                times=data["times"],
-                values=values,
-                stop_reasons=data["stop_reasons"],
-                t_stop=data["t_stop"],
-                num_steps=data["num_steps"],
-                config=meta["config"],
-            )
+        """Read a file written by [`Trajectory.save`][].
+
+        **Raises:** `ValueError` naming the file when it is not such a file (damaged, truncated,
+        or written by something else).
+        """
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                meta = json.loads(str(data[_META_KEY]))
+                values = {k.removeprefix("values/"): data[k] for k in data.files if k.startswith("values/")}
+                return cls(
+                    times=data["times"],
+                    values=values,
+                    stop_reasons=data["stop_reasons"],
+                    t_stop=data["t_stop"],
+                    num_steps=data["num_steps"],
+                    config=meta["config"],
+                )
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as err:
+            raise ValueError(
+                f"{path} is not a trajectory written by attnflow (expected an .npz file with times, "
+                f"values/..., stop_reasons, t_stop, num_steps and its config; {type(err).__name__}: {err})"
+            ) from None

@@ -44,9 +44,10 @@ class Retrieval(dynamics.AbstractSimulation):
         start = {"W": jnp.zeros((self.dim, self.dim), self.dtype), "v": jnp.zeros(self.dim, self.dtype)}
         start = jax.tree.map(lambda p, k: 0.01 * jax.random.normal(k, p.shape, p.dtype), start,
                              dict(zip(start, jax.random.split(k_init))))  # fmt: skip
+        ts = jnp.linspace(0.0, self.t1, 41, dtype=self.dtype)
         return dynamics.gradient_flow(
             loss, start, rates={"W": self.eta_w, "v": 1.0}, t1=self.t1,
-            save_ts=jnp.linspace(0.0, self.t1, 41, dtype=self.dtype), save=lambda p: {"loss": loss(p)},
+            save=dynamics.Save(ts=ts, fn=lambda t, p, args: {"loss": loss(p)}),
             events={"loss_below": dynamics.Crossing(lambda p: loss(p) - self.threshold)},  # exact time
         )  # fmt: skip
 

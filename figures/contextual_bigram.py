@@ -39,7 +39,7 @@ def _inst_config(inst) -> dict:
         "instance": "random_instance(seed=0, N=3, Q=2, T) [RECON]",
         "N": inst.N,
         "T": inst.T,
-        "Q": cb.sparsity(inst),
+        "Q": int(cb.sparsity(inst)),
         "K_P": float(cb.k_p(inst)),
         "K_Q": float(cb.k_q(inst)),
         "dtype": "float64",

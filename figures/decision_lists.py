@@ -11,7 +11,6 @@ sampling distribution (`D = distinct`) and our δ, γ.
 Each `fn(out_dir, full) -> list[Path]` writes PNG, PDF and JSON (numbers plotted + config).
 """
 
-import functools
 from pathlib import Path
 
 import diffrax
@@ -42,10 +41,10 @@ def _f64(x):
     return jnp.asarray(x, jnp.float64)
 
 
-@functools.partial(jax.jit, static_argnames=("num_refine",))
-def _batched_time(arrays, pops, c, t1, num_refine=64):
+@jax.jit
+def _batched_time(arrays, pops, c, t1):
     def one(a, p, c, t1):
-        return dl.result1_time(a, p, c, t1=t1, num_refine=num_refine, stepsize_controller=FLOW_CONTROLLER)[0]
+        return dl.result1_time(a, p, c, t1=t1, stepsize_controller=FLOW_CONTROLLER)[0]
 
     return jax.vmap(one)(arrays, pops, c, t1)
 

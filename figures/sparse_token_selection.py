@@ -65,11 +65,16 @@ def _length_runs(full: bool, optimizer: str) -> dict:
     )
     out = {"sim": sim}
     for name, fixed in (("stochastic", False), ("fixed", True)):
-        out[name] = sts.online_runs(
-            dataclasses.replace(sim, fixed_pe=fixed), s["seeds"], chunk_size=s["seeds"]
-        )
+        out[name] = _online_values(dataclasses.replace(sim, fixed_pe=fixed), s["seeds"])
     out["config"] = {"online": sim.describe(), "seeds": s["seeds"], "full": full}
     return out
+
+
+def _online_values(sim: sts.Online, seeds: int) -> dict[str, np.ndarray]:
+    """The saved values of `seeds` runs of `sim` (run i on key `seed_keys(0, seeds)[i]`), each with
+    a leading seed axis; `steps`, the saved step numbers; `finite`, per seed."""
+    runs, finite = dynamics.run_many(sim.run, dynamics.seed_keys(0, seeds))
+    return dict(runs.values) | {"steps": runs.ts[0], "finite": finite}
 
 
 def _median_band(ax, steps, values, color, label, style="-"):
@@ -120,7 +125,7 @@ def fig1(out_dir: Path, full: bool) -> list[Path]:
     s = _sizes(full)
     sim = sts.Online(**s["online"], lr=LR["gd"], num_T_tests=0, num_q_tests=0)
     task = sim.task
-    runs = sts.online_runs(sim, s["seeds"])
+    runs = _online_values(sim, s["seeds"])
     red = sts.reduced_gd(task, LR["gd"], sim.num_steps, every=sim.every)
     steps = runs["steps"]
     fig, axes = plt.subplots(1, 3, figsize=(14, 4))

@@ -108,3 +108,29 @@ def test_gradient_evaluation_counter_counts_euler_steps():
 
     assert flow.count_gradient_evaluations(euler, lambda m: population_loss(m, arrays), model) == 7
     jax.effects_barrier()
+
+
+def test_progress_cost_smoke(capsys):
+    bench = _load("progress_cost")
+    result = bench.main(["--seeds", "2", "--steps", "20", "--t1", "10", "--repeats", "1"])
+    out = capsys.readouterr().out
+    assert re.search(r"^ratio with/without meters: flow \S+, scan \S+$", out, re.MULTILINE)
+    for side in result.values():
+        assert all(_positive_finite(side[key]) for key in ("off", "on", "ratio"))
+
+
+def test_sharding_smoke():
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, str(BENCH / "sharding.py"), "--devices", "2", "--seeds", "4", "--steps", "10"]
+        + ["--t1", "5", "--repeats", "1"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=BENCH.parent,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    match = re.search(r"^ratio named/shard_map \(wall time\): flow (\S+), scan (\S+)$", result.stdout, re.M)
+    assert match and all(_positive_finite(float(x)) for x in match.groups())

@@ -54,21 +54,24 @@ def test_unknown_paper_and_class(capsys):
         load_simulation("no_such_module:Thing")
 
 
-def test_simulate_writes_a_trajectory_that_loads_with_its_config(tmp_path):
+def test_simulate_writes_a_store_that_loads_with_its_config(tmp_path, capsys):
     argv = ["simulate", "scan_snap", "--level", "L3", "--seeds", "3", "--out", str(tmp_path)]
     assert cli.main([*argv, "--set", "t1=50"]) == 0
-    (path,) = tmp_path.glob("scan_snap_L3_3seeds_*.npz")
-    traj = dynamics.Trajectory.load(path)
-    assert traj.config["simulation"] == "tasks.scan_snap:ScalarFlow" and traj.config["t1"] == 50.0
-    assert traj.config["num_seeds"] == 3 and traj.config["dtype"] == "float64"
-    assert traj.config["provenance"]["jax"] and traj.config["provenance"]["wall_seconds"] > 0
-    assert list(traj.stop_reasons) == ["completed"] * 3
+    assert "stops: completed x3" in capsys.readouterr().out
+    (path,) = tmp_path.glob("scan_snap_L3_3seeds_*.zarr")
+    ds = dynamics.load_sweep(path)
+    config, made_by = json.loads(ds.attrs["config"]), json.loads(ds.attrs["provenance"])
+    assert config["simulation"] == "tasks.scan_snap:ScalarFlow" and config["t1"] == 50.0
+    assert config["num_seeds"] == 3 and config["dtype"] == "float64" and ds["B"].dtype == np.float64
+    assert made_by["jax"] and made_by["commit"] == cli.source_commit()
+    assert ds["B"].dims == ("seed", "save") and (ds["stop"] == 0).all()
     # L3 from z = 0: B grows and z falls (Theorem 4), identically for every seed.
-    assert np.all(np.diff(traj.values["B"][0]) >= 0) and traj.values["z"][0, -1] < 0
-    np.testing.assert_array_equal(traj.values["B"][0], traj.values["B"][2])
+    B = ds["B"].values
+    assert np.all(np.diff(B[0]) >= 0) and ds["z"].values[0, -1] < 0
+    np.testing.assert_array_equal(B[0], B[2])
     # A second run with another setting keeps the first.
     assert cli.main([*argv, "--set", "t1=20"]) == 0
-    assert len(list(tmp_path.glob("scan_snap_L3_3seeds_*.npz"))) == 2
+    assert len(list(tmp_path.glob("scan_snap_L3_3seeds_*.zarr"))) == 2
 
 
 def test_sweep_writes_a_labelled_store_and_plots(tmp_path, capsys):
@@ -84,8 +87,13 @@ def test_sweep_writes_a_labelled_store_and_plots(tmp_path, capsys):
     assert {"population_loss_time.png", "population_loss_final.png"} <= {
         p.name for p in (out / "plots").iterdir()
     }
-    assert cli.main(argv) == 2
-    assert "exists; pass --overwrite" in capsys.readouterr().err
+    capsys.readouterr()
+    assert cli.main(argv) == 0  # the same sweep again: every block is there, nothing runs
+    assert "1 of 1 blocks written" in capsys.readouterr().out  # 2 points x 2 seeds: one block
+    assert cli.main([*argv, "--set", "t1=6"]) == 2
+    assert "t1: 5.0 in the store, 6.0 now" in capsys.readouterr().err
+    assert cli.main([*argv, "--set", "t1=6", "--overwrite"]) == 0
+    assert json.loads(dynamics.load_sweep(out / "sweep.zarr").attrs["config"])["t1"] == 6.0
     assert cli.main(["sweep", "scan_snap", "--grid", "eta=1,2", "--out", str(tmp_path / "x")]) == 2
     assert "SGD has no setting 'eta'" in capsys.readouterr().err
 
@@ -191,3 +199,32 @@ def test_a_bound_reads_as_a_relation_in_the_table_json_and_page(tmp_path, monkey
     assert "<td>1</td><td>1</td>" in page
     with pytest.raises(ValueError, match="bound must be None or one of"):
         theory.within("x", "x", "?", predicted=0.0, simulated=0.0, error=0.0, tolerance=0.0, bound="both")
+
+
+def test_the_shard_comes_from_the_flag_or_a_slurm_job_array(monkeypatch, tmp_path, capsys):
+    def shard(*extra):
+        return cli._shard(cli.build_parser().parse_args(["sweep", "scan_snap", "--out", "x", *extra]))
+
+    assert shard() == (0, 1) and shard("--shard", "1/3") == (1, 3)
+    for bad in ("3/3", "1", "a/b", "-1/2"):
+        with pytest.raises(ValueError, match="--shard must be I/N"):
+            shard(f"--shard={bad}")
+    monkeypatch.setenv("SLURM_ARRAY_TASK_ID", "5")
+    monkeypatch.setenv("SLURM_ARRAY_TASK_MIN", "3")
+    monkeypatch.setenv("SLURM_ARRAY_TASK_COUNT", "4")
+    assert shard() == (2, 4) and shard("--shard", "0/2") == (0, 2)
+    argv = ["sweep", "scan_snap", "--grid", "eta_z=1,2", "--out", str(tmp_path), "--overwrite"]
+    assert cli.main(argv) == 2
+    assert "--overwrite in a shard would remove" in capsys.readouterr().err
+
+
+def test_the_compile_cache_is_on_unless_turned_off(monkeypatch, tmp_path):
+    calls = []
+    monkeypatch.setattr(cli, "_use_compile_cache", lambda: calls.append(True))
+    assert cli.main(["list"]) == 0 and calls == [True]
+    assert cli.main(["--no-compile-cache", "list"]) == 0 and calls == [True]
+    monkeypatch.setenv("ATTNFLOW_CACHE_DIR", str(tmp_path / "c"))
+    assert cli.compile_cache_dir() == tmp_path / "c"
+    monkeypatch.delenv("ATTNFLOW_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert cli.compile_cache_dir() == tmp_path / "attnflow" / "jax"

@@ -11,7 +11,7 @@ import pytest
 import dynamics
 import tasks.contextual_bigram as cb
 
-from .helpers import tree_allclose
+from .helpers import assert_sweep_round_trip, assert_trajectory_round_trip, tree_allclose
 
 INSTANCE = {"T": 8}
 SMALL = {
@@ -121,13 +121,15 @@ def test_simulate_runs_each_seed_as_alone():
         ("population_ode", "t1", [2.0, 5.0], "alpha"),
     ],
 )
-def test_sweep_over_a_traced_field_equals_separate_runs(level, field, values, saved):
+def test_sweep_over_a_traced_field_equals_separate_runs(level, field, values, saved, tmp_path):
     sim = cb.SIMULATIONS[level](**SMALL[level])
     ds = dynamics.sweep(sim, {field: values}, num_seeds=2, chunk_size=2)
     assert ds["time"].dims == (field, "seed", "save")
     # the same chunk shape: the separate runs reuse the sweep's compilation
     alone = dynamics.simulate(dataclasses.replace(sim, **{field: values[1]}), num_seeds=2, chunk_size=2)
     np.testing.assert_allclose(ds[saved].sel({field: values[1]}).values, alone.values[saved], rtol=1e-10)
+    assert_trajectory_round_trip(alone, tmp_path)
+    assert_sweep_round_trip(ds, tmp_path)
 
 
 def test_from_settings_converts_and_checks():

@@ -2,6 +2,7 @@
 
 import math
 
+import diffrax
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -37,11 +38,11 @@ def test_result2_fixed_point_c(small):
     U = dl.perturbation(jax.random.PRNGKey(0), task.L, 1.0)
 
     def loss0(c):
-        return float(dl.population_loss(dl.DecisionListModel(jnp.zeros((8, 8)), c * P + U), population))
+        return dl.population_loss(dl.DecisionListModel(jnp.zeros((8, 8)), c * P + U), population)
 
-    c, _, converged = theory.result2_c(loss0, n=3, delta=0.1, eps=1.0)
-    assert converged
-    assert c == pytest.approx(10 * 9 * loss0(c) / 0.1 + 12.0, rel=1e-9)
+    c, _, converged = jax.jit(lambda: dl.fixed_point_c(loss0, n=3, delta=jnp.asarray(0.1), eps=1.0))()
+    assert bool(converged)
+    assert float(c) == pytest.approx(10 * 9 * float(loss0(c)) / 0.1 + 12.0, rel=1e-9)
     # U = 0: the closed form of spec §6
     assert loss0(0.0) != theory.zero_attention_loss(8, 3, 0.0)  # U matters
     exact = float(dl.population_loss(dl.DecisionListModel(jnp.zeros((8, 8)), 5.0 * P), population))
@@ -55,17 +56,13 @@ def test_result2_no_finite_c_under_iid():
     P = task.permutation_matrix()
 
     def loss0(c):
-        return float(dl.population_loss(dl.DecisionListModel(jnp.zeros((5, 5)), c * P), population))
-
-    c, iterations, converged = theory.result2_c(loss0, n=3, delta=0.1, eps=1.0)
-    assert not converged
-
-    def traced_loss0(c):
         return dl.population_loss(dl.DecisionListModel(jnp.zeros((5, 5)), c * P), population)
 
-    traced = jax.jit(lambda: dl.fixed_point_c(traced_loss0, n=3, delta=jnp.asarray(0.1), eps=1.0))()
-    assert not bool(traced[2]) and int(traced[1]) == iterations
-    assert float(traced[0]) == pytest.approx(c, rel=1e-9)
+    c, iterations, converged = jax.jit(
+        lambda: dl.fixed_point_c(loss0, n=3, delta=jnp.asarray(0.1), eps=1.0)
+    )()
+    assert not bool(converged)
+    assert float(c) > 1e12 and int(iterations) < 200  # stopped for growing without bound
 
 
 def test_result2_setting_feasibility():
@@ -86,19 +83,76 @@ def test_distinct_constants_match_enumeration(small):
 
 
 def _time(arrays, population, c, t1):
-    return dl.result1_time(arrays, population, c, t1=t1, num_refine=16)
+    return dl.result1_time(arrays, population, c, t1=t1)
+
+
+def _result1_setting(task, population):
+    k = theory.constants(task, population)
+    return theory.result1_c(task.n, task.L, k.delta), theory.result1_time_bound(task.M, task.L, k.gamma)
 
 
 def test_result1_flow_reaches_perfect_within_bound(small):
     task, population = small
-    k = theory.constants(task, population)
-    c = theory.result1_c(task.n, task.L, k.delta)
-    bound = theory.result1_time_bound(task.M, task.L, k.gamma)
+    c, bound = _result1_setting(task, population)
     tau, run = jax.jit(_time)(task.arrays(), population, jnp.asarray(c), jnp.asarray(bound))
-    assert int(run.event) == 0 and 0 < float(tau) <= float(run.t_stop) <= bound
+    assert int(run.event) == 0 and 0 < float(tau) == float(run.t_stop) <= bound
     final = dl.DecisionListModel(run.final, c * task.permutation_matrix())
-    assert bool(dl.perfect(final, population))
+    # the stop is where μ crosses 0: a score ties there, and every margin is about 0 or more
+    assert abs(float(dl.mu(run.final, task.arrays()))) < 1e-12
+    assert abs(float(jnp.min(dl.margins(final, population)))) < dl.TAU_TIE
     assert float(dl.population_loss(final, population)) < math.log(task.n)
+
+
+def test_result1_time_is_the_crossing_of_mu(small):
+    """τ located by the event against a reference flow at much tighter tolerances: μ < 0 on a grid up
+    to just before τ and μ > 0 (perfect, enumerated) just after."""
+    task, population = small
+    arrays = task.arrays()
+    c, bound = _result1_setting(task, population)
+    tight = diffrax.PIDController(rtol=1e-10, atol=1e-13)
+    tau, _ = jax.jit(lambda c, t1: dl.result1_time(arrays, population, c, t1=t1, stepsize_controller=tight))(
+        jnp.asarray(c), jnp.asarray(bound)
+    )
+    tau = float(tau)
+    default, _ = jax.jit(_time)(arrays, population, jnp.asarray(c), jnp.asarray(bound))
+    assert float(default) == pytest.approx(tau, rel=1e-5)  # the default rtol 1e-6 flow
+    ts = jnp.concatenate([jnp.linspace(tau / 64, tau * (1 - 1e-6), 64), jnp.asarray([tau * (1 + 1e-6)])])
+    reference = jax.jit(
+        lambda ts: dl.result1_flow(
+            arrays,
+            population,
+            jnp.asarray(c),
+            t1=ts[-1],
+            save_ts=ts,
+            stop_at_perfect=False,
+            save=lambda W: {"W": W},
+            stepsize_controller=diffrax.PIDController(rtol=1e-12, atol=1e-15),
+            max_steps=1_000_000,
+        )
+    )(ts)
+    values = np.asarray(reference.values["mu"])
+    assert np.all(values[:-1] < 0) and values[-1] > 0
+    after = dl.DecisionListModel(reference.values["W"][-1], c * task.permutation_matrix())
+    assert bool(dl.perfect(after, population))
+
+
+def test_result1_time_is_zero_when_the_start_ranks_every_list():
+    """One list entry per token: `−∇_W 𝓛(0, cP)` already ranks every list, so `μ(W(t)) > 0` for
+    every small `t > 0`: `τ = 0` and there is no crossing to stop at."""
+    task = dl.DecisionLists.random(0, L=8, n=3, M=2, fixed_m=1)
+    population = dl.exact_population(task)
+    c, bound = _result1_setting(task, population)
+    tau, run = jax.jit(_time)(task.arrays(), population, jnp.asarray(c), jnp.asarray(bound))
+    assert float(tau) == 0.0 and int(run.event) == -1 and float(run.t_stop) == pytest.approx(bound)
+    early = dl.result1_flow(
+        task.arrays(),
+        population,
+        c,
+        t1=bound,
+        save_ts=bound * jnp.geomspace(1e-9, 1.0, 10),
+        stop_at_perfect=False,
+    )
+    assert np.all(np.asarray(early.values["mu"]) > 0)
 
 
 def test_result1_vmaps_over_tasks(small):

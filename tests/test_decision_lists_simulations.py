@@ -15,11 +15,11 @@ import dynamics
 import tasks.decision_lists as dl
 from theory.decision_lists import closed_forms
 
-from .helpers import tree_allclose
+from .helpers import assert_sweep_round_trip, assert_trajectory_round_trip, tree_allclose
 
 TINY = {"L": 6, "n": 3, "M": 2}
 SMALL = {
-    "result1_flow": {"L": 8, "n": 3, "M": 2, "num_saves": 5, "num_refine": 8},
+    "result1_flow": {"L": 8, "n": 3, "M": 2, "num_saves": 5},
     "result2_gd": TINY | {"num_steps": 20, "every": 5},
     "section7_gd": TINY | {"num_steps": 40, "every": 10},
     "joint_gd": TINY | {"num_steps": 40, "every": 10},
@@ -82,7 +82,7 @@ def test_result1_flow_is_the_flow_of_result1():
 
     @jax.jit
     def direct(c, t1, save_ts):
-        return dl.result1_time(task.arrays(), population, c, t1=t1, save_ts=save_ts, num_refine=8)
+        return dl.result1_time(task.arrays(), population, c, t1=t1, save_ts=save_ts)
 
     tau, flow = direct(jnp.asarray(c), jnp.asarray(bound), jnp.asarray(save_ts))
     assert tree_allclose(
@@ -91,7 +91,8 @@ def test_result1_flow_is_the_flow_of_result1():
     assert run["final/tau"] == pytest.approx(float(tau), rel=1e-10) and 0 < run["final/tau"] <= bound
     assert run["final/c"] == pytest.approx(c, rel=1e-12)
     assert run["final/bound"] == pytest.approx(bound, rel=1e-12)
-    assert bool(run["final/perfect"])
+    # the stop is the crossing of μ: W there is on the boundary of perfect classification
+    assert abs(run["final/margin"]) < dl.TAU_TIE
 
 
 def test_result1_flow_without_the_mu_criterion_enumerates():
@@ -105,12 +106,14 @@ def test_result1_flow_without_the_mu_criterion_enumerates():
     )
     model = dl.DecisionListModel(jnp.asarray(run["final/W"]), c * task.permutation_matrix())
     assert 0 < run["final/tau"] < run["final/bound"] and bool(dl.perfect(model, population))
+    assert run["final/margin"] == pytest.approx(float(jnp.min(dl.margins(model, population))), rel=1e-12)
+    assert run["final/margin"] > dl.TAU_TIE
 
 
 @pytest.mark.parametrize("population_size", [None, 64])
 def test_result2_gd_starts_at_the_fixed_point_of_result2(population_size):
-    """The traced fixed point, step and window against the host procedure of the checks; on a
-    sample, the certified GD against the function it wraps."""
+    """The traced `c` is the fixed point of `c = 10 n² 𝓛_0(c)/δ + 4εn`; the step and window are
+    those of the checks' setting; on a sample, the certified GD against the function it wraps."""
     run = _first_of_two("result2_gd", 1, population_size=population_size)
     key, task = dynamics.seed_key(1), dl.DecisionLists.random(1, **TINY)
     if population_size is None:
@@ -126,9 +129,9 @@ def test_result2_gd_starts_at_the_fixed_point_of_result2(population_size):
     def loss0(c):
         return float(dl.population_loss(dl.DecisionListModel(jnp.zeros_like(U), c * P + U), population))
 
-    c, _, converged = closed_forms.result2_c(loss0, n=task.n, delta=delta, eps=1.0)
-    assert bool(run["final/c_converged"]) and converged
-    assert run["final/c"] == pytest.approx(c, rel=1e-9)
+    c = float(run["final/c"])
+    assert bool(run["final/c_converged"])
+    assert c == pytest.approx(10 * task.n**2 * loss0(c) / delta + 4.0 * task.n, rel=1e-9)
     eta = float(run["final/eta"])
     assert eta == pytest.approx(1.0 / run["final/lambda_max"], rel=1e-12)
     setting = closed_forms.result2_setting(loss0(c), c, n=task.n, eps=1.0, m=task.M, delta=delta, eta=eta)
@@ -194,13 +197,15 @@ def test_simulate_runs_each_seed_as_alone_on_its_own_task():
 
 
 @pytest.mark.parametrize("level", list(SMALL))
-def test_sweep_over_a_traced_field_equals_separate_runs(level):
+def test_sweep_over_a_traced_field_equals_separate_runs(level, tmp_path):
     sim = dl.SIMULATIONS[level](**SMALL[level])
     field = TRACED[level]
     ds = dynamics.sweep(sim, {field: [0.5, 2.0]}, num_seeds=1)
     assert ds["time"].dims == (field, "seed", "save")
     alone = dynamics.simulate(dataclasses.replace(sim, **{field: 2.0}), num_seeds=2)
     np.testing.assert_allclose(ds["loss"].sel({field: 2.0}).values[0], alone.values["loss"][0], rtol=1e-9)
+    assert_trajectory_round_trip(alone, tmp_path)  # result1_flow, result2_gd: with the event `perfect`
+    assert_sweep_round_trip(ds, tmp_path)
 
 
 def test_float32_runs():

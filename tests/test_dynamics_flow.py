@@ -22,7 +22,7 @@ def test_gradient_flow_matches_closed_form_with_group_rates():
     ts = jnp.linspace(0.0, 3.0, 7)
     tight = diffrax.PIDController(rtol=1e-11, atol=1e-12)
     run = dynamics.gradient_flow(
-        quadratic, params, rates=rates, t1=3.0, save_ts=ts, stepsize_controller=tight
+        quadratic, params, rates=rates, t1=3.0, save=dynamics.Save(ts=ts), stepsize_controller=tight
     )
     expected_x = params["x"] * jnp.exp(-0.7 * A * ts[:, None])
     expected_y = params["y"] * jnp.exp(-0.2 * 3.0 * ts)
@@ -35,10 +35,20 @@ def test_gradient_flow_matches_closed_form_with_group_rates():
 def test_saved_function_of_state_and_monotone_loss():
     params = {"x": jnp.array([1.0, -2.0, 0.5]), "y": jnp.array(1.5)}
     ts = jnp.linspace(0.0, 5.0, 50)
-    run = dynamics.gradient_flow(quadratic, params, t1=5.0, save_ts=ts, save=quadratic)
+    save = dynamics.Save(ts=ts, fn=lambda t, y, args: quadratic(y))
+    run = dynamics.gradient_flow(quadratic, params, t1=5.0, save=save)
     assert run.values.shape == (50,)
     assert np.all(np.diff(np.asarray(run.values)) <= 0.0)
     np.testing.assert_allclose(run.values[0], quadratic(params))
+
+
+def test_the_save_function_sees_the_time_and_the_args():
+    ts = jnp.linspace(0.0, 2.0, 5)
+    save = dynamics.Save(ts=ts, fn=lambda t, y, args: {"t": t, "y": y, "scaled": args * y})
+    run = dynamics.ode_flow(lambda t, y, args: -y, jnp.array(1.0), t1=2.0, args=3.0, save=save)
+    np.testing.assert_allclose(run.values["t"], ts)
+    np.testing.assert_allclose(run.values["y"], jnp.exp(-ts), rtol=1e-7)
+    np.testing.assert_allclose(run.values["scaled"], 3.0 * jnp.exp(-ts), rtol=1e-7)
 
 
 def test_loss_event_stops_the_run_and_is_reported():

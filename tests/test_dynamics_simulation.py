@@ -12,6 +12,8 @@ import pytest
 import dynamics
 from dynamics import Interval, OneOf, Require, param
 
+from .helpers import assert_sweep_round_trip, assert_trajectory_round_trip
+
 
 class Decay(dynamics.AbstractSimulation):
     """dy/dt = −rate · y from y0 ~ N(0, 1) · scale: y(t) = y0 e^{−rate t}; stops once |y| < floor."""
@@ -34,7 +36,8 @@ class Decay(dynamics.AbstractSimulation):
                 every=100 // (self.num_saves - 1), events=events,
             )  # fmt: skip
         save_ts = jnp.linspace(0.0, 1.0, self.num_saves, dtype=self.dtype)
-        return dynamics.ode_flow(lambda t, y, a: -self.rate * y, y0, t1=1.0, save_ts=save_ts, events=events)
+        save = dynamics.Save(ts=save_ts)
+        return dynamics.ode_flow(lambda t, y, a: -self.rate * y, y0, t1=1.0, save=save, events=events)
 
 
 @pytest.mark.parametrize(
@@ -93,9 +96,12 @@ def test_simulate_matches_the_closed_form_and_single_runs():
     assert list(trajectory.stop_reasons) == ["completed"] * 4
 
 
-def test_events_keep_their_names():
+def test_events_keep_their_names_on_disk(tmp_path):
     trajectory = dynamics.simulate(Decay(rate=5.0, floor=0.05), num_seeds=3)
     assert set(trajectory.stop_reasons) == {"event:small"}
+    assert_trajectory_round_trip(trajectory, tmp_path)
+    ds = dynamics.sweep(Decay(rate=5.0, floor=0.05), {"rate": [5.0, 0.1]}, num_seeds=2)
+    assert_sweep_round_trip(ds, tmp_path)
 
 
 @pytest.mark.parametrize("mode", ["flow", "euler"])

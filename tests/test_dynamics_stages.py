@@ -69,6 +69,30 @@ def test_events_see_the_full_parameters():
     assert 0.25 < float(run.final["x"][0]) < 0.5 and float(run.final["y"][0]) == 5.0
 
 
+def _triple_x(p):
+    return {**p, "x": 3.0 * p["x"]}
+
+
+def test_prepare_maps_the_full_parameters_as_its_stage_begins():
+    p0 = {"x": jnp.zeros(3), "y": jnp.zeros(3)}
+    opt = dynamics.gd(jnp.asarray(0.1))
+    y_only = {"x": False, "y": True}
+    stages = [
+        dynamics.Stage(_loss, opt, {"x": True, "y": False}, num_steps=4),
+        dynamics.Stage(_loss, opt, y_only, num_steps=3, prepare=_triple_x),
+    ]
+    first, second = dynamics.train_stages(p0, stages)
+    assert 0.5 < float(first.final["x"][0]) < 1.0  # the previous stage keeps its own end
+    prepared = _triple_x(first.final)
+    np.testing.assert_array_equal(second.values["x"][0], prepared["x"])
+    np.testing.assert_array_equal(second.final["x"], prepared["x"])
+    # reference: train by hand on y from the prepared parameters
+    part, frozen = eqx.partition(prepared, y_only)
+    run = dynamics.train(lambda q: _loss(eqx.combine(q, frozen)), part, opt, num_steps=3)
+    np.testing.assert_array_equal(second.final["y"], run.final["y"])
+    np.testing.assert_array_equal(second.values["y"][0], p0["y"])
+
+
 def _batch_loss(p, batch):
     return _loss(p) + jnp.sum(batch * p["x"]) - jnp.sum(batch**2 * p["y"])
 

@@ -8,10 +8,12 @@ import numpy as np
 
 import dynamics
 
+from .helpers import assert_sweep_round_trip
+
 ROOT = Path(__file__).parents[1]
 
 
-def test_custom_model_sweeps_two_settings_from_python():
+def test_custom_model_sweeps_two_settings_from_python(tmp_path):
     from examples.custom_model import Retrieval
 
     ds = dynamics.sweep(Retrieval(samples=32, t1=100.0), {"eta_w": [0.5, 4.0], "tokens": [3, 6]}, num_seeds=4)
@@ -21,6 +23,7 @@ def test_custom_model_sweeps_two_settings_from_python():
     assert bool((last < first).all())
     t_stop = ds["t_stop"].median("seed")
     assert bool((t_stop.sel(eta_w=4.0) <= t_stop.sel(eta_w=0.5)).all())
+    assert_sweep_round_trip(ds, tmp_path)  # with its root-found events
 
 
 def test_custom_model_script_runs():

@@ -9,7 +9,7 @@ import pytest
 import dynamics
 import tasks.ntp_partial_order as ntp
 
-from .helpers import tree_allclose
+from .helpers import assert_sweep_round_trip, assert_trajectory_round_trip, tree_allclose
 
 SMALL = {"recipe": "A", "vocab_size": 6, "num_steps1": 20, "num_steps2": 20, "every": 10}
 
@@ -90,7 +90,7 @@ def test_a_dataset_beyond_max_sentences_is_refused():
         dynamics.simulate(sim, num_seeds=1)
 
 
-def test_sweep_over_a_traced_step_size_equals_separate_runs():
+def test_sweep_over_a_traced_step_size_equals_separate_runs(tmp_path):
     sim = ntp.Algorithm1(**SMALL)
     ds = dynamics.sweep(sim, {"eta": [0.0, 0.05]}, num_seeds=2)
     assert ds["W_kq"].dims[:3] == ("eta", "seed", "save")
@@ -98,6 +98,8 @@ def test_sweep_over_a_traced_step_size_equals_separate_runs():
     np.testing.assert_allclose(ds["loss"].sel(eta=0.05).values, alone.values["loss"], rtol=1e-12)
     paper = dynamics.simulate(sim, num_seeds=2)
     np.testing.assert_allclose(ds["final.W_kq"].sel(eta=0.0).values, paper.values["final/W_kq"], rtol=1e-12)
+    assert_trajectory_round_trip(alone, tmp_path)
+    assert_sweep_round_trip(ds, tmp_path)
 
 
 def test_from_settings_and_describe():

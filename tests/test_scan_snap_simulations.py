@@ -12,7 +12,7 @@ import pytest
 import dynamics
 from tasks import scan_snap
 
-from .helpers import tree_allclose
+from .helpers import assert_sweep_round_trip, assert_trajectory_round_trip, tree_allclose
 
 SMALL = {
     "L0": {"num_steps": 4, "every": 2, "T": 8, "batch_size": 4},
@@ -79,7 +79,7 @@ def test_simulate_runs_each_seed_as_alone():
 
 
 @pytest.mark.parametrize("level", ["L0", "L1", "L2", "L3"])
-def test_sweep_over_a_traced_rate_equals_separate_runs(level):
+def test_sweep_over_a_traced_rate_equals_separate_runs(level, tmp_path):
     sim = scan_snap.SIMULATIONS[level](**SMALL[level])
     ds = dynamics.sweep(sim, {"eta_z": [0.5, 2.0]}, num_seeds=2)
     assert ds["time"].dims == ("eta_z", "seed", "save")
@@ -87,6 +87,8 @@ def test_sweep_over_a_traced_rate_equals_separate_runs(level):
     name = "population_loss" if level in ("L0", "L1") else "final.B"
     key = "population_loss" if level in ("L0", "L1") else "final/B"
     np.testing.assert_allclose(ds[name].sel(eta_z=2.0).values, alone.values[key], rtol=1e-5)
+    assert_trajectory_round_trip(alone, tmp_path)
+    assert_sweep_round_trip(ds, tmp_path)
 
 
 def test_sweep_over_a_static_field_compiles_per_value():

@@ -11,7 +11,7 @@ import pytest
 import dynamics
 import tasks.sparse_token_selection as sts
 
-from .helpers import tree_allclose
+from .helpers import assert_sweep_round_trip, assert_trajectory_round_trip, tree_allclose
 
 SMALL = {
     "reduced_flow": {"d": 2, "T": 10, "q": 2, "t1": 1e4, "num_saves": 9, "solver": "tsit5"},
@@ -130,32 +130,38 @@ def test_simulate_runs_each_seed_as_alone(online):
     assert trajectory.config["seed"] == 5 and trajectory.config["num_T_tests"] == 1
 
 
-def test_online_runs_uses_the_split_keys(online):
+def test_run_many_over_split_keys_equals_single_runs(online):
     sim, run = online
-    out = sts.online_runs(sim, 2, seed=4)
+    out, finite = dynamics.run_many(sim.run, dynamics.seed_keys(4, 2))
     one = run(dynamics.seed_keys(4, 2)[1])
-    np.testing.assert_allclose(out["loss"][1], one.values["loss"], rtol=1e-5)
-    np.testing.assert_array_equal(out["steps"], [0, 2, 4])
-    assert out["loss_T"].shape == out["loss_q"].shape == (2, 3, 1) and out["finite"].all()
+    np.testing.assert_allclose(out.values["loss"][1], one.values["loss"], rtol=1e-5)
+    np.testing.assert_array_equal(out.ts[0], [0, 2, 4])
+    assert out.values["loss_T"].shape == out.values["loss_q"].shape == (2, 3, 1) and finite.all()
 
 
 @pytest.mark.parametrize("level", ["reduced_flow", "online", "fcn"])
-def test_sweep_over_a_traced_field_equals_separate_runs(level):
+def test_sweep_over_a_traced_field_equals_separate_runs(level, tmp_path):
     sim = small(level)
     name, values = TRACED[level]
     ds = dynamics.sweep(sim, {name: values}, num_seeds=1)  # one compiled call, shared with `alone`
     assert ds["time"].dims == (name, "seed", "save")
     alone = dynamics.simulate(dataclasses.replace(sim, **{name: values[1]}), num_seeds=2)
     np.testing.assert_allclose(ds["loss"].sel({name: values[1]}).values, alone.values["loss"][:1], rtol=1e-5)
+    assert_trajectory_round_trip(alone, tmp_path)
+    assert_sweep_round_trip(ds, tmp_path)
 
 
-def test_reduced_flow_event_time_and_deterministic_seeds():
+def test_reduced_flow_event_time_and_deterministic_seeds(tmp_path):
     sim = small("reduced_flow")
     ds = dynamics.sweep(sim, {"eps": [0.0, 1e-3]}, num_seeds=2)
     t_stop = ds["t_stop"].values
     assert np.all(t_stop[:, 0] == t_stop[:, 1])  # every seed the same run
     assert t_stop[0, 0] == pytest.approx(1e4) and ds.attrs["event_names"] == ["loss_below"]
     assert t_stop[1, 0] == pytest.approx((sim.T - 1) / (4 * 1e-3), rel=0.2)  # Theorem 1's t_eps
+    assert_sweep_round_trip(ds, tmp_path)  # with an event that fired
+    trajectory = dynamics.simulate(dataclasses.replace(sim, eps=1e-3), num_seeds=1)
+    assert list(trajectory.stop_reasons) == ["event:loss_below"]
+    assert_trajectory_round_trip(trajectory, tmp_path)
 
 
 def test_from_settings_converts_and_checks():

@@ -202,6 +202,12 @@ def test_reduced_flow_event_and_rate():
     assert np.all(np.diff(L[before]) < 0) and np.all(np.isinf(L[~before]))
     assert dynamics.stop_reason(int(run.stop), int(run.event), ("loss_below",)) == "event:loss_below"
     assert float(run.t_stop) == pytest.approx((cfg.T - 1) / (4 * eps), rel=0.2)
+    # the event is located exactly: the loss at the stop is eps, and an independent integration
+    # to just before and just after t_stop is on either side of it
+    assert float(sts.reduced_state_loss(cfg)(run.final)) == pytest.approx(eps, rel=1e-9)
+    t = float(run.t_stop)
+    around = sts.reduced_flow(cfg, 1e4, [0.0, t * (1 - 1e-6), t * (1 + 1e-6)], solver=diffrax.Tsit5())
+    assert around.values["loss"][1] > eps > around.values["loss"][2]
 
 
 def test_cosines():
@@ -238,8 +244,9 @@ def test_fcn_forward_and_online_run_shapes():
     sim = sts.Online(
         d=2, T=6, q=2, pe_dim=8, lr=0.5, batch_size=8, num_steps=2, every=1, num_T_tests=1, num_q_tests=2
     )
-    out = sts.online_runs(dataclasses.replace(sim, num_eval=8), 2)
+    runs, finite = dynamics.run_many(dataclasses.replace(sim, num_eval=8).run, dynamics.seed_keys(0, 2))
+    out = runs.values
     assert (sim.T_tests, sim.q_tests) == ((8,), (3, 4))
     assert out["loss"].shape == (2, 3)
     assert out["loss_T"].shape == (2, 3, 1) and out["loss_q"].shape == (2, 3, 2)
-    assert out["finite"].all() and out["loss"][:, 0] == pytest.approx(cfg.trivial_loss, rel=0.5)
+    assert finite.all() and out["loss"][:, 0] == pytest.approx(cfg.trivial_loss, rel=0.5)

@@ -19,8 +19,10 @@ def make_trajectory():
             {"w": jnp.array([1.0, 2.0])},
             rates=rate,
             t1=50.0,
-            save_ts=jnp.linspace(0.0, 50.0, 6),
-            save=lambda p: {"loss": 0.5 * jnp.sum(p["w"] ** 2), "w": p["w"]},
+            save=dynamics.Save(
+                ts=jnp.linspace(0.0, 50.0, 6),
+                fn=lambda t, p, args: {"loss": 0.5 * jnp.sum(p["w"] ** 2), "w": p["w"]},
+            ),
             events={"loss_below": lambda p: 0.5 * jnp.sum(p["w"] ** 2) < 1e-6},
         )
 
@@ -79,3 +81,16 @@ def test_saved_files_follow_the_umask(tmp_path):
     finally:
         os.umask(old)
     assert stat.S_IMODE(path.stat().st_mode) == 0o644
+
+
+def test_a_damaged_or_foreign_file_is_refused_naming_it(tmp_path):
+    good = make_trajectory().save(tmp_path / "good.npz")
+    truncated = tmp_path / "truncated.npz"
+    truncated.write_bytes(good.read_bytes()[:200])
+    foreign = tmp_path / "foreign.npz"
+    np.savez(foreign, x=np.arange(3))
+    text = tmp_path / "notes.npz"
+    text.write_text("not an archive")
+    for path in (truncated, foreign, text, tmp_path / "missing.npz"):
+        with pytest.raises(ValueError, match=f"{path.name} is not a trajectory written by attnflow"):
+            dynamics.Trajectory.load(path)

@@ -1,5 +1,6 @@
 """Many runs at once: vmap over seeds equals a loop, chunks and shards change nothing."""
 
+import functools
 import os
 import subprocess
 import sys
@@ -117,3 +118,38 @@ def test_run_many_reuses_its_compiled_function_across_calls():
     hits = _batched.cache_info().hits
     dynamics.run_many(run, jnp.array([0.3, 0.4]))
     assert _batched.cache_info().hits == hits + 1
+
+
+_TRACES = []
+
+
+def scaled_sum(scale, x):
+    _TRACES.append(None)  # runs once per trace
+    return scale * jnp.sum(x)
+
+
+def test_a_fresh_lambda_over_new_arrays_reuses_the_compilation_and_sees_the_new_arrays():
+    traces = _TRACES
+    traces.clear()
+
+    def one_call(data, scale):
+        return dynamics.run_many(lambda x: scaled_sum(scale, x + data["shift"]), jnp.ones((3, 2)))[0]
+
+    first = one_call({"shift": jnp.array([0.0, 1.0])}, 2.0)
+    second = one_call({"shift": jnp.array([5.0, 5.0])}, 2.0)
+    partial = dynamics.run_many(functools.partial(scaled_sum, 2.0), jnp.ones((3, 2)))[0]
+    assert len(traces) == 2  # the lambda's code once, the partial once
+    np.testing.assert_allclose(first, 2.0 * 3.0)
+    np.testing.assert_allclose(second, 2.0 * 12.0)
+    np.testing.assert_allclose(partial, 2.0 * 2.0)
+    one_call({"shift": jnp.array([0.0, 1.0])}, 3.0)  # a new captured constant compiles anew
+    one_call({"shift": jnp.array([0.0, 1.0])}, 3)  # an int equal to it is not the same constant
+    assert len(traces) == 4
+
+
+def test_a_function_reading_its_captured_arrays_with_numpy_still_runs():
+    def one_call(table):
+        return dynamics.run_many(lambda x: x * int(np.asarray(table).sum()), jnp.arange(3.0))[0]
+
+    np.testing.assert_array_equal(one_call(jnp.array([1, 2])), [0.0, 3.0, 6.0])
+    np.testing.assert_array_equal(one_call(jnp.array([2, 2])), [0.0, 4.0, 8.0])

@@ -2,17 +2,18 @@
 with rounding steps, the Stage-1 switch by a fixed τ₁ or by the oracle criterion; the SGD
 baselines of Fig. 1; the transfer-learning initialisation of Theorem 4.1.
 
-Every run is a pure function of `(instance, key, config)` built on `dynamics.train`, so
-`dynamics.run_many` batches seeds. The config is the simulation that describes the run
-([`Algorithm1`][] or [`SGD`][]): only its training fields are read, the instance is an argument."""
+Algorithm 1 runs its stages with `dynamics.train_stages` (the rounding 1→2 and the normalisation
+2→3 are the `prepare` maps of Stages 2 and 3), the SGD baselines with `dynamics.train`. Every run
+is a pure function of `(instance, key, config)`, so `dynamics.run_many` batches seeds. The config
+is the simulation that describes the run ([`Algorithm1`][] or [`SGD`][]): only its training fields
+are read, the instance is an argument."""
 
 from typing import TYPE_CHECKING
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
-from jaxtyping import PRNGKeyArray
+from jaxtyping import Array, Float, Int, PRNGKeyArray
 
 import dynamics
 
@@ -37,32 +38,39 @@ STAGE3_MODES = ("least_squares", "gd", "none")
 SGD_KINDS = ("vanilla", "projected")
 
 
-def preconditioned_step(mu, eta, lam=0.0, *, train_V=True, train_Q=True) -> optax.GradientTransformation:
+def preconditioned_step(mu, eta, lam=0.0) -> optax.GradientTransformation:
     """One step of Eqns 4-6 as an optax chain: columns scaled by 1/μ, centred, −η, then the l1
     proximal step with threshold η λ and re-projection onto unit column sums on Q.
 
-    **Arguments:** `mu` (N,); `eta`; `lam` (λ ≥ 0); `train_V`, `train_Q`: freeze a block (rate 0).
+    **Arguments:** `mu` (N,); `eta`; `lam` (λ ≥ 0).
 
-    **Returns:** an `optax.GradientTransformation` for [`LinearSCB`][] parameters.
+    **Returns:** an `optax.GradientTransformation` for [`LinearSCB`][] parameters, or for a block of
+    them (`None` where a block is frozen, as in a `dynamics.Stage`).
     """
     inv = 1.0 / mu
-    rates = LinearSCB(V=eta if train_V else 0.0, Q=eta if train_Q else 0.0)
     return optax.chain(
         dynamics.scale_columns(LinearSCB(V=inv, Q=inv)),
         dynamics.center_columns(),
-        dynamics.gd(rates),
-        dynamics.proximal_l1(eta * lam, mask=LinearSCB(V=False, Q=train_Q), column_sum=1.0),
+        dynamics.gd(eta),
+        dynamics.proximal_l1(eta * lam, mask=LinearSCB(V=False, Q=True), column_sum=1.0),
     )
 
 
-def _q_min(inst: Instance) -> float:
-    Qs = np.asarray(inst.Q_star)
-    return float(Qs[Qs > 0].min())
+def _q_min(inst: Instance) -> Float[Array, ""]:
+    """The smallest non-zero weight of Q*."""
+    Qs = inst.Q_star
+    return jnp.min(jnp.where(Qs > 0, Qs, jnp.asarray(jnp.inf, Qs.dtype)))
 
 
-def sparsity(inst: Instance) -> int:
-    """Q: the largest support of a column of Q*."""
-    return int((np.asarray(inst.Q_star) > 0).sum(axis=0).max())
+def sparsity(inst: Instance) -> Int[Array, ""]:
+    """Q: the largest support of a column of Q* (an integer array; traceable, the instance may be
+    an argument of a batched run)."""
+    return jnp.max(jnp.sum(inst.Q_star > 0, axis=0))
+
+
+def _theta3(inst: Instance, c_f) -> Float[Array, ""]:
+    """Normalisation threshold 2→3: θ₃ = c_f / Q, in the instance's dtype."""
+    return c_f / sparsity(inst).astype(inst.Q_star.dtype)
 
 
 def theta1(inst: Instance, alpha, fraction=0.5):
@@ -71,11 +79,16 @@ def theta1(inst: Instance, alpha, fraction=0.5):
     return one_t + fraction * alpha * (_q_min(inst) - one_t)
 
 
-def _stage1(inst: Instance, model: LinearSCB, key, cfg: "Algorithm1"):
+def _sampler(inst: Instance, cfg: "Algorithm1"):
     def draw(k):
         return sample(k, inst, cfg.batch)
 
-    opt = preconditioned_step(inst.mu, cfg.eta1)
+    return draw
+
+
+def _stage1(inst: Instance, key, cfg: "Algorithm1") -> dynamics.Stage:
+    """Stage 1 (λ = 0, step η₁): `tau1` steps, or at most `stage1_max_steps` stopped by the oracle
+    switch (`stage1_rule` of (α, β) reaches δ₁)."""
     if cfg.switch == "oracle":
         reduce = jnp.minimum if cfg.stage1_rule == "min" else jnp.maximum
 
@@ -86,10 +99,16 @@ def _stage1(inst: Instance, model: LinearSCB, key, cfg: "Algorithm1"):
         steps, events = cfg.stage1_max_steps, {"signal": signal}
     else:
         steps, events = cfg.tau1, None
-    run = dynamics.train(
-        batch_loss, model, opt, num_steps=steps, every=steps, key=key, sample=draw, events=events
+    return dynamics.Stage(
+        batch_loss,
+        preconditioned_step(inst.mu, cfg.eta1),
+        True,
+        num_steps=steps,
+        every=steps,
+        events=events,
+        sample=_sampler(inst, cfg),
+        key=key,
     )
-    return run.final, run.t_stop
 
 
 def run_stage1(inst: Instance, key: PRNGKeyArray, cfg: "Algorithm1", init: LinearSCB | None = None):
@@ -100,51 +119,64 @@ def run_stage1(inst: Instance, key: PRNGKeyArray, cfg: "Algorithm1", init: Linea
 
     **Returns:** `(model, tau1)`: the parameters at the switch (before rounding) and the step count.
     """
-    return _stage1(inst, scratch_init(inst) if init is None else init, key, cfg)
+    (run,) = dynamics.train_stages(scratch_init(inst) if init is None else init, [_stage1(inst, key, cfg)])
+    return run.final, run.t_stop
 
 
-def _after_stage1(
-    inst: Instance, model: LinearSCB, key, cfg: "Algorithm1", theta3, round_first: bool
-) -> dict:
-    """Rounding 1→2 (when `round_first`), Stage 2 (with metrics), normalisation 2→3 and Stage 3."""
+def _later_stages(inst: Instance, key, cfg: "Algorithm1", theta3, round_first: bool) -> list[dynamics.Stage]:
+    """Stage 2 (λ, η₂, metrics saved every `every` steps), entered through the rounding 1→2 when
+    `round_first` (θ₁ from the α it starts at); with `stage3="gd"`, Stage 3 (η₃, on V only),
+    entered through the normalisation 2→3."""
     k2, k3 = jax.random.split(key)
-    alpha1 = line_coordinates(model, inst)["alpha"]
-    if round_first:
-        model = LinearSCB(V=model.V, Q=round_attention(model.Q, theta1(inst, alpha1, cfg.theta1_fraction)))
+    draw = _sampler(inst, cfg)
 
-    def draw(k):
-        return sample(k, inst, cfg.batch)
+    def round_1_2(p):
+        alpha = line_coordinates(p, inst)["alpha"]
+        return LinearSCB(V=p.V, Q=round_attention(p.Q, theta1(inst, alpha, cfg.theta1_fraction)))
 
-    run2 = dynamics.train(
-        batch_loss,
-        model,
-        preconditioned_step(inst.mu, cfg.eta2, cfg.lam),
-        num_steps=cfg.stage2_steps,
-        every=cfg.every,
-        key=k2,
-        sample=draw,
-        save=lambda p: metrics(p, inst, theta3),
-    )
-    model2 = run2.final
-    if cfg.stage3 == "none":
-        final = model2
-    else:
-        Q_hat = normalise_attention(model2.Q, theta3)
-        if cfg.stage3 == "least_squares":
-            final = LinearSCB(V=least_squares_V(Q_hat, inst), Q=Q_hat)
-        else:
-            run3 = dynamics.train(
+    def normalise_2_3(p):
+        return LinearSCB(V=p.V, Q=normalise_attention(p.Q, theta3))
+
+    stages = [
+        dynamics.Stage(
+            batch_loss,
+            preconditioned_step(inst.mu, cfg.eta2, cfg.lam),
+            True,
+            num_steps=cfg.stage2_steps,
+            every=cfg.every,
+            save=lambda p: metrics(p, inst, theta3),
+            sample=draw,
+            key=k2,
+            prepare=round_1_2 if round_first else None,
+        )
+    ]
+    if cfg.stage3 == "gd":
+        stages.append(
+            dynamics.Stage(
                 batch_loss,
-                LinearSCB(V=model2.V, Q=Q_hat),
-                preconditioned_step(inst.mu, cfg.eta3, train_Q=False),
+                preconditioned_step(inst.mu, cfg.eta3),
+                LinearSCB(V=True, Q=False),
                 num_steps=cfg.stage3_steps,
                 every=cfg.stage3_steps,
-                key=k3,
                 sample=draw,
+                key=k3,
+                prepare=normalise_2_3,
             )
-            final = run3.final
+        )
+    return stages
+
+
+def _outcome(inst: Instance, cfg: "Algorithm1", theta3, start: LinearSCB, runs: list[dynamics.Run]) -> dict:
+    """The results of Stages 2-3 (`runs`, from `start`); the `least_squares` Stage 3 is applied here."""
+    run2 = runs[0]
+    model2 = run2.final
+    if cfg.stage3 == "least_squares":
+        Q_hat = normalise_attention(model2.Q, theta3)
+        final = LinearSCB(V=least_squares_V(Q_hat, inst), Q=Q_hat)
+    else:
+        final = runs[-1].final
     return dict(
-        alpha_after_stage1=alpha1,
+        alpha_after_stage1=line_coordinates(start, inst)["alpha"],
         curves=run2.values,
         stage2_steps=run2.ts,
         stage2_model=model2,
@@ -171,11 +203,14 @@ def run_algorithm(
     and `t_stop` (the `dynamics` stop code and stop step of Stage 2).
     """
     k1, k2 = jax.random.split(key)
-    model = scratch_init(inst) if init is None else init
-    theta3 = cfg.c_f / sparsity(inst)
-    model1, tau1 = _stage1(inst, model, k1, cfg)
-    out = _after_stage1(inst, model1, k2, cfg, theta3, cfg.round_after_stage1)
-    return dict(tau1=tau1, stage1_metrics=metrics(model1, inst, theta3), **out)
+    theta3 = _theta3(inst, cfg.c_f)
+    stages = [_stage1(inst, k1, cfg), *_later_stages(inst, k2, cfg, theta3, cfg.round_after_stage1)]
+    run1, *later = dynamics.train_stages(scratch_init(inst) if init is None else init, stages)
+    return dict(
+        tau1=run1.t_stop,
+        stage1_metrics=metrics(run1.final, inst, theta3),
+        **_outcome(inst, cfg, theta3, run1.final, later),
+    )
 
 
 def run_sgd(inst: Instance, key: PRNGKeyArray, cfg: "SGD") -> dict:
@@ -190,7 +225,7 @@ def run_sgd(inst: Instance, key: PRNGKeyArray, cfg: "SGD") -> dict:
     `final_model`, `stop` and `t_stop` (a `dynamics` stop code and the step it stopped at: NaN
     divergence freezes the run).
     """
-    theta3 = cfg.c_f / sparsity(inst)
+    theta3 = _theta3(inst, cfg.c_f)
     opt = dynamics.gd(cfg.eta) if cfg.kind == "vanilla" else preconditioned_step(inst.mu, cfg.eta)
     run = dynamics.train(
         batch_loss,
@@ -262,5 +297,6 @@ def run_transfer(inst: Instance, V_pre, key: PRNGKeyArray, cfg: "Algorithm1", **
     """
     k0, k1 = jax.random.split(key)
     model = transfer_init(inst, V_pre, k0, **transfer)
-    theta3 = cfg.c_f / sparsity(inst)
-    return _after_stage1(inst, model, k1, cfg, theta3, round_first=False)
+    theta3 = _theta3(inst, cfg.c_f)
+    runs = dynamics.train_stages(model, _later_stages(inst, k1, cfg, theta3, round_first=False))
+    return _outcome(inst, cfg, theta3, model, runs)

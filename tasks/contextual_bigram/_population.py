@@ -43,8 +43,7 @@ def line_flow(y0, args, save_ts, *, save=None, stepsize_controller=FLOW_CONTROLL
         y0,
         t1=save_ts[-1],
         args=args,
-        save_ts=save_ts,
-        save=save,
+        save=dynamics.Save(ts=save_ts, fn=None if save is None else lambda t, y, args: save(y)),
         solver=diffrax.Dopri8(),
         stepsize_controller=stepsize_controller,
     )
@@ -105,8 +104,7 @@ def matrix_flow(
         field,
         model,
         t1=float(save_ts[-1]),
-        save_ts=jnp.asarray(save_ts, jnp.float64),
-        save=lambda p: _line_state(p, inst),
+        save=dynamics.Save(ts=jnp.asarray(save_ts, jnp.float64), fn=lambda t, p, args: _line_state(p, inst)),
         solver=diffrax.Dopri8(),
         stepsize_controller=stepsize_controller,
     )

@@ -36,6 +36,7 @@ from ._data import (
 from ._dynamics import (
     centred_cosine,
     column_argmax_agreement,
+    direction_margin,
     joint_gd,
     permutation_matrix,
     perturbation,
@@ -70,6 +71,7 @@ __all__ = [
     "certified",
     "column_argmax_agreement",
     "delta_gamma",
+    "direction_margin",
     "distinct_gamma",
     "distinct_event_probabilities",
     "event_probabilities",

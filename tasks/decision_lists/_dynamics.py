@@ -29,6 +29,43 @@ def permutation_matrix(arrays: TaskArrays, dtype=jnp.float64) -> Float[Array, "L
     return jax.nn.one_hot(arrays.perm, arrays.perm.shape[0], dtype=dtype).T
 
 
+def _result1_loss(
+    arrays: TaskArrays, population: Population, c: Float[Array, ""]
+) -> Callable[[Float[Array, "L L"]], Float[Array, ""]]:
+    """`W -> 𝓛(W, cP)`, the loss of Result 1's flow."""
+    V = c * permutation_matrix(arrays, population.weights.dtype)
+    return lambda W: population_loss(DecisionListModel(W, V), population)
+
+
+def _initial_velocity(arrays: TaskArrays, population: Population, c: Float[Array, ""]) -> Float[Array, "L L"]:
+    """`g = −∇_W 𝓛(0, cP)`, the velocity of Result 1's flow at `W = 0`."""
+    L = arrays.perm.shape[0]
+    return -jax.grad(_result1_loss(arrays, population, c))(jnp.zeros((L, L), population.weights.dtype))
+
+
+def direction_margin(
+    W: Float[Array, "L L"], velocity: Float[Array, "L L"], arrays: TaskArrays
+) -> Float[Array, ""]:
+    """`μ(W)/‖W‖_F` (`μ` without its scale), and `μ(g)/‖g‖_F` at `W = 0` for `g = velocity`: the
+    real-valued event of Result 1's flow.
+
+    `μ(0) = 0` (every score ties) and `μ` is positively homogeneous (`μ(sW) = s μ(W)` for `s > 0`):
+    along a flow `W(t) = t g + O(t²)` leaving 0 with velocity `g`, `μ(W(t))/‖W(t)‖_F → μ(g)/‖g‖_F`
+    as `t → 0⁺`. The value at 0 is this limit, so the sign change where `μ` turns positive is seen
+    from the start.
+
+    **Arguments:** `W`; `velocity`: `g`; `arrays`: the task.
+
+    **Returns:** the scale-free margin, of the sign of `μ(W)` (of `μ(g)` at `W = 0`).
+    """
+
+    def scaled(X):
+        norm = jnp.linalg.norm(X)
+        return mu(X, arrays) / jnp.where(norm > 0, norm, 1.0)
+
+    return jnp.where(jnp.any(W != 0), scaled(W), scaled(velocity))
+
+
 def result1_flow(
     arrays: TaskArrays,
     population: Population,
@@ -44,38 +81,49 @@ def result1_flow(
 ) -> dynamics.Run:
     """Result 1: `dW/dt = −∇_W 𝓛(W, cP)` from `W = 0` (spec §5), integrated by Diffrax.
 
-    Saves the population loss and `μ(W)` at `save_ts`; stops at perfect classification
-    (event `perfect`) when `stop_at_perfect`.
+    Saves the population loss and `μ(W)` at `save_ts`; stops at perfect classification (event
+    `perfect`) when `stop_at_perfect`.
 
     **Arguments:**
 
     - `arrays`, `population`: the task and its (exact) population.
     - `c`: the value scale, `V ≡ cP`.
     - `t1`, `save_ts`: the horizon and the save times.
-    - `mu_event`: the event is `μ(W) > 0` (valid when `mu_criterion_applies`); otherwise the
-      enumeration test of spec §4.1 on the population.
+    - `mu_event`: the event is the crossing where `μ(W)` turns positive (valid when
+      `mu_criterion_applies`), located by root finding on [`direction_margin`][]: `t_stop` is that
+      time and `final` the `W` there, on the boundary of perfect classification (`μ = 0`). When
+      `μ(g) > 0` for the initial velocity `g = −∇_W 𝓛(0, cP)`, `μ(W(t)) > 0` for every small
+      `t > 0` and there is no crossing: the event is off. Otherwise the event is the enumeration
+      test of spec §4.1 on the population, checked at the end of each solver step.
     - `stop_at_perfect`: whether the event stops the run.
     - `save`: extra saved functions of `W`, merged into the values.
     - `stepsize_controller`, `max_steps`: the settings of the Tsit5 solver.
 
     **Returns:** a `dynamics.Run` whose state is `W`; values `{"loss", "mu"}` and those of `save`.
     """
+    loss = _result1_loss(arrays, population, c)
     V = c * permutation_matrix(arrays, population.weights.dtype)
 
-    def loss(W):
-        return population_loss(DecisionListModel(W, V), population)
-
     def is_perfect(W):
-        return mu(W, arrays) > 0 if mu_event else perfect(DecisionListModel(W, V), population)
+        return perfect(DecisionListModel(W, V), population)
+
+    if mu_event:
+        velocity = _initial_velocity(arrays, population, c)
+        rising = mu(velocity, arrays) <= 0
+        event = dynamics.Crossing(lambda W: jnp.where(rising, direction_margin(W, velocity, arrays), 1.0))
+    else:
+        event = is_perfect
 
     L = arrays.perm.shape[0]
     return dynamics.gradient_flow(
         loss,
         jnp.zeros((L, L), population.weights.dtype),
         t1=t1,
-        save_ts=save_ts,
-        save=lambda W: {"loss": loss(W), "mu": mu(W, arrays)} | ({} if save is None else save(W)),
-        events={"perfect": is_perfect} if stop_at_perfect else None,
+        save=dynamics.Save(
+            ts=save_ts,
+            fn=lambda t, W, args: {"loss": loss(W), "mu": mu(W, arrays)} | ({} if save is None else save(W)),
+        ),
+        events={"perfect": event} if stop_at_perfect else None,
         stepsize_controller=stepsize_controller,
         max_steps=max_steps,
     )
@@ -88,35 +136,30 @@ def result1_time(
     *,
     t1: float,
     save_ts: Float[Array, " S"] | None = None,
-    num_refine: int = 256,
     mu_event: bool = True,
     stepsize_controller: diffrax.AbstractStepSizeController = FLOW_CONTROLLER,
     max_steps: int = 100_000,
 ) -> tuple[Float[Array, ""], dynamics.Run]:
-    """τ, the first time of perfect classification along Result 1's flow (spec §5 step 1).
+    """τ, the first time of perfect classification along Result 1's flow (spec §5 step 1), from one
+    integration stopped by the event of [`result1_flow`][].
 
-    The event stops the flow at the end of the solver step where it fired (`Run.t_stop`); the
-    flow is then integrated again to `t_stop` with `num_refine + 1` dense saves of `μ(W)`, and `τ`
-    is the linear interpolation of the first sign change of `μ` (`inf` if the event never fired).
+    With `mu_event`, `τ = Run.t_stop`, the root of `μ(W(t))` where the event fired: exact up to the
+    root finder's tolerance (100 machine epsilons) on the solver's dense interpolant; `τ = 0` when
+    the initial velocity already ranks every list (`μ(−∇_W 𝓛(0, cP)) > 0`, then `μ(W(t)) > 0` for
+    every small `t > 0`). Without it, `τ = Run.t_stop` is the end of the solver step where the
+    enumerated test first held: an upper bound on the first time, within one step. `τ = inf` if
+    the event did not fire by `t1`.
 
-    **Arguments:** as [`result1_flow`][] (`save_ts`: the saves of the event run, default
-    `[0, t1]`); `num_refine`: the saves of the refining pass.
+    **Arguments:** as [`result1_flow`][] (`save_ts`: the saves of the run, default `[0, t1]`).
 
-    **Returns:** `(τ, the event run)`.
+    **Returns:** `(τ, the run)`.
     """
     kwargs = dict(mu_event=mu_event, stepsize_controller=stepsize_controller, max_steps=max_steps)
     run = result1_flow(arrays, population, c, t1=t1, save_ts=save_ts, **kwargs)
-    fired = run.event == 0
-    t_stop = jnp.where(fired, run.t_stop, t1)
-    ts = jnp.linspace(0.0, 1.0, num_refine + 1, dtype=population.weights.dtype) * t_stop
-    dense = result1_flow(arrays, population, c, t1=t_stop, save_ts=ts, stop_at_perfect=False, **kwargs)
-    values = jnp.where(jnp.arange(num_refine + 1) == num_refine, mu(run.final, arrays), dense.values["mu"])
-    after = jnp.argmax(values > 0)
-    before = jnp.maximum(after - 1, 0)
-    m0, m1 = values[before], values[after]
-    frac = jnp.where(m1 > m0, -m0 / jnp.where(m1 > m0, m1 - m0, 1.0), 1.0)
-    tau = ts[before] + jnp.clip(frac, 0.0, 1.0) * (ts[after] - ts[before])
-    return jnp.where(fired, tau, jnp.inf), run
+    tau = jnp.where(run.event == 0, run.t_stop, jnp.inf)
+    if mu_event:
+        tau = jnp.where(mu(_initial_velocity(arrays, population, c), arrays) > 0, 0.0, tau)
+    return tau, run
 
 
 def result1_gd(

@@ -30,13 +30,12 @@ from ._dynamics import (
     joint_gd,
     permutation_matrix,
     perturbation,
-    result1_flow,
     result1_time,
     result2_gd,
     result2_start,
     uniform_attention_gd,
 )
-from ._model import DecisionListModel, perfect
+from ._model import DecisionListModel, margins
 from ._task import DISTRIBUTIONS, TaskArrays, random_arrays
 
 _POSITIVE = Interval(0, low_open=True)
@@ -104,16 +103,20 @@ def _exact_population(sim, arrays: TaskArrays, distribution: str):
 class Result1Flow(dynamics.AbstractSimulation):
     """Result 1: gradient flow `dW/dt = −∇_W 𝓛(W, cP)` from `W = 0` with `V ≡ cP`,
     `c = c_scale · 4n log(L)/δ`, on the exact population, up to `t1 = horizon · 4M/(log(L) γ)` (the
-    paper's time bound); it stops at perfect classification (event `perfect`: `μ(W) > 0`, which is
-    equivalent when `D = distinct`, `n ≥ 3` and `L − M ≥ n`; otherwise every sequence is enumerated).
+    paper's time bound); it stops at perfect classification (event `perfect`): where `μ(W)` turns
+    positive, located by root finding, when `D = distinct`, `n ≥ 3` and `L − M ≥ n` (then `μ > 0`
+    is equivalent; the run does not stop when `μ > 0` from the first instant); otherwise at the end
+    of the solver step where every sequence, enumerated, is classified.
 
     Saves the population loss `loss` and `mu` = `μ(W)` at `t = 0` and at `num_saves − 1` log-spaced
     times from `first_save · t1` to `t1` (`inf` after the stop; τ is often 1e-5 to 1e-2 of the
-    bound). `final` holds `W`, `tau` (the first time of perfect classification, `inf` if not reached
-    by `t1`: where `μ` decides, refined from the sign change of `μ` on a dense re-integration;
-    otherwise the end of the solver step where the enumerated test first held), `bound` (the time
-    bound), `c`, `delta`, `gamma`, and `perfect` (the `W` at the stop classifies every sequence,
-    enumerated).
+    bound). `final` holds `W` at the stop, `tau` (the first time of perfect classification, `inf` if
+    not reached by `t1`; see `result1_time`: where `μ` decides, the root of `μ` located by the event
+    itself, or 0 when the flow classifies perfectly for every `t > 0`; otherwise the end of the
+    solver step where the enumerated test first held), `bound` (the time bound), `c`, `delta`,
+    `gamma`, and `margin` (the smallest label margin over the population at the stop, enumerated:
+    about 0 at a crossing of `μ`, whose `W` lies on the boundary of perfect classification; above
+    `TAU_TIE` where the enumerated test stopped the run).
 
     **Example:** `dynamics.sweep(Result1Flow(), {"c_scale": [0.5, 1, 2]}, num_seeds=8)`.
     """
@@ -132,7 +135,6 @@ class Result1Flow(dynamics.AbstractSimulation):
     first_save: float = param(
         1e-7, Interval(0, 1, low_open=True, high_open=True), doc="the first positive save / t1", traced=True
     )
-    num_refine: int = param(256, Interval(1), doc="saves of μ on the re-integration that refines τ")
     dtype: str = dtype_param("float64")
     seed_hint = "task_seed fixes one task for every seed: leave it unset to draw a task per seed"
 
@@ -151,11 +153,8 @@ class Result1Flow(dynamics.AbstractSimulation):
         t1 = self.horizon * bound
         log_fractions = jnp.linspace(jnp.log(self.first_save), 0.0, self.num_saves - 1, dtype=dtype)
         save_ts = t1 * jnp.concatenate([jnp.zeros(1, dtype), jnp.exp(log_fractions)])
-        if self.distribution == "distinct" and self.n >= 3 and self.L - self.M >= self.n:  # μ > 0 ⟺ perfect
-            tau, run = result1_time(arrays, population, c, t1=t1, save_ts=save_ts, num_refine=self.num_refine)
-        else:
-            run = result1_flow(arrays, population, c, t1=t1, save_ts=save_ts, mu_event=False)
-            tau = jnp.where(run.event == 0, run.t_stop, jnp.inf)
+        mu_decides = self.distribution == "distinct" and self.n >= 3 and self.L - self.M >= self.n
+        tau, run = result1_time(arrays, population, c, t1=t1, save_ts=save_ts, mu_event=mu_decides)
         model = DecisionListModel(run.final, c * permutation_matrix(arrays, dtype))
         final = {
             "W": run.final,
@@ -164,7 +163,7 @@ class Result1Flow(dynamics.AbstractSimulation):
             "c": c,
             "delta": delta,
             "gamma": gamma,
-            "perfect": perfect(model, population),
+            "margin": jnp.min(margins(model, population)),
         }
         return dataclasses.replace(run, final=final)
 

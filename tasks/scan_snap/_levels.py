@@ -138,13 +138,13 @@ def population_flow(
 
     **Returns:** a `dynamics.Run` whose state is the model.
     """
+    metrics = default_metrics(classes) if save is None else save
     return dynamics.gradient_flow(
         lambda m: population_loss(m, classes),
         model,
         rates=model_rates(eta_y, eta_z),
         t1=t1,
-        save_ts=save_ts,
-        save=default_metrics(classes) if save is None else save,
+        save=dynamics.Save(ts=save_ts, fn=lambda t, m, args: metrics(m)),
         **flow_options,
     )
 
@@ -174,7 +174,12 @@ def theory_flow(
     )
     state = TheoryState(Z=Z0, B=jnp.zeros(classes.probs.shape[0], Z0.dtype))
     return dynamics.ode_flow(
-        theory_vector_field, state, args=args, t1=t1, save_ts=save_ts, save=save, **flow_options
+        theory_vector_field,
+        state,
+        args=args,
+        t1=t1,
+        save=dynamics.Save(ts=save_ts, fn=None if save is None else lambda t, y, args: save(y)),
+        **flow_options,
     )
 
 
@@ -197,4 +202,6 @@ def scalar_flow(
     """
     args = ScalarArgs(M=M, K=K, eta_y=eta_y, eta_z=eta_z, C0=C0)
     state = ScalarState(z=jnp.zeros((), dtype), B=jnp.zeros((), dtype))
-    return dynamics.ode_flow(scalar_vector_field, state, args=args, t1=t1, save_ts=save_ts, **flow_options)
+    return dynamics.ode_flow(
+        scalar_vector_field, state, args=args, t1=t1, save=dynamics.Save(ts=save_ts), **flow_options
+    )

@@ -3,7 +3,7 @@ positional encodings, the one-layer transformer (theory and practical model), th
 exact population loss, the reduced two-scalar dynamics and the online training runs.
 
 - Simulations ([`SIMULATIONS`][]): [`ReducedFlow`][] (`reduced_flow`, the default),
-  [`Online`][] (`online`, with [`online_runs`][] for many seeds) and [`FCNTraining`][] (`fcn`).
+  [`Online`][] (`online`) and [`FCNTraining`][] (`fcn`).
 - [`STSConfig`][]: sizes, PE family ([`PE_SAMPLERS`][]), key set, x_query mode, init scale.
 - PE: [`onehot_pe`][], [`dictionary_onehot_pe`][], [`padded_onehot_pe`][],
   [`haar_orthonormal_pe`][], [`iid_sphere_pe`][], [`near_orthogonal_pe`][], [`sample_pe`][],
@@ -77,7 +77,7 @@ from ._reduced import (
     reduced_state_loss,
     zero_state,
 )
-from ._simulate import SIMULATIONS, SOLVERS, FCNTraining, Online, ReducedFlow, online_runs
+from ._simulate import SIMULATIONS, SOLVERS, FCNTraining, Online, ReducedFlow
 from ._sphere import (
     sphere_example_losses,
     sphere_floor,
@@ -128,7 +128,6 @@ __all__ = [
     "mc_loss",
     "near_orthogonal_pe",
     "online_run",
-    "online_runs",
     "onehot_pe",
     "optimal_gamma",
     "padded_onehot_pe",

@@ -101,7 +101,8 @@ def reduced_flow(
     dtype=jnp.float64,
 ) -> dynamics.Run:
     """Gradient flow of the full matrices from zero init, on (γ, a), in time t = η k (spec §3,
-    §4.1 check 2), under `stepsize_controller` and with an optional event `L <= eps` (Theorem 1's t_ε).
+    §4.1 check 2), under `stepsize_controller` and with an optional event `loss_below` where the
+    loss crosses `eps` (Theorem 1's t_ε), located by root finding (`Run.t_stop` is that time).
     The default solver is the implicit `Kvaerno5`: late in the run γ relaxes on a time scale of
     order q while t reaches 1e7, which makes explicit solvers (the spec's Tsit5) exhaust any step
     budget; pass `solver=diffrax.Tsit5()` for short horizons.
@@ -109,14 +110,13 @@ def reduced_flow(
     **Returns:** a `dynamics.Run` saving `{"loss", "gamma", "a"}` at `save_ts`.
     """
     fn = reduced_state_loss(config)
-    events = None if eps is None else {"loss_below": dynamics.loss_below(fn, eps)}
+    events = None if eps is None else {"loss_below": dynamics.Crossing(lambda s: fn(s) - eps)}
     return dynamics.gradient_flow(
         fn,
         zero_state(dtype),
         rates=reduced_rates(config, 1.0),
         t1=t1,
-        save_ts=jnp.asarray(save_ts, dtype),
-        save=lambda s: {"loss": fn(s), **s},
+        save=dynamics.Save(ts=jnp.asarray(save_ts, dtype), fn=lambda t, s, args: {"loss": fn(s), **s}),
         events=events,
         stepsize_controller=stepsize_controller,
         max_steps=max_steps,

@@ -2,11 +2,8 @@
 gradient flow of Theorem 1 with its loss-threshold event, `online` mini-batch GD or Adam on fresh
 samples (Figs. 1-5), `fcn` the fully-connected baseline trained with Adam."""
 
-import functools
-
 import diffrax
 import jax.numpy as jnp
-import numpy as np
 
 import dynamics
 from dynamics import Interval, OneOf, Require, dtype_param, param
@@ -102,7 +99,7 @@ class Online(dynamics.AbstractSimulation):
     The defaults are the figures' reduced size (d = 5, T = 20, q = 3, stochastic dictionary one-hot
     PE with N = 40 slots, GD at lr 1 from zero init); the paper's is T = 200, q = 3, N = 400.
 
-    **Example:** `online_runs(Online(optimizer="adam", lr=1e-2, init="random"), num_seeds=3)`.
+    **Example:** `dynamics.simulate(Online(optimizer="adam", lr=1e-2, init="random"), num_seeds=3)`.
     """
 
     d: int = task_param("d", 5)
@@ -184,26 +181,6 @@ class Online(dynamics.AbstractSimulation):
             num_eval=self.num_eval,
             dtype=self.float_dtype,
         )
-
-
-def online_runs(sim: Online, num_seeds: int, *, seed: int = 0, chunk_size: int | None = None) -> dict:
-    """`num_seeds` runs of `sim` at once, as the figures and checks read them. Run i uses the key
-    `dynamics.seed_keys(seed, num_seeds)[i]` (`dynamics.simulate` uses `seed_key(seed + i)`).
-
-    **Arguments:** `sim`: an [`Online`][]; `num_seeds`; `seed`; `chunk_size`: runs per compiled call.
-
-    **Returns:** numpy arrays with a leading seed axis: `steps` (S,), `loss` (seeds, S),
-    `loss_T` (seeds, S, num_T_tests) and `loss_q` (seeds, S, num_q_tests) when any, `cos_W`,
-    `cos_W_centred`, `cos_V` (seeds, S), `finite` (seeds,).
-    """
-    runs, finite = dynamics.run_many(_runner(sim), dynamics.seed_keys(seed, num_seeds), chunk_size=chunk_size)
-    return dict(runs.values) | {"steps": np.arange(0, sim.num_steps + 1, sim.every), "finite": finite}
-
-
-@functools.cache
-def _runner(sim: Online):
-    """`sim.run`, one object per distinct `sim`, so repeated calls reuse its compilations."""
-    return sim.run
 
 
 class FCNTraining(dynamics.AbstractSimulation):

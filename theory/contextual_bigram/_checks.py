@@ -548,7 +548,7 @@ def normalisation_error() -> Check:
     vals = {}
     for T in (50, 800):
         inst = cb.default_instance(T)
-        theta3 = cb.Algorithm1().c_f / cb.sparsity(inst)
+        theta3 = cb.Algorithm1().c_f / int(cb.sparsity(inst))
         errs = [
             float(jnp.max(jnp.abs(cb.normalise_attention(cf.on_line(a, 1.0, inst).Q, theta3) - inst.Q_star)))
             for a in np.linspace(0.5, 2.0, 16)

@@ -44,7 +44,6 @@ from .closed_forms import (
     distinct_constants,
     result1_c,
     result1_time_bound,
-    result2_c,
     result2_setting,
     zero_attention_loss,
 )
@@ -79,7 +78,6 @@ __all__ = [
     "distinct_constants",
     "result1_c",
     "result1_time_bound",
-    "result2_c",
     "result2_setting",
     "zero_attention_loss",
 ] + [fn.__name__ for fn in CHECKS]

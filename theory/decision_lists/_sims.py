@@ -58,22 +58,21 @@ def task_constants(t: dl.DecisionLists) -> closed_forms.Constants:
     return closed_forms.constants(t, population(t))
 
 
-@functools.partial(jax.jit, static_argnames=("num_refine",))
-def _result1_time(arrays, pop, c, t1, num_refine=256):
-    return dl.result1_time(arrays, pop, c, t1=t1, num_refine=num_refine, stepsize_controller=FLOW_CONTROLLER)
+@jax.jit
+def _result1_time(arrays, pop, c, t1):
+    return dl.result1_time(arrays, pop, c, t1=t1, stepsize_controller=FLOW_CONTROLLER)[0]
 
 
 @dataclasses.dataclass(frozen=True)
 class Result1:
-    """One Result 1 run: τ (refined), the event's `t_stop`, the bound and the constants."""
+    """One Result 1 run: τ (the crossing of `μ` located by the flow's event), the bound and the
+    constants."""
 
     task: dl.DecisionLists
     c: float
     tau: float
-    t_event: float
     bound: float
     constants: closed_forms.Constants
-    W: np.ndarray
 
 
 @functools.cache
@@ -82,14 +81,13 @@ def result1(t: dl.DecisionLists, c_scale: float = 1.0) -> Result1:
     k = task_constants(t)
     c = c_scale * closed_forms.result1_c(t.n, t.L, k.delta)
     bound = closed_forms.result1_time_bound(t.M, t.L, k.gamma)
-    tau, run = _result1_time(t.arrays(), population(t), f64(c), f64(bound))
-    return Result1(t, c, float(tau), float(run.t_stop), bound, k, np.asarray(run.final))
+    tau = _result1_time(t.arrays(), population(t), f64(c), f64(bound))
+    return Result1(t, c, float(tau), bound, k)
 
 
 def result1_fixed_c(t: dl.DecisionLists, c: float, t1: float) -> float:
     """τ of Result 1's flow on `t` with a given `c`, up to `t1` (`inf` if not reached)."""
-    tau, _ = _result1_time(t.arrays(), population(t), f64(c), f64(t1))
-    return float(tau)
+    return float(_result1_time(t.arrays(), population(t), f64(c), f64(t1)))
 
 
 @jax.jit
@@ -101,12 +99,13 @@ def _result1_dense(arrays, pop, c, save_ts):
         t1=save_ts[-1],
         save_ts=save_ts,
         stop_at_perfect=False,
+        save=lambda W: {"W": W},
         stepsize_controller=FLOW_CONTROLLER,
     )
 
 
 def result1_dense(t: dl.DecisionLists, c: float, save_ts) -> dynamics.Run:
-    """Result 1's flow without the stopping event, saving loss and μ at `save_ts`."""
+    """Result 1's flow without the stopping event, saving the loss, μ and `W` at `save_ts`."""
     return _result1_dense(t.arrays(), population(t), f64(c), f64(save_ts))
 
 
@@ -140,6 +139,11 @@ def result1_gd_time(t: dl.DecisionLists, c: float, step: float) -> float:
 def _loss_at(V, pop):
     L = V.shape[0]
     return dl.population_loss(dl.DecisionListModel(jnp.zeros((L, L), V.dtype), V), pop)
+
+
+@functools.partial(jax.jit, static_argnames=("n",))
+def _fixed_point_c(P, U, pop, n, delta, eps):
+    return dl.fixed_point_c(lambda c: _loss_at(c * P + U, pop), n=n, delta=delta, eps=eps)
 
 
 def _loss(model, pop):
@@ -182,8 +186,8 @@ def _result2_start(t: dl.DecisionLists, pop, delta: float, key_U, eps: float):
     """
     P = t.permutation_matrix()
     U = dl.perturbation(key_U, t.L, eps)
-    c, iterations, converged = closed_forms.result2_c(
-        lambda c: float(_loss_at(c * P + U, pop)), n=t.n, delta=delta, eps=eps
+    c, iterations, converged = (
+        x.item() for x in _fixed_point_c(jnp.asarray(P), U, pop, t.n, f64(delta), f64(eps))
     )
     V0 = c * P + U
     loss0 = float(_loss_at(V0, pop))

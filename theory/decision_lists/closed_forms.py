@@ -9,7 +9,7 @@ Which quantities are the paper's and which are ours:
   under `distinct`.
 - **[ours]** the definitions of `δ` and `γ` (the abstract only says they depend on the smallest
   probability mass of "certain quantities"), `m := M`, and the fixed-point procedure for the circular
-  `c` of Result 2.
+  `c` of Result 2 (`tasks.decision_lists.fixed_point_c`).
 
 Result 1's `c` and time bound, and the definitions of `δ` and `γ`, are those of `tasks.decision_lists`
 (traceable there, for the simulations), re-exported here.
@@ -17,7 +17,6 @@ Result 1's `c` and time bound, and the definitions of `δ` and `γ`, are those o
 
 import dataclasses
 import math
-from collections.abc import Callable
 
 import tasks.decision_lists as dl
 from tasks.decision_lists import DELTA_DEFINITIONS, GAMMA_DEFINITIONS, result1_c, result1_time_bound
@@ -31,7 +30,6 @@ __all__ = [
     "distinct_constants",
     "result1_c",
     "result1_time_bound",
-    "result2_c",
     "result2_setting",
     "zero_attention_loss",
 ]
@@ -111,26 +109,6 @@ class Result2Setting:
     def describe(self) -> dict:
         """The setting as JSON-ready metadata."""
         return dataclasses.asdict(self)
-
-
-def result2_c(
-    loss0_of_c: Callable[[float], float], *, n: int, delta: float, eps: float, max_iter: int = 200
-) -> tuple[float, int, bool]:
-    """The circular `c = 10 n² 𝓛_0(c)/δ + 4εn` solved by fixed-point iteration from `c = 4εn`
-    until the relative change is below 1e-10 (**[ours]**), on the host; the
-    simulations use its traceable form `tasks.decision_lists.fixed_point_c`.
-
-    **Returns:** `(c, iterations, converged)`; `converged` is False when it grows without bound.
-    """
-    c = 4.0 * eps * n
-    for it in range(1, max_iter + 1):
-        new = 10.0 * n**2 * loss0_of_c(c) / delta + 4.0 * eps * n
-        if not math.isfinite(new) or new > 1e12:
-            return new, it, False
-        if abs(new - c) <= 1e-10 * abs(new):
-            return new, it, True
-        c = new
-    return c, max_iter, False
 
 
 def result2_setting(

@@ -167,7 +167,7 @@ def h_run(M, eta_y, save_ts) -> dynamics.Run:
         jnp.zeros((), jnp.float64),
         args=(M, eta_y),
         t1=save_ts[-1],
-        save_ts=save_ts,
+        save=dynamics.Save(ts=save_ts),
         stepsize_controller=diffrax.PIDController(rtol=1e-10, atol=1e-14),
     )
 
@@ -196,8 +196,7 @@ def decoder_run(F, next_token, eta_y, save_ts) -> Float[Array, "S M K"]:
         field,
         jnp.zeros((M, M), F.dtype),
         t1=save_ts[-1],
-        save_ts=save_ts,
-        save=lambda Y: Y @ errors(Y).T,
+        save=dynamics.Save(ts=save_ts, fn=lambda t, Y, args: Y @ errors(Y).T),
         stepsize_controller=diffrax.PIDController(rtol=1e-11, atol=1e-12),
     )
     return run.values

@@ -400,12 +400,13 @@ def fig2_stochastic_beats_fixed(quick: bool = False) -> Check:
         num_eval=256 if quick else 1024,
     )
     seeds = 2 if quick else 5
-    stoch = sts.online_runs(sim, seeds)
-    fixed = sts.online_runs(dataclasses.replace(sim, fixed_pe=True), seeds)
+    keys = dynamics.seed_keys(0, seeds)
+    stoch, _ = dynamics.run_many(sim.run, keys)
+    fixed, _ = dynamics.run_many(dataclasses.replace(sim, fixed_pe=True).run, keys)
     task = sim.task
     L0 = task.trivial_loss
-    s = np.median(stoch["loss_T"][:, -1], axis=0) / L0
-    f = np.median(fixed["loss_T"][:, -1], axis=0) / L0
+    s = np.median(stoch.values["loss_T"][:, -1], axis=0) / L0
+    f = np.median(fixed.values["loss_T"][:, -1], axis=0) / L0
     frac = float(np.mean(s < f))
     return check(
         "fig2_stochastic_beats_fixed",

@@ -1,0 +1,78 @@
+"""Progress inside long runs: a bar over the time of a flow (Diffrax's own meter) or over the steps
+of a scan, switched on for the duration of a [`progress_inside`][] block.
+
+The switch is read when a run is traced, so a compiled run keeps the meters it was traced with:
+[`run_many`][] compiles one program with meters and one without, and uses the one asked for.
+"""
+
+import contextlib
+import contextvars
+import itertools
+from collections.abc import Iterator
+
+import diffrax
+import jax
+from jaxtyping import Array, Int
+from tqdm.auto import tqdm
+
+_INSIDE = contextvars.ContextVar("progress_inside", default=False)
+_TICKS = 100
+"""Updates of a scan's bar over a whole run (at most)."""
+_bars: dict[int, tqdm] = {}
+_bar_ids = itertools.count()
+
+
+@contextlib.contextmanager
+def progress_inside(enabled: bool = True) -> Iterator[None]:
+    """Within the block, flows and scans traced by [`ode_flow`][] and [`train`][] carry progress
+    meters: a flow's bar follows its time from `t0` to `t1` (Diffrax's `TqdmProgressMeter`), a
+    scan's bar its steps (updated about 100 times a run). Under `vmap` a batch shares one bar.
+
+    **Arguments:** `enabled`: whether the meters are on inside the block.
+
+    **Example:**
+
+    ```python
+    with dynamics.progress_inside():
+        run = jax.jit(lambda: dynamics.ode_flow(lambda t, y, args: -y, 1.0, t1=1e4))()
+    ```
+    """
+    token = _INSIDE.set(enabled)
+    try:
+        yield
+    finally:
+        _INSIDE.reset(token)
+
+
+def meters_on() -> bool:
+    """Whether runs traced now carry progress meters (inside [`progress_inside`][])."""
+    return _INSIDE.get()
+
+
+def flow_meter() -> diffrax.AbstractProgressMeter:
+    """The progress meter of a flow traced now: Diffrax's tqdm bar when meters are on."""
+    return diffrax.TqdmProgressMeter() if meters_on() else diffrax.NoProgressMeter()
+
+
+def scan_ticker(num_steps: int):
+    """`tick(step)` for a scan of `num_steps` steps traced now, or `None` when meters are off:
+    called at every step inside the scan (`step` not batched), it advances a host-side bar every
+    `num_steps // 100` steps and closes it at the last step."""
+    if not meters_on():
+        return None
+    bar_id, period = next(_bar_ids), max(1, num_steps // _TICKS)
+
+    def update(step):
+        step = int(step)
+        if bar_id not in _bars:
+            _bars[bar_id] = tqdm(total=num_steps, desc="steps", unit="step", leave=False)
+        _bars[bar_id].n = min(step + 1, num_steps)
+        _bars[bar_id].refresh()
+        if step + 1 >= num_steps:
+            _bars.pop(bar_id).close()
+
+    def tick(step: Int[Array, ""]) -> None:
+        due = (step % period == period - 1) | (step == num_steps - 1)
+        jax.lax.cond(due, lambda: jax.debug.callback(update, step), lambda: None)
+
+    return tick

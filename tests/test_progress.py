@@ -1,0 +1,45 @@
+"""Progress inside long runs: meters change no number, a scan's bar reaches its end and closes."""
+
+import diffrax
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import dynamics
+from dynamics import _progress
+
+
+def _flow(rate):
+    return dynamics.ode_flow(lambda t, y, args: -rate * y, jnp.array(1.0), t1=5.0)
+
+
+def _scan(rate):
+    return dynamics.train(lambda w: 0.5 * w**2, jnp.array(1.0), dynamics.gd(rate), num_steps=250, every=50)
+
+
+def test_meters_change_no_number():
+    rates = jnp.array([0.1, 0.5, 1.0])
+    for run in (_flow, _scan):
+        quiet, _ = dynamics.run_many(run, rates)
+        shown, _ = dynamics.run_many(run, rates, progress=True)
+        np.testing.assert_array_equal(quiet.final, shown.final)
+        np.testing.assert_array_equal(quiet.values, shown.values)
+
+
+def test_a_scan_bar_advances_to_the_end_and_closes(capsys):
+    with dynamics.progress_inside():
+        assert _progress.meters_on()
+        run = jax.jit(jax.vmap(_scan))(jnp.array([0.1, 0.2]))
+    jax.effects_barrier()
+    assert not _progress.meters_on()
+    assert not _progress._bars  # closed at the last step
+    assert "250/250" in capsys.readouterr().err
+    assert run.ts.shape == (2, 6)
+
+
+def test_meters_are_off_by_default_and_a_flow_shows_diffrax_bar(capsys):
+    assert isinstance(_progress.flow_meter(), diffrax.NoProgressMeter)
+    with dynamics.progress_inside():
+        jax.jit(lambda: _flow(1.0))()
+    jax.effects_barrier()
+    assert "100.00%" in capsys.readouterr().err
