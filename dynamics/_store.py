@@ -29,7 +29,7 @@ from tqdm.auto import tqdm
 from ._batch import run_many
 from ._run import STOP_REASONS, Run
 from ._simulation import AbstractSimulation, batched_run, static_part, traced_arrays
-from ._trajectory import umask
+from ._trajectory import named_leaves, umask
 
 SEED_DIM = "seed"
 SAVE_DIM = "save"
@@ -101,13 +101,6 @@ def make_plan(
     return plan
 
 
-def _named_leaves(tree, prefix: str) -> dict[str, object]:
-    return {
-        (prefix + jax.tree_util.keystr(path, simple=True, separator=".")).rstrip("."): leaf
-        for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]
-    }
-
-
 def _variables(run: Run, batched: bool = False) -> dict[str, tuple[tuple[str, ...], object]]:
     """The dataset's variables of a run: name -> (dims after `seed`, leaf). With `batched`, the
     leaves carry a leading run axis (not counted in the dims)."""
@@ -117,10 +110,10 @@ def _variables(run: Run, batched: bool = False) -> dict[str, tuple[tuple[str, ..
         return extra + tuple(f"{name}_dim{k}" for k in range(rank - len(extra)))
 
     out = {"time": ((SAVE_DIM,), run.ts)}
-    for name, leaf in _named_leaves(run.values, "").items():
+    for name, leaf in named_leaves(run.values, "", ".").items():
         name = name or "value"  # a saved array rather than a PyTree of them
         out[name] = (dims(name, leaf, (SAVE_DIM,)), leaf)
-    for name, leaf in _named_leaves(run.final, "final.").items():
+    for name, leaf in named_leaves(run.final, "final.", ".").items():
         out[name] = (dims(name, leaf, ()), leaf)
     for name in ("stop", "event", "t_stop", "num_steps"):
         out[name] = ((), getattr(run, name))
@@ -278,13 +271,26 @@ def _run_unit(plan: Plan, static, cells, progress: bool) -> Iterator[tuple[int, 
         start += len(positions)
 
 
-def _seeds_identical(outputs: dict) -> bool:
-    """True when every seed of a cell saved exactly what its first did."""
-    return all(
-        np.array_equal(x, np.broadcast_to(x[:1], x.shape), equal_nan=True)
-        for name, (dims, x) in outputs.items()
-        if SAVE_DIM in dims and name != "time"
+def warn_if_seeds_identical(sim: AbstractSimulation, num_seeds: int, saved: list[np.ndarray]) -> bool:
+    """Warn, with the simulation's `seed_hint`, when two or more seeds all saved exactly what the
+    first did (a deterministic run from a fixed start).
+
+    **Arguments:** `sim`; `num_seeds`: the runs in the batch; `saved`: their saved values, seed
+    axis first.
+
+    **Returns:** whether it warned.
+    """
+    identical = num_seeds > 1 and all(
+        np.array_equal(x, np.broadcast_to(x[:1], x.shape), equal_nan=True) for x in saved
     )
+    if identical:
+        hint = f" ({sim.seed_hint})" if sim.seed_hint else ""
+        warnings.warn(
+            f"{type(sim).__name__}: every seed gave the same run; with these settings the "
+            f"seeds change nothing{hint}",
+            stacklevel=4,  # the caller of `simulate` or `sweep`
+        )
+    return identical
 
 
 def write_sweep(
@@ -294,7 +300,6 @@ def write_sweep(
     event_names: tuple[str, ...],
     shard: tuple[int, int] = (0, 1),
     progress: bool = False,
-    seed_hint: str = "",
     attrs: Mapping | None = None,
 ) -> xr.Dataset:
     """Run the units of `plan` that belong to `shard` and are not yet written, writing each to
@@ -308,7 +313,6 @@ def write_sweep(
     - `event_names`: the simulation's event names, recorded in the attributes.
     - `shard`: `(i, n)`: run only the units `u` with `u % n == i`.
     - `progress`: progress bars over the units and inside each run.
-    - `seed_hint`: added to the warning that every seed gave the same run.
     - `attrs`: more attributes recorded when the store is created (e.g. provenance).
 
     Each finished unit's marker records the host and the seconds it took.
@@ -333,18 +337,9 @@ def write_sweep(
         static, cells = plan.units[u]
         for point, block, outputs in _run_unit(plan, static, cells, progress):
             _write_cell(group, plan, point, block, outputs)
-            if (
-                not warned
-                and plan.seed_block(block).stop - plan.seed_block(block).start > 1
-                and _seeds_identical(outputs)
-            ):
-                hint = f" ({seed_hint})" if seed_hint else ""
-                warnings.warn(
-                    f"{type(static).__name__}: every seed gave the same run; with these settings the "
-                    f"seeds change nothing{hint}",
-                    stacklevel=3,
-                )
-                warned = True
+            saved = [x for name, (dims, x) in outputs.items() if SAVE_DIM in dims and name != "time"]
+            seeds = len(plan.seeds[plan.seed_block(block)])
+            warned = warned or warn_if_seeds_identical(static, seeds, saved)
         if store is not None:
             record = {"host": platform.node(), "seconds": round(time.perf_counter() - start, 3)}
             _write_atomic(Path(store) / _DONE / str(u), json.dumps(record))

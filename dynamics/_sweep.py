@@ -3,7 +3,6 @@
 import dataclasses
 import itertools
 import os
-import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -16,7 +15,7 @@ from ._batch import run_many
 from ._params import params
 from ._run import Run
 from ._simulation import AbstractSimulation, batched_run, static_part, traced_arrays
-from ._store import CREATED, make_plan, open_store, units_done, write_sweep
+from ._store import CREATED, make_plan, open_store, units_done, warn_if_seeds_identical, write_sweep
 from ._trajectory import Trajectory
 
 
@@ -39,22 +38,8 @@ def _run_seeds(sim: AbstractSimulation, num_seeds: int, seed: int, chunk_size: i
         progress=progress,
         description=type(sim).__name__,
     )
-    if num_seeds > 1 and _seeds_identical(runs):
-        hint = f" ({sim.seed_hint})" if sim.seed_hint else ""
-        warnings.warn(
-            f"{type(sim).__name__}: every seed gave the same run; with these settings the "
-            f"seeds change nothing{hint}",
-            stacklevel=3,
-        )
+    warn_if_seeds_identical(sim, num_seeds, jax.tree.leaves(runs.values))
     return runs
-
-
-def _seeds_identical(runs: Run) -> bool:
-    """True when every run of a batch saved exactly what the first did."""
-    return all(
-        np.array_equal(x, np.broadcast_to(x[:1], x.shape), equal_nan=True)
-        for x in jax.tree.leaves(runs.values)
-    )
 
 
 def simulate(
@@ -172,7 +157,6 @@ def sweep(
         event_names=sim.event_names,
         shard=shard,
         progress=progress,
-        seed_hint=sim.seed_hint,
         attrs=attrs,
     )
     return ds.load() if store is None else ds
@@ -217,9 +201,9 @@ def load_sweep(path: str | os.PathLike) -> xr.Dataset:
     **Raises:** `ValueError` naming the path when it is not such a store, or when blocks of it
     are not written yet (resume the sweep, or run its other shards).
     """
-    _store_attrs(path)
+    attrs = _store_attrs(path)
     if (Path(path) / CREATED).exists():  # written block by block by `sweep`
-        written, total = sweep_progress(path)
+        written, total = len(units_done(path)), int(attrs["num_units"])
         if written < total:
             raise ValueError(
                 f"{path} is incomplete: {written} of {total} blocks written (rerun the sweep on it to "

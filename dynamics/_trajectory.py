@@ -51,14 +51,18 @@ def umask() -> int:
     return mask
 
 
-def flatten_tree(tree: Any, prefix: str, separator: str = "/") -> dict[str, np.ndarray]:
-    """The leaves of `tree` by name: `prefix` + the PyTree path joined by `separator`
+def named_leaves(tree: Any, prefix: str, separator: str = "/") -> dict[str, Any]:
+    """The leaves of `tree` as they are, by name: `prefix` + the PyTree path joined by `separator`
     (e.g. `"final/Z"`, or `"loss"` for a dict entry)."""
-    flat = {}
-    for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
-        name = prefix + jax.tree_util.keystr(path, simple=True, separator=separator)
-        flat[name.rstrip(separator)] = np.asarray(leaf)
-    return flat
+    return {
+        (prefix + jax.tree_util.keystr(path, simple=True, separator=separator)).rstrip(separator): leaf
+        for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]
+    }
+
+
+def flatten_tree(tree: Any, prefix: str, separator: str = "/") -> dict[str, np.ndarray]:
+    """[`named_leaves`][] as numpy arrays."""
+    return {name: np.asarray(leaf) for name, leaf in named_leaves(tree, prefix, separator).items()}
 
 
 @dataclasses.dataclass(frozen=True)
