@@ -5,40 +5,84 @@ import json
 import time
 from pathlib import Path
 
+import jax
+
 import theory
 
+from ._workers import run_pieces
 from .papers import papers
 
+SLOWEST_FIRST = (
+    ("sparse_token_selection", "figures"),
+    ("contextual_bigram", "checks"),
+    ("sparse_token_selection", "checks"),
+    ("decision_lists", "checks"),
+    ("contextual_bigram", "figures"),
+    ("scan_snap", "figures"),
+    ("decision_lists", "figures"),
+    ("scan_snap", "checks"),
+    ("ntp_partial_order", "checks"),
+    ("ntp_partial_order", "figures"),
+)
+"""The pieces of `reproduce` from the longest to the shortest (as timed by `reproduce` itself), the
+order workers take them in; a paper not listed comes last."""
 
-def reproduce(out: Path, *, full: bool, metadata: dict) -> int:
+
+def schedule(names: list[str], parts: tuple[str, ...]) -> list[tuple[str, str]]:
+    """The `(paper, part)` pieces of `names` × `parts`, slowest first (see [`SLOWEST_FIRST`][])."""
+    pieces = [(name, part) for name in names for part in parts]
+    rank = {piece: i for i, piece in enumerate(SLOWEST_FIRST)}
+    return sorted(pieces, key=lambda piece: rank.get(piece, len(rank)))
+
+
+def paper_checks(name: str, quick: bool) -> list[theory.Check]:
+    """Every check of paper `name`, each announced as it starts."""
+    return papers()[name].run_checks(
+        quick=quick, progress=lambda check: print(f"  {name}: {check}", flush=True)
+    )
+
+
+def paper_figures(name: str, out: Path, full: bool) -> dict[str, list[Path]]:
+    """Every figure of paper `name` drawn into `out`, each timed: figure name -> files written."""
+    files = {}
+    for figure, draw in papers()[name].figures.items():
+        start = time.perf_counter()
+        files[figure] = draw(out, full)
+        print(f"[figure] {figure} ({time.perf_counter() - start:.1f} s)", flush=True)
+    return files
+
+
+def reproduce(out: Path, *, full: bool, metadata: dict, jobs: int) -> int:
     """Run every paper's checks and draw every figure into `out`, then write `out/index.html`.
+
+    The papers' checks and figures are independent pieces, run side by side in `jobs` worker
+    processes (see `attnflow._workers`); the numbers do not depend on `jobs`.
 
     **Arguments:**
 
     - `out`: the output folder (created).
     - `full`: the papers' sizes instead of the quick defaults.
     - `metadata`: versions and options, written into the JSON report and the page.
+    - `jobs`: worker processes, >= 1 (1: everything in this process).
 
     **Returns:** the exit status: 1 if any check failed, else 0.
     """
     start = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
-    checks, figure_files = {}, {}
-    for name, paper in papers().items():
-        print(f"[verify] {name}", flush=True)
-        checks[name] = paper.run_checks(
-            quick=not full, progress=lambda check: print(f"  {check}", flush=True)
-        )
+    names = list(papers())
+    pieces = schedule(names, ("checks", "figures"))
+    tasks = [
+        (paper_checks, (name, not full))
+        if part == "checks"
+        else (paper_figures, (name, out / "figures", full))
+        for name, part in pieces
+    ]
+    results = dict(zip(pieces, run_pieces(tasks, jobs, jax.config.jax_compilation_cache_dir)))
+    checks = {name: results[name, "checks"] for name in names}
+    figure_files = {name: results[name, "figures"] for name in names}
     every_check = [c for paper_checks in checks.values() for c in paper_checks]
     print(theory.format_table(every_check))
     theory.write_json(every_check, out / "verify.json", metadata)
-
-    for name, paper in papers().items():
-        figure_files[name] = {}
-        for figure, draw in paper.figures.items():
-            t0 = time.perf_counter()
-            figure_files[name][figure] = draw(out / "figures", full)
-            print(f"[figure] {figure} ({time.perf_counter() - t0:.1f} s)", flush=True)
 
     elapsed = time.perf_counter() - start
     page = _index_page(checks, figure_files, out, metadata | {"wall_seconds": round(elapsed, 1)})

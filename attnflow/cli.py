@@ -63,14 +63,15 @@ def _metadata(args: argparse.Namespace) -> dict:
 def _verify(args: argparse.Namespace) -> int:
     import theory
 
+    from ._report import paper_checks, schedule
+    from ._workers import run_pieces
     from .papers import paper, papers
 
-    selected = [paper(args.paper)] if args.paper else list(papers().values())
-    checks = []
-    for chosen in selected:
-        checks += chosen.run_checks(
-            quick=args.quick, progress=lambda check: print(f"  running {check}", flush=True)
-        )
+    names = [paper(args.paper).name] if args.paper else list(papers())
+    order = [name for name, _ in schedule(names, ("checks",))]
+    tasks = [(paper_checks, (name, args.quick)) for name in order]
+    by_paper = dict(zip(order, run_pieces(tasks, args.jobs, jax.config.jax_compilation_cache_dir)))
+    checks = [check for name in names for check in by_paper[name]]
     print(theory.format_table(checks))
     path = theory.write_json(checks, args.json, _metadata(args))
     print(f"wrote {path}")
@@ -319,7 +320,7 @@ def _figures(args: argparse.Namespace) -> int:
 def _reproduce(args: argparse.Namespace) -> int:
     from ._report import reproduce
 
-    return reproduce(Path(args.out), full=args.full, metadata=_metadata(args))
+    return reproduce(Path(args.out), full=args.full, metadata=_metadata(args), jobs=args.jobs)
 
 
 def _add_target(parser: argparse.ArgumentParser) -> None:
@@ -329,6 +330,18 @@ def _add_target(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="the first seed (default 0)")
     parser.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="set a field (see attnflow list)"
+    )
+
+
+def _add_jobs(parser: argparse.ArgumentParser) -> None:
+    from ._workers import default_jobs
+
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=default_jobs(),
+        help="papers run side by side in this many worker processes (default: the CPU cores, "
+        f"{default_jobs()} here; 1 runs everything in this process)",
     )
 
 
@@ -359,6 +372,7 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--paper", help="one paper (default: all)")
     verify.add_argument("--quick", action="store_true", help="smaller simulations (seconds, not minutes)")
     verify.add_argument("--json", default="results/verify.json", help="where to write the report")
+    _add_jobs(verify)
     verify.set_defaults(func=_verify)
 
     simulate = sub.add_parser("simulate", help="run many seeds of one simulation into a zarr store")
@@ -409,6 +423,7 @@ def build_parser() -> argparse.ArgumentParser:
     repro = sub.add_parser("reproduce", help="every check and every figure, with an index.html")
     repro.add_argument("--out", default="results", help="output folder")
     repro.add_argument("--full", action="store_true", help="the papers' sizes (slow)")
+    _add_jobs(repro)
     repro.set_defaults(func=_reproduce)
     return parser
 

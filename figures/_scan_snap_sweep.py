@@ -68,7 +68,7 @@ class SweepConfig:
     @classmethod
     def paper(cls, full: bool) -> "SweepConfig":
         """The figures' sweep: all 4 vocabularies × 16 rate pairs, with the paper's 10 seeds
-        (640 runs) when `full`, else seeds 1-3 (192 runs, about a minute on 2 CPU cores)."""
+        (640 runs) when `full`, else seeds 1-3 (192 runs, about half a minute on 2 CPU cores)."""
         return cls(seeds=tuple(range(1, 11)) if full else (1, 2, 3), full=full)
 
     def tau_range(self, num_last: int) -> tuple[float, float]:

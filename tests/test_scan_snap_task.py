@@ -8,6 +8,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import tasks.scan_snap as ss
 
@@ -335,6 +337,32 @@ def test_sample_frequencies_counts_and_labels():
     tokens = _jit(ss.sample_tokens)(key, classes.arrays(), B, T)
     np.testing.assert_array_equal(ss.token_counts(tokens.tokens, classes.M), counts)
     assert tokens.tokens.shape == (B, T - 1)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    K=st.integers(1, 4),
+    M=st.integers(3, 40),
+    density=st.floats(0.05, 1.0),
+    batch_size=st.integers(1, 9),
+    T=st.integers(2, 70),
+    dtype=st.sampled_from([jnp.float32, jnp.float64]),
+)
+def test_support_counts_are_the_counts_of_the_dense_draw(seed, K, M, density, batch_size, T, dtype):
+    """`sample` counts over each class's support; `sample_tokens` searches all M tokens: for
+    the same key they give the same counts, whatever the supports (ragged, one token, the first
+    or last token of the vocabulary absent) and T − 1 (a multiple of the counting chunk or not)."""
+    rng = np.random.default_rng(seed)
+    probs = rng.uniform(0.05, 1.0, (K, M)) * (rng.uniform(size=(K, M)) < density)
+    probs[np.arange(K), rng.integers(0, M, K)] += 0.5  # every class has a token
+    probs /= probs.sum(axis=1, keepdims=True)
+    classes = ss.SequenceClasses(probs=probs, query=rng.integers(0, M, K), next_token=rng.permutation(M)[:K])
+    arrays = classes.arrays(dtype)
+    key = jax.random.PRNGKey(seed)
+    counts = _jit(ss.sample)(key, arrays, batch_size, T).counts
+    tokens = _jit(ss.sample_tokens)(key, arrays, batch_size, T).tokens
+    np.testing.assert_array_equal(counts, ss.token_counts(tokens, M))
 
 
 def test_sample_under_vmap_over_keys_is_independent_per_key():

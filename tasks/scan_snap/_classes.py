@@ -22,6 +22,24 @@ def _inverse_cdf(probs: np.ndarray) -> np.ndarray:
     return cdf
 
 
+def _support_tables(probs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's positive-probability tokens and the inverse-CDF table over them, padded to
+    the largest support. The table holds the entries of `_inverse_cdf(probs)` at the support
+    tokens, so an inverse-CDF draw over the support picks the same token as one over all M
+    tokens; a padding entry repeats the row's last support token with table value 1, so it is
+    never drawn."""
+    positive = probs > 0
+    size = int(positive.sum(axis=-1).max())
+    tokens = np.zeros((probs.shape[0], size), dtype=np.int64)
+    cdf = np.ones((probs.shape[0], size))
+    full_cdf = _inverse_cdf(probs)
+    for n, row in enumerate(positive):
+        ids = np.flatnonzero(row)
+        tokens[n] = np.concatenate([ids, np.full(size - len(ids), ids[-1])])
+        cdf[n, : len(ids)] = full_cdf[n, ids]
+    return tokens, cdf
+
+
 def _distribution(name: str, value: Any, shape: tuple[int, ...]) -> np.ndarray:
     array = np.array(value, dtype=np.float64)
     if array.shape != shape:
@@ -61,6 +79,10 @@ class ClassArrays(eqx.Module):
     - `class_probs`: π_n, the probability of drawing class n.
     - `class_cdf`: inverse-CDF table of `class_probs`.
     - `dt_mask`: `dt_mask[n, l]` is true iff l ∈ G_DT(n) (a distinct token of class n).
+    - `support`: the tokens with P(l | n) > 0 of each class, padded to the largest support
+        by repeating the class's last support token.
+    - `support_cdf`: the entries of `cdf` at `support` (1 on the padding): the inverse-CDF
+        table of a draw over the support only.
     """
 
     probs: Float[Array, "K M"]
@@ -70,6 +92,8 @@ class ClassArrays(eqx.Module):
     class_probs: Float[Array, " K"]
     class_cdf: Float[Array, " K"]
     dt_mask: Bool[Array, "K M"]
+    support: Int[Array, "K S"]
+    support_cdf: Float[Array, "K S"]
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -176,6 +200,7 @@ class SequenceClasses:
 
         A [`tasks.scan_snap.ClassArrays`][].
         """
+        support, support_cdf = _support_tables(self.probs)
         return ClassArrays(
             probs=jnp.asarray(self.probs, dtype=dtype),
             cdf=jnp.asarray(_inverse_cdf(self.probs), dtype=dtype),
@@ -184,6 +209,8 @@ class SequenceClasses:
             class_probs=jnp.asarray(self.class_probs, dtype=dtype),
             class_cdf=jnp.asarray(_inverse_cdf(self.class_probs), dtype=dtype),
             dt_mask=jnp.asarray(self.distinct_mask()),
+            support=jnp.asarray(support),
+            support_cdf=jnp.asarray(support_cdf, dtype=dtype),
         )
 
     def to_dict(self) -> dict[str, Any]:

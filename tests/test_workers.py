@@ -1,0 +1,41 @@
+"""`attnflow._workers`: the pieces of `verify` and `reproduce` run side by side in worker processes."""
+
+import jax
+import pytest
+
+from attnflow._report import SLOWEST_FIRST, schedule
+from attnflow._workers import run_pieces
+from attnflow.papers import papers
+
+
+def _settings_and_double(x: int) -> tuple[bool, str | None, int]:
+    return jax.config.jax_enable_x64, jax.config.jax_compilation_cache_dir, 2 * x
+
+
+def test_workers_return_results_in_order_with_the_command_line_settings(tmp_path):
+    pieces = [(_settings_and_double, (i,)) for i in range(5)]
+    expected = [(True, str(tmp_path), 2 * i) for i in range(5)]
+    assert run_pieces(pieces, 2, str(tmp_path)) == expected
+    assert [result[2] for result in run_pieces(pieces, 1, None)] == [2 * i for i in range(5)]
+
+
+def test_an_error_in_a_worker_reaches_the_caller():
+    with pytest.raises(ZeroDivisionError):
+        run_pieces([(divmod, (1, 1)), (divmod, (1, 0))], 2, None)
+
+
+@pytest.mark.parametrize("jobs", [0, -3])
+def test_jobs_below_one_are_refused(jobs):
+    with pytest.raises(ValueError, match="--jobs must be >= 1"):
+        run_pieces([(divmod, (1, 1))], jobs, None)
+
+
+def test_schedule_covers_every_piece_once_slowest_first():
+    names = list(papers())
+    pieces = schedule(names, ("checks", "figures"))
+    assert sorted(pieces) == sorted((n, p) for n in names for p in ("checks", "figures"))
+    assert pieces == [piece for piece in SLOWEST_FIRST if piece in pieces]
+    assert schedule(["scan_snap", "unlisted"], ("checks",)) == [
+        ("scan_snap", "checks"),
+        ("unlisted", "checks"),
+    ]
