@@ -1,4 +1,4 @@
-"""Fig. 6 sweep (spec §6.3): one batched `dynamics.run_many` call per vocabulary vs the same
+"""Fig. 6 sweep of Scan and Snap: one batched `dynamics.run_many` call per vocabulary vs the same
 runs one at a time through one jitted single-run function.
 
 The sweep: Syn-Medium with `num_last` ∈ {1, 3, 5, 10}; 16 (η_Z, η_Y/η_Z) pairs

@@ -1,4 +1,4 @@
-"""L1 population gradient flow (spec §5) on Syn-Medium: adaptive Tsit5 vs fixed-step explicit
+"""L1 population gradient flow (Lemma 2's T → ∞ loss) on Syn-Medium: adaptive Tsit5 vs fixed-step explicit
 Euler (= full-batch GD), at equal accuracy.
 
 - **adaptive**: `dynamics.gradient_flow` (Diffrax Tsit5, PID controller) at rtol = atol =

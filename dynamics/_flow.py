@@ -25,8 +25,17 @@ class Crossing(eqx.Module):
 
     **Fields:** `fn`: `state -> real scalar`, e.g. `lambda p: loss(p) - 1e-3`.
 
-    **Example:** `ode_flow(lambda t, y, a: -y, 1.0, t1=5.0, events={"half": Crossing(lambda y: y - 0.5)})`
-    stops at t = ln 2.
+    **Example:** dy/dt = −y from y(0) = 1 (float64) stops where y = ½, at t = ln 2:
+
+        >>> import math
+        >>> import jax.numpy as jnp
+        >>> import dynamics
+        >>> half = dynamics.Crossing(lambda y: y - 0.5)
+        >>> run = dynamics.ode_flow(lambda t, y, args: -y, jnp.array(1.0), t1=5.0, events={"half": half})
+        >>> dynamics.stop_reason(run.stop, run.event, run.event_names)
+        'event:half'
+        >>> round(float(run.t_stop), 8) == round(math.log(2.0), 8), round(float(run.final), 8)
+        (True, 0.5)
     """
 
     fn: Callable[[PyTree], Float[Array, ""]]
@@ -41,8 +50,14 @@ class Save(eqx.Module):
     - `fn`: `(t, y, args) -> PyTree` (the time, the state and the vector field's `args`);
       default: the state.
 
-    **Example:** `Save(ts=jnp.linspace(0.0, 5.0, 11), fn=lambda t, y, args: {"loss": loss(y)})`
-    saves the loss at 11 times.
+    **Example:** save y² at t = 0, 1, 2 along dy/dt = −y, so y² = e^{−2t}:
+
+        >>> import jax.numpy as jnp
+        >>> import dynamics
+        >>> save = dynamics.Save(ts=jnp.array([0.0, 1.0, 2.0]), fn=lambda t, y, args: {"y2": y**2})
+        >>> run = dynamics.ode_flow(lambda t, y, args: -y, jnp.array(1.0), t1=2.0, save=save)
+        >>> [round(float(v), 4) for v in run.values["y2"]]
+        [1.0, 0.1353, 0.0183]
     """
 
     ts: Float[ArrayLike, " T"] | None = None
@@ -99,6 +114,26 @@ def ode_flow(
       `RecursiveCheckpointAdjoint` (reverse mode, exact for the discretised solve).
 
     **Returns:** a [`Run`][].
+
+    **Example:** dy/dt = −a y with `a` passed as `args`, saved at 5 times (float64), ends at
+    y(2) = e^{−2a}:
+
+        >>> import math
+        >>> import jax.numpy as jnp
+        >>> import dynamics
+        >>> run = dynamics.ode_flow(
+        ...     lambda t, y, args: -args * y,
+        ...     jnp.array(1.0),
+        ...     t1=2.0,
+        ...     args=0.5,
+        ...     save=dynamics.Save(ts=jnp.linspace(0.0, 2.0, 5)),
+        ... )
+        >>> run.ts.shape, run.values.shape
+        ((5,), (5,))
+        >>> round(float(run.final), 8) == round(math.exp(-1.0), 8)
+        True
+        >>> dynamics.stop_reason(run.stop, run.event, run.event_names), float(run.t_stop)
+        ('completed', 2.0)
     """
     save = Save() if save is None else save
     save_ts = jnp.asarray([t0, t1] if save.ts is None else save.ts)
@@ -182,6 +217,19 @@ def gradient_flow(
     - `**kwargs`: everything [`ode_flow`][] takes (`t1`, `save`, `events`, ...).
 
     **Returns:** a [`Run`][] whose state is the parameters.
+
+    **Example:** on L(θ) = ½‖θ‖², θ(t) = θ(0) e^{−Rt}; here group `b` flows at twice the rate of `a`:
+
+        >>> import math
+        >>> import jax.numpy as jnp
+        >>> import dynamics
+        >>> loss = lambda theta: 0.5 * (theta["a"] ** 2 + theta["b"] ** 2)
+        >>> theta0 = {"a": jnp.array(1.0), "b": jnp.array(1.0)}
+        >>> run = dynamics.gradient_flow(loss, theta0, rates={"a": 1.0, "b": 2.0}, t1=1.0)
+        >>> round(float(run.final["a"]), 6), round(math.exp(-1.0), 6)
+        (0.367879, 0.367879)
+        >>> round(float(run.final["b"]), 6), round(math.exp(-2.0), 6)
+        (0.135335, 0.135335)
     """
     grad = jax.grad(loss)
 
@@ -194,5 +242,18 @@ def gradient_flow(
 
 def loss_below(loss: Callable[[PyTree], Float[Array, ""]], eps: float) -> Predicate:
     """An event predicate that fires once `loss(state) < eps` (at the end of the solver step where it
-    first holds; `Crossing(lambda state: loss(state) - eps)` locates the time exactly)."""
+    first holds; `Crossing(lambda state: loss(state) - eps)` locates the time exactly).
+
+    **Example:** stop a gradient flow once the loss is below 10⁻⁴:
+
+        >>> import jax.numpy as jnp
+        >>> import dynamics
+        >>> loss = lambda theta: 0.5 * theta**2
+        >>> events = {"converged": dynamics.loss_below(loss, 1e-4)}
+        >>> run = dynamics.gradient_flow(loss, jnp.array(1.0), t1=100.0, events=events)
+        >>> dynamics.stop_reason(run.stop, run.event, run.event_names)
+        'event:converged'
+        >>> bool(loss(run.final) < 1e-4), bool(run.t_stop < 100.0)
+        (True, True)
+    """
     return lambda state: loss(state) < eps

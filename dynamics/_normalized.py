@@ -29,6 +29,20 @@ def normalize_by_block(blocks: Rates = None) -> optax.GradientTransformation:
       its leaf values are ignored.
 
     **Returns:** an `optax.GradientTransformation` producing unit-norm updates per block.
+
+    **Example:** every leaf its own block, then the whole PyTree as one block:
+
+        >>> import jax.numpy as jnp
+        >>> import dynamics
+        >>> grads = {"a": jnp.array([3.0, 0.0]), "b": jnp.array([0.0, 4.0])}
+        >>> per_leaf = dynamics.normalize_by_block()
+        >>> updates, _ = per_leaf.update(grads, per_leaf.init(grads))
+        >>> {name: u.tolist() for name, u in updates.items()}
+        {'a': [1.0, 0.0], 'b': [0.0, 1.0]}
+        >>> whole = dynamics.normalize_by_block(1.0)
+        >>> updates, _ = whole.update(grads, whole.init(grads))
+        >>> {name: [round(float(x), 8) for x in u] for name, u in updates.items()}
+        {'a': [0.6, 0.0], 'b': [0.0, 0.8]}
     """
 
     def normalize(group):
@@ -64,5 +78,20 @@ def normalized_gd(rates: Rates = None) -> optax.GradientTransformation:
       [`normalize_by_block`][]). `None`: every leaf is a block with step 1.
 
     **Returns:** an `optax.GradientTransformation`.
+
+    **Example:** each block moves by exactly its step size, however large its gradient:
+
+        >>> import jax
+        >>> import jax.numpy as jnp
+        >>> import optax
+        >>> import dynamics
+        >>> params = {"a": jnp.array([3.0, 4.0]), "b": jnp.array([1.0, 0.0])}
+        >>> loss = lambda p: jnp.sum(p["a"] ** 2) + 100.0 * jnp.sum(p["b"] ** 2)
+        >>> optimizer = dynamics.normalized_gd({"a": 0.1, "b": 0.5})
+        >>> updates, _ = optimizer.update(jax.grad(loss)(params), optimizer.init(params))
+        >>> {name: round(float(jnp.linalg.norm(u)), 8) for name, u in updates.items()}
+        {'a': 0.1, 'b': 0.5}
+        >>> [round(float(x), 8) for x in optax.apply_updates(params, updates)["a"]]
+        [2.94, 3.92]
     """
     return optax.chain(normalize_by_block(rates), scale_by_group_rates(rates))

@@ -21,7 +21,24 @@ class Interval:
     unless `low_open` / `high_open`. Values must be finite unless `infinite` is set (the field's
     doc then says what infinity means).
 
-    **Example:** `Interval(0, 1, high_open=True)` allows 0 ≤ x < 1.
+    **Example:** a field that allows 0 ≤ x < 1, and the error a value outside gives:
+
+        >>> import dataclasses
+        >>> import dynamics
+        >>> dynamics.Interval(0, 1, high_open=True).describe()
+        'a finite number in [0, 1)'
+        >>> @dataclasses.dataclass(frozen=True)
+        ... class Config:
+        ...     momentum: float = dynamics.param(0.9, dynamics.Interval(0, 1, high_open=True))
+        ...
+        ...     def __post_init__(self):
+        ...         dynamics.check_params(self)
+        >>> Config(momentum=0.0).momentum
+        0.0
+        >>> Config(momentum=1.0)
+        Traceback (most recent call last):
+        ...
+        ValueError: Config.momentum must be a finite number in [0, 1), got 1.0
     """
 
     low: float | None = None
@@ -54,7 +71,25 @@ class Interval:
 
 @dataclasses.dataclass(frozen=True)
 class OneOf:
-    """One of a fixed set of choices, e.g. `OneOf("float32", "float64")`."""
+    """One of a fixed set of choices, e.g. `OneOf("float32", "float64")`.
+
+    **Example:** a field with three choices, and the error another value gives:
+
+        >>> import dataclasses
+        >>> import dynamics
+        >>> @dataclasses.dataclass(frozen=True)
+        ... class Config:
+        ...     init: str = dynamics.param("zero", dynamics.OneOf("zero", "uniform", "normal"))
+        ...
+        ...     def __post_init__(self):
+        ...         dynamics.check_params(self)
+        >>> Config(init="normal").init
+        'normal'
+        >>> Config(init="ones")
+        Traceback (most recent call last):
+        ...
+        ValueError: Config.init must be one of 'zero', 'uniform', 'normal', got 'ones'
+    """
 
     choices: tuple
 
@@ -80,7 +115,28 @@ class Require:
     **Arguments:** `fields`: the fields involved (their values appear in the error);
     `holds`: `(*values) -> bool`; `message`: what must hold, in words.
 
-    **Example:** `Require(("every", "num_steps"), lambda e, n: n % e == 0, "every must divide num_steps")`.
+    **Example:** a class attribute `requires` holds the conditions between its fields:
+
+        >>> import dataclasses
+        >>> import dynamics
+        >>> @dataclasses.dataclass(frozen=True)
+        ... class Schedule:
+        ...     num_steps: int = dynamics.param(100, dynamics.Interval(1))
+        ...     every: int = dynamics.param(10, dynamics.Interval(1))
+        ...     requires = (
+        ...         dynamics.Require(
+        ...             ("every", "num_steps"), lambda e, n: n % e == 0, "every must divide num_steps"
+        ...         ),
+        ...     )
+        ...
+        ...     def __post_init__(self):
+        ...         dynamics.check_params(self)
+        >>> Schedule(num_steps=100, every=25).every
+        25
+        >>> Schedule(num_steps=100, every=30)
+        Traceback (most recent call last):
+        ...
+        ValueError: Schedule: every must divide num_steps, got every=30, num_steps=100
     """
 
     fields: tuple[str, ...]
@@ -103,6 +159,19 @@ class ParamInfo:
     `default` (`dataclasses.MISSING` for a required field), `allowed` ([`Interval`][], [`OneOf`][] or
     `None`), `doc`, and `traced` (the field may vary inside one compiled batch of runs: a sweep over
     it compiles once).
+
+    **Example:**
+
+        >>> import dataclasses
+        >>> import dynamics
+        >>> @dataclasses.dataclass(frozen=True)
+        ... class Config:
+        ...     seed: int | None = dynamics.param(None, dynamics.Interval(0), doc="first seed")
+        >>> (info,) = dynamics.params(Config)
+        >>> info.name, info.type, info.optional, info.default, info.doc, info.traced
+        ('seed', <class 'int'>, True, None, 'first seed', False)
+        >>> info.describe_allowed()
+        'an integer >= 0, or none'
     """
 
     name: str
@@ -143,14 +212,28 @@ def param(default=dataclasses.MISSING, allowed: Allowed = None, *, doc: str = ""
 
     **Returns:** a dataclass field carrying the declaration.
 
-    **Example:**
+    **Example:** a learning rate η > 0, declared once and checked whenever the config is built
+    (an [`AbstractSimulation`][] checks on construction; a plain dataclass calls
+    [`check_params`][]):
 
-    ```python
-    class MyFlow(dynamics.AbstractSimulation):
-        eta: float = dynamics.param(
-            1.0, dynamics.Interval(0, low_open=True), doc="learning rate", traced=True
-        )
-    ```
+        >>> import dataclasses
+        >>> import dynamics
+        >>> @dataclasses.dataclass(frozen=True)
+        ... class Config:
+        ...     eta: float = dynamics.param(1.0, dynamics.Interval(0, low_open=True), doc="learning rate")
+        ...
+        ...     def __post_init__(self):
+        ...         dynamics.check_params(self)
+        >>> Config().eta, Config(eta=0.5).eta
+        (1.0, 0.5)
+        >>> Config(eta=-0.1)
+        Traceback (most recent call last):
+        ...
+        ValueError: Config.eta must be a finite number > 0, got -0.1
+        >>> Config(eta="fast")
+        Traceback (most recent call last):
+        ...
+        ValueError: Config.eta must be a finite number > 0, got 'fast'
     """
     return eqx.field(default=default, metadata={_META: (allowed, doc, traced)})
 
@@ -159,7 +242,22 @@ def dtype_param(default: str):
     """The `dtype` field every simulation has: `"float32"` or `"float64"`, with its default
     (float64 where a result is compared with a closed form, float32 for large batches).
 
-    **Example:** `dtype: str = dynamics.dtype_param("float64")`.
+    **Example:**
+
+        >>> import dataclasses
+        >>> import dynamics
+        >>> @dataclasses.dataclass(frozen=True)
+        ... class Config:
+        ...     dtype: str = dynamics.dtype_param("float64")
+        ...
+        ...     def __post_init__(self):
+        ...         dynamics.check_params(self)
+        >>> Config().dtype
+        'float64'
+        >>> Config(dtype="float16")
+        Traceback (most recent call last):
+        ...
+        ValueError: Config.dtype must be one of 'float32', 'float64', got 'float16'
     """
     return param(default, OneOf("float32", "float64"), doc="floating-point precision")
 
@@ -174,7 +272,20 @@ def _field_type(annotation) -> tuple[type, bool]:
 @functools.cache
 def params(cls) -> tuple[ParamInfo, ...]:
     """The declared fields of a config class, in order (fields made with [`param`][]); read once
-    per class, since every construction checks them."""
+    per class, since every construction checks them.
+
+    **Example:**
+
+        >>> import dataclasses
+        >>> import dynamics
+        >>> @dataclasses.dataclass(frozen=True)
+        ... class Config:
+        ...     eta: float = dynamics.param(1.0, dynamics.Interval(0, low_open=True), doc="learning rate")
+        ...     num_steps: int = dynamics.param(100, dynamics.Interval(1), doc="steps")
+        ...     label: str = "not declared"
+        >>> [(info.name, info.default, info.describe_allowed()) for info in dynamics.params(Config)]
+        [('eta', 1.0, 'a finite number > 0'), ('num_steps', 100, 'an integer >= 1')]
+    """
     hints = typing.get_type_hints(cls)
     infos = []
     for f in dataclasses.fields(cls):
@@ -202,6 +313,23 @@ def check_params(config) -> None:
     ([`Require`][] conditions between fields), raising the first `ValueError`. Every
     [`AbstractSimulation`][] does this on construction; call it from `__post_init__` to validate
     a plain dataclass the same way.
+
+    **Example:**
+
+        >>> import dataclasses
+        >>> import dynamics
+        >>> @dataclasses.dataclass(frozen=True)
+        ... class Config:
+        ...     num_seeds: int = dynamics.param(8, dynamics.Interval(1))
+        ...
+        ...     def __post_init__(self):
+        ...         dynamics.check_params(self)
+        >>> Config(num_seeds=4).num_seeds
+        4
+        >>> Config(num_seeds=2.5)
+        Traceback (most recent call last):
+        ...
+        ValueError: Config.num_seeds must be an integer >= 1, got 2.5
     """
     owner = type(config).__name__
     for info in params(type(config)):
@@ -234,6 +362,25 @@ def parse_settings(cls, settings: Mapping[str, str]) -> dict[str, Any]:
 
     **Raises:** `ValueError` naming an unknown field (and the known ones) or a value of the
     wrong type.
+
+    **Example:**
+
+        >>> import dataclasses
+        >>> import dynamics
+        >>> @dataclasses.dataclass(frozen=True)
+        ... class Config:
+        ...     eta: float = dynamics.param(1.0, dynamics.Interval(0, low_open=True))
+        ...     seed: int | None = dynamics.param(None)
+        ...     center: bool = dynamics.param(False)
+        >>> values = dynamics.parse_settings(Config, {"eta": "0.5", "seed": "none", "center": "true"})
+        >>> values
+        {'eta': 0.5, 'seed': None, 'center': True}
+        >>> Config(**values)
+        Config(eta=0.5, seed=None, center=True)
+        >>> dynamics.parse_settings(Config, {"lr": "0.5"})
+        Traceback (most recent call last):
+        ...
+        ValueError: Config has no setting 'lr'; known: eta, seed, center
     """
     infos = {info.name: info for info in params(cls)}
     values = {}
@@ -245,7 +392,23 @@ def parse_settings(cls, settings: Mapping[str, str]) -> dict[str, Any]:
 
 
 def parse_value(owner: str, info: ParamInfo, text: str):
-    """One value of the field `info` from its text (see [`parse_settings`][])."""
+    """One value of the field `info` from its text (see [`parse_settings`][]).
+
+    **Example:**
+
+        >>> import dataclasses
+        >>> import dynamics
+        >>> @dataclasses.dataclass(frozen=True)
+        ... class Config:
+        ...     num_steps: int = dynamics.param(100, dynamics.Interval(1))
+        >>> (info,) = dynamics.params(Config)
+        >>> dynamics.parse_value("Config", info, " 250 ")
+        250
+        >>> dynamics.parse_value("Config", info, "1e3")
+        Traceback (most recent call last):
+        ...
+        ValueError: Config.num_steps must be an integer >= 1, got '1e3'
+    """
     text = text.strip()
     if info.optional and text.lower() == "none":
         return None

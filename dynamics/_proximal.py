@@ -34,14 +34,31 @@ def _apply(mask: Mask, fn: Callable, tree: PyTree, *others: PyTree) -> PyTree:
 
 
 def soft_threshold(x: Float[Array, "..."], threshold) -> Float[Array, "..."]:
-    """The proximal map of `threshold·‖·‖₁`: sign(x)·max(|x| − threshold, 0), entrywise."""
+    """The proximal map of `threshold·‖·‖₁`: sign(x)·max(|x| − threshold, 0), entrywise.
+
+    **Example:**
+
+        >>> import jax.numpy as jnp
+        >>> import dynamics
+        >>> dynamics.soft_threshold(jnp.array([-2.0, 0.5, 3.0]), 1.0).tolist()
+        [-1.0, 0.0, 2.0]
+    """
     t = jnp.asarray(threshold, x.dtype)
     return jnp.sign(x) * jnp.maximum(jnp.abs(x) - t, jnp.zeros((), x.dtype))
 
 
 def project_columns(x: Float[Array, "rows cols"], column_sum=1.0) -> Float[Array, "rows cols"]:
     """Euclidean projection of every column onto the affine set {1ᵀc = column_sum}: add the same
-    amount, (column_sum − 1ᵀc)/rows, to each entry of the column."""
+    amount, (column_sum − 1ᵀc)/rows, to each entry of the column.
+
+    **Example:** columns summing to 0.5 and 2 moved onto column sums of 1:
+
+        >>> import jax.numpy as jnp
+        >>> import dynamics
+        >>> projected = dynamics.project_columns(jnp.array([[0.5, 1.0], [0.0, 1.0]]), column_sum=1.0)
+        >>> projected.tolist(), projected.sum(axis=0).tolist()
+        ([[0.75, 0.5], [0.25, 0.5]], [1.0, 1.0])
+    """
     rows = jnp.asarray(x.shape[0], x.dtype)
     deficit = jnp.asarray(column_sum, x.dtype) - jnp.sum(x, axis=0, keepdims=True)
     return x + deficit / rows
@@ -57,6 +74,16 @@ def scale_columns(scales: PyTree) -> optax.GradientTransformation:
       `None` (leave unchanged) at each of its leaves.
 
     **Returns:** an `optax.GradientTransformation` (stateless).
+
+    **Example:** halve the second column of `W`'s update, leave `b`'s alone:
+
+        >>> import jax.numpy as jnp
+        >>> import dynamics
+        >>> grads = {"W": jnp.ones((2, 2)), "b": jnp.ones(2)}
+        >>> transform = dynamics.scale_columns({"W": jnp.array([1.0, 0.5]), "b": None})
+        >>> updates, _ = transform.update(grads, transform.init(grads))
+        >>> updates["W"].tolist(), updates["b"].tolist()
+        ([[1.0, 0.5], [1.0, 0.5]], [1.0, 1.0])
     """
 
     def update(updates, params=None):
@@ -79,6 +106,22 @@ def center_columns(mask: Mask = None) -> optax.GradientTransformation:
     **Arguments:** `mask`: the leaves to centre (see [`Mask`][]).
 
     **Returns:** an `optax.GradientTransformation` (stateless).
+
+    **Example:** gradient descent that keeps the column sums of `W` (and moves `b` freely):
+
+        >>> import jax
+        >>> import jax.numpy as jnp
+        >>> import optax
+        >>> import dynamics
+        >>> params = {"W": jnp.array([[0.5, 0.5], [0.5, 0.5]]), "b": jnp.zeros(2)}
+        >>> loss = lambda p: jnp.sum(p["W"][0] ** 2) + jnp.sum((p["b"] - 1.0) ** 2)
+        >>> optimizer = optax.chain(dynamics.center_columns({"W": True, "b": False}), dynamics.gd(0.1))
+        >>> updates, _ = optimizer.update(jax.grad(loss)(params), optimizer.init(params))
+        >>> new = optax.apply_updates(params, updates)
+        >>> [[round(float(x), 8) for x in row] for row in new["W"]]
+        [[0.45, 0.45], [0.55, 0.55]]
+        >>> [round(float(x), 8) for x in new["W"].sum(axis=0)], [round(float(x), 8) for x in new["b"]]
+        ([1.0, 1.0], [0.2, 0.2])
     """
 
     def update(updates, params=None):
@@ -103,6 +146,27 @@ def proximal_l1(threshold, mask: Mask = None, column_sum=None) -> optax.Gradient
     - `column_sum`: the target column sum of the re-projection, or `None` for none.
 
     **Returns:** an `optax.GradientTransformation` (stateless) whose `update` needs `params`.
+
+    **Example:** a proximal gradient step with η = 0.1 and λ = 2 (so `threshold = 0.2`): the
+    small entry becomes 0; with `column_sum=1.0` the columns are then moved back onto sum 1:
+
+        >>> import jax
+        >>> import jax.numpy as jnp
+        >>> import optax
+        >>> import dynamics
+        >>> W = jnp.array([[0.6, 0.1], [0.4, 0.9]])
+        >>> loss = lambda W: 0.5 * jnp.sum((W - 0.5) ** 2)
+        >>> def step(optimizer):
+        ...     updates, _ = optimizer.update(jax.grad(loss)(W), optimizer.init(W), W)
+        ...     return optax.apply_updates(W, updates)
+        >>> sparse = step(optax.chain(dynamics.gd(0.1), dynamics.proximal_l1(0.2)))
+        >>> [[round(float(x), 4) for x in row] for row in sparse]
+        [[0.39, 0.0], [0.21, 0.66]]
+        >>> new = step(optax.chain(dynamics.gd(0.1), dynamics.proximal_l1(0.2, column_sum=1.0)))
+        >>> [[round(float(x), 4) for x in row] for row in new]
+        [[0.59, 0.17], [0.41, 0.83]]
+        >>> [round(float(x), 8) for x in new.sum(axis=0)]
+        [1.0, 1.0]
     """
 
     def prox(u, p):

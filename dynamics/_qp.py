@@ -22,6 +22,18 @@ class QPSolution:
     - `complementarity`: `max |λ_i (G x − h)_i|`.
     - `stationarity`: `‖P x + q − Gᵀλ‖_∞`.
     - `refined`: whether the active-set refinement replaced the interior-point iterate.
+
+    **Example:** min ½‖x‖² − x₁ − x₂ s.t. x₁ + x₂ ≥ 3 and x₁ ≥ 0: the first constraint is active
+    (multiplier ½), the second is not (multiplier 0):
+
+        >>> import numpy as np
+        >>> import dynamics
+        >>> G = np.array([[1.0, 1.0], [1.0, 0.0]])
+        >>> solution = dynamics.solve_qp(np.eye(2), np.array([-1.0, -1.0]), G, np.array([3.0, 0.0]))
+        >>> solution.status, [round(float(v), 8) for v in solution.dual]
+        ('Solved', [0.5, 0.0])
+        >>> solution.kkt_residual < 1e-10, solution.stationarity < 1e-10
+        (True, True)
     """
 
     x: np.ndarray
@@ -43,6 +55,17 @@ def kkt_residuals(P, q, G, h, x, lam) -> tuple[float, float, float, float]:
     """KKT residuals of `(x, λ)` for `min ½ xᵀPx + qᵀx s.t. G x ≥ h`.
 
     **Returns:** `(primal violation, dual violation, complementarity, stationarity)`, see [`QPSolution`][].
+
+    **Example:** for min ½‖x‖² − x₁ − x₂ s.t. x₁ + x₂ ≥ 3, the unconstrained minimiser (1, 1)
+    violates the constraint by 1, while (1.5, 1.5) with multiplier ½ satisfies KKT exactly:
+
+        >>> import numpy as np
+        >>> import dynamics
+        >>> P, q, G, h = np.eye(2), np.array([-1.0, -1.0]), np.array([[1.0, 1.0]]), np.array([3.0])
+        >>> dynamics.kkt_residuals(P, q, G, h, np.array([1.0, 1.0]), np.array([0.0]))
+        (1.0, 0.0, 0.0, 0.0)
+        >>> dynamics.kkt_residuals(P, q, G, h, np.array([1.5, 1.5]), np.array([0.5]))
+        (0.0, 0.0, 0.0, 0.0)
     """
     slack = G @ x - h
     primal = float(max(0.0, -slack.min())) if slack.size else 0.0
@@ -91,6 +114,20 @@ def solve_qp(
     **Returns:** a [`QPSolution`][].
 
     **Raises:** `ValueError` on inconsistent shapes or if the solver does not report `Solved`.
+
+    **Example:** the point of the half-plane x₁ + x₂ ≥ 3 closest to (1, 1), i.e.
+    min ½‖x‖² − x₁ − x₂ s.t. x₁ + x₂ ≥ 3:
+
+        >>> import numpy as np
+        >>> import dynamics
+        >>> P, q, G, h = np.eye(2), np.array([-1.0, -1.0]), np.array([[1.0, 1.0]]), np.array([3.0])
+        >>> solution = dynamics.solve_qp(P, q, G, h)
+        >>> solution.status, [round(float(v), 8) for v in solution.x]
+        ('Solved', [1.5, 1.5])
+        >>> [round(float(v), 8) for v in solution.dual]
+        [0.5]
+        >>> solution.kkt_residual < 1e-10
+        True
     """
     P, q, G, h = (np.asarray(a, np.float64) for a in (P, q, G, h))
     n = q.size

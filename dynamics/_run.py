@@ -16,7 +16,20 @@ class StopReason(enum.IntEnum):
     - `nonfinite`: the state stopped being finite.
     - `solver_failure`: the ODE solver gave up (e.g. its step budget ran out).
 
-    **Example:** `runs.stop == dynamics.StopReason.nonfinite` flags the diverged runs of a batch.
+    **Example:** GD with η = 1 on L(θ) = ¼θ⁴ converges from θ₀ = 0.5 and diverges from 10;
+    `runs.stop == StopReason.nonfinite` flags the diverged runs of a batch:
+
+        >>> import jax
+        >>> import jax.numpy as jnp
+        >>> import dynamics
+        >>> loss = lambda theta: 0.25 * theta**4
+        >>> runs = jax.vmap(lambda theta0: dynamics.train(loss, theta0, dynamics.gd(1.0), num_steps=10))(
+        ...     jnp.array([0.5, 10.0])
+        ... )
+        >>> [dynamics.StopReason(int(stop)).name for stop in runs.stop]
+        ['completed', 'nonfinite']
+        >>> (runs.stop == dynamics.StopReason.nonfinite).tolist(), runs.t_stop.tolist()
+        ([False, True], [10, 5])
     """
 
     completed = 0
@@ -48,6 +61,23 @@ class Run(eqx.Module):
     - `num_steps`: the steps taken: solver steps, accepted and rejected (flows; each costs
       one vector-field evaluation per solver stage), or optimizer steps (discrete training).
     - `event_names`: the names of the events, in the order `event` indexes (static: not an array).
+
+    **Example:** 4 GD steps saved every 2, stopped by an event at step 3:
+
+        >>> import jax.numpy as jnp
+        >>> import dynamics
+        >>> run = dynamics.train(
+        ...     lambda theta: 0.5 * theta**2,
+        ...     jnp.array(1.0),
+        ...     dynamics.gd(0.5),
+        ...     num_steps=4,
+        ...     every=2,
+        ...     events={"small": lambda theta: theta < 0.2},
+        ... )
+        >>> run.ts.tolist(), [round(float(v), 4) for v in run.values], round(float(run.final), 4)
+        ([0, 2, 4], [1.0, 0.25, 0.125], 0.125)
+        >>> run.event_names, int(run.event), int(run.t_stop), bool(run.is_successful())
+        (('small',), 0, 3, True)
     """
 
     ts: Real[Array, " T"]
@@ -65,13 +95,32 @@ class Run(eqx.Module):
 
 
 def all_finite(tree: PyTree) -> Bool[Array, ""]:
-    """True when every inexact leaf of `tree` is finite."""
+    """True when every inexact leaf of `tree` is finite.
+
+    **Example:**
+
+        >>> import jax.numpy as jnp
+        >>> import dynamics
+        >>> bool(dynamics.all_finite({"a": jnp.array([1.0, 2.0]), "steps": jnp.array(3)}))
+        True
+        >>> bool(dynamics.all_finite({"a": jnp.array([1.0, jnp.inf]), "steps": jnp.array(3)}))
+        False
+    """
     checks = [jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(eqx.filter(tree, eqx.is_inexact_array))]
     return jnp.all(jnp.stack(checks)) if checks else jnp.array(True)
 
 
 def stop_reason(run_stop: int, run_event: int, event_names: tuple[str, ...]) -> str:
-    """A readable stop reason, e.g. `"completed"` or `"event:loss_below"`."""
+    """A readable stop reason, e.g. `"completed"` or `"event:loss_below"`.
+
+    **Example:**
+
+        >>> import dynamics
+        >>> dynamics.stop_reason(dynamics.StopReason.completed, -1, ())
+        'completed'
+        >>> dynamics.stop_reason(dynamics.StopReason.event, 1, ("diverged", "converged"))
+        'event:converged'
+    """
     reason = StopReason(int(run_stop))
     if reason == StopReason.event:
         return f"event:{event_names[int(run_event)]}"

@@ -38,19 +38,31 @@ class AbstractSimulation(eqx.Module):
 
     **Fields every simulation has:** `dtype` (`"float32"` or `"float64"`).
 
-    **Example:**
+    **Example:** dy/dt = −r y from a random start; a bad rate fails on construction; one run
+    from one seed (float64) ends at y(1) = y(0) e^{−r}:
 
-    ```python
-    class Decay(dynamics.AbstractSimulation):
-        rate: float = dynamics.param(1.0, dynamics.Interval(0, low_open=True), doc="decay rate", traced=True)
-        dtype: str = dynamics.dtype_param("float64")
+        >>> import math
+        >>> import jax
+        >>> import dynamics
+        >>> class Decay(dynamics.AbstractSimulation):
+        ...     rate: float = dynamics.param(1.0, dynamics.Interval(0, low_open=True), doc="r", traced=True)
+        ...     dtype: str = dynamics.dtype_param("float64")
+        ...
+        ...     def run(self, key):
+        ...         y0 = 1.0 + jax.random.uniform(key, (), self.dtype)
+        ...         return dynamics.ode_flow(lambda t, y, args: -self.rate * y, y0, t1=1.0)
+        >>> Decay(rate=0.0)
+        Traceback (most recent call last):
+        ...
+        ValueError: Decay.rate must be a finite number > 0, got 0.0
+        >>> sim = Decay(rate=2.0)
+        >>> sim.describe()
+        {'simulation': '...:Decay', 'rate': 2.0, 'dtype': 'float64', 'event_names': []}
+        >>> run = sim.run(dynamics.seed_key(0))
+        >>> round(float(run.final / run.values[0]), 6), round(math.exp(-2.0), 6)
+        (0.135335, 0.135335)
 
-        def run(self, key):
-            y0 = jax.random.normal(key, (), self.dtype)
-            return dynamics.ode_flow(lambda t, y, args: -self.rate * y, y0, t1=1.0)
-
-    runs = dynamics.simulate(Decay(rate=2.0), num_seeds=8)
-    ```
+    [`simulate`][] runs many seeds of it, [`sweep`][] a grid of rates × seeds.
     """
 
     dtype: eqx.AbstractVar[str]
@@ -103,14 +115,36 @@ class AbstractSimulation(eqx.Module):
 
 
 def seed_key(seed) -> PRNGKeyArray:
-    """The PRNG key of the run with integer seed `seed` (traceable)."""
+    """The PRNG key of the run with integer seed `seed` (traceable).
+
+    **Example:**
+
+        >>> import jax
+        >>> import jax.numpy as jnp
+        >>> import dynamics
+        >>> bool(jnp.all(dynamics.seed_key(7) == jax.random.PRNGKey(7)))
+        True
+        >>> jax.vmap(dynamics.seed_key)(jnp.arange(3)).shape
+        (3, 2)
+    """
     return jax.random.PRNGKey(seed)
 
 
 def key_seed(key: PRNGKeyArray) -> Int[Array, ""]:
     """The integer seed that [`seed_key`][] made `key` from (for seeds below 2³²), for a
     simulation whose run draws host-side data from an integer seed (e.g. through
-    `jax.pure_callback`): run i of [`simulate`][] then uses exactly seed `seed + i`."""
+    `jax.pure_callback`): run i of [`simulate`][] then uses exactly seed `seed + i`.
+
+    **Example:**
+
+        >>> import jax
+        >>> import jax.numpy as jnp
+        >>> import dynamics
+        >>> int(dynamics.key_seed(dynamics.seed_key(7)))
+        7
+        >>> jax.vmap(dynamics.key_seed)(jax.vmap(dynamics.seed_key)(jnp.arange(3))).tolist()
+        [0, 1, 2]
+    """
     return jax.random.key_data(key)[-1]
 
 

@@ -38,6 +38,25 @@ class Stage:
       what the previous stage learnt (see the example of [`train_stages`][]). The stage starts
       from, and saves at its step 0, the prepared parameters; the previous stage's `Run.final`
       holds them as they were. Default: none.
+
+    **Example:** a stage that trains only `m`, on fresh mini-batches of 8 draws of N(2, 1), so that
+    `m` goes to the mean 2 while `s` stays frozen:
+
+        >>> import jax
+        >>> import jax.numpy as jnp
+        >>> import dynamics
+        >>> stage = dynamics.Stage(
+        ...     loss=lambda p, batch: 0.5 * jnp.mean((p["m"] - batch) ** 2) + p["s"] ** 2,
+        ...     optimizer=dynamics.gd(0.1),
+        ...     trainable={"m": True, "s": False},
+        ...     num_steps=200,
+        ...     every=100,
+        ...     sample=lambda key: 2.0 + jax.random.normal(key, (8,)),
+        ...     key=jax.random.PRNGKey(0),
+        ... )
+        >>> (run,) = dynamics.train_stages({"m": jnp.array(0.0), "s": jnp.array(1.0)}, [stage])
+        >>> run.ts.tolist(), bool(abs(run.final["m"] - 2.0) < 0.2), float(run.final["s"])
+        ([0, 100, 200], True, 1.0)
     """
 
     loss: Callable[..., Float[Array, ""]]
@@ -74,21 +93,27 @@ def train_stages(params: PyTree, stages: Sequence[Stage], *, key: PRNGKeyArray |
     **Returns:** one [`Run`][] per stage; `Run.final` and the saved values hold the full
     parameters (or `save` of them), and step numbers restart at 0 in every stage.
 
-    **Example:** train `x`, rescale it to unit norm, then train `y`:
+    **Example:** train `x` (towards (3, 4)), rescale it to unit norm, then train `y` (towards 1):
 
-    ```python
-    stages = [
-        Stage(loss, gd(0.1), {"x": True, "y": False}, num_steps=100),
-        Stage(
-            loss,
-            gd(0.1),
-            {"x": False, "y": True},
-            num_steps=100,
-            prepare=lambda p: {**p, "x": p["x"] / jnp.linalg.norm(p["x"])},
-        ),
-    ]
-    first, second = train_stages({"x": x0, "y": y0}, stages)
-    ```
+        >>> import jax.numpy as jnp
+        >>> import dynamics
+        >>> def loss(p):
+        ...     return 0.5 * jnp.sum((p["x"] - jnp.array([3.0, 4.0])) ** 2) + 0.5 * (p["y"] - 1.0) ** 2
+        >>> stages = [
+        ...     dynamics.Stage(loss, dynamics.gd(0.5), {"x": True, "y": False}, num_steps=30),
+        ...     dynamics.Stage(
+        ...         loss,
+        ...         dynamics.gd(0.5),
+        ...         {"x": False, "y": True},
+        ...         num_steps=30,
+        ...         prepare=lambda p: {**p, "x": p["x"] / jnp.linalg.norm(p["x"])},
+        ...     ),
+        ... ]
+        >>> first, second = dynamics.train_stages({"x": jnp.zeros(2), "y": jnp.array(0.0)}, stages)
+        >>> [round(float(v), 4) for v in first.final["x"]], float(first.final["y"])
+        ([3.0, 4.0], 0.0)
+        >>> [round(float(v), 4) for v in second.final["x"]], round(float(second.final["y"]), 4)
+        ([0.6, 0.8], 1.0)
     """
     if not stages:
         raise ValueError("stages must hold at least one Stage, got none")

@@ -61,12 +61,27 @@ def simulate(
 
     **Returns:** a [`Trajectory`][] whose config is `sim.describe()` with the seeds.
 
-    **Example:**
+    **Example:** 4 seeds of an exponential decay from random starts, each ending at
+    y(1) = y(0) e^{−2} (float64):
 
-    ```python
-    trajectory = dynamics.simulate(MyFlow(eta=0.5), num_seeds=64)
-    trajectory.values["loss"].shape  # (64, number of saves)
-    ```
+        >>> import numpy as np
+        >>> import jax
+        >>> import dynamics
+        >>> class Decay(dynamics.AbstractSimulation):
+        ...     rate: float = dynamics.param(1.0, dynamics.Interval(0, low_open=True), traced=True)
+        ...     dtype: str = dynamics.dtype_param("float64")
+        ...
+        ...     def run(self, key):  # dy/dt = -rate y from y(0) in [1, 2)
+        ...         y0 = {"y": 1.0 + jax.random.uniform(key, (), self.dtype)}
+        ...         return dynamics.ode_flow(lambda t, s, args: {"y": -self.rate * s["y"]}, y0, t1=1.0)
+        >>> trajectory = dynamics.simulate(Decay(rate=2.0), num_seeds=4)
+        >>> trajectory.values["y"].shape, trajectory.stop_reasons.tolist()
+        ((4, 2), ['completed', 'completed', 'completed', 'completed'])
+        >>> y = trajectory.values["y"]
+        >>> bool(np.allclose(y[:, 1], y[:, 0] * np.exp(-2.0))), len(set(y[:, 0].tolist()))
+        (True, 4)
+        >>> trajectory.config["rate"], trajectory.config["num_seeds"], trajectory.config["seed"]
+        (2.0, 4, 0)
     """
     _check_seeds(num_seeds, seed)
     runs = _run_seeds(sim, num_seeds, seed, chunk_size, progress)
@@ -129,12 +144,27 @@ def sweep(
     empty axis, a bad value, a grid whose points save differently shaped values, a bad shard, or
     a store that holds something else (another sweep: the differing settings are named).
 
-    **Example:**
+    **Example:** a 2-point grid of decay rates × 3 seeds, in memory, in one compiled call (the
+    rate is `traced`); the ratio y(1)/y(0) is e^{−rate} at every seed:
 
-    ```python
-    ds = dynamics.sweep(MyFlow(), {"eta": [0.5, 1.0, 2.0]}, num_seeds=16)
-    ds["loss"].isel(save=-1).mean("seed")  # final loss against eta
-    ```
+        >>> import numpy as np
+        >>> import jax
+        >>> import dynamics
+        >>> class Decay(dynamics.AbstractSimulation):
+        ...     rate: float = dynamics.param(1.0, dynamics.Interval(0, low_open=True), traced=True)
+        ...     dtype: str = dynamics.dtype_param("float64")
+        ...
+        ...     def run(self, key):  # dy/dt = -rate y from y(0) in [1, 2)
+        ...         y0 = {"y": 1.0 + jax.random.uniform(key, (), self.dtype)}
+        ...         return dynamics.ode_flow(lambda t, s, args: {"y": -self.rate * s["y"]}, y0, t1=1.0)
+        >>> ds = dynamics.sweep(Decay(), {"rate": [1.0, 2.0]}, num_seeds=3)
+        >>> ds["y"].dims, ds["y"].shape, ds["rate"].values.tolist(), ds["seed"].values.tolist()
+        (('rate', 'seed', 'save'), (2, 3, 2), [1.0, 2.0], [0, 1, 2])
+        >>> ratio = (ds["y"].isel(save=-1) / ds["y"].isel(save=0)).mean("seed")
+        >>> [round(float(r), 6) for r in ratio], [round(float(np.exp(-r)), 6) for r in (1.0, 2.0)]
+        ([0.367879, 0.135335], [0.367879, 0.135335])
+        >>> sorted(ds.data_vars)
+        ['event', 'final.y', 'num_steps', 'stop', 't_stop', 'time', 'y']
     """
     _check_seeds(num_seeds, seed)
     _check_shard(shard)
@@ -169,7 +199,30 @@ def _check_shard(shard: tuple[int, int]) -> None:
 
 
 def sweep_progress(path: str | os.PathLike) -> tuple[int, int]:
-    """`(written, total)`: the blocks of the sweep store at `path` written so far, of all."""
+    """`(written, total)`: the blocks of the sweep store at `path` written so far, of all.
+
+    **Example:** a sweep of 2 blocks written by 2 shards that share one store:
+
+        >>> import pathlib
+        >>> import tempfile
+        >>> import jax
+        >>> import dynamics
+        >>> class Decay(dynamics.AbstractSimulation):
+        ...     rate: float = dynamics.param(1.0, dynamics.Interval(0, low_open=True), traced=True)
+        ...     dtype: str = dynamics.dtype_param("float64")
+        ...
+        ...     def run(self, key):  # dy/dt = -rate y from y(0) in [1, 2)
+        ...         y0 = {"y": 1.0 + jax.random.uniform(key, (), self.dtype)}
+        ...         return dynamics.ode_flow(lambda t, s, args: {"y": -self.rate * s["y"]}, y0, t1=1.0)
+        >>> grid = {"rate": [1.0, 2.0]}
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     store = pathlib.Path(folder) / "decay.zarr"
+        ...     for shard in [(0, 2), (1, 2)]:
+        ...         _ = dynamics.sweep(Decay(), grid, num_seeds=2, chunk_size=2, store=store, shard=shard)
+        ...         print(shard, dynamics.sweep_progress(store))
+        (0, 2) (1, 2)
+        (1, 2) (2, 2)
+    """
     attrs = _store_attrs(path)
     return len(units_done(path)), int(attrs["num_units"])
 
@@ -188,6 +241,26 @@ def save_sweep(ds: xr.Dataset, path: str | os.PathLike) -> Path:
     """Write a sweep (from [`sweep`][]) to a zarr store at `path` (replaced if present).
 
     **Returns:** the path written.
+
+    **Example:** a sweep made in memory, saved and read back:
+
+        >>> import pathlib
+        >>> import tempfile
+        >>> import jax
+        >>> import dynamics
+        >>> class Decay(dynamics.AbstractSimulation):
+        ...     rate: float = dynamics.param(1.0, dynamics.Interval(0, low_open=True), traced=True)
+        ...     dtype: str = dynamics.dtype_param("float64")
+        ...
+        ...     def run(self, key):  # dy/dt = -rate y from y(0) in [1, 2)
+        ...         y0 = {"y": 1.0 + jax.random.uniform(key, (), self.dtype)}
+        ...         return dynamics.ode_flow(lambda t, s, args: {"y": -self.rate * s["y"]}, y0, t1=1.0)
+        >>> ds = dynamics.sweep(Decay(), {"rate": [1.0, 2.0]}, num_seeds=2)
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     path = dynamics.save_sweep(ds, pathlib.Path(folder) / "decay.zarr")
+        ...     loaded = dynamics.load_sweep(path)
+        >>> path.name, loaded["y"].shape, bool(loaded["y"].equals(ds["y"]))
+        ('decay.zarr', (2, 2, 2), True)
     """
     path = Path(path)
     ds.to_zarr(path, mode="w", zarr_format=2, consolidated=True)
@@ -200,6 +273,33 @@ def load_sweep(path: str | os.PathLike) -> xr.Dataset:
 
     **Raises:** `ValueError` naming the path when it is not such a store, or when blocks of it
     are not written yet (resume the sweep, or run its other shards).
+
+    **Example:** a store written block by block by [`sweep`][] loads once every shard is done:
+
+        >>> import pathlib
+        >>> import tempfile
+        >>> import jax
+        >>> import dynamics
+        >>> class Decay(dynamics.AbstractSimulation):
+        ...     rate: float = dynamics.param(1.0, dynamics.Interval(0, low_open=True), traced=True)
+        ...     dtype: str = dynamics.dtype_param("float64")
+        ...
+        ...     def run(self, key):  # dy/dt = -rate y from y(0) in [1, 2)
+        ...         y0 = {"y": 1.0 + jax.random.uniform(key, (), self.dtype)}
+        ...         return dynamics.ode_flow(lambda t, s, args: {"y": -self.rate * s["y"]}, y0, t1=1.0)
+        >>> folder = tempfile.TemporaryDirectory()
+        >>> store = pathlib.Path(folder.name) / "decay.zarr"
+        >>> grid = {"rate": [1.0, 2.0]}
+        >>> _ = dynamics.sweep(Decay(), grid, num_seeds=2, chunk_size=2, store=store, shard=(0, 2))
+        >>> dynamics.load_sweep(store)
+        Traceback (most recent call last):
+        ...
+        ValueError: ...decay.zarr is incomplete: 1 of 2 blocks written (rerun the sweep on it to finish, ...)
+        >>> _ = dynamics.sweep(Decay(), grid, num_seeds=2, chunk_size=2, store=store, shard=(1, 2))
+        >>> ds = dynamics.load_sweep(store)
+        >>> ds["y"].shape, ds["stop"].values.tolist()
+        ((2, 2, 2), [[0, 0], [0, 0]])
+        >>> folder.cleanup()
     """
     attrs = _store_attrs(path)
     if (Path(path) / CREATED).exists():  # written block by block by `sweep`

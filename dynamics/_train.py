@@ -54,6 +54,40 @@ def train(
     - `events`: named predicates of the parameters that stop the run.
 
     **Returns:** a [`Run`][] with `ts` = the saved step numbers.
+
+    **Example:** full-batch GD with η = 0.5 on L(θ) = ½‖θ‖² halves θ at every step; the loss is
+    saved every 5 steps and an event stops the run once it is below 10⁻⁶ (at step 11):
+
+        >>> import jax.numpy as jnp
+        >>> import dynamics
+        >>> loss = lambda theta: 0.5 * jnp.sum(theta**2)
+        >>> run = dynamics.train(
+        ...     loss,
+        ...     jnp.array([1.0, 2.0]),
+        ...     dynamics.gd(0.5),
+        ...     num_steps=20,
+        ...     every=5,
+        ...     save=loss,
+        ...     events={"converged": lambda theta: loss(theta) < 1e-6},
+        ... )
+        >>> run.ts.tolist(), [f"{float(v):.3g}" for v in run.values]
+        ([0, 5, 10, 15, 20], ['2.5', '0.00244', '2.38e-06', '5.96e-07', '5.96e-07'])
+        >>> dynamics.stop_reason(run.stop, run.event, run.event_names), int(run.t_stop)
+        ('event:converged', 11)
+
+    SGD on fresh mini-batches: `loss` takes the batch, and `sample` draws it from a key:
+
+        >>> import jax
+        >>> run = dynamics.train(
+        ...     lambda m, batch: 0.5 * jnp.mean((m - batch) ** 2),
+        ...     jnp.array(0.0),
+        ...     dynamics.gd(0.1),
+        ...     num_steps=200,
+        ...     key=jax.random.PRNGKey(0),
+        ...     sample=lambda key: 2.0 + jax.random.normal(key, (8,)),
+        ... )
+        >>> bool(abs(run.final - 2.0) < 0.2)
+        True
     """
     if num_steps < 1 or every < 1 or num_steps % every:
         raise ValueError(

@@ -27,6 +27,18 @@ def save_npz_atomic(path: str | os.PathLike, arrays: dict[str, np.ndarray]) -> P
     - `arrays`: name -> array.
 
     **Returns:** the path written.
+
+    **Example:**
+
+        >>> import pathlib
+        >>> import tempfile
+        >>> import numpy as np
+        >>> import dynamics
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     path = dynamics.save_npz_atomic(pathlib.Path(folder) / "out" / "a.npz", {"x": np.arange(3)})
+        ...     with np.load(path) as data:
+        ...         print(data["x"].tolist(), [p.name for p in path.parent.iterdir()])
+        [0, 1, 2] ['a.npz']
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -78,6 +90,31 @@ class Trajectory:
     - `t_stop`: `(S,)` the time each run stopped.
     - `num_steps`: `(S,)` the solver or optimizer steps each run took.
     - `config`: a JSON-serialisable dict: everything needed to make the runs again.
+
+    **Example:** 3 seeds of GD from random starts, written to disk and read back:
+
+        >>> import pathlib
+        >>> import tempfile
+        >>> import jax
+        >>> import jax.numpy as jnp
+        >>> import numpy as np
+        >>> import dynamics
+        >>> loss = lambda theta: 0.5 * jnp.sum(theta**2)
+        >>> def one_run(key):
+        ...     theta0 = jax.random.normal(key, (2,))
+        ...     save = lambda theta: {"loss": loss(theta), "theta": theta}
+        ...     return dynamics.train(loss, theta0, dynamics.gd(0.1), num_steps=4, every=2, save=save)
+        >>> runs, _ = dynamics.run_many(one_run, dynamics.seed_keys(0, 3))
+        >>> trajectory = dynamics.Trajectory.from_runs(runs, {"eta": 0.1, "num_seeds": 3})
+        >>> trajectory.num_runs, trajectory.times.shape, sorted(trajectory.values)
+        (3, (3, 3), ['final', 'loss', 'theta'])
+        >>> trajectory.values["theta"].shape, trajectory.stop_reasons.tolist()
+        ((3, 3, 2), ['completed', 'completed', 'completed'])
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     path = trajectory.save(pathlib.Path(folder) / "gd.npz")
+        ...     loaded = dynamics.Trajectory.load(path)
+        >>> loaded.config, bool(np.array_equal(loaded.values["loss"], trajectory.values["loss"]))
+        ({'eta': 0.1, 'num_seeds': 3}, True)
     """
 
     times: np.ndarray

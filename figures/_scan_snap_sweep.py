@@ -1,4 +1,4 @@
-"""The Syn-Medium sweep behind Scan and Snap Figs. 6, 11 and 12 (spec §6.3-§6.4), cached on disk.
+"""The Syn-Medium sweep behind Scan and Snap Figs. 6, 11 and 12, cached on disk.
 
 L0 mini-batch SGD with heavy-ball momentum from the random init U(±1/√M), one compiled
 `dynamics.run_many` call per vocabulary, `vmap`ped over every (η_Z, η_Y/η_Z, seed). Each run
@@ -30,12 +30,12 @@ from tasks.scan_snap import (
 CACHE_NAME = "scan_snap_sweep.npz"
 
 TAU_RANGES = {1: (0.028, 0.038), 3: (0.012, 0.016), 5: (0.0075, 0.0105), 10: (0.0040, 0.0050)}
-"""The x-axis ranges of the recall curves in the paper's Figs. 11-12, per `num_last` (§6.4)."""
+"""The x-axis ranges of the recall curves in the paper's Figs. 11-12, per `num_last`."""
 
 
 @dataclasses.dataclass(frozen=True)
 class SweepConfig:
-    """What the sweep runs (spec §6.3): Syn-Medium vocabularies × η_Z × η_Y/η_Z × seeds.
+    """What the sweep runs (the official Fig. 6 sweep): Syn-Medium vocabularies × η_Z × η_Y/η_Z × seeds.
 
     Seed `s` uses `jax.random.split(PRNGKey(s))` = (init key, mini-batch key), the same for
     every rate pair (the official sweep reuses `seed=1..10` across its grid).

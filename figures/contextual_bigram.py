@@ -1,7 +1,7 @@
 """Figures of the sparse contextual bigram paper (Ren, Wang, Lee, NeurIPS 2024): Fig. 1
 (Algorithm 1 vs SGD), Fig. 2 (softmax vs linear attention), the (α, β) phase portrait of
 Eqn 8 against simulated iterates, and the Stage-1 success rate vs batch size (poly(T) samples).
-Every setting is a [RECON] default (the paper's numbers were lost); float64 (the CLI
+Every setting is a recon default (the paper's numbers were lost); float64 (the CLI
 enables it; each figure refuses to run without it)."""
 
 from pathlib import Path
@@ -36,7 +36,7 @@ def _band(ax, x, values, color, label):
 
 def _inst_config(inst) -> dict:
     return {
-        "instance": "random_instance(seed=0, N=3, Q=2, T) [RECON]",
+        "instance": "random_instance(seed=0, N=3, Q=2, T) (recon)",
         "N": inst.N,
         "T": inst.T,
         "Q": int(cb.sparsity(inst)),
@@ -117,8 +117,8 @@ def fig1(out_dir: Path, full: bool) -> list[Path]:
 
 def fig2(out_dir: Path, full: bool) -> list[Path]:
     """Fig. 2: learned attention and output layers of the softmax model (plain SGD on (V, W) from
-    W = 0, rates 0.05 / 25 [UNKNOWN optimiser]) and of the linear model (Algorithm 1), with the
-    ground truth, and their losses on a fixed evaluation batch."""
+    W = 0, rates 0.05 / 25; the paper's optimiser is not stated, so this one is recon) and of the
+    linear model (Algorithm 1), with the ground truth, and their losses on a fixed evaluation batch."""
     _need_x64()
     inst = cb.default_instance()
     steps = 4000 if full else 2000
@@ -193,7 +193,7 @@ def fig2(out_dir: Path, full: bool) -> list[Path]:
         config={
             **_inst_config(inst),
             "softmax": "f = V X softmax(W[:, last]), W0 = 0, V0 = mu1^T, plain SGD, rates V 0.05, W "
-            "25 [UNKNOWN/RECON]",
+            "25 (recon: the paper's optimiser is not stated)",
             "linear": cfg.describe(),
             "batch": 256,
             "eval_batch": 8192,
@@ -304,7 +304,7 @@ def stage1_batch(out_dir: Path, full: bool) -> list[Path]:
         "contextual_bigram_stage1_batch",
         data={"batches": batches, "success": {str(T): r for T, r in rates.items()}},
         config={
-            "instances": "random_instance(seed=0, N=3, Q=2, T) for T in {50, 200} [RECON]",
+            "instances": "random_instance(seed=0, N=3, Q=2, T) for T in {50, 200} (recon)",
             "success": f"alpha > 0 after {STAGE1_STEPS} Stage-1 steps (eta1 = 0.5, lambda = 0); failures "
             "are runs locked on the negative branch (alpha, beta < 0)",
             "seeds": seeds,

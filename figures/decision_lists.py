@@ -1,12 +1,13 @@
 """Figures of "Provable Gradient-Descent-Based Learning of Decision Lists by Transformers"
 (anonymous extended abstract). The abstract has no figures: these show its results on our
-sampling distribution (`D = distinct`) and our δ, γ.
+sampling distribution (`D = distinct`) and our δ, γ (both recon).
 
 - `decision_lists_time_vs_bound`: Result 1, time to perfect classification τ against the bound
   4M/(log(L) γ) over a grid of (L, M), several random tasks per cell, batched with `vmap`.
 - `decision_lists_flow_one_task`: Result 1 on one task: loss, μ(W) and the attention scores of one
   query's list.
-- `decision_lists_uniform_attention`: Section 7, GD on V with W = 0: κ(V), ρ(V, P) and the loss.
+- `decision_lists_uniform_attention`: the conclusion's uniform-attention claim, GD on V with W = 0:
+  κ(V), ρ(V, P) and the loss.
 
 Each `fn(out_dir, full) -> list[Path]` writes PNG, PDF and JSON (numbers plotted + config).
 """
@@ -222,7 +223,8 @@ def flow_one_task(out_dir: Path, full: bool) -> list[Path]:
 
 
 def uniform_attention(out_dir: Path, full: bool) -> list[Path]:
-    """Section 7: κ(V), ρ(V, P) and the loss along GD on V with uniform attention (W = 0)."""
+    """The uniform-attention claim of the conclusion: κ(V), ρ(V, P) and the loss along GD on V with
+    uniform attention (W = 0)."""
     sizes = [(10, 4, 3), (12, 3, 4)] + ([(16, 4, 3)] if full else [])
     steps, step_size = 2000, 1.0
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))

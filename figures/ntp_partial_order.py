@@ -1,4 +1,4 @@
-"""Figures of Huang, Liang and Yang (NeurIPS 2024, arXiv 2409.17335), spec §6.
+"""Figures of Huang, Liang and Yang (NeurIPS 2024, arXiv 2409.17335), Section 7.
 
 - `ntp_partial_order_fig2`: Figure 2's six panels for the |V| = 20 experiment (Recipe B seed 0;
   `full` adds a band over seeds 0-4): stage-1 loss, direction and norm of `W_ov`; stage-2 loss,
@@ -67,7 +67,7 @@ def run_experiment(seed: int, steps: int = STEPS) -> dict:
 
 
 def fig2(out_dir: Path, full: bool) -> list[Path]:
-    """Figure 2 (spec §6): three panels per stage, iterations 0..900."""
+    """Figure 2 (Section 7 of the paper): three panels per stage, iterations 0..900."""
     seeds = list(range(5)) if full else [0]
     runs = [run_experiment(s) for s in seeds]
     t = runs[0]["t"]

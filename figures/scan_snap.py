@@ -1,4 +1,5 @@
-"""Figures of Scan and Snap (Tian, Wang, Chen, Du, NeurIPS 2023, arXiv 2305.16380), spec §6.
+"""Figures of Scan and Snap (Tian, Wang, Chen, Du, NeurIPS 2023, arXiv 2305.16380).
+Settings and what to look for: see "Figures" on the scan_snap page of the documentation.
 
 - Fig. 3: growth factor χ_{l0}(t) = e^{2 B_n(t)} of the L3 phase-transition model.
 - Figs. 4-5: per-token attention c_n on Syn-Small under SGD with momentum / Adam (L0).
@@ -53,7 +54,7 @@ ODE_CONFIG = {"rtol": ODE_CONTROLLER.rtol, "atol": ODE_CONTROLLER.atol}
 """The integrations' tolerances as recorded in the figures' JSON."""
 
 SYN_SMALL = {"T": 128, "batch_size": 128, "num_steps": 100, "every": 2, "seed": 2, "dtype": "float32"}
-"""Syn-Small runs (spec §6.2, the official README command): zero init, PRNGKey(seed) is the
+"""Syn-Small runs (the official README command): zero init, PRNGKey(seed) is the
 mini-batch stream, checkpoints every 2 steps."""
 
 ROW_STEPS = (0, 2, 4, 6, 8, 10)
@@ -103,10 +104,11 @@ def _integrate_B(ts: np.ndarray, M: float, K: float, eta_ys, eta_zs, C0: float) 
 
 
 def fig3(out_dir: Path, full: bool) -> list[Path]:
-    """Fig. 3 (spec §6.1): the growth factor χ_{l0}(t) = e^{2 B_n(t)} (upper bound of Eqn 12)
+    """Fig. 3: the growth factor χ_{l0}(t) = e^{2 B_n(t)} (upper bound of Eqn 12)
     for η_Z = 0.5 and η_Y ∈ {0.5, 1, 2, 5}, K = 10, M = 1000, with dotted lines at
     t_0 = 2(1 + ω_1) K ln M / η_Y. B_n is integrated from the L3 scalar model and compared
-    with its closed form ¼ ln(1 + 4Γ/C_0).
+    with its closed form ¼ ln(1 + 4Γ/C_0). C_0 = 5.68e-3 (recon: the paper does not give it;
+    this value reaches the paper's χ(700) ≈ 600 for η_Y = 0.5).
 
     **Arguments:** `out_dir`: the folder; `full`: recorded only (the figure is cheap).
 
@@ -152,8 +154,8 @@ def fig3(out_dir: Path, full: bool) -> list[Path]:
             "eta_z": eta_z,
             "eta_y": eta_ys,
             "C0": C0,
-            "C0_note": "[RECON] the paper does not give C0; 5.68e-3 (e.g. rho_0 = 0.49 with K = 10) "
-            "is the spec's reconstruction that gives chi(700) ~ 600 for eta_Y = 0.5 (C0 = 1 gives ~45)",
+            "C0_note": "(recon) the paper does not give C0; 5.68e-3 (e.g. rho_0 = 0.49 with K = 10) "
+            "is our reconstruction that gives chi(700) ~ 600 for eta_Y = 0.5 (C0 = 1 gives ~45)",
             "B": "exact integral of the L3 model with B(0) = 0: B = 1/4 ln(1 + 4 Gamma / C0), "
             "Gamma = eta_Z K (M-1)^2 h(t/K)^2 / (2 eta_Y), h exact (Lemma 6)",
             "chi": "e^{2B}, the upper bound of Eqn 12",
@@ -169,7 +171,7 @@ def fig3(out_dir: Path, full: bool) -> list[Path]:
 
 
 def fig9(out_dir: Path, full: bool) -> list[Path]:
-    """Fig. 9 (spec §6.5): B_n(t) at fixed ν = η_Y/η_Z for several η_Z, paper convention
+    """Fig. 9: B_n(t) at fixed ν = η_Y/η_Z for several η_Z, paper convention
     B = ¼ ln(C_0 + 4Γ) with K = 1 and C_0 = 1 (where it equals the exact integral), integrated
     from the L3 scalar model. Left: ν = 10, M = 100, t ∈ [0, 5]; right: ν = 1, M = 1e4,
     t ∈ [0, 50]. Dotted lines at t_0 = 2(1 + ω_1) ln M / η_Y, a dot at B_n(t_0), which is the
@@ -231,7 +233,7 @@ def fig9(out_dir: Path, full: bool) -> list[Path]:
             "K": K,
             "C0": C0,
             "B": "paper convention 1/4 ln(C0 + 4 Gamma) (Eqns 124, 129) = 1/4 ln(1 + 4 Gamma / C0) "
-            "for C0 = 1 [RECON: K = C0 = 1, consistent with the axis tops B(5) = 0.78, B(50) = 1.53]",
+            "for C0 = 1 (recon: K = C0 = 1, consistent with the axis tops B(5) = 0.78, B(50) = 1.53)",
             "nu": "eta_Y / eta_Z (the text and legends; the caption's eta_Z/eta_Y is a typo)",
             "t0": "2 (1 + omega_1) K ln M / eta_Y",
             "ode": "Diffrax Tsit5 via tasks.scan_snap.scalar_flow",
@@ -249,7 +251,7 @@ def fig9(out_dir: Path, full: bool) -> list[Path]:
 
 
 def fig8(out_dir: Path, full: bool) -> list[Path]:
-    """Fig. 8 (spec §6.5): h*(s) (stairs, Eqn 33) and h(t) (smooth, the root of Eqn 45),
+    """Fig. 8: h*(s) (stairs, Eqn 33) and h(t) (smooth, the root of Eqn 45),
     K = 1. Left: M = 50, η_Y ∈ {0.1, 0.2, 0.5, 1, 2}, t ∈ [0, 80]; right: M = 1000,
     η_Y ∈ {0.2, 0.5, 1, 2, 4}, t ∈ [0, 70]. The JSON also holds the Lemma 7 gap
     max_s (h*(s) − h(s)) and its bound 2η_Y/M.
@@ -437,7 +439,7 @@ def _dt_entropy(attention: np.ndarray, tokens: slice) -> float:
 
 
 def fig4(out_dir: Path, full: bool) -> list[Path]:
-    """Fig. 4 (spec §6.2): c_n (Eqn 5) on Syn-Small under SGD with momentum 0.9, batch 128,
+    """Fig. 4: c_n (Eqn 5) on Syn-Small under SGD with momentum 0.9, batch 128,
     T = 128, Y = Z = 0, seed 2: rows = iterations 0, 2, ..., 10 and Final, columns = tokens
     0-29; top class 1, bottom class 2; left η_Y = η_Z = 1, right η_Y = 10, η_Z = 1.
 
@@ -489,7 +491,7 @@ def fig4(out_dir: Path, full: bool) -> list[Path]:
 
 
 def fig5(out_dir: Path, full: bool) -> list[Path]:
-    """Fig. 5 (spec §6.2): c_n for class 1, tokens 0-19, on Syn-Small under Adam (PyTorch
+    """Fig. 5: c_n for class 1, tokens 0-19, on Syn-Small under Adam (PyTorch
     defaults) with η_Y = η_Z ∈ {0.1, 0.5, 1}; otherwise as Fig. 4.
 
     **Arguments:** `out_dir`: the folder; `full`: recorded only (the paper's 100 steps are cheap).
@@ -675,7 +677,7 @@ def draw_fig12(out_dir: Path, sweep: SweepResult, cached: bool = False) -> list[
 
 
 def fig6(out_dir: Path, full: bool) -> list[Path]:
-    """Fig. 6 (spec §6.3): average distinct-token entropy over the Syn-Medium sweep,
+    """Fig. 6: average distinct-token entropy over the Syn-Medium sweep,
     num_last ∈ {1, 3, 5, 10}, η_Z ∈ {0.5, 1, 2, 3}, η_Y/η_Z ∈ {1, 2, 5, 10}; 10 seeds when
     `full`, 3 otherwise. The sweep is read from `out_dir/scan_snap_sweep.npz` when that was
     made with the same config.
@@ -686,7 +688,7 @@ def fig6(out_dir: Path, full: bool) -> list[Path]:
 
 
 def fig11(out_dir: Path, full: bool) -> list[Path]:
-    """Fig. 11 (spec §6.4): recall vs threshold over the Fig. 6 sweep (reused from
+    """Fig. 11: recall vs threshold over the Fig. 6 sweep (reused from
     `out_dir/scan_snap_sweep.npz` when present), panels by (#last/next, η_Z).
 
     **Returns:** the PNG, PDF and JSON paths.
@@ -695,7 +697,7 @@ def fig11(out_dir: Path, full: bool) -> list[Path]:
 
 
 def fig12(out_dir: Path, full: bool) -> list[Path]:
-    """Fig. 12 (spec §6.4): recall vs threshold over the Fig. 6 sweep (reused from
+    """Fig. 12: recall vs threshold over the Fig. 6 sweep (reused from
     `out_dir/scan_snap_sweep.npz` when present), panels by (#last/next, η_Y/η_Z).
 
     **Returns:** the PNG, PDF and JSON paths.

@@ -15,9 +15,11 @@
 - `sparse_token_selection_fcn_bound`: Proposition C against exact linear-readout risks and
   trained FCNs (not a paper figure).
 
-Only the captions of Figs. 1-5 survive; every other setting is reconstructed [RECON]. Quick sizes
-by default (d = 5, T = 20, q = 3, N = 40 slots, T_test = 1.25T..2T); `--full` uses the paper's
-T = 200, q = 3, T_test ∈ {250, 300, 350, 400} with d = 10, N = 400. Figs. 6-8 are lost and not drawn.
+Only the captions of Figs. 1-5 survive; every other setting is reconstructed (recon; see "What the
+paper states and what is reconstructed" on the sparse_token_selection page of the documentation).
+Quick sizes by default (d = 5, T = 20, q = 3, N = 40 slots, T_test = 1.25T..2T); `--full` uses the
+paper's T = 200, q = 3, T_test ∈ {250, 300, 350, 400} with d = 10, N = 400. Figs. 6-8 are lost and
+not drawn.
 """
 
 import dataclasses
@@ -46,7 +48,7 @@ def _sizes(full: bool) -> dict:
 
 
 LR = {"gd": 1.0, "adam": 1e-2}
-"""Learning rates [RECON]: mini-batch GD at 1 (stable for q >= 1: the value-scale curvature is
+"""Learning rates (recon): mini-batch GD at 1 (stable for q >= 1: the value-scale curvature is
 about η/q), Adam at 1e-2."""
 
 
@@ -417,16 +419,17 @@ def fcn_bound(out_dir: Path, full: bool) -> list[Path]:
 
 SPHERE_ROWS = ((200, 3), (400, 3), (200, 5))
 SPHERE_DIMS = (16, 32, 64, 128, 256, 512, 1024)
-SPHERE_SPEC_TABLE = {
+SPHERE_REFERENCE_TABLE = {
     (200, 3): (0.661, 0.404, 0.244, 0.137, 0.075, 0.041, 0.022),
     (400, 3): (0.739, 0.470, 0.293, 0.165, 0.093, 0.050, 0.026),
     (200, 5): (0.787, 0.587, 0.408, 0.259, 0.159, 0.090, 0.053),
 }
-"""The floor table printed in spec §4.2 (3000 PE draws there), drawn for reference only."""
+"""The floor table of our derivation (3000 PE draws, ρ = 1; derived), also printed on the
+sparse_token_selection page of the documentation; drawn for reference only."""
 
 
 def sphere_floor(out_dir: Path, full: bool) -> list[Path]:
-    """Verification figure (spec §4.2, not in the paper): the smallest loss / (d/2q) reachable with
+    """Verification figure (derived, not in the paper): the smallest loss / (d/2q) reachable with
     `iid_sphere` PE on the invariant set, min_a (1 − q B(a)²/A(a)) on a bank of PE draws, against
     the full transformer's Monte-Carlo loss at (γ*, W_EE = a* I) with fresh draws, for
     (T, q) ∈ {(200, 3), (400, 3), (200, 5)} and m_E = 16..1024 (ρ = 1, d = 10); right: the reduced
@@ -488,7 +491,9 @@ def sphere_floor(out_dir: Path, full: bool) -> list[Path]:
             capsize=2,
             label="full model MC (2 SE)",
         )
-        axes[0].plot(SPHERE_DIMS, SPHERE_SPEC_TABLE[(T, q)], "x", color=color, ms=7, label="spec §4.2 table")
+        axes[0].plot(
+            SPHERE_DIMS, SPHERE_REFERENCE_TABLE[(T, q)], "x", color=color, ms=7, label="reference table"
+        )
     axes[0].set_xscale("log", base=2)
     axes[0].set_yscale("log")
     axes[0].set_xlabel("PE dimension m_E")
@@ -509,7 +514,7 @@ def sphere_floor(out_dir: Path, full: bool) -> list[Path]:
         data={
             "m_E": list(SPHERE_DIMS),
             "rows": rows,
-            "spec_table": {f"T={T},q={q}": list(v) for (T, q), v in SPHERE_SPEC_TABLE.items()},
+            "reference_table": {f"T={T},q={q}": list(v) for (T, q), v in SPHERE_REFERENCE_TABLE.items()},
             "flow_t": ts,
             "flows": {str(m): v for m, v in flows.items()},
         },

@@ -135,7 +135,7 @@ def test_bayes_risk_and_scratch_facts(tiny):
     assert abs(float(cb.population_loss(star, tiny)) - L_star) < 1e-14
     scratch = cb.scratch_init(tiny)
     assert abs(float(cb.population_loss(scratch, tiny)) - 0.5 * (1 - mu_sq)) < 1e-14
-    # at V = mu 1^T every per-sample G_Q is exactly 0 (spec 3.2)
+    # at V = mu 1^T every per-sample G_Q is exactly 0
     b = cb.sample(jax.random.PRNGKey(3), tiny, 7)
     for i in range(7):
         G = cb.precondition(cb.sample_gradients(scratch, b.context[i], b.last[i], b.label[i]), tiny.mu)

@@ -43,14 +43,14 @@ def test_result2_fixed_point_c(small):
     c, _, converged = jax.jit(lambda: dl.fixed_point_c(loss0, n=3, delta=jnp.asarray(0.1), eps=1.0))()
     assert bool(converged)
     assert float(c) == pytest.approx(10 * 9 * float(loss0(c)) / 0.1 + 12.0, rel=1e-9)
-    # U = 0: the closed form of spec §6
+    # U = 0: the closed form
     assert loss0(0.0) != theory.zero_attention_loss(8, 3, 0.0)  # U matters
     exact = float(dl.population_loss(dl.DecisionListModel(jnp.zeros((8, 8)), 5.0 * P), population))
     assert exact == pytest.approx(theory.zero_attention_loss(8, 3, 5.0), rel=1e-13)
 
 
 def test_result2_no_finite_c_under_iid():
-    """Spec §3: with repeated tokens the loss at uniform attention grows linearly in c."""
+    """With repeated tokens the loss at uniform attention grows linearly in c."""
     task = dl.DecisionLists.random(0, L=5, n=3, M=2, distribution="iid")
     population = dl.exact_population(task)
     P = task.permutation_matrix()
@@ -66,7 +66,7 @@ def test_result2_no_finite_c_under_iid():
 
 
 def test_result2_setting_feasibility():
-    """Spec §6: with 𝓛_0 = log n, n = 50, M = 2 the hypotheses hold for ε = 10 and fail for ε = 1."""
+    """With 𝓛_0 = log n, n = 50, M = 2 the hypotheses hold for ε = 10 and fail for ε = 1."""
     assert theory.result2_setting(math.log(50), 1.0, n=50, eps=10.0, m=2, delta=1.0, eta=1.0).feasible
     assert not theory.result2_setting(math.log(50), 1.0, n=50, eps=1.0, m=2, delta=1.0, eta=1.0).feasible
     assert not theory.result2_setting(math.log(20), 1.0, n=20, eps=5.0, m=2, delta=1.0, eta=1.0).feasible
@@ -213,7 +213,8 @@ def test_kappa_and_rho_at_P():
 
 @pytest.mark.slow
 def test_result2_within_hypotheses_check():
-    """Spec §6 steps 3-4 at L = 40, n = 30, M = 2, ε = 4.1 on a frozen population of 2^14 sequences."""
+    """Steps 3-4 of the Result 2 argument at L = 40, n = 30, M = 2, ε = 4.1, on a frozen population
+    of 2^14 sequences."""
     check = theory.result2_within_hypotheses(quick=False)
     assert check.verdict != "fail", check.note
     assert check.simulated <= check.predicted

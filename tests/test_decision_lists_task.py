@@ -170,7 +170,7 @@ def test_ties_at_zero_attention_are_not_perfect():
 
 
 def test_mu_criterion_matches_enumeration(getkey):
-    """Spec §4.2: with V = cP, distinct, n >= 3, L − M >= n, perfect ⟺ μ(W) > 0."""
+    """With V = cP, distinct, n >= 3, L − M >= n, perfect ⟺ μ(W) > 0."""
     task = dl.DecisionLists.random(5, L=8, n=3, M=2)
     assert dl.mu_criterion_applies(task)
     arrays, population = task.arrays(), dl.exact_population(task)
@@ -213,7 +213,7 @@ def test_event_probabilities_match_closed_form():
 
 
 def test_zero_attention_loss_closed_form():
-    """Spec §6: 𝓛(0, cP) = log(n + (L − n) e^{−c/n}) under distinct."""
+    """𝓛(0, cP) = log(n + (L − n) e^{−c/n}) under distinct."""
     task = dl.DecisionLists.random(0, L=9, n=4, M=2)
     c = 7.0
     model = dl.DecisionListModel(jnp.zeros((9, 9)), c * task.permutation_matrix())

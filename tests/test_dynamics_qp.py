@@ -19,7 +19,7 @@ def _ldp(G, h):
 
 
 def test_spec_example_is_not_the_closed_form():
-    # relations a>c, a>d, a>q, b>q (spec §5.4): tokens a, b, c, d, q = 0..4
+    # relations a>c, a>d, a>q, b>q: tokens a, b, c, d, q = 0..4
     pairs = [(0, 2), (0, 3), (0, 4), (1, 4)]
     G = np.stack([np.eye(5)[o] - np.eye(5)[x] for o, x in pairs])
     sol = dynamics.solve_qp(np.eye(5), np.zeros(5), G, np.ones(4))

@@ -46,7 +46,8 @@ def test_fig8_h_star_and_h(tmp_path):
         gap = h_star - _h_lambert(np.asarray(panel["s"])[None], M, eta_ys[:, None])
         assert np.all(gap >= -1e-12)
         assert np.all(gap.max(axis=1) <= 2 * eta_ys / M)
-    # Axis tops quoted by the spec: h(80) = 0.1786 (M = 50, eta_Y = 2), h(70) = 0.0125 (M = 1000, eta_Y = 4).
+    # Axis tops of the paper's figure: h(80) = 0.1786 (M = 50, eta_Y = 2), h(70) = 0.0125
+    # (M = 1000, eta_Y = 4).
     assert panels[0]["h"][-1][-1] == pytest.approx(0.1786, abs=5e-5)
     assert panels[1]["h"][-1][-1] == pytest.approx(0.0125, abs=5e-5)
 
@@ -81,7 +82,7 @@ def test_fig3_growth_factor(tmp_path):
     )
     np.testing.assert_allclose(B, closed, rtol=1e-7, atol=1e-10)
     np.testing.assert_allclose(data["chi"], np.exp(2 * B))
-    # Spec §6.1 (C0 = 5.68e-3, eta_Y = 0.5): chi(100), chi(300), chi(700) = 289, 518, 600.
+    # Fig. 3 reference values (C0 = 5.68e-3, eta_Y = 0.5): chi(100), chi(300), chi(700) = 289, 518, 600.
     assert [data["chi_at"][k][0] for k in ("100", "300", "700")] == pytest.approx([289, 518, 600], abs=1)
     # Large eta_Y rises first; the smallest eta_Y ends highest.
     assert np.argmax(np.asarray(data["chi_at"]["100"])) != 0

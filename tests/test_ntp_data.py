@@ -1,4 +1,4 @@
-"""Data model, validator and generators of ntp_partial_order (spec §1, §3)."""
+"""Data model, validator and generators of ntp_partial_order."""
 
 import math
 
@@ -142,7 +142,7 @@ def test_recipe_a_prefix_closed():
 
 
 def test_hall_condition_fails_on_spec_example():
-    # query 4 (q): a > c, a > d, a > q, b > q with a, b, c, d = 0..3 (spec §5.4)
+    # query 4 (q): a > c, a > d, a > q, b > q with a, b, c, d = 0..3
     V = 5
     colloc = [((x,), (x + 1) % V) for x in range(V)]
     sentences = [((2, 3, 0, 4), 1), ((1, 4), 2)]

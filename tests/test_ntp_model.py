@@ -1,4 +1,4 @@
-"""Model, losses and Algorithm 1 of ntp_partial_order (spec §2, §4)."""
+"""Model, losses and Algorithm 1 of ntp_partial_order."""
 
 import jax
 import jax.numpy as jnp
@@ -44,7 +44,7 @@ def test_loss_matches_brute_force_one_hot_and_orthonormal(getkey):
     np.testing.assert_allclose(
         ntp.loss(model6, ntp.make_batch(d, embeddings=E)), _slow_loss(model6, d, E), rtol=1e-13
     )
-    # change of basis (spec §1.1): W_kq -> E^T W_kq E, W_ov -> W_ov E gives the one-hot model
+    # change of basis: W_kq -> E^T W_kq E, W_ov -> W_ov E gives the one-hot model
     one_hot = ntp.NTPModel(model6.W_ov @ jnp.asarray(E), jnp.asarray(E.T) @ model6.W_kq @ jnp.asarray(E))
     np.testing.assert_allclose(
         ntp.loss(one_hot, ntp.make_batch(d)), ntp.loss(model6, ntp.make_batch(d, embeddings=E)), rtol=1e-12

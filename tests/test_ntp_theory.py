@@ -1,4 +1,4 @@
-"""Max-margin problems and the paper's predictions for ntp_partial_order (spec §5)."""
+"""Max-margin problems and the paper's predictions for ntp_partial_order."""
 
 import inspect
 

@@ -57,7 +57,7 @@ def _solve(vector_field, y0, args, ts, rtol, atol):
 
 
 def _assert_printed(actual, printed):
-    """`actual` rounds to the spec's printed values (strings), digit for digit."""
+    """`actual` rounds to the printed reference values (strings), digit for digit."""
     actual = np.atleast_1d(np.asarray(actual))
     for value, text in zip(actual, printed, strict=True):
         half_unit = 0.5 * 10.0 ** decimal.Decimal(text).as_tuple().exponent
@@ -199,7 +199,7 @@ def test_lemma7(M, eta_y, max_gap, final_gap):
     assert np.min(gap) >= -1e-12
     assert np.max(gap) <= 2 * eta_y / M
     assert gap[-1] < np.max(gap)
-    # spec §4.2 reference values
+    # reference values of Lemmas 5-6
     _assert_printed(np.max(gap), [max_gap])
     if final_gap is not None:
         _assert_printed(gap[-1], [final_gap])
@@ -271,13 +271,14 @@ def test_gamma_integral_is_integral_of_gamma():
 
 
 def test_theorem4_regime_table():
-    # spec §4.7, C0 = 1, M = 1000, K = 10, η_Y = η_Z = 0.5
+    # C0 = 1, M = 1000, K = 10, η_Y = η_Z = 0.5
     cfg = (1000, 10, 0.5, 0.5, 1.0)
     t = jnp.array([10.0, 50.0, 138.0, 400.0, 2000.0, 2e4])
     exact = phase_B_exact(t, *cfg)
     np.testing.assert_allclose(exact, phase_B_paper(t, *cfg), rtol=1e-14)
     _assert_printed(exact, ["0.4474", "1.2069", "1.672", "1.863", "1.9650", "2.0609"])
-    # The spec prints 1.715 for the early formula at t = 138; it is 1.71446 there (1.71502 at t'_0 = 138.155).
+    # The reference table prints 1.715 for the early formula at t = 138; it is 1.71446 there
+    # (1.71502 at t'_0 = 138.155).
     _assert_printed(phase_B_early(t[:3], *cfg), ["0.4475", "1.2086", "1.714"])
     _assert_printed(phase_B_late(t[2:], *cfg), ["1.838", "1.895", "1.9703", "2.0614"])
     _, t0 = transition_times(1000, 10, 0.5)
@@ -309,14 +310,14 @@ def test_theorem4_fixed_nu(M, K, nu):
 
 
 def test_spec_figure_values():
-    # §6.5 Fig. 8 axis values and Fig. 9 axis tops (K = 1, C0 = 1, largest η_Z)
+    # Fig. 8 axis values and Fig. 9 axis tops (K = 1, C0 = 1, largest η_Z)
     _assert_printed(h_continuous(80.0, 50, 2.0), ["0.1786"])
     _assert_printed(h_continuous(70.0, 1000, 4.0), ["0.0125"])
     _assert_printed(phase_B_paper(5.0, 100, 1, 80.0, 8.0, 1.0), ["0.78"])
     _assert_printed(phase_B_paper(50.0, 1e4, 1, 8.0, 8.0, 1.0), ["1.53"])
-    # §6.1 Fig. 3: χ = e^{2B} with C0 = 5.68e-3, M = 1000, K = 10, η_Z = 0.5
+    # Fig. 3: χ = e^{2B} with C0 = 5.68e-3, M = 1000, K = 10, η_Z = 0.5
     t = jnp.array([100.0, 300.0, 700.0])
-    # The spec prints 461 for (η_Y = 1, t = 700); with C0 = 5.68e-3 the value is 460.49.
+    # The reference table prints 461 for (η_Y = 1, t = 700); with C0 = 5.68e-3 the value is 460.49.
     expected = {
         0.5: ["289", "518", "600"],
         1.0: ["324", "415", "460"],
@@ -333,7 +334,7 @@ def test_spec_figure_values():
 
 
 # ---------------------------------------------------------------------------------------
-# L2 decoupled theory flow on the spec §4.6 reference instance
+# L2 decoupled theory flow on a reference instance
 # ---------------------------------------------------------------------------------------
 
 _DT_WEIGHTS = np.array([0.1, 0.15, 0.3, 0.45])

@@ -95,7 +95,7 @@ def test_iid_sphere_norms_and_near_orthogonality():
     np.testing.assert_allclose(np.linalg.norm(np.asarray(E), axis=0), 1.0, atol=1e-12)
     delta = float(sts.coherence(E))
     assert 0 < delta <= np.sqrt(6 * np.log(n) / m)
-    # selection margin (spec §2.1): inside y >= 1 − (q−1)δ, outside <= qδ
+    # selection margin: inside y >= 1 − (q−1)δ, outside <= qδ
     y = jnp.zeros(n).at[jnp.array([3, 10, 20])].set(1.0)
     scores = np.asarray(sts.selection_scores(E, y))
     inside, outside = scores[np.asarray(y) == 1], scores[np.asarray(y) == 0]

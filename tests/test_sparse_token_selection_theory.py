@@ -27,7 +27,7 @@ def test_fixed_pe_floor_brute_force():
     assert F.fixed_pe_floor(d, T, q, T_test) == pytest.approx(total / n, rel=0.02)
 
 
-def test_fixed_pe_floor_spec_table():
+def test_fixed_pe_floor_reference_table():
     ratios = [F.fixed_pe_floor(10, 200, 3, t) / F.trivial_loss(10, 3) for t in (250, 300, 350, 400)]
     np.testing.assert_allclose(ratios, [0.391, 0.704, 0.919, 1.063], atol=6e-4)
 

@@ -88,7 +88,7 @@ def test_full_checks_do_not_fail():
 
 
 def _e_prime_sign_typo(t, F, eta_y):
-    """Eqn 9 with App. D.1's printed E' = (I + E)^{-1} − I, the sign typo of spec §8."""
+    """Eqn 9 with App. D.1's printed E' = (I + E)^{-1} − I, a sign typo (Lemma 14 has the other sign)."""
     M, K = F.shape
     eye = jnp.eye(K, dtype=F.dtype)
     typo = -cf.e_prime(F.T @ F - eye)
@@ -98,7 +98,7 @@ def _e_prime_sign_typo(t, F, eta_y):
 @pytest.mark.parametrize(
     "check, formula",
     [
-        # the paper's printed B = ¼ ln(C_0 + 4Γ) is off by ¼ ln C_0 for C_0 = 5.68e-3 (spec §8)
+        # the paper's printed B = ¼ ln(C_0 + 4Γ) is off by ¼ ln C_0 for C_0 = 5.68e-3
         (functools.partial(scan_snap.theorem4_B_closed_form, quick=True), cf.phase_B_paper),
         (scan_snap.theorem1_backprop_gradient, _e_prime_sign_typo),
         (scan_snap.lemma6_closed_form, lambda t, M, eta_y: (1 + 1e-6) * cf.h_continuous(t, M, eta_y)),

@@ -1,22 +1,26 @@
 """`attnflow._workers`: the pieces of `verify` and `reproduce` run side by side in worker processes."""
 
+import os
+
 import jax
 import pytest
 
 from attnflow._report import SLOWEST_FIRST, schedule
-from attnflow._workers import run_pieces
+from attnflow._workers import default_jobs, run_pieces
 from attnflow.papers import papers
 
 
-def _settings_and_double(x: int) -> tuple[bool, str | None, int]:
-    return jax.config.jax_enable_x64, jax.config.jax_compilation_cache_dir, 2 * x
+def _settings_and_double(x: int) -> tuple[bool, str | None, bool, int]:
+    one_thread = "--xla_cpu_multi_thread_eigen=false" in os.environ.get("XLA_FLAGS", "")
+    return jax.config.jax_enable_x64, jax.config.jax_compilation_cache_dir, one_thread, 2 * x
 
 
 def test_workers_return_results_in_order_with_the_command_line_settings(tmp_path):
     pieces = [(_settings_and_double, (i,)) for i in range(5)]
-    expected = [(True, str(tmp_path), 2 * i) for i in range(5)]
+    one_thread = 2 >= default_jobs()  # as many workers as cores: one XLA thread each
+    expected = [(True, str(tmp_path), one_thread, 2 * i) for i in range(5)]
     assert run_pieces(pieces, 2, str(tmp_path)) == expected
-    assert [result[2] for result in run_pieces(pieces, 1, None)] == [2 * i for i in range(5)]
+    assert [result[3] for result in run_pieces(pieces, 1, None)] == [2 * i for i in range(5)]
 
 
 def test_an_error_in_a_worker_reaches_the_caller():

@@ -74,7 +74,7 @@ def _theta3(inst: Instance, c_f) -> Float[Array, ""]:
 
 
 def theta1(inst: Instance, alpha, fraction=0.5):
-    """Rounding threshold 1→2 ([RECON]): 1/T + fraction · α · (q_min − 1/T)."""
+    """Rounding threshold 1→2 (recon): 1/T + fraction · α · (q_min − 1/T)."""
     one_t = 1.0 / inst.T
     return one_t + fraction * alpha * (_q_min(inst) - one_t)
 
@@ -265,7 +265,7 @@ def transfer_init(
     round_theta1: bool = True,
     theta1_fraction: float = 0.5,
 ) -> LinearSCB:
-    """Transfer initialisation (Theorem 4.1, [RECON] details): V₀ = μ1ᵀ + δ(Ṽ − μ1ᵀ), Q₀ = 11ᵀ/T,
+    """Transfer initialisation (Theorem 4.1; details recon): V₀ = μ1ᵀ + δ(Ṽ − μ1ᵀ), Q₀ = 11ᵀ/T,
     one preconditioned step on Q only with step η₀ (λ = 0), on a batch of `batch0` examples (the
     population step when `batch0` is `None`: α₁ = η₀ β₀ K_P exactly), then rounding 1→2.
 

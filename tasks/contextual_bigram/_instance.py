@@ -1,4 +1,4 @@
-"""The sparse contextual bigram (SCB) data model (spec §1, Eqn 1): transition matrix P (column
+"""The sparse contextual bigram (SCB) data model (Eqn 1): transition matrix P (column
 convention), its stationary distribution μ and the sparse attention vectors q⁽ᵏ⁾ stacked as Q*;
 Assumption 2.1 checked with clear errors; random instances like the experiments."""
 
@@ -17,7 +17,7 @@ _UNIT = Interval(0, 1, low_open=True)
 
 @dataclasses.dataclass(frozen=True)
 class Assumption:
-    """The constants of Assumption 2.1 (structure [TEXT], values [RECON]/[UNKNOWN]).
+    """The constants of Assumption 2.1 (structure (paper), values (recon): the paper's constants were lost).
 
     **Fields:** `sparsity`, `c_q`, `c_mu`, `k_p_min`, `t_exponent`, each setting the part (a)-(d) of
     Assumption 2.1 its doc names; `dynamics.params(Assumption)` lists them with what each allows.
@@ -72,12 +72,13 @@ def stationary(P) -> np.ndarray:
 
 
 def mu_inner(A, B, mu):
-    """⟨A, B⟩_μ = Σ_k μ_k ⟨A[:,k], B[:,k]⟩ (spec notation)."""
+    """⟨A, B⟩_μ = Σ_k μ_k ⟨A[:,k], B[:,k]⟩, the inner product of the paper's μ-norm (its exact
+    form is recon)."""
     return jnp.sum(mu * jnp.sum(A * B, axis=0))
 
 
 def k_p(inst: Instance):
-    """K_P = ‖P − μ1ᵀ‖²_μ (spec §1, Assumption 2.1(c))."""
+    """K_P = ‖P − μ1ᵀ‖²_μ (Assumption 2.1(c))."""
     Pbar = inst.P - inst.mu[:, None]
     return mu_inner(Pbar, Pbar, inst.mu)
 
@@ -155,9 +156,9 @@ def make_instance(P, Q_star, assumption: Assumption = Assumption(), dtype=jnp.fl
 def random_instance(
     seed: int, N: int, Q: int, T: int, assumption: Assumption | None = None, max_tries: int = 100_000
 ) -> Instance:
-    """A random instance like the experiments (spec §1, [RECON]): columns of P ~ Dirichlet(1_N),
-    μ its stationary distribution; for each k, Q distinct positions uniform in [T] with weights
-    ~ Dirichlet(1_Q); rejection sampling until Assumption 2.1 holds.
+    """A random instance like the experiments (recon; the paper only says P and Q* are random):
+    columns of P ~ Dirichlet(1_N), μ its stationary distribution; for each k, Q distinct positions
+    uniform in [T] with weights ~ Dirichlet(1_Q); rejection sampling until Assumption 2.1 holds.
 
     **Arguments:** `seed` (NumPy generator); `N`, `Q`, `T`; `assumption` (default: its defaults
     with sparsity Q); `max_tries`.
@@ -183,7 +184,7 @@ def random_instance(
 
 
 DEFAULT_INSTANCE = dict(seed=0, N=3, Q=2, T=50)
-"""The default instance of the checks, figures and simulations ([RECON] sizes):
+"""The default instance of the checks, figures and simulations (sizes recon):
 `random_instance(0, N=3, Q=2, T=50)`."""
 
 

@@ -1,5 +1,5 @@
-"""Line coordinates (spec §4.4, Lemma C.1), rounding / normalisation maps (spec §3.5), the
-population least-squares output layer (spec §4.2) and the Fig. 1 metrics."""
+"""Line coordinates (Lemma C.1), the rounding 1→2 and normalisation 2→3 maps of Algorithm 1, the
+population least-squares output layer and the Fig. 1 metrics."""
 
 import jax.numpy as jnp
 from jaxtyping import Array, Float
@@ -9,7 +9,7 @@ from ._model import LinearSCB, population_loss
 
 
 def line_coordinates(model: LinearSCB, inst: Instance) -> dict:
-    """Projection onto the population lines (Lemma C.1, μ-weighted [RECON]):
+    """Projection onto the population lines (Lemma C.1, μ-weighted (recon)):
     β = ⟨V − μ1ᵀ, P̄⟩_μ / K_P, α = ⟨Q − 11ᵀ/T, Q̄*⟩_μ / K_Q, ΔV = V − μ1ᵀ − β P̄,
     ΔQ = Q − 11ᵀ/T − α Q̄*.
 
@@ -41,23 +41,25 @@ def on_line(alpha, beta, inst: Instance) -> LinearSCB:
 
 
 def round_attention(Q: Float[Array, "T N"], theta) -> Float[Array, "T N"]:
-    """Rounding 1→2 (spec §3.5): zero the entries below `theta` in every column, then re-project
-    the column onto {1ᵀq = 1} (every entry gets the same share of the deficit)."""
+    """Rounding 1→2 (between Stages 1 and 2 of Algorithm 1): zero the entries below `theta` in
+    every column, then re-project the column onto {1ᵀq = 1} (every entry gets the same share of
+    the deficit)."""
     kept = jnp.where(Q >= theta, Q, jnp.zeros((), Q.dtype))
     rows = jnp.asarray(Q.shape[0], Q.dtype)
     return kept + (1.0 - jnp.sum(kept, axis=0, keepdims=True)) / rows
 
 
 def normalise_attention(Q: Float[Array, "T N"], theta) -> Float[Array, "T N"]:
-    """Rounding 2→3 (spec §3.5, Appendix F): Q̂[t,k] = Q[t,k] 1{Q[t,k] ≥ θ} / Σ_s Q[s,k] 1{Q[s,k] ≥ θ}
-    (a column with nothing above θ keeps its largest entry)."""
+    """Normalisation 2→3 (before Stage 3 of Algorithm 1, Appendix F):
+    Q̂[t,k] = Q[t,k] 1{Q[t,k] ≥ θ} / Σ_s Q[s,k] 1{Q[s,k] ≥ θ} (a column with nothing above θ keeps
+    its largest entry)."""
     keep = (Q >= theta) | (Q == jnp.max(Q, axis=0, keepdims=True))
     kept = jnp.where(keep, Q, jnp.zeros((), Q.dtype))
     return kept / jnp.sum(kept, axis=0, keepdims=True)
 
 
 def least_squares_V(Q: Float[Array, "T N"], inst: Instance) -> Float[Array, "N N"]:
-    """Population least squares in V for fixed Q with unit column sums (spec §4.2):
+    """Population least squares in V for fixed Q with unit column sums (derived from the population loss):
     V_LS = μ1ᵀ + (c1/c2) P̄."""
     mu = inst.mu
     beta = mu_inner(Q, inst.Q_star, mu) / mu_inner(Q, Q, mu)

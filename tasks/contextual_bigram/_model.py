@@ -1,6 +1,6 @@
-"""The learners (spec §2): the linear transformer f = V X Q[:, x_{T+1}] (Eqn 2) and the softmax
+"""The learners: the linear transformer f = V X Q[:, x_{T+1}] (Eqn 2) and the softmax
 variant of Fig. 2; the SCB sampler; per-sample and mini-batch losses (Eqn 3); the exact
-population loss and expected gradients (spec §4.1-4.2, Lemmas B.7-B.8); exact enumeration."""
+population loss and expected gradients (Lemmas B.7-B.8); exact enumeration."""
 
 import itertools
 
@@ -13,7 +13,7 @@ from jaxtyping import Array, Float, Int, PRNGKeyArray
 from ._instance import Instance, mu_inner
 
 LOSS_SCALE = 0.5
-"""The constant of the squared loss (Eqn 3), 1/2 [RECON]; the paper's constant was lost."""
+"""The constant of the squared loss (Eqn 3), 1/2 (recon); the paper's constant was lost."""
 
 
 class Batch(eqx.Module):
@@ -72,7 +72,7 @@ class LinearSCB(eqx.Module):
 
 
 class SoftmaxSCB(eqx.Module):
-    """The softmax variant of Fig. 2 (spec §2): f = V X softmax(W[:, x_{T+1}])."""
+    """The softmax variant of Fig. 2 (Section 5.2): f = V X softmax(W[:, x_{T+1}])."""
 
     V: Float[Array, "N N"]
     W: Float[Array, "T N"]
@@ -90,7 +90,7 @@ class SoftmaxSCB(eqx.Module):
 
 
 def scratch_init(inst: Instance) -> LinearSCB:
-    """The from-scratch initialisation (spec §3.1): V₀ = μ1ᵀ, Q₀ = 11ᵀ/T."""
+    """The from-scratch initialisation of Algorithm 1: V₀ = μ1ᵀ, Q₀ = 11ᵀ/T."""
     N, T = inst.N, inst.T
     return LinearSCB(V=jnp.tile(inst.mu[:, None], (1, N)), Q=jnp.full((T, N), 1.0 / T, inst.mu.dtype))
 
@@ -131,7 +131,8 @@ def precondition(grads: LinearSCB, mu) -> LinearSCB:
 
 
 def population_scalars(model: LinearSCB, inst: Instance) -> dict:
-    """c1 = ⟨Q, Q*⟩_μ, c2 = ‖Q‖²_μ, A1 = ⟨V − μ1ᵀ, P̄⟩_μ, A2 = ‖V‖²_μ − ‖Vμ‖², and Vμ (spec §4.1)."""
+    """c1 = ⟨Q, Q*⟩_μ, c2 = ‖Q‖²_μ, A1 = ⟨V − μ1ᵀ, P̄⟩_μ, A2 = ‖V‖²_μ − ‖Vμ‖², and Vμ (the
+    scalars of Lemmas B.7-B.8)."""
     mu = inst.mu
     Vmu = model.V @ mu
     Pbar = inst.P - mu[:, None]
@@ -145,9 +146,9 @@ def population_scalars(model: LinearSCB, inst: Instance) -> dict:
 
 
 def population_loss(model: LinearSCB, inst: Instance) -> Float[Array, ""]:
-    """Exact population loss (spec §4.2, loss constant 1/2), valid for any (V, Q):
+    """Exact population loss (derived, loss constant 1/2), valid for any (V, Q):
     L = ½ [1 − 2 c1 A1 − 2 s1 ⟨Vμ, μ⟩ + c2 A2 + s2 ‖Vμ‖²] with s1 = Σ_k μ_k 1ᵀQ[:,k] and
-    s2 = Σ_k μ_k (1ᵀQ[:,k])²; with unit column sums (s1 = s2 = 1) this is the spec's
+    s2 = Σ_k μ_k (1ᵀQ[:,k])²; with unit column sums (s1 = s2 = 1) this is
     ½ [1 − 2⟨Vμ, μ⟩ + ‖Vμ‖² − 2 c1 A1 + c2 A2]. Its autodiff gradient is the exact expected gradient.
     """
     s = population_scalars(model, inst)

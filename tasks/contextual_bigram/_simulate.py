@@ -6,7 +6,7 @@ Every simulation trains on one random SCB instance, `random_instance(instance_se
 the instance is drawn on the host (rejection sampling until Assumption 2.1 holds) from the
 declared field `instance_seed`, the same for every run, so it is a static field, never traced; the
 run's PRNG key draws only the mini-batch stream. The defaults are the default instance of the
-checks and figures and the experiments' [RECON] settings."""
+checks and figures and settings of the experiments that the paper does not give (recon)."""
 
 import functools
 
@@ -83,8 +83,9 @@ class Algorithm1(_OnInstance):
     for `tau1` steps; rounding 1→2 with θ₁ = 1/T + `theta1_fraction`·α·(q_min − 1/T); Stage 2
     (step η₂, l1 weight λ, proximal and projected); normalisation 2→3 with θ₃ = c_f / Q; Stage 3:
     population least squares in V (the experiments' oracle), `stage3_steps` preconditioned steps on
-    V, or nothing. Every hyper-parameter is the [RECON] default of the experiments. It is also the
-    config that [`run_algorithm`][], [`run_stage1`][] and [`run_transfer`][] read.
+    V, or nothing. Every hyper-parameter default is a reconstruction (recon): the paper's values
+    were lost. It is also the config that [`run_algorithm`][], [`run_stage1`][] and
+    [`run_transfer`][] read.
 
     **Saves:** the metrics of [`metrics`][] (distances and cosines to (P, Q*), line coordinates,
     population `loss`, off-support mass) every `every` Stage-2 steps, at the total step count

@@ -23,7 +23,7 @@ def surrogate_noise(
     model: LinearSCB, inst: Instance, key, *, batch: int, probes: int, covariance: str = "full"
 ) -> LinearSCB:
     """A draw of ξ ~ N(0, Σ(θ)/B), Σ = the per-sample covariance of the preconditioned gradient
-    estimated from `probes` per-sample gradients at θ ([RECON]).
+    estimated from `probes` per-sample gradients at θ (recon).
 
     `covariance="full"`: ξ = Σ_m z_m (G_m − Ḡ) / √(M B) with z ~ N(0, I_M) (exactly the empirical
     covariance, correlations included); `"diagonal"`: independent entries with the empirical
@@ -51,7 +51,7 @@ def surrogate_noise(
 def surrogate_stage(
     inst: Instance, model: LinearSCB, key, *, eta, lam, batch, steps, probes=512, covariance="full"
 ) -> LinearSCB:
-    """Gaussian-noise surrogate of mini-batch Algorithm 1 (Appendix I, [RECON]):
+    """Gaussian-noise surrogate of mini-batch Algorithm 1 (Appendix I; details recon):
     θ ← prox(θ − η (E G(θ) + ξ)), ξ from [`surrogate_noise`][] re-estimated every step, then the
     l1 prox with threshold η λ and re-projection on Q. Lets B be far larger than a real batch.
 

@@ -6,7 +6,8 @@ bound, Result 2's circular `c`), the trainings of the paper, and those trainings
 (`SIMULATIONS`: `result1_flow`, `result2_gd`, `section7_gd`, `joint_gd`).
 
 The model, the task and the results are the paper's; the task generator, the sampling
-distribution `D` (`distinct` by default) and the frozen Monte-Carlo population are ours (spec §2-3).
+distribution `D` (`distinct` by default) and the frozen Monte-Carlo population are reconstructed
+(recon; see "Task and model" on the decision_lists page of the documentation).
 """
 
 from ._constants import (

@@ -16,11 +16,11 @@ from ._task import TaskArrays
 
 GAMMA_DEFINITIONS = ("joint", "conditional")
 """`joint` (default): `γ = min_{a,k≤m_a} p_{a,k}`, `p_{a,k} = P(a ∈ s, a_k ∈ s, a_1..a_{k−1} ∉ s)`;
-`conditional`: the same probabilities conditioned on `a ∈ s` (both ours: the abstract only says
+`conditional`: the same probabilities conditioned on `a ∈ s` (both recon: the abstract only says
 that `γ` depends on the smallest mass `D` puts on certain events)."""
 
 DELTA_DEFINITIONS = ("gamma", "presence")
-"""`gamma` (default): `δ := γ`; `presence`: `δ = min_a P(a ∈ s)` (both ours)."""
+"""`gamma` (default): `δ := γ`; `presence`: `δ = min_a P(a ∈ s)` (both recon)."""
 
 
 def delta_gamma(
@@ -96,7 +96,7 @@ def fixed_point_c(
     max_iter: int = 200,
 ) -> tuple[Float[Array, ""], Int[Array, ""], Array]:
     """Result 2's circular `c = 10 n² 𝓛_0(c)/δ + 4εn` by fixed-point iteration from `c = 4εn` until
-    the relative change is below 1e-10 (our procedure; traceable, a `lax.while_loop`). The
+    the relative change is below 1e-10 (our procedure, recon; traceable, a `lax.while_loop`). The
     iteration stops without converging when `c` is not finite or exceeds 1e12 (it grows without
     bound under `iid`) or after `max_iter` iterations.
 

@@ -1,4 +1,5 @@
-"""Fast criteria of perfect classification (spec §4.2, **[derived]**)."""
+"""Fast criteria of perfect classification at `V = cP` or near it (derived: the paper states
+neither)."""
 
 import jax
 import jax.numpy as jnp
@@ -8,7 +9,7 @@ from ._task import DecisionLists, TaskArrays
 
 
 def mu_table(W: Float[Array, "L L"], arrays: TaskArrays) -> Float[Array, "L M"]:
-    """`μ_{a,k}(W) = W[a_k, a] − max_{b ∉ {a_1..a_k}} W[b, a]` (spec §4.2); `+inf` past `m_a`.
+    """`μ_{a,k}(W) = W[a_k, a] − max_{b ∉ {a_1..a_k}} W[b, a]`; `+inf` past `m_a`.
 
     Column `a` of `W` holds the attention scores of query `a` over the keys `b`.
     """
@@ -24,12 +25,13 @@ def mu_table(W: Float[Array, "L L"], arrays: TaskArrays) -> Float[Array, "L M"]:
 
 def mu(W: Float[Array, "L L"], arrays: TaskArrays) -> Float[Array, ""]:
     """`μ(W) = min_{a, k ≤ m_a} μ_{a,k}(W)`: with `V = cP`, `D = distinct`, `n ≥ 3` and
-    `L − M ≥ n`, perfect classification ⟺ `μ(W) > 0` (spec §4.2)."""
+    `L − M ≥ n`, perfect classification ⟺ `μ(W) > 0` (derived; checked against enumeration)."""
     return jnp.min(mu_table(W, arrays))
 
 
 def mu_criterion_applies(task: DecisionLists) -> bool:
-    """Whether `μ(W) > 0` is equivalent to perfect classification at `V = cP` (spec §4.2)."""
+    """Whether `μ(W) > 0` is equivalent to perfect classification at `V = cP`: `D = distinct`,
+    `n ≥ 3` and `L − M ≥ n`."""
     return task.distribution == "distinct" and task.n >= 3 and task.L - task.M >= task.n
 
 
@@ -42,7 +44,7 @@ def certified(
     arrays: TaskArrays,
 ) -> Bool[Array, ""]:
     """The sufficient certificate of perfect classification for `V = cP + U` under `distinct`
-    (spec §4.2): `(c/n)(1 − exp(−μ_{a,k})) > 2 ‖U‖_max` for every `(a, k)`."""
+    (derived): `(c/n)(1 − exp(−μ_{a,k})) > 2 ‖U‖_max` for every `(a, k)`."""
     table = mu_table(W, arrays)
     slack = 2.0 * jnp.max(jnp.abs(V - c * P))
     lhs = (c / jnp.asarray(n, W.dtype)) * (1.0 - jnp.exp(-table))

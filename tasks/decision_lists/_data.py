@@ -1,4 +1,4 @@
-"""Labels, the exact population over the support of `D`, and sampled populations (spec §2-3)."""
+"""Labels, the exact population over the support of `D`, and sampled populations."""
 
 import itertools
 import math
@@ -32,7 +32,7 @@ class Population(eqx.Module):
 
 def labels(arrays: TaskArrays, tokens: Int[Array, " n"]) -> Int[Array, " n"]:
     """The label of every position of one sequence: `π(a_j)` for the token `a` at that position,
-    with `a_j` the first entry of `L_a` present in the sequence (spec §2).
+    with `a_j` the first entry of `L_a` present in the sequence (the label-determining token).
 
     **Arguments:** `arrays`: the task; `tokens`: one sequence.
 
@@ -62,10 +62,10 @@ def make_population(arrays: TaskArrays, tokens, weights, dtype=jnp.float64) -> P
 
 
 def support(L: int, n: int, distribution: str) -> tuple[np.ndarray, np.ndarray]:
-    """The support of `D` with its probabilities (spec §3).
+    """The support of `D` with its probabilities (recon: the paper does not give `D`).
 
     Under `distinct` the per-sequence loss does not depend on the order of positions
-    (**[derived]**: the model is permutation-equivariant), so the support is the `C(L, n)` subsets,
+    (derived: the model is permutation-equivariant), so the support is the `C(L, n)` subsets,
     each in increasing order, with equal weight. Under `iid` it is all `L^n` sequences.
 
     **Returns:** `(tokens (K, n) int32, weights (K,) float64)`.
@@ -74,9 +74,7 @@ def support(L: int, n: int, distribution: str) -> tuple[np.ndarray, np.ndarray]:
     """
     size = math.comb(L, n) if distribution == "distinct" else L**n
     if size > MAX_SUPPORT:
-        raise ValueError(
-            f"the support has {size} sequences (> {MAX_SUPPORT}); use a sampled population (spec §3)"
-        )
+        raise ValueError(f"the support has {size} sequences (> {MAX_SUPPORT}); use a sampled population")
     if distribution == "distinct":
         tokens = np.fromiter(itertools.chain.from_iterable(itertools.combinations(range(L), n)), np.int32)
     else:
@@ -86,7 +84,7 @@ def support(L: int, n: int, distribution: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def exact_population(task: DecisionLists, dtype=jnp.float64) -> Population:
-    """Every sequence of the support of `D`, labelled, with its probability (spec §3)."""
+    """Every sequence of the support of `D`, labelled, with its probability."""
     tokens, weights = support(task.L, task.n, task.distribution)
     return make_population(task.arrays(), tokens, weights, dtype)
 
@@ -103,14 +101,15 @@ def sampled_population(
     task: DecisionLists, key: PRNGKeyArray, size: int = 2**14, dtype=jnp.float64
 ) -> Population:
     """A frozen Monte-Carlo population: `size` sequences drawn once from `D`, weights `1/size`
-    (spec §3, for supports too large to enumerate)."""
+    (recon, for supports too large to enumerate)."""
     tokens = sample_tokens(key, task.L, task.n, task.distribution, size)
     return make_population(task.arrays(), tokens, np.full(size, 1.0 / size), dtype)
 
 
 def event_probabilities(arrays: TaskArrays, population: Population) -> Float[Array, "L M"]:
     """`p_{a,k} = P_{s∼D}(a ∈ s, a_k ∈ s, a_1..a_{k−1} ∉ s)` under the population's weights
-    (spec §4.3; the query `a` is present and `a_k` is its label-determining token).
+    (the query `a` is present and `a_k` is its label-determining token; the events that define
+    `γ` and `δ`, recon).
 
     **Returns:** `(L, M)`; entries past `m_a` are 0.
     """
@@ -126,7 +125,7 @@ def event_probabilities(arrays: TaskArrays, population: Population) -> Float[Arr
 
 
 def distinct_event_probabilities(task: DecisionLists) -> np.ndarray:
-    """The closed form of `p_{a,k}` under `distinct` (spec §4.3, **[derived]**):
+    """The closed form of `p_{a,k}` under `distinct` (derived):
     `C(L−k−1, n−2)/C(L, n)` for `k < m_a` and `C(L−m_a, n−1)/C(L, n)` for `k = m_a` (1-based `k`).
 
     **Returns:** `(L, M)` float64; entries past `m_a` are 0.

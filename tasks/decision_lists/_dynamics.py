@@ -1,6 +1,7 @@
-"""The three trainings of the paper: gradient flow on `W` with `V = cP` (Result 1, spec §5),
-gradient descent on `(W, V)` (Result 2, spec §6) and on `V` under uniform attention (spec §7); and
-joint GD on `(W, V)` from a small random start (the exploratory variant of Section 7).
+"""The three trainings of the paper: gradient flow on `W` with `V = cP` (Result 1), gradient
+descent on `(W, V)` (Result 2) and on `V` under uniform attention (the empirical claim of the
+conclusion); and joint GD on `(W, V)` from a small random start (an exploratory variant of that
+claim, recon).
 
 Every function is pure and `vmap`-able over its array arguments (stacked tasks, constants `c`).
 """
@@ -79,7 +80,7 @@ def result1_flow(
     stepsize_controller: diffrax.AbstractStepSizeController = FLOW_CONTROLLER,
     max_steps: int = 100_000,
 ) -> dynamics.Run:
-    """Result 1: `dW/dt = −∇_W 𝓛(W, cP)` from `W = 0` (spec §5), integrated by Diffrax.
+    """Result 1: `dW/dt = −∇_W 𝓛(W, cP)` from `W = 0`, integrated by Diffrax.
 
     Saves the population loss and `μ(W)` at `save_ts`; stops at perfect classification (event
     `perfect`) when `stop_at_perfect`.
@@ -94,7 +95,7 @@ def result1_flow(
       time and `final` the `W` there, on the boundary of perfect classification (`μ = 0`). When
       `μ(g) > 0` for the initial velocity `g = −∇_W 𝓛(0, cP)`, `μ(W(t)) > 0` for every small
       `t > 0` and there is no crossing: the event is off. Otherwise the event is the enumeration
-      test of spec §4.1 on the population, checked at the end of each solver step.
+      test `perfect` on the population, checked at the end of each solver step.
     - `stop_at_perfect`: whether the event stops the run.
     - `save`: extra saved functions of `W`, merged into the values.
     - `stepsize_controller`, `max_steps`: the settings of the Tsit5 solver.
@@ -140,7 +141,7 @@ def result1_time(
     stepsize_controller: diffrax.AbstractStepSizeController = FLOW_CONTROLLER,
     max_steps: int = 100_000,
 ) -> tuple[Float[Array, ""], dynamics.Run]:
-    """τ, the first time of perfect classification along Result 1's flow (spec §5 step 1), from one
+    """τ, the first time of perfect classification along Result 1's flow, from one
     integration stopped by the event of [`result1_flow`][].
 
     With `mu_event`, `τ = Run.t_stop`, the root of `μ(W(t))` where the event fired: exact up to the
@@ -181,7 +182,7 @@ def result1_gd(
 
 
 def perturbation(key: PRNGKeyArray, L: int, eps: Float[Array, ""], dtype=jnp.float64) -> Float[Array, "L L"]:
-    """Result 2's `U = V_0 − cP`, entries i.i.d. Uniform[−ε/2, ε/2] (ours: the paper only asks
+    """Result 2's `U = V_0 − cP`, entries i.i.d. Uniform[−ε/2, ε/2] (recon: the paper only asks
     `‖V_0 − cP‖_∞ ≤ ε/2`)."""
     return jax.random.uniform(key, (L, L), dtype, -eps / 2.0, eps / 2.0)
 
@@ -236,8 +237,8 @@ def result2_metrics(
     arrays: TaskArrays, population: Population, c: Float[Array, ""], n: int, exact: bool
 ) -> Callable[[DecisionListModel], dict[str, Array]]:
     """What Result 2's GD saves: loss, `μ(W)`, perfect classification (enumerated when `exact`,
-    else the certificate of spec §4.2), `‖V − cP‖_max`, `max |∇_V 𝓛|` (spec §6 step 5) and the
-    model itself (for re-estimating `λ_max` along the run)."""
+    else the certificate `certified`), `‖V − cP‖_max`, `max |∇_V 𝓛|` (at most 1, derived) and
+    the model itself (for re-estimating `λ_max` along the run)."""
     P = permutation_matrix(arrays, population.weights.dtype)
 
     def loss(model):
@@ -271,7 +272,7 @@ def result2_gd(
     exact: bool = True,
     stop_at_perfect: bool = False,
 ) -> dynamics.Run:
-    """Result 2: full-batch GD on `(W, V)` from `W = 0`, `V = V0`, step `eta` (spec §6).
+    """Result 2: full-batch GD on `(W, V)` from `W = 0`, `V = V0`, step `eta`.
 
     **Arguments:** the task, the population, `V0`, `c` (for the metrics), `n`; `eta`;
     `num_steps`, `every`; `exact`: enumerate (exact population) or certify (sample);
@@ -293,13 +294,14 @@ def result2_gd(
 
 
 def column_argmax_agreement(V: Float[Array, "L L"], arrays: TaskArrays) -> Float[Array, ""]:
-    """`κ(V) = (1/L) #{b : argmax_r V[r, b] = π(b)}` (spec §7)."""
+    """`κ(V) = (1/L) #{b : argmax_r V[r, b] = π(b)}` (our measure of the uniform-attention claim,
+    recon)."""
     return jnp.mean((jnp.argmax(V, axis=0).astype(arrays.perm.dtype) == arrays.perm).astype(V.dtype))
 
 
 def centred_cosine(V: Float[Array, "L L"], P: Float[Array, "L L"]) -> Float[Array, ""]:
     """`ρ(V) = cos(V − 1 1ᵀ V / L, P − J / L)`: columns centred, since the output softmax ignores
-    a constant added to a column (spec §7). 0 when `V` has constant columns (e.g. `V = 0`)."""
+    a constant added to a column (recon). 0 when `V` has constant columns (e.g. `V = 0`)."""
     Vc = V - jnp.mean(V, axis=0, keepdims=True)
     Pc = P - jnp.mean(P, axis=0, keepdims=True)
     norm = jnp.linalg.norm(Vc) * jnp.linalg.norm(Pc)
@@ -315,7 +317,7 @@ def uniform_attention_gd(
     num_steps: int,
     every: int = 1,
 ) -> dynamics.Run:
-    """Spec §7: `W ≡ 0` (uniform attention), full-batch GD on `V` from `V0`; saves the loss,
+    """The uniform-attention claim of the conclusion: `W ≡ 0`, full-batch GD on `V` from `V0`; saves the loss,
     `κ(V)` and `ρ(V)` every `every` steps."""
     L = arrays.perm.shape[0]
     W = jnp.zeros((L, L), V0.dtype)
@@ -344,7 +346,7 @@ def joint_gd(
     every: int = 1,
 ) -> dynamics.Run:
     """Full-batch GD on `(W, V)` jointly from `model0` (e.g. a small random start: the exploratory
-    variant of Section 7); saves the loss, `μ(W)`, `κ(V)`, `ρ(V)` and perfect classification
+    variant of the uniform-attention claim); saves the loss, `μ(W)`, `κ(V)`, `ρ(V)` and perfect classification
     (enumerated, exact when the population is the support of `D`) every `every` steps.
 
     **Returns:** a `dynamics.Run` of [`DecisionListModel`][]s.

@@ -1,5 +1,5 @@
 """The one-layer transformer `f_{W,V}(X) = σ(V X σ(Xᵀ W X))` (Eqn 1), its loss (Eqn 2), the
-population loss and the perfect-classification test (spec §1, §4.1)."""
+population loss and the perfect-classification test."""
 
 import equinox as eqx
 import jax
@@ -9,7 +9,8 @@ from jaxtyping import Array, Bool, Float, Int
 from ._data import Population
 
 TAU_TIE = 1e-9
-"""A label logit must beat every other logit by more than this (spec §4.1): ties are failures."""
+"""A label logit must beat every other logit by more than this for perfect
+classification (recon: the paper does not say how ties count): ties are failures."""
 
 
 class DecisionListModel(eqx.Module):
@@ -51,7 +52,7 @@ def population_loss(model: DecisionListModel, population: Population) -> Float[A
 
 
 def margins(model: DecisionListModel, population: Population) -> Float[Array, "K n"]:
-    """The label logit minus the largest other logit, for every sequence and position (spec §4.1)."""
+    """The label logit minus the largest other logit, for every sequence and position."""
 
     def one(tokens, labels):
         logits = model.logits(tokens)
@@ -63,7 +64,7 @@ def margins(model: DecisionListModel, population: Population) -> Float[Array, "K
 
 
 def perfect(model: DecisionListModel, population: Population, tau: float = TAU_TIE) -> Bool[Array, ""]:
-    """Perfect classification (spec §4.1): every margin exceeds `tau` on every sequence of the
-    population. Exact when the population is the support of `D`; on a sample it says nothing
-    about unseen sequences (use [`certified`][] there)."""
+    """Perfect classification (our reading of the paper's term, recon): every margin exceeds `tau`
+    on every sequence of the population. Exact when the population is the support of `D`; on a
+    sample it says nothing about unseen sequences (use [`certified`][] there)."""
     return jnp.min(margins(model, population)) > tau

@@ -1,6 +1,7 @@
 """The paper's trainings as simulations: Result 1's gradient flow on `W` ([`Result1Flow`][]),
-Result 2's GD on `(W, V)` ([`Result2GD`][]), Section 7's GD on `V` under uniform attention
-([`UniformAttentionGD`][]) and joint GD on `(W, V)` from a small random start ([`JointGD`][]).
+Result 2's GD on `(W, V)` ([`Result2GD`][]), GD on `V` under uniform attention, the empirical
+claim of the conclusion ([`UniformAttentionGD`][]), and joint GD on `(W, V)` from a small random
+start ([`JointGD`][]).
 
 Every run draws its own task, `DecisionLists.random(seed)` with the run's integer seed (on the host,
 through `jax.pure_callback`), unless `task_seed` fixes one task for every run. The population is the
@@ -249,10 +250,10 @@ class Result2GD(dynamics.AbstractSimulation):
 
 
 class UniformAttentionGD(dynamics.AbstractSimulation):
-    """Section 7: uniform attention (`W ≡ 0`), full-batch GD on `V` from
+    """The conclusion's empirical claim: uniform attention (`W ≡ 0`), full-batch GD on `V` from
     `V_0 = init_std · N(0, 1)` (drawn from the run's key; `V_0 = 0` by default) on the exact
-    population. The paper reports that `V` moves toward `P`; our acceptance is `κ` reaching 1 and
-    `ρ > 0.5` at the end.
+    population. The paper reports that `V` moves toward `P`; our acceptance (recon) is `κ` reaching 1
+    and `ρ > 0.5` at the end.
 
     Saves every `every` steps: `loss`, `kappa` = `κ(V)` (the fraction of columns whose argmax is
     `π(b)`) and `rho` = `ρ(V)` (the cosine of `V` and `P`, columns centred). `final` holds `V`.
@@ -286,7 +287,8 @@ class UniformAttentionGD(dynamics.AbstractSimulation):
 class JointGD(dynamics.AbstractSimulation):
     """Joint full-batch GD on `(W, V)` from a small random start, `W_0` and `V_0` with i.i.d.
     `N(0, init_std²)` entries drawn from the run's key, on the exact population (the exploratory
-    variant of Section 7: does `V` still move toward `P` while `W` learns the lists?).
+    variant of the uniform-attention claim, recon: does `V` still move toward `P` while `W` learns
+    the lists?).
 
     Saves every `every` steps: `loss`, `mu` = `μ(W)`, `kappa` = `κ(V)`, `rho` = `ρ(V)` and `perfect`
     (every sequence classified perfectly, enumerated). `final` is the model.

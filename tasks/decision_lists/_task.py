@@ -1,7 +1,8 @@
-"""The decision-list task (spec §2): a permutation π of the vocabulary and one list per token.
+"""The decision-list task: a permutation π of the vocabulary and one list per token.
 
-The permutation, the lists, the sequence length and the sampling distribution are **[paper]**
-objects; the random generator and the distribution `D` are **[ours]** (spec §2-3).
+The permutation, the lists, the sequence length and the sampling distribution are the paper's
+objects (paper); the random generator and the distribution `D` are ours (recon; see "Task and
+model" on the decision_lists page of the documentation).
 """
 
 import dataclasses
@@ -17,7 +18,7 @@ from dynamics import Interval, OneOf, Require, check_params, param
 
 DISTRIBUTIONS = ("distinct", "iid")
 """`distinct` (default): uniformly random ordered n-tuples of distinct tokens; `iid`: i.i.d. uniform
-tokens (spec §3, both **[ours]**)."""
+tokens (both recon: the paper does not give `D`)."""
 
 
 class TaskArrays(eqx.Module):
@@ -57,7 +58,7 @@ class DecisionLists:
     - `lists`: `lists[a]` = `L_a`, distinct tokens, `1 ≤ len ≤ M`, ending in `a`.
     - `n`: the sequence length, `2 ≤ n ≤ L`.
     - `M`: the largest list length, `1 ≤ M ≤ L`.
-    - `distribution`: one of [`DISTRIBUTIONS`][] (the sampling distribution `D`, **[ours]**).
+    - `distribution`: one of [`DISTRIBUTIONS`][] (the sampling distribution `D`, recon).
 
     **Raises:** `ValueError` naming the field, the value and what is allowed when the task is
     invalid.
@@ -105,8 +106,8 @@ class DecisionLists:
         fixed_m: int | None = None,
         distribution: str = "distinct",
     ) -> "DecisionLists":
-        """The generator of spec §2 **[ours]**: π uniform; `m_a ~ U{1..M}` (or `fixed_m` for every
-        token); `a_1..a_{m−1}` distinct, uniform from `[L] ∖ {a}`; `a_m = a`.
+        """The task generator (recon: the paper gives none): π uniform; `m_a ~ U{1..M}` (or `fixed_m`
+        for every token); `a_1..a_{m−1}` distinct, uniform from `[L] ∖ {a}`; `a_m = a`.
 
         **Arguments:** `seed`: NumPy seed; `L`, `n`, `M`: sizes; `fixed_m`: one list length for all
         tokens (in `[1, M]`); `distribution`: see [`DISTRIBUTIONS`][].
@@ -127,7 +128,8 @@ class DecisionLists:
         return cls(perm=perm, lists=tuple(lists), n=n, M=M, distribution=distribution)
 
     def permutation_matrix(self, dtype=jnp.float64) -> Array:
-        """`P` with `P[π(b), b] = 1` (spec §2 orientation, so `P e_b = e_{π(b)}`)."""
+        """`P` with `P[π(b), b] = 1` (so `P e_b = e_{π(b)}`: the orientation under which
+        `V = cP` maps attention on `b` to the label `π(b)`, derived)."""
         P = np.zeros((self.L, self.L))
         P[np.asarray(self.perm), np.arange(self.L)] = 1.0
         return jnp.asarray(P, dtype)

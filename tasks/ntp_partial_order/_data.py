@@ -1,5 +1,6 @@
-"""The data model of spec §1: sentences, frequencies, the collocation, query-dependent partial
-orders (Definition 1), token types and Assumptions 1-3 of Huang, Liang and Yang (NeurIPS 2024)."""
+"""The data model of Huang, Liang and Yang (NeurIPS 2024): sentences, frequencies, the collocation,
+query-dependent partial orders (Definition 1), token types and Assumptions 1-3 (see "Task and
+model" on the ntp_partial_order page of the documentation)."""
 
 import dataclasses
 import itertools
@@ -10,7 +11,7 @@ import numpy as np
 
 @dataclasses.dataclass(frozen=True)
 class TokenTypes:
-    """The token types of one query's order (spec §1.3), each a sorted tuple of token indices.
+    """The token types of one query's order (Definition 1), each a sorted tuple of token indices.
 
     **Fields:** `optimal` (beats someone, beaten by nobody), `non_optimal` (beaten, beats
     nobody), `confused` (both), `non_comparable` (in no pair).
@@ -24,7 +25,7 @@ class TokenTypes:
 
 @dataclasses.dataclass(frozen=True)
 class Dataset:
-    """A training set of distinct sentences with next tokens and frequencies (spec §1.1).
+    """A training set `D_0` of distinct sentences with next tokens and frequencies.
 
     **Fields:**
 
@@ -86,8 +87,8 @@ class Dataset:
         return self.names[token] if self.names else str(token)
 
     def collocation(self) -> np.ndarray:
-        """`n(x)` from the length-1 samples (spec §1.2): an int array of size `|V|`, −1 where a
-        token has no length-1 sample."""
+        """The collocation `n(x)`, read from the length-1 samples: an int array of size `|V|`, −1
+        where a token has no length-1 sample."""
         nxt = np.full(self.vocab_size, -1, dtype=np.int64)
         for s, y in zip(self.sentences, self.labels):
             if len(s) == 1:
@@ -113,7 +114,7 @@ class Dataset:
         return pairs
 
     def token_types(self, query: int) -> TokenTypes:
-        """The token types under `query` (spec §1.3)."""
+        """The token types under `query` (Definition 1)."""
         pairs = self.relation(query)
         winners, losers = {a for a, _ in pairs}, {b for _, b in pairs}
         return TokenTypes(
@@ -137,7 +138,7 @@ class Dataset:
 @dataclasses.dataclass(frozen=True)
 class QueryReport:
     """Per-query summary of a validated dataset: `|O_q|, |N_q|, |M_q|` and the Hall-type
-    condition of spec §5.4 under which Proposition 2's closed form is the exact QP solution."""
+    condition (derived) under which Proposition 2's closed form is the exact QP solution."""
 
     query: int
     num_optimal: int
@@ -147,8 +148,9 @@ class QueryReport:
 
 
 def hall_condition(dataset: Dataset, query: int) -> bool:
-    """Spec §5.4: for every subset `S ⊆ O_q`, `|neighbours(S)| · k ≥ |S| · m` in the bipartite
-    graph `o — x` iff `o ≻_q x` (`k = |O_q|`, `m = |N_q|`). True for a query with no pair."""
+    """The Hall-type condition (derived): for every subset `S ⊆ O_q`,
+    `|neighbours(S)| · k ≥ |S| · m` in the bipartite graph `o — x` iff `o ≻_q x` (`k = |O_q|`,
+    `m = |N_q|`). True for a query with no pair."""
     types = dataset.token_types(query)
     pairs = dataset.relation(query)
     k, m = len(types.optimal), len(types.non_optimal)
@@ -171,7 +173,7 @@ def _has_cycle(pairs: set[tuple[int, int]], vocab_size: int) -> tuple[int, ...]:
 
 
 def validate(dataset: Dataset) -> list[QueryReport]:
-    """Check Assumptions 1 and 3 (spec §3.3); Assumption 2 holds by construction of the
+    """Check Assumptions 1 and 3 of the paper; Assumption 2 holds by construction of the
     embeddings (one-hot or orthonormal, see `Batch`).
 
     **Arguments:** `dataset`: the [`Dataset`][].
@@ -255,7 +257,7 @@ def validate(dataset: Dataset) -> list[QueryReport]:
 
 
 def svop() -> Dataset:
-    """Example 1 of the paper (spec §1.6): tokens S, V, O, P = 0..3, training strings SVOP, VOP,
+    """Example 1 of the paper: tokens S, V, O, P = 0..3, training strings SVOP, VOP,
     OPP, PSV with all their prefixes: 9 distinct samples, each with π = 1/9."""
     S, V, O, P = range(4)  # noqa: E741 - the paper's token names
     samples = [

@@ -1,4 +1,6 @@
-"""The two random realizable datasets of spec §3 (our recipes; the paper gives none)."""
+"""Two generators of random realizable datasets (recon: the paper draws its dataset at random
+with |V| = 20 but gives no generator; see "Task and model" on the ntp_partial_order page of the
+documentation)."""
 
 import dataclasses
 
@@ -13,7 +15,7 @@ _PROBABILITY = Interval(0, 1)
 
 @dataclasses.dataclass(frozen=True)
 class RecipeB:
-    """Recipe B (spec §3.1, the default): every query gets an optimal set `O_q` and a
+    """Recipe B (recon; the default): every query gets an optimal set `O_q` and a
     non-optimal set `N_q`; each sentence holds one optimal token and some non-optimal ones.
 
     **Fields:** `vocab_size`, `max_length` `L_max`, `min_sentences` `s_q`, `rho`, `k_max`,
@@ -104,7 +106,7 @@ class RecipeB:
 
 @dataclasses.dataclass(frozen=True)
 class RecipeA:
-    """Recipe A (spec §3.2): prefix-closed rollouts of a ground truth with a random ranking per
+    """Recipe A (recon): prefix-closed rollouts of a ground truth with a random ranking per
     query; a sample is kept only while the orders stay free of confused tokens and Assumption 3
     holds.
 

@@ -1,4 +1,5 @@
-"""The reparameterised one-layer transformer of spec §2, padded batches and the exact losses."""
+"""The paper's reparameterised one-layer transformer (`W_kq = W_kᵀ W_q`, `W_ov = W_o W_v`), padded
+batches and the exact losses."""
 
 import equinox as eqx
 import jax
@@ -49,7 +50,7 @@ def make_batch(
     - `num_rows`, `length`: pad to this many samples (weight 0) and positions, so that batches of
       several datasets of the same shape can be stacked; default the dataset's own.
     - `collocation`: only the length-1 samples, each with weight 1 (the stage-1 loss `L_0` is a
-      sum over tokens, spec §2).
+      sum over tokens, as in the paper's appendix).
 
     **Returns:** the [`Batch`][].
     """
@@ -87,7 +88,7 @@ def make_batch(
 
 
 class NTPModel(eqx.Module):
-    """`T_θ(X) = softmax(W_ov X softmax(Xᵀ W_kq x_L))` (spec §2), `θ = (W_ov, W_kq)`.
+    """`T_θ(X) = softmax(W_ov X softmax(Xᵀ W_kq x_L))`, `θ = (W_ov, W_kq)`.
 
     **Fields:** `W_ov` `(|V|, d)` and `W_kq` `(d, d)`.
     """
@@ -125,7 +126,7 @@ def logits(model: NTPModel, batch: Batch) -> Float[Array, "N V"]:
 def cross_entropy(z: Float[Array, "N V"], labels: Int[Array, " N"]) -> Float[Array, " N"]:
     """`logsumexp(z) − z_y`, computed as `softplus(logsumexp_{v≠y}(z_v − z_y))`.
 
-    Stable where the target logit dominates (spec §4): the value keeps its relative precision
+    Stable where the target logit dominates: the value keeps its relative precision
     down to ~1e-300, and its gradient's target entry is `−Σ_{v≠y} softmax_v`, not `softmax_y − 1`
     (which rounds to 0 once the margin exceeds ~36 in float64).
     """

@@ -1,4 +1,4 @@
-"""Algorithm 1 (spec §4): two-stage normalized gradient descent from zero."""
+"""Algorithm 1 of the paper: two-stage normalized gradient descent from zero."""
 
 import math
 import numbers
@@ -13,7 +13,7 @@ from ._model import Batch, NTPModel, loss
 
 
 def paper_step_sizes(dim: int) -> tuple[float, float]:
-    """The experiment's step sizes `η_0 = 0.2/√d`, `η = 0.05/√d` (spec §4)."""
+    """The experiment's step sizes `η_0 = 0.2/√d`, `η = 0.05/√d` (paper, Section 7)."""
     return 0.2 / math.sqrt(dim), 0.05 / math.sqrt(dim)
 
 

@@ -3,7 +3,7 @@
 With frozen attention and `Y(0) = 0`, the decoder dynamics collapse onto one scalar `h`
 (Lemmas 5-6). Everything here is built on it: the speed control coefficient `γ(t)` of
 Eqn 85, its integral `Γ(t)`, the phase-transition curve `B_n(t)` of Theorem 4 (Eqns 13-14,
-124-129) and its two transition times, and the small helper vectors/matrices of §4.2.
+124-129) and its two transition times, and the helper vectors ζ_n and their Gram matrix Q.
 
 All functions are pure JAX: they `jit` (the scalar closed forms are jitted already),
 `vmap` and `grad`, and they compute in the floating dtype of their floating inputs
@@ -242,7 +242,7 @@ def phase_B_paper(
 ) -> Float[Array, "*batch"]:
     """`B_n(t) = ¼ ln(C_0 + 4 Γ(t))`, the paper's printed form (Eqns 124, 129); it differs
     from `phase_B_exact` by the constant `¼ ln C_0` when `4Γ ≫ C_0` and equals it for
-    `C_0 = 1` (spec §8).
+    `C_0 = 1` (the printed form drops the constant of integration).
 
     **Arguments:** as `phase_B_exact`.
 
@@ -317,12 +317,12 @@ def transition_times(
 
 
 # --------------------------------------------------------------------------------------
-# §4.2 helpers
+# ζ_n, q_0, q_1, Q: helpers of Lemma 5 and Theorem 1
 # --------------------------------------------------------------------------------------
 
 
 def zeta(n: Int[ArrayLike, ""], M: int, dtype: jnp.dtype | None = None) -> Float[Array, " M"]:
-    """`ζ_n = (M/(M-1)) (e_n - 1/M)`: 1 at entry `n`, `-1/(M-1)` elsewhere (§4.2).
+    """`ζ_n = (M/(M-1)) (e_n - 1/M)`: 1 at entry `n`, `-1/(M-1)` elsewhere (Lemma 5).
 
     **Arguments:**
 
@@ -340,7 +340,7 @@ def zeta(n: Int[ArrayLike, ""], M: int, dtype: jnp.dtype | None = None) -> Float
 
 
 def q0(M: ArrayLike) -> Float[Array, "*batch"]:
-    """`q_0 = ζ_j^T ζ_i = -M/(M-1)²` for `i ≠ j` (§4.2).
+    """`q_0 = ζ_j^T ζ_i = -M/(M-1)²` for `i ≠ j` (Eqns 85-89).
 
     **Arguments:**
 
@@ -355,7 +355,7 @@ def q0(M: ArrayLike) -> Float[Array, "*batch"]:
 
 
 def q1(M: ArrayLike) -> Float[Array, "*batch"]:
-    """`q_1 = ζ_i^T ζ_i = 1 + 1/(M-1)` (§4.2).
+    """`q_1 = ζ_i^T ζ_i = 1 + 1/(M-1)` (Eqns 85-89).
 
     **Arguments:**
 
@@ -370,7 +370,7 @@ def q1(M: ArrayLike) -> Float[Array, "*batch"]:
 
 
 def q_matrix(K: int, M: ArrayLike) -> Float[Array, "K K"]:
-    """`Q = q_0 1 1^T + (q_1 - q_0) I` (K×K), the Gram matrix of `ζ_1, ..., ζ_K` (§4.3).
+    """`Q = q_0 1 1^T + (q_1 - q_0) I` (K×K), the Gram matrix of `ζ_1, ..., ζ_K` (Eqn 9).
 
     **Arguments:**
 
@@ -386,7 +386,8 @@ def q_matrix(K: int, M: ArrayLike) -> Float[Array, "K K"]:
 
 
 def e_prime(E: Float[Array, "K K"]) -> Float[Array, "K K"]:
-    """`E' = I - (I + E)^{-1}` (Lemma 3, Eqn 26, with the sign of Lemma 14; spec §8).
+    """`E' = I - (I + E)^{-1}` (Lemma 3, Eqn 26, with the sign that Lemma 14 and Theorem 5 require;
+    App. D.1 prints `(I + E)^{-1} - I`, a typo).
 
     **Arguments:**
 

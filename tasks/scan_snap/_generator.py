@@ -11,7 +11,7 @@ from ._classes import SequenceClasses
 
 @dataclasses.dataclass(frozen=True)
 class Dataset2:
-    """Config of the official generator (spec §3.3).
+    """Config of the official generator (`Dataset2` in the paper's `decoder_only.py`).
 
     K = `num_last` · `num_next_per_last` classes. Token ids (0-based) are contiguous
     blocks, in this order:
@@ -71,7 +71,7 @@ class Dataset2:
 
     @classmethod
     def syn_small(cls) -> "Dataset2":
-        """Syn-Small (Figs. 4-5, spec §6.2): K = 2 classes with their own query tokens,
+        """Syn-Small (Figs. 4-5, the official README command): K = 2 classes with their own query tokens,
         tokens 0-9 common, 10-19 and 20-29 distinct, M = 34."""
         return cls(
             num_last=2,
@@ -83,7 +83,7 @@ class Dataset2:
 
     @classmethod
     def syn_medium(cls, num_last: int) -> "Dataset2":
-        """Syn-Medium (Figs. 6, 11, 12, spec §6.3): two classes per query token,
+        """Syn-Medium (Figs. 6, 11, 12, the official sweep): two classes per query token,
         K = 2 `num_last`, M = 10 + 10K + `num_last` + K (33, 79, 125, 240 for
         `num_last` = 1, 3, 5, 10)."""
         return cls(

@@ -1,4 +1,4 @@
-"""The four simulation levels of spec §5, each one run (one seed) returning a `dynamics.Run`.
+"""The four Scan and Snap simulation levels, each one run (one seed) returning a `dynamics.Run`.
 
 - **L0** [`sgd_run`][]: finite-T mini-batch SGD / heavy-ball momentum / Adam on sampled
   sequences, the official code's setting.
@@ -82,7 +82,7 @@ def sgd_run(
     momentum: float = 0.9,
     save: Callable[[YZModel], PyTree] | None = None,
 ) -> dynamics.Run:
-    """L0: mini-batch training on fresh sampled sequences (spec §5, the official code).
+    """L0: mini-batch training on fresh sampled sequences (the official code's setting).
 
     Loss = mean cross-entropy over a batch of `batch_size` sequences of T − 1 contextual
     tokens each; step k draws its batch from `fold_in(key, k)`.
@@ -94,7 +94,7 @@ def sgd_run(
     - `classes`: the sequence classes as arrays.
     - `T`, `batch_size`, `num_steps`, `every`: sequence length, batch size, steps, save period.
     - `eta_y`, `eta_z`: learning rates of Y and Z.
-    - `method`: one of [`OPTIMIZERS`][]; `momentum` uses μ = `momentum`.
+    - `method`: `sgd`, `momentum` (heavy ball with μ = `momentum`) or `adam`.
     - `save`: function of the model to save; default [`default_metrics`][].
 
     **Returns:** a `dynamics.Run` with `ts` = step numbers.
@@ -126,7 +126,7 @@ def population_flow(
     save: Callable[[YZModel], PyTree] | None = None,
     **flow_options,
 ) -> dynamics.Run:
-    """L1: gradient flow of the population loss −Σ_n π_n log α_n[n] (spec §5, Lemma 2):
+    """L1: gradient flow of the population loss −Σ_n π_n log α_n[n] (Lemma 1 in expectation under Lemma 2):
 
         Ẏ = η_Y Σ_n π_n f_n (e_n − α_n)^T,
         ż_m = η_Z Σ_{n∈ψ^{-1}(m)} π_n diag(f_n) P^⊥_{f_n} Y (e_n − α_n),
@@ -165,7 +165,8 @@ def theory_flow(
 
     **Arguments:** the initial attention logits, the classes, the rates (η_Y enters only
     through γ(t)), the end time, the save times, `class_weighted` (multiply class terms by
-    π_n, spec §4.4), what to save (default: the whole state), and `dynamics.ode_flow` options.
+    π_n, the weight the printed Eqn 10 omits), what to save (default: the whole state), and
+    `dynamics.ode_flow` options.
 
     **Returns:** a `dynamics.Run` whose state is a `TheoryState`.
     """

@@ -91,8 +91,9 @@ class YZModel(eqx.Module):
         return self.Y.shape[0]
 
     def attention_output(self, counts: Real[Array, " M"], query: Int[Array, ""] | int) -> Float[Array, " M"]:
-        """X^T b_T = (N ∘ e^{z_m}) / (N^T e^{z_m}), m = x_T (spec §1.2), computed with the
-        maximum of z_m over the present tokens (N_l > 0) subtracted.
+        """X^T b_T = (N ∘ e^{z_m}) / (N^T e^{z_m}), m = x_T (exact: without positional
+        encoding X^T b_T depends on the sequence only through its token counts N), computed
+        with the maximum of z_m over the present tokens (N_l > 0) subtracted.
 
         **Arguments:**
 
@@ -235,7 +236,7 @@ def _population_terms(model: YZModel, arrays: ClassArrays) -> tuple[Float[Array,
 
 def population_loss(model: YZModel, classes: SequenceClasses | ClassArrays) -> Scalar:
     """Population (T → ∞) loss L = −Σ_n π_n log α_n[n], α_n = softmax(Y^T f_n),
-    f_n = c̃_n / ||c̃_n||_2, c̃_n = P(· | n) ∘ e^{z_{ψ(n)}} (Lemma 2; spec §5 L1).
+    f_n = c̃_n / ||c̃_n||_2, c̃_n = P(· | n) ∘ e^{z_{ψ(n)}} (Lemma 2; the loss of level L1).
 
     **Arguments:**
 
@@ -256,7 +257,7 @@ def population_gradient_formula(
     model: YZModel, classes: SequenceClasses | ClassArrays
 ) -> tuple[Float[Array, "M M"], Float[Array, "M M"]]:
     """Closed form of the descent direction (−∂L/∂Y, −∂L/∂Z) of `population_loss`: the
-    expectation of Lemma 1 (Eqns 3-4) under Lemma 2 (spec §5 L1, §4.4), with unit rates:
+    expectation of Lemma 1 (Eqns 3-4) under Lemma 2 (the vector field of level L1), with unit rates:
 
         Ẏ   = Σ_n π_n f_n (e_n − α_n)^T
         ż_m = Σ_{n ∈ ψ^{-1}(m)} π_n diag(f_n) P^⊥_{f_n} Y (e_n − α_n),   ż_m = row m of Ż.

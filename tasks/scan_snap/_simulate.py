@@ -18,7 +18,7 @@ _POSITIVE = Interval(0, low_open=True)
 
 
 def _dataset():
-    return param("syn_small", OneOf(*DATASETS), doc="syn_small (Fig 4) or syn_medium (Figs 5-6)")
+    return param("syn_small", OneOf(*DATASETS), doc="syn_small (Figs 4-5) or syn_medium (Figs 6, 11, 12)")
 
 
 def _num_last():

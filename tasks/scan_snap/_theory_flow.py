@@ -1,12 +1,12 @@
-"""Vector fields of the Scan and Snap theory flows (spec §5, levels L2 and L3).
+"""Vector fields of the Scan and Snap theory flows (simulation levels L2 and L3).
 
-* **L2, decoupled theory flow** (§4.3-§4.4): only the attention logits `Z` move, by
+* **L2, decoupled theory flow** (Theorem 1, Lemma 4): only the attention logits `Z` move, by
   Eqn 10, with the decoder replaced by its closed form: the back-propagated gradient of
   Theorem 1 in its deterministic form `g_n(t) = γ(t) F (I - E') Q e_n` (Eqn 9 with
   `σ = θ = 0`), `F` taken from the current `Z` and `γ` from the exact `h` of Lemma 6.
   The state carries `B_n(t) = η_Z ∫ ξ_n` alongside, the exponent of the growth-factor
   bounds of Eqn 12.
-* **L3, scalar phase-transition model** (Theorem 4, §4.7): the logit `z` of the single
+* **L3, scalar phase-transition model** (Theorem 4, Appendix F): the logit `z` of the single
   common token and `B_n`, whose closed form is `phase_B_exact` (`_decoder`).
 
 Both are pure functions with the Diffrax signature `vector_field(t, state, args)`.
@@ -41,13 +41,13 @@ class TheoryArgs(eqx.Module):
 
     **Fields:**
 
-    - `probs`: `P(l|n)`, shape `(K, M)`, rows summing to 1 (§3.1).
+    - `probs`: `P(l|n)`, shape `(K, M)`, rows summing to 1 (Sec. 3.2).
     - `query`: `ψ(n)`, the query token of each class, shape `(K,)`, integer.
     - `eta_y`: decoder learning rate `η_Y` (sets `γ(t)`).
     - `eta_z`: attention learning rate `η_Z`.
     - `class_weighted`: static flag; when `True` every class term of `ż` and `Ḃ` is
       multiplied by its probability `π_n = 1/K`, the expectation over uniformly sampled
-      classes (§4.4); `False` is the paper's Eqn 10.
+      classes, a weight the printed Eqn 10 omits (derived); `False` is the paper's Eqn 10.
     """
 
     probs: Float[Array, "K M"]
@@ -61,7 +61,7 @@ def normalized_attention_features(
     Z: Float[Array, "M M"], probs: Float[Array, "K M"], query: Int[Array, " K"]
 ) -> Float[Array, "M K"]:
     """`F = [f_1, ..., f_K]` with `f_n = c̃_n / ||c̃_n||_2`, `c̃_n = P(·|n) ∘ e^{z_{ψ(n)}}`
-    (Eqn 5 and §3.2, the `T → ∞` limit of `LN(X^T b_T)`).
+    (Eqn 5 and Lemma 2, the `T → ∞` limit of `LN(X^T b_T)`).
 
     The logits are shifted by their maximum over the class's support before the
     exponential, so large `|z|` neither overflows nor underflows the whole vector.
@@ -109,9 +109,9 @@ def backprop_gradient(
 ) -> Float[Array, "M K"]:
     """The gradient reaching the attention layer, deterministic form of Theorem 1 (Eqn 9):
     `g_n(t) = γ(t) F (I - E') Q e_n = γ(t) [ι_n f_n - Σ_{n'≠n} β_{nn'} f_{n'}]` with
-    `ι_n = [(I - E') Q]_{nn}`, `β_{nn'} = -[(I - E') Q]_{n'n}` (§4.3). It is exactly
-    `Y(t) (e_n - α_n)` of the expected modified decoder dynamics (Eqn 26, Theorem 5) with
-    `F` frozen, `Y(0) = 0` and uniform classes.
+    `ι_n = [(I - E') Q]_{nn}`, `β_{nn'} = -[(I - E') Q]_{n'n}` (Eqns 85-89 with σ = θ = 0,
+    derived). It is exactly `Y(t) (e_n - α_n)` of the expected modified decoder dynamics
+    (Eqn 26, Theorem 5) with `F` frozen, `Y(0) = 0` and uniform classes.
 
     **Arguments:**
 
@@ -147,7 +147,7 @@ def xi(t: Float[ArrayLike, ""], F: Float[Array, "M K"], eta_y: Float[ArrayLike, 
 
 
 def theory_vector_field(t: Float[ArrayLike, ""], state: TheoryState, args: TheoryArgs) -> TheoryState:
-    """The L2 decoupled theory flow (Eqn 10 with the Eqn 9 gradient, §5):
+    """The L2 decoupled theory flow (Eqn 10 with the Eqn 9 gradient):
 
         ż_m = η_Z Σ_{n∈ψ^{-1}(m)} π_n diag(f_n) P^⊥_{f_n} g_n,     Ḃ_n = η_Z π_n ξ_n,
 
@@ -212,7 +212,7 @@ class ScalarArgs(eqx.Module):
 
 
 def scalar_vector_field(t: Float[ArrayLike, ""], state: ScalarState, args: ScalarArgs) -> ScalarState:
-    """The L3 scalar phase-transition model of Theorem 4 (§4.7, Appendix F):
+    """The L3 scalar phase-transition model of Theorem 4 (Appendix F):
 
         ż = -C_0^{-1} η_Z γ(t) e^{4z},      Ḃ = η_Z ξ_n = η_Z C_0^{-1} γ(t) e^{4z}.
 

@@ -1,4 +1,5 @@
-"""The STS_q distribution D_{T,q} (Definition 1) with the PE of each example (spec §1.1-1.2)."""
+"""The STS_q distribution D_{T,q} (Definition 1): Gaussian tokens, a uniform q-subset, the PE of each
+example and the token part of the query (the query z_q = [x_query; s_y] is recon)."""
 
 from typing import NamedTuple
 
@@ -74,7 +75,7 @@ def sample(
 
 def antithetic(batch: Batch) -> Batch:
     """The batch followed by its mirror (X, x_query) → (−X, −x_query) with the same y and PE
-    (spec §1.4: odd Gaussian moments cancel exactly)."""
+    (odd Gaussian moments then cancel exactly in the Monte-Carlo average)."""
     return Batch(
         jnp.concatenate([batch.X, -batch.X]),
         jnp.concatenate([batch.y, batch.y]),

@@ -1,5 +1,6 @@
-"""The FCN side of spec §4.4: the exact Gaussian conditional-mean risk of any predictor that sees
-X only through a linear first layer, the first layers that attain or miss Proposition C's bound,
+"""The FCN side of the width separation: the exact Gaussian conditional-mean risk of any predictor
+that sees X only through a linear first layer, the first layers that attain or miss Proposition C's
+bound (derived; see "Training dynamics" on the sparse_token_selection page of the documentation),
 and trained ReLU MLPs of a given width."""
 
 import functools
@@ -25,7 +26,7 @@ def subset_second_moment(T: int, q: int) -> np.ndarray:
 
 def linear_readout_risk(A: np.ndarray, d: int, T: int, q: int) -> float:
     """The smallest ½-normalised loss of any predictor of X u_y from (A vec X, y), X Gaussian
-    (spec §4.4 proof): `(1/(2q²)) tr((I − Π_A)(E[1_y 1_y^T] ⊗ I_d))`, vec X position-major
+    (the proof of Proposition C): `(1/(2q²)) tr((I − Π_A)(E[1_y 1_y^T] ⊗ I_d))`, vec X position-major
     ([x_1; …; x_T]); computed by exact linear algebra.
 
     **Arguments:** `A`: the first layer on vec X, shape `(m, T d)`; sizes `d`, `T`, `q`.
@@ -45,7 +46,7 @@ def linear_readout_risk(A: np.ndarray, d: int, T: int, q: int) -> float:
 
 def top_eigenspace_layer(d: int, T: int, m: int, key: int = 0) -> np.ndarray:
     """A first layer of width m that reads the token sum Σ_i x_i (the `1 ⊗ I_d` eigenspace) and,
-    for m > d, m − d random directions (spec §4.4 tightness)."""
+    for m > d, m − d random directions: it attains Proposition C's bound for d <= m <= Td."""
     total = np.kron(np.ones((1, T)), np.eye(d)) / np.sqrt(T)
     rest = np.random.default_rng(key).standard_normal((max(m - d, 0), T * d))
     return np.concatenate([total[: min(m, d)], rest])

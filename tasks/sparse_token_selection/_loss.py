@@ -1,5 +1,6 @@
-"""Losses (spec §1.3-1.4): the sample loss, the Gaussian closed form of Lemma A, the exact population
-loss (subsets enumerated) and Monte-Carlo estimates with antithetic pairs."""
+"""Losses: the sample loss (its ½ normalisation, summed over the d outputs, is recon), the Gaussian
+closed form of Lemma A, the exact population loss (subsets enumerated) and Monte-Carlo estimates
+with antithetic pairs."""
 
 import itertools
 
@@ -20,7 +21,7 @@ def example_loss(model, X, y, E, x_query) -> Float[Array, ""]:
 
 
 def loss(model, batch: Batch) -> Float[Array, ""]:
-    """The empirical loss of spec §1.3 on a batch: ½ mean ||f − STS_q||²."""
+    """The empirical loss on a batch: ½ mean ||f − STS_q||²."""
     return jnp.mean(jax.vmap(example_loss, in_axes=(None, 0, 0, 0, 0))(model, *batch))
 
 
@@ -35,7 +36,7 @@ def _require_x_independent(model: STSTransformer) -> None:
 
 
 def lemma_a_loss(model: STSTransformer, E: Float[Array, "m T"], y: Float[Array, " T"]) -> Float[Array, ""]:
-    """Lemma A (spec §1.4): the loss for one (E, y), exact in X, when x_query = 0 and W_XE = 0.
+    """Lemma A (derived): the loss for one (E, y), exact in X, when x_query = 0 and W_XE = 0.
 
     `½ [ ||V_X||_F² ||p||² − 2 tr(V_X) (p·u) + d ||u||² + ||V_E E p||² ]`, u = 1_y / q, with p the
     attention on the token keys (and the query key's weight in the value term for
@@ -80,7 +81,7 @@ def exact_population_loss(
 def bank_population_loss(
     model: STSTransformer, E_bank: Float[Array, "B m T"], y_bank: Float[Array, "B T"]
 ) -> Float[Array, ""]:
-    """The population loss for stochastic PE with common random numbers (spec §1.4): Lemma A
+    """The population loss for stochastic PE with common random numbers: Lemma A
     (exact in X) averaged over a fixed bank of (E, y) draws."""
     _require_x_independent(model)
     return jnp.mean(jax.vmap(lambda E, y: lemma_a_loss(model, E, y))(E_bank, y_bank))
@@ -105,7 +106,7 @@ def mc_loss(
     chunk: int = 512,
     dtype=jnp.float64,
 ) -> tuple[Float[Array, ""], Float[Array, ""]]:
-    """Monte-Carlo population loss with antithetic pairs (X, −X) (spec §1.4).
+    """Monte-Carlo population loss with antithetic pairs (X, −X).
 
     **Arguments:**
 

@@ -1,5 +1,6 @@
-"""The models of spec §2: the one-layer transformer f = V Z softmax(Z^T W z_q) (theory model at zero
-init, practical model at random init), its ground truth (W*, V*) and the FCN baseline (spec §2.5)."""
+"""The models: the one-layer transformer f = V Z softmax(Z^T W z_q) (theory model at zero init,
+practical model at random init), its ground truth (W*, V*) and the FCN baseline, all recon (see
+"Task and model" on the sparse_token_selection page of the documentation)."""
 
 import equinox as eqx
 import jax
@@ -15,7 +16,7 @@ def _query_pe(E: Float[Array, "m T"], y: Float[Array, " T"]) -> Float[Array, " m
 
 
 class STSTransformer(eqx.Module):
-    """Single-head one-layer attention (spec §2.2): `f(X, y; W, V) = V Z softmax(Z^T W z_q)` with
+    """Single-head one-layer attention (recon): `f(X, y; W, V) = V Z softmax(Z^T W z_q)` with
     `Z = [X; E]`, `z_q = [x_query; s_y]`; no scaling, residual, MLP, LayerNorm or biases.
 
     **Fields:**
@@ -76,7 +77,8 @@ def zero_init(config: STSConfig, *, dtype=jnp.float64) -> STSTransformer:
 
 
 def random_init(config: STSConfig, key: PRNGKeyArray, *, dtype=jnp.float64) -> STSTransformer:
-    """The practical model's init (spec §2.4): every entry N(0, σ_0²), σ_0 = `config.init_scale`."""
+    """The practical model's init (Fig. 3; σ_0 is recon): every entry N(0, σ_0²),
+    σ_0 = `config.init_scale`."""
     kw, kv = jax.random.split(key)
     s = jnp.asarray(config.init_scale, dtype)
     D = config.D
@@ -89,7 +91,7 @@ def from_blocks(
     config: STSConfig, W_EE: Float[Array, "m m"], V_X: Float[Array, "d d"], *, dtype=jnp.float64
 ) -> STSTransformer:
     """The transformer whose only non-zero blocks are W_EE and V_X (the reparameterisation of
-    Definition 4 [RECON], spec §2.3: `f = V_X X softmax(E^T W_EE s_y)` when x_query = 0)."""
+    Definition 4 (recon): `f = V_X X softmax(E^T W_EE s_y)` when x_query = 0)."""
     d, D = config.d, config.D
     W = jnp.zeros((D, D), dtype).at[d:, d:].set(jnp.asarray(W_EE, dtype))
     V = jnp.zeros((d, D), dtype).at[:, :d].set(jnp.asarray(V_X, dtype))
@@ -102,7 +104,7 @@ def centring(n: int, *, dtype=jnp.float64) -> Float[Array, "n n"]:
 
 
 def from_scalars(config: STSConfig, gamma, a, *, dtype=jnp.float64) -> STSTransformer:
-    """The invariant-set point of spec §3: `W_EE = a M` (M = M_{m_E} for the one-hot families,
+    """A point of Lemma B's invariant set (derived): `W_EE = a M` (M = M_{m_E} for the one-hot families,
     I_{m_E} for the rotation-invariant ones), `V = [γ I_d, 0]`."""
     M = pe_block_direction(config, dtype=dtype)
     return from_blocks(
@@ -111,7 +113,7 @@ def from_scalars(config: STSConfig, gamma, a, *, dtype=jnp.float64) -> STSTransf
 
 
 def pe_block_direction(config: STSConfig, *, dtype=jnp.float64) -> Float[Array, "m m"]:
-    """The direction of W_EE on the invariant set (spec §3): M_{m_E} for `onehot` and
+    """The direction of W_EE on the invariant set (Lemma B, derived): M_{m_E} for `onehot` and
     `dictionary_onehot` (permutation symmetry), I_{m_E} for `haar_orthonormal`, `iid_sphere`
     (rotation invariance) and for frozen non-dictionary PE."""
     if config.pe_sampler in ("onehot", "dictionary_onehot"):
@@ -120,8 +122,9 @@ def pe_block_direction(config: STSConfig, *, dtype=jnp.float64) -> Float[Array, 
 
 
 def ground_truth(config: STSConfig, *, centred: bool = False, dtype=jnp.float64) -> STSTransformer:
-    """(W*, V*) of spec §2.2: `W* = [[0, 0], [0, I_{m_E}]]` (or `[[0, 0], [0, M_{m_E}]]` when
-    `centred`, the exact GD limit direction for one-hot PE), `V* = [I_d, 0]`."""
+    """The ground truth (W*, V*) of Figs. 1 and 3 (exact matrices recon):
+    `W* = [[0, 0], [0, I_{m_E}]]` (or `[[0, 0], [0, M_{m_E}]]` when `centred`, the exact GD limit
+    direction for one-hot PE), `V* = [I_d, 0]`."""
     m = config.m_E
     block = centring(m, dtype=dtype) if centred else jnp.eye(m, dtype=dtype)
     return from_blocks(config, block, jnp.eye(config.d, dtype=dtype), dtype=dtype)
@@ -146,7 +149,7 @@ def direction_cosines(model: STSTransformer, config: STSConfig) -> dict[str, Flo
 
 
 class FCN(eqx.Module):
-    """The fully-connected baseline (spec §2.5): a ReLU MLP with hidden widths (m, m) on
+    """The fully-connected baseline (recon): a ReLU MLP with hidden widths (m, m) on
     vec(X) ⊕ 1_y; its first layer has width m."""
 
     mlp: eqx.nn.MLP

@@ -1,4 +1,4 @@
-"""Positional encodings (spec §2.1): one-hot (Definition 2), near-orthogonal (Definition 3) and the
+"""Positional encodings: one-hot (Definition 2), near-orthogonal (Definition 3) and the
 stochastic samplers of Definition 5, each returning an `(m_E, T)` matrix whose columns are e_1..e_T."""
 
 import jax
@@ -45,7 +45,7 @@ def iid_sphere_pe(
 
 
 def near_orthogonal_pe(key: PRNGKeyArray, n: int, m: int, *, dtype=jnp.float64) -> Float[Array, "m n"]:
-    """Definition 3 (content [RECON]): n unit vectors in R^m drawn uniformly on the sphere; their
+    """Definition 3, near-orthogonal PE (recon): n unit vectors in R^m drawn uniformly on the sphere; their
     coherence max_{i≠j} |<e_i, e_j>| is at most δ = sqrt(6 ln n / m) with probability >= 1 − 1/n
     (sub-Gaussian tail 2 exp(−m δ²/2) and a union bound over pairs)."""
     return iid_sphere_pe(key, n, m, 1.0, dtype=dtype)
@@ -59,8 +59,8 @@ def coherence(E: Float[Array, "m n"]) -> Float[Array, ""]:
 
 
 def selection_scores(E: Float[Array, "m T"], y: Float[Array, " T"]) -> Float[Array, " T"]:
-    """<e_j, s_y> for every position j, with s_y = Σ_{i∈y} e_i (spec §2.1 selection margin:
-    >= ρ²(1 − (q−1)δ) inside y, <= ρ² q δ outside)."""
+    """<e_j, s_y> for every position j, with s_y = Σ_{i∈y} e_i (the selection margin for
+    coherence δ: >= ρ²(1 − (q−1)δ) inside y, <= ρ² q δ outside)."""
     return E.T @ (E @ y)
 
 

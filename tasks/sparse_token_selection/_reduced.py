@@ -1,6 +1,7 @@
-"""The reduced two-scalar dynamics of spec §3 (Lemma 1 / Lemma B): on the invariant set
+"""The reduced two-scalar dynamics of Lemma 1 (derived, our Lemma B): on the invariant set
 `W_EE = a M`, `V = [γ I_d, 0]` the population loss is a closed form in (γ, α = a ρ²), and GD or
-gradient flow on the full matrices moves (γ, a) with the preconditioners 1/d and 1/||M||_F²."""
+gradient flow on the full matrices moves (γ, a) with the preconditioners 1/d and 1/||M||_F² (see
+"Training dynamics" on the sparse_token_selection page of the documentation)."""
 
 import diffrax
 import jax.numpy as jnp
@@ -15,9 +16,9 @@ FLOW_CONTROLLER = diffrax.PIDController(rtol=1e-10, atol=1e-12)
 
 
 def reduced_loss(gamma, alpha, d: int, T: int, q) -> Float[Array, ""]:
-    """L(γ, α) = (d/2) [ q (γ p_in − 1/q)² + (T − q) γ² p_out² ] (spec §3), with
+    """L(γ, α) = (d/2) [ q (γ p_in − 1/q)² + (T − q) γ² p_out² ] (derived), with
     p_in = e^α / (q e^α + T − q), p_out = 1 / (q e^α + T − q); valid for exactly orthonormal PE at
-    any length T and subset size q (Theorem 3 reading, spec §4.3). Overflow-safe for large α.
+    any length T and subset size q (our reading of Theorem 3, derived). Overflow-safe for large α.
 
     **Arguments:** `gamma` (value scale), `alpha` (score gap a ρ²), sizes `d`, `T`, `q` (q may be
     traced).
@@ -39,7 +40,7 @@ def block_norm_sq(config: STSConfig) -> float:
 
 
 def reduced_rates(config: STSConfig, eta: float) -> dict[str, float]:
-    """The rates GD on the full matrices induces on (γ, a): η/d and η/||M||_F² (spec §3)."""
+    """The rates GD on the full matrices induces on (γ, a): η/d and η/||M||_F² (derived)."""
     return {"gamma": eta / config.d, "a": eta / block_norm_sq(config)}
 
 
@@ -72,7 +73,7 @@ def zero_state(dtype=jnp.float64) -> dict[str, Array]:
 def reduced_gd(
     config: STSConfig, eta: float, num_steps: int, *, every: int = 1, save=None, dtype=jnp.float64
 ) -> dynamics.Run:
-    """GD on the full matrices from zero init, run on (γ, a) (spec §3):
+    """GD on the full matrices from zero init, run on (γ, a) (derived):
     γ ← γ − (η/d) ∂_γ L, a ← a − (η/||M||²) ∂_a L.
 
     **Returns:** a `dynamics.Run` saving `save(state)` (default: state and loss) every `every` steps.
@@ -100,11 +101,11 @@ def reduced_flow(
     solver: diffrax.AbstractSolver | None = None,
     dtype=jnp.float64,
 ) -> dynamics.Run:
-    """Gradient flow of the full matrices from zero init, on (γ, a), in time t = η k (spec §3,
-    §4.1 check 2), under `stepsize_controller` and with an optional event `loss_below` where the
-    loss crosses `eps` (Theorem 1's t_ε), located by root finding (`Run.t_stop` is that time).
+    """Gradient flow of the full matrices from zero init, on (γ, a), in time t = η k (derived),
+    under `stepsize_controller` and with an optional event `loss_below` where the loss crosses `eps`
+    (Theorem 1's t_ε), located by root finding (`Run.t_stop` is that time).
     The default solver is the implicit `Kvaerno5`: late in the run γ relaxes on a time scale of
-    order q while t reaches 1e7, which makes explicit solvers (the spec's Tsit5) exhaust any step
+    order q while t reaches 1e7, which makes explicit solvers (such as Tsit5) exhaust any step
     budget; pass `solver=diffrax.Tsit5()` for short horizons.
 
     **Returns:** a `dynamics.Run` saving `{"loss", "gamma", "a"}` at `save_ts`.
@@ -125,7 +126,7 @@ def reduced_flow(
 
 
 def optimal_gamma(alpha, d: int, T: int, q) -> Float[Array, ""]:
-    """argmin_γ L(γ, α) = p_in / (q p_in² + (T − q) p_out²) (spec §4.1 P4)."""
+    """argmin_γ L(γ, α) = p_in / (q p_in² + (T − q) p_out²) (P4, derived)."""
     del d
     dtype = jnp.result_type(alpha)
     q = jnp.asarray(q, dtype)

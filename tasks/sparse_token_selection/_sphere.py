@@ -1,4 +1,4 @@
-"""The `iid_sphere` loss floor of spec §4.2 (Theorem 2 reading): on the rotation-invariant set
+"""The `iid_sphere` loss floor (derived, our reading of Theorem 2): on the rotation-invariant set
 `W_EE = a I_{m_E}`, `V = [γ I_d, 0]` the attention is `p = softmax(α c)` with the score vector
 `c = E^T s_y` and `α = a ρ²`, so by Lemma A the population loss is
 
@@ -7,6 +7,8 @@
 with the expectations over the PE law (Monte Carlo over a fixed bank of score vectors, common random
 numbers). Minimising over γ in closed form (γ* = B/A) gives `L / (d/(2q)) = 1 − q B²/A`, scanned in α.
 """
+
+import functools
 
 import diffrax
 import jax
@@ -85,32 +87,39 @@ def sphere_loss(gamma, alpha, scores: Float[Array, "B T"], d: int, q: int) -> Fl
     return 0.5 * jnp.asarray(d, dt) * (gamma * gamma * A - 2.0 * gamma * B + 1.0 / jnp.asarray(q, dt))
 
 
+@functools.partial(jax.jit, static_argnums=2)
+def _moments_on_grid(scores: Float[Array, "B T"], grid: Float[Array, " G"], q: int):
+    """[`sphere_moments`][] at every α of `grid`; compiled once per bank shape and q."""
+    return jax.lax.map(lambda a: sphere_moments(scores, a, q), grid)
+
+
+@functools.partial(jax.jit, static_argnums=2)
+def _floor_ratio(scores: Float[Array, "B T"], alpha: Float[Array, ""], q: int) -> Float[Array, ""]:
+    """`1 − q B(α)²/A(α)`; compiled once per bank shape and q."""
+    A, B = sphere_moments(scores, alpha, q)
+    return 1.0 - q * B * B / A
+
+
 def sphere_floor(
     scores: Float[Array, "B T"], q: int, *, alpha_max: float = 20.0, num_grid: int = 201
 ) -> dict[str, float]:
     """The smallest `L / (d/(2q)) = 1 − q B(α)²/A(α)` over α (γ = B/A in closed form): a grid
-    scan on [0, `alpha_max`] refined by bounded Brent search around the best grid point (spec §4.2).
+    scan on [0, `alpha_max`] refined by bounded Brent search around the best grid point.
 
     **Returns:** `{"ratio", "alpha", "gamma"}`: the floor relative to d/(2q), α* and γ*.
 
     **Raises:** `ValueError` if the minimum lies at the end of the grid (raise `alpha_max`).
     """
     grid = jnp.linspace(0.0, alpha_max, num_grid, dtype=scores.dtype)
-    A, B = jax.lax.map(lambda a: sphere_moments(scores, a, q), grid)
+    A, B = _moments_on_grid(scores, grid, q)
     ratio = np.asarray(1.0 - q * B * B / A)
     i = int(np.argmin(ratio))
     if i == num_grid - 1:
         raise ValueError(f"the floor's minimiser lies beyond alpha_max={alpha_max}; increase alpha_max")
     step = alpha_max / (num_grid - 1)
     centre = float(grid[i])
-
-    @jax.jit
-    def fn(a):
-        A, B = sphere_moments(scores, a, q)
-        return 1.0 - q * B * B / A
-
     res = minimize_scalar(
-        lambda a: float(fn(a)),
+        lambda a: float(_floor_ratio(scores, jnp.asarray(a, scores.dtype), q)),
         bounds=(max(centre - step, 0.0), centre + step),
         method="bounded",
         options={"xatol": 1e-10},
@@ -128,11 +137,11 @@ def sphere_flow(
     stepsize_controller: diffrax.AbstractStepSizeController = SPHERE_FLOW_CONTROLLER,
     max_steps: int = 100_000,
 ) -> dynamics.Run:
-    """The reduced 2-D gradient flow of full-matrix GD from zero init for `iid_sphere` PE (spec §3,
-    §4.2): `dγ/dt = −(1/d) ∂_γ L`, `da/dt = −(1/m_E) ∂_a L` (so dα/dt = −(ρ⁴/m_E) ∂_α L, α = a ρ²),
-    L the bank loss of [`sphere_loss`][] (a Monte-Carlo vector field with common random numbers);
-    Tsit5 under `stepsize_controller` (spec §7). The flow settles at the finite minimiser within t ≈ 3e4
-    for T = 200, m_E = 64.
+    """The reduced 2-D gradient flow of full-matrix GD from zero init for `iid_sphere` PE (derived,
+    our reading of Theorem 2): `dγ/dt = −(1/d) ∂_γ L`, `da/dt = −(1/m_E) ∂_a L` (so
+    dα/dt = −(ρ⁴/m_E) ∂_α L, α = a ρ²), L the bank loss of [`sphere_loss`][] (a Monte-Carlo vector
+    field with common random numbers); Tsit5 under `stepsize_controller`. The flow settles at the
+    finite minimiser within t ≈ 3e4 for T = 200, m_E = 64.
 
     **Returns:** a `dynamics.Run` saving `{"loss", "gamma", "a"}` at `save_ts`.
     """

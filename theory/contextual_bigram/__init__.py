@@ -1,8 +1,8 @@
 """Checks of "Learning and Transferring Sparse Contextual Bigrams with Linear Transformers"
 (Ren, Wang, Lee, NeurIPS 2024, arXiv 2410.23438). The paper's formulas were lost and are
-re-derived; each check's `provenance` says whose claim it holds: `paper` (a claim of the paper's
-prose, [TEXT]), `derived` (a formula derived from the [TEXT] definitions) or `recon` (a
-reconstructed detail). Every numeric setting is a [RECON] default.
+re-derived; each check's `provenance` says whose claim it holds: `paper` (a claim stated in the paper's
+prose), `derived` (a formula derived from the paper's definitions and checked numerically) or
+`recon` (a reconstructed detail the paper does not state). Every numeric setting is a recon default.
 
 [`CHECKS`][] lists the check functions; the registry runs them through
 `theory.check_makers(PAPER, CHECKS, quick)`. A check with a quick mode takes `quick: bool`, which

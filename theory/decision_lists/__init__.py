@@ -6,13 +6,13 @@
 - Result 2: GD on (W, V) with η = 1/λ_max classifies perfectly within T = ε/(2η) steps and V stays
   within ε of cP: a small configuration **outside** the hypotheses (enumerated), and one **inside**
   them (L = 40, n = 30, M = 2, ε = 4.1, frozen Monte-Carlo population, certified perfect).
-- Section 7: uniform attention pushes V toward P.
+- The conclusion's empirical claim (checks `section7_*`): uniform attention pushes V toward P.
 - The engine's λ_max against a dense Hessian.
 
-The paper's quantities: the model, the task, c, the time bound, the hypotheses and the step window
-([`closed_forms`][]). Ours: the sampling distribution `D` (distinct tokens), δ and γ, m := M, the
-fixed point for the circular c, the acceptance thresholds of Section 7. `quick` shrinks the sets of
-tasks, never a tolerance. Everything runs in float64.
+The paper's quantities (paper): the model, the task, c, the time bound, the hypotheses and the step
+window ([`closed_forms`][]). Reconstructed (recon): the sampling distribution `D` (distinct
+tokens), δ and γ, m := M, the fixed point for the circular c, the acceptance thresholds of the
+uniform-attention checks. `quick` shrinks the sets of tasks, never a tolerance. Everything runs in float64.
 
 `CHECKS` are the check functions in order and `PAPER` the paper's name, for
 `theory.check_makers(PAPER, CHECKS, quick)`.

@@ -1,5 +1,5 @@
-"""The decision-list checks: Result 1 (spec §5), Result 2 (spec §6), Section 7 (spec §7), and
-the engine's λ_max against a dense Hessian on a small task."""
+"""The decision-list checks: Result 1, Result 2, the uniform-attention claim of the conclusion
+(`section7_*`), and the engine's λ_max against a dense Hessian on a small task."""
 
 import math
 
@@ -16,7 +16,7 @@ from . import _sims as sims
 from . import closed_forms
 from ._sims import check
 
-OURS = "δ, γ: [ours] γ = min_{a,k≤m_a} P(a ∈ s, a_k ∈ s, a_1..a_{k−1} ∉ s), δ := γ; D = distinct [ours]."
+OURS = "δ, γ (recon): γ = min_{a,k≤m_a} P(a ∈ s, a_k ∈ s, a_1..a_{k−1} ∉ s), δ := γ; D = distinct (recon)."
 
 
 def _result1_runs(quick: bool) -> list:
@@ -50,7 +50,8 @@ def result1_time_within_bound(quick: bool = False) -> Check:
         tolerance=1.0,
         bound="upper",
         note=f"{_sizes(runs)}. {OURS} Diffrax Tsit5 rtol=1e-6 atol=1e-9; tau = where mu(W) turns positive"
-        " (spec §4.2), located by the flow's event (root finding on the solver's dense interpolant).",
+        " (equivalent to perfect classification at V = cP), located by the flow's event (root finding"
+        " on the solver's dense interpolant).",
     )
 
 
@@ -71,13 +72,13 @@ def result1_perfect_reached(quick: bool = False) -> Check:
         saves += len(ts) - 1
     return check(
         "result1_perfect_reached",
-        "Result 1: W after the event classifies every sequence perfectly (enumerated, spec §4.1)"
+        "Result 1: W after the event classifies every sequence perfectly (enumerated)"
         " and stays so to the bound",
         predicted=0.0,
         simulated=float(failures),
         error=float(failures),
         tolerance=0.0,
-        note=f"{len(runs)} tasks, {saves} saves after the event (mu > 0 <=> perfect at V = cP, spec §4.2)."
+        note=f"{len(runs)} tasks, {saves} saves after the event (mu > 0 <=> perfect at V = cP, derived)."
         f" {OURS}",
     )
 
@@ -106,7 +107,8 @@ def result1_loss_monotone(quick: bool = False) -> Check:
 
 
 def result1_gd_limit(quick: bool = False) -> Check:
-    """Small-step GD on W gives τ_GD(h) = k·h → τ as h → 0 (spec §5 step 3).
+    """Small-step GD on W gives τ_GD(h) = k·h → τ as h → 0 (the explicit Euler
+    scheme converges to the flow; halving h changes τ_GD by less than 5% at the smallest h).
 
     **Returns:** the [`Check`][]: |τ_GD(h_min) − τ| / τ, and the halving change in the note.
     """
@@ -128,8 +130,8 @@ def result1_gd_limit(quick: bool = False) -> Check:
 
 
 def result1_list_length_scaling() -> Check:
-    """Scaling study (spec §5 step 4, **[ours]**): L, n and c fixed, one list length m for every
-    token, m = 1..4: τ(m) respects the bound's form 4m/(log(L) γ_m) for each m (γ_m of that task).
+    """Scaling study (recon): L, n and c fixed, one list length m for every
+    token, m = 1..4: τ(m) obeys the bound's form 4m/(log(L) γ_m) for each m (γ_m of that task).
     The curve τ(m) itself is a finding (see the note).
 
     **Returns:** the [`Check`][]: max_m τ(m)/bound(m) must be ≤ 1.
@@ -145,7 +147,7 @@ def result1_list_length_scaling() -> Check:
     worst = int(np.argmax(ratios))
     return check(
         "result1_list_length_scaling",
-        "Result 1 scaling [ours]: tau(m) <= 4m/(log(L) gamma_m) for a fixed list length m = 1..4 (c fixed)",
+        "Result 1 scaling (recon): tau(m) <= 4m/(log(L) gamma_m) for a fixed list length m = 1..4 (c fixed)",
         predicted=bounds[worst],
         simulated=taus[worst],
         error=max(ratios),
@@ -160,7 +162,7 @@ def result1_list_length_scaling() -> Check:
 
 
 def result1_c_monotone() -> Check:
-    """Scaling study (spec §5 step 4, **[ours]**): with the task fixed, τ decreases as c grows.
+    """Scaling study (recon): with the task fixed, τ decreases as c grows.
 
     **Returns:** the [`Check`][]: the number of increases of τ along c × (1/2, 1, 2, 4).
     """
@@ -170,7 +172,7 @@ def result1_c_monotone() -> Check:
     increases = int(np.sum(np.diff(taus) >= 0))
     return check(
         "result1_c_monotone",
-        "Result 1 scaling [ours]: tau decreases as c grows (number of increases along c x 1/2, 1, 2, 4)",
+        "Result 1 scaling (recon): tau decreases as c grows (number of increases along c x 1/2, 1, 2, 4)",
         predicted=0.0,
         simulated=float(increases),
         error=float(increases),
@@ -197,7 +199,7 @@ def _setting_note(r) -> str:
         f" converged={s.c_converged}); L0={s.loss0:.5g}; A={s.A:.4g}; hypotheses feasible={s.feasible} "
         f"(outside Result 2's hypotheses: tests the conclusion, not the theorem);"
         f" lambda_max(0)={r.lambda0:.5g} "
-        f"(Lanczos, 100 HVPs); eta=1/lambda_max; T=floor(eps/(2 eta))={s.T_max}. m := M [ours]. {OURS}"
+        f"(Lanczos, 100 HVPs); eta=1/lambda_max; T=floor(eps/(2 eta))={s.T_max}. m := M (recon). {OURS}"
     )
 
 
@@ -223,7 +225,7 @@ def result2_perfect_within_window() -> Check:
 
 
 def result2_V_stays_near_cP() -> Check:
-    """Spec §6 step 5 (**[derived]**): every entry of ∇_V 𝓛 is at most 1 in absolute value, so
+    """Result 2 (derived): every entry of ∇_V 𝓛 is at most 1 in absolute value, so
     ‖V_t − cP‖_max ≤ ε/2 + tη ≤ ε for t ≤ ε/(2η).
 
     **Returns:** the [`Check`][]: max over t ≤ T of ‖V_t − cP‖_max / ε and of max |∇_V 𝓛| (≤ 1).
@@ -243,7 +245,7 @@ def result2_V_stays_near_cP() -> Check:
 
 
 def result2_step_below_curvature() -> Check:
-    """η = 1/λ_max(0) stays ≤ 1/λ_max along the run (spec §4.3: λ_max re-estimated, **[ours]**:
+    """η = 1/λ_max(0) stays ≤ 1/λ_max along the run (λ_max re-estimated along the run, recon:
     the abstract does not say where λ_max is taken).
 
     **Returns:** the [`Check`][]: max_t λ_max(t) · η (≤ 1 when the initial step stays admissible).
@@ -266,13 +268,14 @@ def result2_step_below_curvature() -> Check:
 
 
 def result2_within_hypotheses(quick: bool = False) -> Check:
-    """Result 2 inside its hypotheses (spec §6 steps 3-4): with `𝓛_0 − 6ε/n > A > 0`,
-    `A² > 4m𝓛_0/ε` (checked on the frozen population used), GD on `(W, V)` from `W = 0`,
-    `V_0 = cP + U`, `η = 1/λ_max`, has a step `t ≤ T = ⌊ε/(2η)⌋` certified to classify every sequence
-    of `D` perfectly (spec §4.2), and `‖V_t − cP‖_max ≤ ε` at every step run.
+    """Result 2 inside its hypotheses: with `𝓛_0 − 6ε/n > A > 0`, `A² > 4m𝓛_0/ε` (checked on the
+    frozen population used), GD on `(W, V)` from `W = 0`, `V_0 = cP + U`, `η = 1/λ_max`, has a step
+    `t ≤ T = ⌊ε/(2η)⌋` certified (`tasks.decision_lists.certified`) to classify every sequence of
+    `D` perfectly, and `‖V_t − cP‖_max ≤ ε` at every step run. Why this configuration: see
+    "Checks" on the decision_lists page of the documentation.
 
     The configuration is `sims.RESULT2_HYPOTHESES` (`L = 40, n = 30, M = 2, ε = 4.1`); quick mode
-    only shrinks the population (`K = 2^10` instead of the spec's default `2^14`), and it stays inside
+    only shrinks the population (`K = 2^10` instead of the default `2^14`), and it stays inside
     the hypotheses. GD runs a fixed number of steps far below `T` (the conclusion only needs some
     `t ≤ T`); a run without a certified step fails.
 
@@ -287,8 +290,9 @@ def result2_within_hypotheses(quick: bool = False) -> Check:
     at = int(r.first_certified) if math.isfinite(r.first_certified) else r.num_steps
     return check(
         "result2_within_hypotheses",
-        "Result 2 inside its hypotheses: some t <= T = eps/(2 eta) is certified perfect (spec §4.2) and"
-        " ||V_t - cP||_max <= eps; error = number of violated conditions",
+        "Result 2 inside its hypotheses: some t <= T = eps/(2 eta) is certified perfect"
+        " ((c/n)(1 - exp(-mu)) > 2 ||V - cP||_max) and ||V_t - cP||_max <= eps;"
+        " error = number of violated conditions",
         predicted=float(s.T_max),
         simulated=r.first_certified,
         error=float(violated),
@@ -305,7 +309,7 @@ def result2_within_hypotheses(quick: bool = False) -> Check:
         f" (certified at {r.certified_steps} of the {r.num_steps} steps run); mu at t: {r.mu[at]:.4g}"
         f" (needed {r.threshold[at]:.4g}); max_t ||V_t - cP||_max = {r.max_dist_cP:.6g} <= eps"
         f" (every step); max |grad_V L| = {r.max_grad_V:.3g}; loss {r.losses[0]:.4g} -> {r.losses[-1]:.3g}"
-        f" after {r.num_steps} steps. m := M [ours]. {OURS}",
+        f" after {r.num_steps} steps. m := M (recon). {OURS}",
     )
 
 
@@ -315,8 +319,8 @@ def _section7_runs(quick: bool):
 
 
 def section7_kappa(quick: bool = False) -> Check:
-    """Section 7: with uniform attention (W = 0), GD on V moves every column's largest entry to
-    π(b) (acceptance **[ours]**: κ reaches 1).
+    """The conclusion's empirical claim: with uniform attention (W = 0), GD on V moves every
+    column's largest entry to π(b) (acceptance, recon: κ reaches 1).
 
     **Returns:** the [`Check`][]: 1 − min over configs of max_t κ(V_t).
     """
@@ -327,7 +331,7 @@ def section7_kappa(quick: bool = False) -> Check:
     ]
     return check(
         "section7_kappa",
-        "Section 7: uniform attention pushes V toward P: kappa (column argmax = pi(b)) reaches 1",
+        "Conclusion: uniform attention pushes V toward P: kappa (column argmax = pi(b)) reaches 1",
         predicted=1.0,
         simulated=min(best),
         error=1.0 - min(best),
@@ -342,7 +346,8 @@ def section7_kappa(quick: bool = False) -> Check:
 
 
 def section7_rho(quick: bool = False) -> Check:
-    """Section 7: the centred cosine ρ(V, P) is above 0.5 at the end (acceptance **[ours]**).
+    """The conclusion's empirical claim: the centred cosine ρ(V, P) is above 0.5 at the end
+    (acceptance, recon).
 
     **Returns:** the [`Check`][]: max(0.5 − min over configs of the final ρ, 0).
     """
@@ -351,7 +356,7 @@ def section7_rho(quick: bool = False) -> Check:
     peak = [float(np.max(v["rho"])) for _, _, v in runs]
     return check(
         "section7_rho",
-        "Section 7: centred cosine rho(V_T, P) > 0.5 after 2000 GD steps on V with W = 0",
+        "Conclusion: centred cosine rho(V_T, P) > 0.5 after 2000 GD steps on V with W = 0",
         predicted=0.5,
         simulated=min(final),
         error=max(0.5 - min(final), 0.0),

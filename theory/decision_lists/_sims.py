@@ -1,7 +1,7 @@
 """Simulations behind the decision-list checks: task instances, one jitted runner per training,
 and the runs several checks share (cached, so a paper run integrates each of them once).
 
-Everything runs in float64 on the exact population of `D = distinct` (spec §3).
+Everything runs in float64 on the exact population of `D = distinct` (recon).
 """
 
 import dataclasses
@@ -28,7 +28,7 @@ RESULT1_SIZES = {
     "quick": [(8, 3, 2, 0), (10, 4, 3, 0)],
     "full": [(8, 3, 2, 0), (10, 4, 3, 0), (12, 4, 4, 1), (16, 4, 3, 0), (24, 5, 3, 0)],
 }
-"""Result 1's tasks `(L, n, M, seed)`: the spec's test size, plus the standard and larger sizes in full.
+"""Result 1's tasks `(L, n, M, seed)`: the test sizes, plus the standard and larger sizes in full.
 (With `V = cP` the loss splits over the columns of `W`, one per query token, and a column's flow
 depends on its list only through its length: τ depends on a task only through its list lengths.)"""
 
@@ -44,7 +44,7 @@ def f64(x) -> jax.Array:
 
 @functools.cache
 def task(L: int, n: int, M: int, seed: int, fixed_m: int | None = None) -> dl.DecisionLists:
-    """A random task (generator of spec §2) with `D = distinct`."""
+    """A random task (`DecisionLists.random`, recon) with `D = distinct`."""
     return dl.DecisionLists.random(seed, L=L, n=n, M=M, fixed_m=fixed_m)
 
 
@@ -115,7 +115,7 @@ def _perfect_at(W, V, pop):
 
 
 def perfect_at(t: dl.DecisionLists, W, c: float) -> bool:
-    """Perfect classification (spec §4.1, enumerated) of `(W, cP)`."""
+    """Perfect classification (enumerated) of `(W, cP)`."""
     return bool(_perfect_at(f64(W), c * t.permutation_matrix(), population(t)))
 
 
@@ -179,7 +179,7 @@ class Result2:
 
 
 def _result2_start(t: dl.DecisionLists, pop, delta: float, key_U, eps: float):
-    """Result 2's start on population `pop` (spec §6): `U` drawn with `key_U`, the fixed point `c`,
+    """Result 2's start on population `pop`: `U` drawn with `key_U`, the fixed point `c`,
     `V_0 = cP + U`, `λ_max` at `(0, V_0)` by Lanczos and the setting with `η = 1/λ_max`.
 
     **Returns:** `(c, V_0, λ_max, Result2Setting)`.
@@ -208,7 +208,7 @@ def _result2_start(t: dl.DecisionLists, pop, delta: float, key_U, eps: float):
 
 @functools.cache
 def result2(t: dl.DecisionLists, eps: float, seed: int = 0, num_saves: int = 10) -> Result2:
-    """Result 2 on `t` (spec §6): `U` seeded, the fixed point `c`, `λ_max` at initialisation by
+    """Result 2 on `t`: `U` seeded, the fixed point `c`, `λ_max` at initialisation by
     Lanczos, `η = 1/λ_max`, `T = ⌊ε/(2η)⌋`; GD stopped at the first perfect step, and GD to `T`
     checking `‖V_t − cP‖_max ≤ ε` and `max |∇_V 𝓛| ≤ 1` at every step and re-estimating `λ_max` at
     `num_saves + 1` evenly spaced steps."""
@@ -238,18 +238,19 @@ RESULT2_HYPOTHESES = {
     "quick": {"size": (40, 30, 2, 0), "eps": 4.1, "K": 2**10, "num_steps": 20},
     "full": {"size": (40, 30, 2, 0), "eps": 4.1, "K": 2**14, "num_steps": 20},
 }
-"""Result 2 inside its hypotheses (spec §6 steps 3-4): `(L, n, M, seed)` of the task, `ε`, the size `K`
-of the frozen Monte-Carlo population and the GD steps run. `n = 30` admits
-only `M = 2` and `ε ∈ [4.1, 7.4]` (spec §6); `L = 40` is about the smallest vocabulary with
-`L − M ≥ n` whose hypotheses hold at `ε = 4.1`, the lower end of the interval: the certificate
-`(c/n)(1 − e^{−μ}) > 2‖V − cP‖_max` (spec §4.2) asks less of `μ` when `ε` is small. Quick mode only
-shrinks `K` (the hypotheses are checked on the population actually used)."""
+"""Result 2 inside its hypotheses: `(L, n, M, seed)` of the task, `ε`, the size `K`
+of the frozen Monte-Carlo population and the GD steps run. `n = 30` admits only `M = 2` and
+`ε ∈ [4.1, 7.4]` (derived, with `𝓛_0 ≈ log n` and `m := M`); `L = 40` is about the smallest
+vocabulary with `L − M ≥ n` whose hypotheses hold at `ε = 4.1`, the lower end of the interval: the
+certificate `(c/n)(1 − e^{−μ}) > 2‖V − cP‖_max` (derived) asks less of `μ` when `ε` is small.
+Quick mode only shrinks `K` (the hypotheses are checked on the population actually used)."""
 
 
 @dataclasses.dataclass(frozen=True)
 class Result2Sampled:
     """One Result 2 run on a frozen Monte-Carlo population: the setting, the first certified step
-    (spec §4.2; `inf` if none within `num_steps`) and the invariants along the run."""
+    (`tasks.decision_lists.certified`; `inf` if none within `num_steps`) and the invariants along
+    the run."""
 
     task: dl.DecisionLists
     K: int
@@ -267,8 +268,8 @@ class Result2Sampled:
 
 @functools.cache
 def result2_sampled(t: dl.DecisionLists, eps: float, K: int, num_steps: int, seed: int = 0) -> Result2Sampled:
-    """Result 2 on `t` with a frozen population of `K` sequences drawn from `D = distinct` (spec §3):
-    `δ = γ` in closed form (spec §4.3), `U` seeded, the fixed point `c` and `𝓛_0` on the population,
+    """Result 2 on `t` with a frozen population of `K` sequences drawn from `D = distinct`:
+    `δ = γ` in closed form (derived), `U` seeded, the fixed point `c` and `𝓛_0` on the population,
     `λ_max` at initialisation by Lanczos (100 HVPs), `η = 1/λ_max`, `T = ⌊ε/(2η)⌋`; `num_steps` GD
     steps (at most `T`) saving the certificate, `μ(W)`, `‖V_t − cP‖_max` and `max |∇_V 𝓛|` at every
     step. `seed` draws the population and `U`. `threshold[t]` is the `μ` the certificate needs at
@@ -298,7 +299,7 @@ def result2_sampled(t: dl.DecisionLists, eps: float, K: int, num_steps: int, see
 
 
 # --------------------------------------------------------------------------------------
-# Section 7
+# The uniform-attention claim of the conclusion (checks `section7_*`)
 # --------------------------------------------------------------------------------------
 
 SECTION7_SIZES = {"quick": [(10, 4, 3), (12, 3, 4)], "full": [(10, 4, 3), (12, 3, 4), (16, 4, 3)]}
@@ -311,8 +312,8 @@ def _uniform(arrays, pop, V0, step, num_steps, every):
 
 @functools.cache
 def uniform_attention(t: dl.DecisionLists, num_steps: int = 2000, step: float = 1.0, init_std: float = 0.0):
-    """Spec §7: `W ≡ 0`, GD on `V` from `V_0 = 0` (or Gaussian with `init_std`), saving κ, ρ, loss
-    every 10 steps. **Returns:** `(steps, values dict of numpy arrays)`."""
+    """The uniform-attention claim: `W ≡ 0`, GD on `V` from `V_0 = 0` (or Gaussian with
+    `init_std`), saving κ, ρ, loss every 10 steps. **Returns:** `(steps, values dict of numpy arrays)`."""
     V0 = init_std * jax.random.normal(jax.random.PRNGKey(0), (t.L, t.L), jnp.float64)
     run = _uniform(t.arrays(), population(t), V0, f64(step), num_steps, 10)
     return np.asarray(run.ts), {k: np.asarray(v) for k, v in run.values.items()}

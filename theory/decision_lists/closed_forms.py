@@ -1,13 +1,13 @@
 """Decision lists: the paper's constants and bounds as functions of the task.
 
-Which quantities are the paper's and which are ours:
+Which quantities are the paper's and which are reconstructed:
 
-- **[paper]** `c = 4 n log(L)/δ` and the time bound `4M/(log(L) γ)` (Result 1); `c = 10 n² 𝓛_0/δ + 4εn`,
+- (paper) `c = 4 n log(L)/δ` and the time bound `4M/(log(L) γ)` (Result 1); `c = 10 n² 𝓛_0/δ + 4εn`,
   the hypotheses `𝓛_0 − 6ε/n > A`, `A² > 4 m 𝓛_0/ε`, the step `η ≤ 1/λ_max` and the window
   `T ∈ [2 m 𝓛_0/(A² η), ε/(2η)]` (Result 2).
-- **[derived]** the loss at uniform attention `𝓛(0, cP)` under `distinct`, and `δ`, `γ` in closed form
+- (derived) the loss at uniform attention `𝓛(0, cP)` under `distinct`, and `δ`, `γ` in closed form
   under `distinct`.
-- **[ours]** the definitions of `δ` and `γ` (the abstract only says they depend on the smallest
+- (recon) the definitions of `δ` and `γ` (the abstract only says they depend on the smallest
   probability mass of "certain quantities"), `m := M`, and the fixed-point procedure for the circular
   `c` of Result 2 (`tasks.decision_lists.fixed_point_c`).
 
@@ -56,7 +56,7 @@ def constants(
     gamma_definition: str = "joint",
     delta_definition: str = "gamma",
 ) -> Constants:
-    """`δ`, `γ` computed from `D` (**[ours]**, see `tasks.decision_lists.delta_gamma`): exactly from the
+    """`δ`, `γ` computed from `D` (recon, see `tasks.decision_lists.delta_gamma`): exactly from the
     support, or from a frozen population when one is given.
 
     **Raises:** `ValueError` for an unknown definition.
@@ -70,7 +70,7 @@ def constants(
 
 def distinct_constants(task: dl.DecisionLists) -> Constants:
     """`δ = γ = min_{a,k≤m_a} p_{a,k}` (the default definitions) in closed form under `distinct`
-    (**[derived]**, see `tasks.decision_lists.distinct_gamma`), for supports too large to enumerate.
+    (derived, see `tasks.decision_lists.distinct_gamma`), for supports too large to enumerate.
 
     **Raises:** `ValueError` unless `task.distribution` is `distinct`.
     """
@@ -81,7 +81,7 @@ def distinct_constants(task: dl.DecisionLists) -> Constants:
 
 
 def zero_attention_loss(L: int, n: int, c: float) -> float:
-    """`𝓛(0, cP) = log(n + (L − n) e^{−c/n})` under `distinct` (**[derived]**)."""
+    """`𝓛(0, cP) = log(n + (L − n) e^{−c/n})` under `distinct` (derived)."""
     return math.log(n + (L - n) * math.exp(-c / n))
 
 

@@ -105,7 +105,7 @@ def prop2_closed_form_where_valid(quick: bool) -> Check:
 
 
 def prop1_norm_linear() -> Check:
-    """Proposition 1: `tη_0/(2‖W*_ov‖) ≤ ‖W_ov^(t)‖ ≤ tη_0`, and [derived] `= tη_0` exactly."""
+    """Proposition 1: `tη_0/(2‖W*_ov‖) ≤ ‖W_ov^(t)‖ ≤ tη_0`, and (derived) `= tη_0` exactly."""
     sim = figure_run()
     t = np.arange(STEPS + 1)
     norms = np.linalg.norm(sim.W_ov, axis=(1, 2))
@@ -115,7 +115,7 @@ def prop1_norm_linear() -> Check:
     rel = np.abs(norms[1:] - t[1:] * sim.eta0) / (t[1:] * sim.eta0)
     return check(
         "prop1_norm_linear",
-        "Prop. 1: t eta0/(2||W*_ov||) <= ||W_ov(t)|| <= t eta0; [derived] equality (max rel. error)",
+        "Prop. 1: t eta0/(2||W*_ov||) <= ||W_ov(t)|| <= t eta0; (derived) equality (max rel. error)",
         predicted=STEPS * sim.eta0,
         simulated=norms[-1],
         error=rel.max() if bounds_ok else np.inf,
@@ -126,7 +126,7 @@ def prop1_norm_linear() -> Check:
 
 
 def prop1_direction() -> Check:
-    """Proposition 1's direction: `1 − cos ≤ 12‖W*‖³ log(2|V|) log t/(tη_0)`; [derived] ≈ 0."""
+    """Proposition 1's direction: `1 − cos ≤ 12‖W*‖³ log(2|V|) log t/(tη_0)`; (derived) ≈ 0."""
     sim = figure_run()
     t = np.arange(2, STEPS + 1)
     gap = 1 - cosines(sim.W_ov, sim.star_ov)[2:]
@@ -134,7 +134,7 @@ def prop1_direction() -> Check:
     bound = 12 * star**3 * np.log(2 * sim.dataset.vocab_size) * np.log(t) / (t * sim.eta0)
     return check(
         "prop1_direction",
-        "Prop. 1: 1 - cos(W_ov(t), W*_ov) <= 12||W*||^3 log(2|V|) log t/(t eta0); [derived] exactly 0",
+        "Prop. 1: 1 - cos(W_ov(t), W*_ov) <= 12||W*||^3 log(2|V|) log t/(t eta0); (derived) exactly 0",
         predicted=bound[-1],
         simulated=gap[-1],
         error=np.abs(gap).max() if np.all(gap <= bound) else np.inf,
@@ -168,7 +168,7 @@ def lemma3_equal_nontarget_logits() -> Check:
 
 
 def prop1_loss_closed_form() -> Check:
-    """[derived] `L_0(W_ov^(t)) = |V| log(1 + (|V|−1) exp(−tη_0/√(|V|−1)))`; Prop. 1 envelope."""
+    """(derived) `L_0(W_ov^(t)) = |V| log(1 + (|V|−1) exp(−tη_0/√(|V|−1)))`; Prop. 1 envelope."""
     sim = figure_run()
     V = sim.dataset.vocab_size
     t = np.arange(STEPS + 1)
@@ -179,7 +179,7 @@ def prop1_loss_closed_form() -> Check:
     envelope_ok = bool(np.all(np.diff(ratio) <= 1e-12 * ratio[:-1]))
     return check(
         "prop1_loss_closed_form",
-        "Prop. 1 [derived]: L_0(t) = |V| log(1 + (|V|-1) exp(-t eta0/sqrt(|V|-1))) (max rel. error)",
+        "Prop. 1 (derived): L_0(t) = |V| log(1 + (|V|-1) exp(-t eta0/sqrt(|V|-1))) (max rel. error)",
         predicted=closed[-1],
         simulated=sim.L0[-1],
         error=rel.max() if envelope_ok else np.inf,
@@ -214,7 +214,7 @@ def cor1_gap_lower_end() -> Check:
 
 
 def cor1_gap_upper_end() -> Check:
-    """Corollary 1's upper end `gap < 3A`: contradicted by the exact trajectory (spec §5.3)."""
+    """Corollary 1's upper end `gap < 3A`: contradicted by the exact stage-1 trajectory (derived)."""
     sim = figure_run()
     A = STEPS * sim.eta0 / (4 * np.linalg.norm(sim.star_ov) ** 2)
     g = _gap(sim)
@@ -229,5 +229,5 @@ def cor1_gap_upper_end() -> Check:
         provenance="derived",
         note=f"derived gap T eta0/||W*_ov|| = {STEPS * sim.eta0 / np.linalg.norm(sim.star_ov):.6g}.",
         expected_deviation="the exact stage-1 trajectory W_ov(t) = t eta0 W*/||W*|| gives the gap "
-        "t eta0/||W*_ov||, above 3A = 3 t eta0/(4||W*||^2) whenever ||W*_ov|| > 3/4 (spec §5.3).",
+        "t eta0/||W*_ov||, above 3A = 3 t eta0/(4||W*||^2) whenever ||W*_ov|| > 3/4 (derived).",
     )

@@ -150,7 +150,7 @@ def _loss_star(sim) -> tuple[float, float]:
 
 
 def thm2_loss_envelope_eqn4() -> Check:
-    """Theorem 2, Eqn 4 (reconstructed): `L(θ^(t)) ≤ |V| exp(−A + 2A L_max/(L_max + e^{C_1 t}))`."""
+    """Theorem 2, Eqn 4 (recon): `L(θ^(t)) ≤ |V| exp(−A + 2A L_max/(L_max + e^{C_1 t}))`."""
     sim = figure_run()
     V, Lm = sim.dataset.vocab_size, sim.dataset.max_length
     t = np.arange(STEPS + 1)
@@ -176,7 +176,7 @@ def thm2_loss_envelope_eqn4() -> Check:
 
 
 def thm2_loss_linear_rate() -> Check:
-    """[derived] `log(L − L*_true)` falls with slope `−η/‖W*_kq‖` on steps 3000-4500 (slow run)."""
+    """(derived) `log(L − L*_true)` falls with slope `−η/‖W*_kq‖` on steps 3000-4500 (slow run)."""
     sim = figure_run(LONG_STEPS)
     _, L_star = _loss_star(sim)
     excess = sim.L - L_star
@@ -186,7 +186,7 @@ def thm2_loss_linear_rate() -> Check:
     positive_decreasing = bool(np.all(excess > 0) and np.all(np.diff(excess) < 0))
     return check(
         "thm2_loss_linear_rate",
-        "Thm 2 [derived]: slope of log(L - L*_true) on steps 3000-4500 = -eta/||W*_kq|| (rel. error)",
+        "Thm 2 (derived): slope of log(L - L*_true) on steps 3000-4500 = -eta/||W*_kq|| (rel. error)",
         predicted=predicted,
         simulated=slope,
         error=abs(slope - predicted) / abs(predicted) if positive_decreasing else np.inf,
@@ -198,7 +198,7 @@ def thm2_loss_linear_rate() -> Check:
 
 
 def thm3_noncomparable_entries_zero() -> Check:
-    """Theorem 3 [derived]: non-comparable rows get zero gradient, `W_kq^(t)[x_0, q] = 0` for all t."""
+    """Theorem 3 (derived): non-comparable rows get zero gradient, `W_kq^(t)[x_0, q] = 0` for all t."""
     largest = 0.0
     for sim in (figure_run(), svop_run()):
         for q in range(sim.dataset.vocab_size):

@@ -2,11 +2,11 @@
 token coordinates (one-hot embeddings):
 
 - Eqn 2, the feed-forward max-margin problem: [`w_ov_star_qp`][] (solved) and its closed form
-  [`w_ov_star_closed`][] `P_n − J/|V|` [derived];
+  [`w_ov_star_closed`][] `P_n − J/|V|` (derived);
 - Eqn 3, the attention max-margin problem, one convex QP per query column: [`w_kq_star_qp`][];
 - Proposition 2's closed form [`w_kq_closed_form`][], exact where the Hall-type condition
   [`hall_columns`][] holds;
-- the exact stage-1 loss of Algorithm 1 from zero, [`stage1_loss`][] [derived].
+- the exact stage-1 loss of Algorithm 1 from zero, [`stage1_loss`][] (derived).
 """
 
 import numpy as np
@@ -38,7 +38,7 @@ def w_ov_star_qp(dataset: Dataset) -> MaxMargin:
 
 
 def w_ov_star_closed(dataset: Dataset) -> np.ndarray:
-    """Eqn 2's solution [derived]: column `x` is `e_{n(x)} − 1/|V|` (0 without collocation), norm
+    """Eqn 2's solution (derived): column `x` is `e_{n(x)} − 1/|V|` (0 without collocation), norm
     `√(|V| − 1)` when every token has one."""
     V, nxt = dataset.vocab_size, dataset.collocation()
     W = np.zeros((V, V))
@@ -74,7 +74,7 @@ def hall_columns(dataset: Dataset) -> np.ndarray:
 
 
 def stage1_loss(t: np.ndarray, eta0: float, vocab_size: int) -> np.ndarray:
-    """[derived] The stage-1 loss of Algorithm 1 from zero with a full collocation:
+    """(derived) The stage-1 loss of Algorithm 1 from zero with a full collocation:
     `L_0(W_ov^(t)) = |V| log(1 + (|V|−1) exp(−tη_0/√(|V|−1)))`, since `W_ov^(t) = tη_0 W*_ov/‖W*_ov‖`.
 
     **Arguments:** `t`: step numbers; `eta0`: the stage-1 step size; `vocab_size`: `|V|`.

@@ -60,7 +60,7 @@ def lemma1_autograd(quick: bool = False) -> Check:
         error=error,
         tolerance=1e-12,
         note=f"M=12, T=40, Y and Z entries N(0,1), {draws} random sequences; predicted/simulated: "
-        "Frobenius norm of (Y_dot, Z_dot) from Eqns 3-4 / from jax.grad. Spec: error <= 1e-16.",
+        "Frobenius norm of (Y_dot, Z_dot) from Eqns 3-4 / from jax.grad. Expected: error ~ 1e-16.",
     )
 
 
@@ -144,7 +144,7 @@ def lemma2_rate(quick: bool = False) -> Check:
         simulated=slope,
         error=abs(slope + 0.5),
         tolerance=0.1,
-        note=f"Reference instance (spec §4.6), z ~ 0.5 N(0,1) fixed, {deviation.shape[0]} sequences, "
+        note=f"Reference instance (K=3, M=17), z ~ 0.5 N(0,1) fixed, {deviation.shape[0]} sequences, "
         f"prefixes T-1 = {lengths.tolist()}, mean deviation {', '.join(f'{m:.3g}' for m in mean)}.",
     )
 
@@ -271,7 +271,7 @@ def lemma6_closed_form(*, formula: Callable = cf.h_continuous) -> Check:
         error=worst,
         tolerance=1e-7,
         note=f"(M, eta_Y) in {_H_CONFIGS}, t in [1e-3, 1e4] (log grid), Tsit5 rtol=1e-10, atol=1e-14 "
-        "(the spec's atol=1e-10 is coarse for h ~ 1e-4: its integration error alone reaches 1.8e-7 at "
+        "(atol=1e-10 is coarse for h ~ 1e-4: its integration error alone reaches 1.8e-7 at "
         "M=1000, 4.4e-7 at M=1e4); predicted/simulated: h(1e4) of the worst configuration.",
     )
 
@@ -308,7 +308,8 @@ def lemma7_gap() -> Check:
         note="predicted: the upper bound (1 = 2 eta_Y/M; the lower end 0 enters the error); "
         "simulated: largest gap / bound. "
         + "; ".join(parts)
-        + ". Spec: 8.5e-3, 8.4e-4, 9.5e-5; gap(2000) = 4.3e-5 for M=50. The tolerance absorbs rounding only.",
+        + ". Reference values: 8.5e-3, 8.4e-4, 9.5e-5; gap(2000) = 4.3e-5 for M=50. "
+        "The tolerance absorbs rounding only.",
     )
 
 
@@ -340,8 +341,9 @@ def lemma9_early() -> Check:
         tolerance=0.0,
         bound="lower",
         note=f"M=1000, K=10, eta_Y=0.5, t'_0={t0_prime:.1f}; gamma from the integrated h (Eqn 44); "
-        f"ratio in [{ratio.min():.4f}, {ratio.max():.4f}] over {ratio.size} times (spec: 0.998 at t=1, "
-        "0.86 at t=100); predicted: the lower end of the interval (the upper end 1 enters the error).",
+        f"ratio in [{ratio.min():.4f}, {ratio.max():.4f}] over {ratio.size} times "
+        "(reference values: 0.998 at t=1, 0.86 at t=100); predicted: the lower end of the interval "
+        "(the upper end 1 enters the error).",
     )
 
 
@@ -362,6 +364,6 @@ def lemma9_late() -> Check:
         tolerance=0.0,
         bound="lower",
         note=f"M=1000, K=10, eta_Y=0.5, t_0={t0:.1f}; ratio in [{ratio.min():.4f}, {ratio.max():.4f}] "
-        "(spec: 1.67 at t_0, 1.001 at 1e5); predicted: the lower end of the interval (the upper end 2 "
-        "enters the error). Its limit is ((M-1)/M)^2 < 1, reached past t ~ 1.3e5.",
+        "(reference values: 1.67 at t_0, 1.001 at 1e5); predicted: the lower end of the interval "
+        "(the upper end 2 enters the error). Its limit is ((M-1)/M)^2 < 1, reached past t ~ 1.3e5.",
     )

@@ -1,7 +1,7 @@
-"""Scan and Snap checks of the simulation levels against each other (spec §5, "Recommended
-tests"): L1 ≈ L2 when η_Y/η_Z is large, and L0 → L1 as T → ∞.
+"""Scan and Snap checks of the simulation levels against each other (our consistency tests,
+recon): L1 ≈ L2 when η_Y/η_Z is large, and L0 → L1 as T → ∞.
 
-Both run on the spec §4.6 reference instance (K = 3 classes sharing one query, one common
+Both run on the reference instance (K = 3 classes sharing one query, one common
 token with P = 0.1, four distinct tokens per class with P ∝ (0.1, 0.15, 0.3, 0.45), M = 17)
 from Y = Z = 0 with η_Y = 1.
 """
@@ -75,7 +75,7 @@ def _relative(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def levels_L1_vs_L2(quick: bool = False) -> Check:
-    """Spec §5: L1 (population flow, the true decoder) ≈ L2 (decoupled theory flow, the
+    """Levels: L1 (population flow, the true decoder) ≈ L2 (decoupled theory flow, the
     Theorem 1 decoder) when η_Y/η_Z is large.
 
     Measured by the relative gap ||ż_L1 − ż_L2|| / ||ż_L1|| of the query row's velocity at
@@ -116,13 +116,13 @@ def levels_L1_vs_L2(quick: bool = False) -> Check:
     late_listing = ", ".join(f"{g:.3f}" for g in late_gaps)
     return check(
         "levels_L1_vs_L2",
-        "Spec §5: L1 ~ L2 when eta_Y/eta_Z is large (relative gap of the query row's z_dot -> 0)",
+        "Levels: L1 ~ L2 when eta_Y/eta_Z is large (relative gap of the query row's z_dot -> 0)",
         predicted=0.0,
         simulated=gaps[-1],
         error=gaps[-1],
         tolerance=0.05,
         provenance="recon",
-        note="Reference instance (spec §4.6); L1 vs class-weighted L2 (pi_n = 1/K)"
+        note="Reference instance (K=3, M=17); L1 vs class-weighted L2 (pi_n = 1/K)"
         f", Y=Z=0, eta_Y=1, shared reference runs on t in [0, 2000]. Gap := "
         f"||z_dot_L1 - z_dot_L2|| / ||z_dot_L1|| over the query row at t = {ts[i_mid]:.1f} (the save "
         f"nearest {_COMPARE_T:g}); eta_Y/eta_Z -> gap: {listing} (at t = 2000: {late_listing}). The gap "
@@ -132,7 +132,7 @@ def levels_L1_vs_L2(quick: bool = False) -> Check:
         f"{rho:.4f}, M = 17); with the vocabulary padded by unused tokens ({source}): {padded_listing}.",
         expected_deviation="L2 is built on the modified decoder update (Eqn 26), whose back-propagated "
         "gradient (Eqn 9) couples class n to the other classes through beta_nn' ~ E'_nn' ~ rho, while the "
-        "true gradient flow (Eqn 7, L1) carries only the q_0 ~ -1/M coupling (spec §4.3: agreement only "
+        "true gradient flow (Eqn 7, L1) carries only the q_0 ~ -1/M coupling (with Eqn 7, Eqn 9 holds only "
         "up to O(|lambda_1|) in g). P^perp_{f_n} removes the common f_n part of g, so that O(|lambda_1|) "
         "relative difference in g becomes an O(rho M) difference in z_dot (L2 faster by ~1 + rho M at "
         "early times). It is a property of the decoder, present with frozen attention, so it does not "
@@ -195,13 +195,13 @@ def _population_gd_row(arrays: ss.ClassArrays) -> Float[Array, " M"]:
 
 
 def levels_L0_to_L1(quick: bool = False) -> Check:
-    """Spec §5: L0 (finite-T mini-batch plain SGD) → L1 (population flow) as T → ∞, with the
+    """Levels: L0 (finite-T mini-batch plain SGD) → L1 (population flow) as T → ∞, with the
     gap shrinking as 1/T (the O(1/T) bias of E[LN(X^T b_T)] against its limit f_n).
 
     Time mapping: a plain-SGD step on the mean loss of a batch, at rates (η_Y, η_Z), is in
     expectation an explicit-Euler step of length 1 of the T-sequence expected-loss flow at those
-    rates; so L0 after k steps is compared with L1 at rates (η_Y, η_Z) at t = k (batch-1 steps,
-    spec §5). Gap(T) := ||mean over seeds of z_L0 − z_L1|| / ||z_L1||, query row of Z after
+    rates; so L0 after k steps is compared with L1 at rates (η_Y, η_Z) at t = k (L1's time unit, batch-1
+    steps). Gap(T) := ||mean over seeds of z_L0 − z_L1|| / ||z_L1||, query row of Z after
     400 steps (η_Y = 1, η_Z = 0.1, Y = Z = 0).
 
     **Arguments:** `quick`: T ∈ {64, 256, 1024}, B = 64, 4 seeds (else T ∈ {64, ..., 1024}
@@ -230,7 +230,7 @@ def levels_L0_to_L1(quick: bool = False) -> Check:
     gd_gaps = np.array([_relative(rows[:, j].mean(axis=0), z_gd) for j in range(len(Ts))])
     slope = sims.log_log_slope(Ts, gaps) if finite.all() else float("nan")
     setting = (
-        f"Reference instance (spec §4.6), Y=Z=0, eta_Y={_L0_ETA_Y}, eta_Z={_L0_ETA_Z}, {_L0_STEPS} "
+        f"Reference instance (K=3, M=17), Y=Z=0, eta_Y={_L0_ETA_Y}, eta_Z={_L0_ETA_Z}, {_L0_STEPS} "
         f"plain-SGD steps on the mean loss over B={batch_size}, {num_seeds} seeds; counts drawn from "
         "Multinomial(T-1, P(.|n)) (the token sampler's law). L1 at the same rates, at t = steps."
     )
@@ -240,7 +240,7 @@ def levels_L0_to_L1(quick: bool = False) -> Check:
     sd = np.array2string(spread.std(axis=0, ddof=1), precision=3)
     return check(
         "levels_L0_to_L1",
-        "Spec §5: L0 -> L1 as T -> inf, gap ~ 1/T (log-log slope of the query-row gap vs T)",
+        "Levels: L0 -> L1 as T -> inf, gap ~ 1/T (log-log slope of the query-row gap vs T)",
         predicted=-1.0,
         simulated=slope,
         error=abs(slope + 1.0),
@@ -250,5 +250,5 @@ def levels_L0_to_L1(quick: bool = False) -> Check:
         f"{listing}; per-seed gap sd {sd}. The T, B -> inf limit at this eta is population GD, "
         f"{_relative(z_gd, z_l1):.4f} from L1 (the Euler floor, removed only as eta -> 0); gap to GD: "
         f"{gd_listing} (slope {sims.log_log_slope(Ts, gd_gaps):.3f}). Predicted -1: the O(1/T) bias of "
-        "E[LN(X^T b_T)] vs f_n [DERIVED].",
+        "E[LN(X^T b_T)] vs f_n (derived).",
     )

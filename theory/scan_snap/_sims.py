@@ -33,7 +33,7 @@ QUERY, CT = 13, 0
 """The query token shared by the three classes of the reference instance, and its common token."""
 
 DT_WEIGHTS = np.array([0.1, 0.15, 0.3, 0.45])
-"""Relative probabilities of the four distinct tokens of a class (spec §4.6)."""
+"""Relative probabilities of the four distinct tokens of a class in the reference instance."""
 
 NUM_SAVES = 241
 """Save times of every L1/L2 run and of the h ODE (one compiled shape per runner)."""
@@ -45,7 +45,7 @@ def dt_block(n: int) -> np.ndarray:
 
 
 def reference_classes(class_probs=None) -> ss.SequenceClasses:
-    """The spec §4.6 reference instance: K = 3 classes sharing query token 13, one common
+    """The reference instance of the checks: K = 3 classes sharing query token 13, one common
     token (0, P = 0.1) and four distinct tokens per class with P ∝ (0.1, 0.15, 0.3, 0.45)
     summing to 0.9; next tokens 14, 15, 16; M = 17.
 
@@ -160,7 +160,7 @@ def _h_field(t, h, args):
 @jax.jit
 def h_run(M, eta_y, save_ts) -> dynamics.Run:
     """Eqn 44, dh/dt = η_Y / ((M − 1) + e^{Mh}), h(0) = 0, by Tsit5 with rtol = 1e-10 and
-    atol = 1e-14. (h is 1e-8 to 1e-3 here: with the spec's atol = 1e-10 the integration error
+    atol = 1e-14. (h is 1e-8 to 1e-3 here: with atol = 1e-10 the integration error
     alone reaches 2e-7 relative in the transition e^{Mh} ≈ M − 1, and 4e-7 for M = 1e4.)"""
     return dynamics.ode_flow(
         _h_field,
@@ -269,7 +269,7 @@ def prefix_counts(keys: PRNGKeyArray, arrays: ss.ClassArrays, T_max: int, length
 
 
 REFERENCE_T1 = 2000.0
-"""End of the reference L1/L2 runs (the spec's Eqn 11 reference numbers are at t = 2000)."""
+"""End of the reference L1/L2 runs (the Eqn 11 reference values are at t = 2000)."""
 
 
 @functools.cache

@@ -104,13 +104,13 @@ def theorem1_xi_positive() -> Check:
 # --------------------------------------------------------------------------------------
 
 _ETA_Z = (0.1, 1.0)
-_REFERENCE = "reference instance (spec §4.6), Y=Z=0, eta_Y=1, t in [0, 2000]"
+_REFERENCE = "reference instance (K=3, M=17), Y=Z=0, eta_Y=1, t in [0, 2000]"
 _L2 = f"L2 class-weighted theory flow (pi_n=1/K, as in L1), {_REFERENCE}"
 
 
 def _sign_fraction(dt_entries, ct_entries, floor: float = 1e-12) -> float:
     """Fraction of entries with Theorem 2's sign: distinct-token entries > 0 and common-token
-    entries < 0, an entry of modulus below `floor` counting as either (spec §4.5)."""
+    entries < 0, an entry of modulus below `floor` counting as either (f_nl underflows there)."""
     dt_entries, ct_entries = np.ravel(dt_entries), np.ravel(ct_entries)
     right = np.concatenate(
         [(dt_entries > 0) | (np.abs(dt_entries) < floor), (ct_entries < 0) | (np.abs(ct_entries) < floor)]
@@ -189,7 +189,7 @@ def theorem3_eqn11_L2() -> Check:
         tolerance=1e-6,
         note=f"{_L2}, eta_Z in {_ETA_Z}, all 12 ordered DT pairs of each class; predicted/simulated: "
         "r(0) chi_l / r at t=2000 for the dominant vs the least likely DT of class 1, eta_Z=1. "
-        "Spec: <= 2e-15.",
+        "Reference value: <= 2e-15.",
     )
 
 
@@ -223,8 +223,8 @@ def theorem3_eqn12_L2() -> Check:
     )
 
 
-def _eqn11_l1_check(name: str, eta_z: float, spec: str, **fields) -> Check:
-    """Eqn 11 in L1: max relative error over DT pairs and times, plus the spec's pair at t = 2000."""
+def _eqn11_l1_check(name: str, eta_z: float, reference: str, **fields) -> Check:
+    """Eqn 11 in L1: max relative error over DT pairs and times, plus one reference pair at t = 2000."""
     _, models = sims.reference_l1(eta_z)
     f, z = sims.features(models.Z), models.Z[:, sims.QUERY]
     errors = sims.eqn11_errors(f, z)
@@ -239,7 +239,8 @@ def _eqn11_l1_check(name: str, eta_z: float, spec: str, **fields) -> Check:
         provenance="recon",
         note=f"L1, {_REFERENCE}, eta_Z={eta_z}, all 12 ordered DT pairs of each class. The (dominant, least "
         f"likely) pair of class 1 at t=2000 (predicted/simulated: its r(0) chi_l / r): error "
-        f"{errors[0, 3, 0, -1]:.2g} (spec reference: {spec}). Tolerance 1e-2 for eta_Y/eta_Z >= 10 [RECON].",
+        f"{errors[0, 3, 0, -1]:.2g} (reference value: {reference}). "
+        "Tolerance 1e-2 for eta_Y/eta_Z >= 10 (recon).",
         **fields,
     )
 
@@ -255,7 +256,7 @@ def theorem3_eqn11_L1() -> Check:
 
 def theorem3_eqn11_L1_eta_z_1() -> Check:
     """Theorem 3, Eqn 11 in L1 with η_Y = η_Z = 1, outside Assumption 1(c): reported with its
-    error, expected to exceed the η_Y/η_Z ≥ 10 tolerance (spec §4.6).
+    error, expected to exceed the η_Y/η_Z ≥ 10 tolerance.
 
     **Returns:** the [`Check`][]: max relative error over ordered DT pairs and times.
     """
@@ -263,7 +264,8 @@ def theorem3_eqn11_L1_eta_z_1() -> Check:
         "theorem3_eqn11_L1_eta_z_1",
         1.0,
         "1.7e-2",
-        expected_deviation="spec §4.6: in L1 Eqn 11 is only approximate, with an error that grows with "
+        expected_deviation="in L1 Eqn 11 is only approximate (the rows of the true Y are not exactly "
+        "proportional to the current f_n), with an error that grows with "
         "eta_Z/eta_Y; the 1e-2 tolerance is for eta_Y/eta_Z >= 10 and this run has eta_Y/eta_Z = 1.",
     )
 
@@ -320,7 +322,7 @@ def theorem4_B_closed_form(quick: bool = False, *, formula: Callable = cf.phase_
         provenance="derived",
         note=f"M={M}, K={K}, eta_Y=eta_Z={eta}, C_0 in {_C0_VALUES}, t in [1, 2e4], Tsit5 rtol=1e-12, "
         "atol=1e-14; predicted/simulated: B_n(2e4) of the worst C_0. The paper's printed "
-        "1/4 ln(C_0 + 4 Gamma) (Eqns 124, 129) differs by 1/4 ln C_0 (spec §8).",
+        "1/4 ln(C_0 + 4 Gamma) (Eqns 124, 129) differs by 1/4 ln C_0 (they agree for C_0 = 1).",
     )
 
 
@@ -353,7 +355,7 @@ def _regimes(quick: bool) -> dict[tuple, dict[str, tuple[float, float, float]]]:
     return out
 
 
-def _regime_check(quick: bool, regime: str, name: str, claim: str, tolerance: float, spec: str) -> Check:
+def _regime_check(quick: bool, regime: str, name: str, claim: str, tolerance: float, reference: str) -> Check:
     per_config = {cfg: parts[regime] for cfg, parts in _regimes(quick).items()}
     worst = max(per_config, key=lambda cfg: per_config[cfg][0])
     error, formula, exact = per_config[worst]
@@ -366,7 +368,8 @@ def _regime_check(quick: bool, regime: str, name: str, claim: str, tolerance: fl
         error=error,
         tolerance=tolerance,
         note=f"(M, K, eta_Y) -> max relative error: {listing}; eta_Z=0.5, C_0=1, B_n from L3 (Tsit5, "
-        f"rtol=1e-12); predicted/simulated: formula / L3 at the worst point, of {worst}. Spec: {spec}",
+        f"rtol=1e-12); predicted/simulated: formula / L3 at the worst point, of {worst}. "
+        f"Reference: {reference}",
     )
 
 
@@ -495,7 +498,7 @@ def theorem4_snap_scaling() -> Check:
         error=abs(slope + 1),
         tolerance=0.15,
         provenance="recon",
-        note=f"L2 class-weighted theory flow, reference instance (spec §4.6), Z(0)=0, eta_Z={_SNAP_ETA_Z}, "
+        note=f"L2 class-weighted theory flow, reference instance (K=3, M=17), Z(0)=0, eta_Z={_SNAP_ETA_Z}, "
         f"eta_Y in {_SNAP_ETA_Y}. Snap time := the first time after its peak at which z_dot of the dominant "
         f"DT of class 1 falls to {_SNAP_FRACTION} of the peak (log-linear interpolation between "
         f"{sims.NUM_SAVES} log-spaced saves): {np.array2string(times, precision=4)}; t_snap eta_Y/(K ln M) = "

@@ -4,7 +4,7 @@
 The paper's full text is lost: only the hypotheses of Theorem 1, the captions of Figs. 1-5 and
 the abstract survive. Each check's `provenance` says what it rests on: `derived` (a consequence
 of the paper's or the reconstructed definitions) or `recon` (a reconstructed experiment); the
-claim text names the paper's statement ([PAPER]) it supports. A check with a quick mode takes
+claim text names the paper's statement (paper) it supports. A check with a quick mode takes
 `quick` (smaller simulations, never a looser tolerance). Everything runs in float64 (online runs
 in float32, as the experiments).
 

@@ -19,7 +19,7 @@ from . import closed_forms as F
 from ._sims import PAPER_SIZE, SMALL, check
 
 # --------------------------------------------------------------------------------------
-# Lemma 1 / Lemma B: the invariant set and the reduced dynamics (spec §3)
+# Lemma 1 / Lemma B: the invariant set and the reduced dynamics (derived)
 # --------------------------------------------------------------------------------------
 
 
@@ -52,7 +52,7 @@ def lemma1_reduced_equals_full_gd() -> Check:
     dev = np.abs(run["loss"] - run["loss_r"]).max()
     return check(
         "lemma1_reduced_equals_full_gd",
-        "Spec §3: L(g, a) closed form under the preconditioned recursion (eta/d, eta/(T-1)) equals "
+        "Lemma 1 (derived): L(g, a) closed form under the preconditioned recursion (eta/d, eta/(T-1)) equals "
         "full-matrix GD (max |loss difference| over 300 steps)",
         predicted=float(run["loss_r"][-1]),
         simulated=float(run["loss"][-1]),
@@ -72,7 +72,7 @@ def lemma1_antithetic_off_blocks(quick: bool = False) -> Check:
     off = max(np.abs(W[:d]).max(), np.abs(W[:, :d]).max(), np.abs(V[:, d:]).max())
     return check(
         "lemma1_antithetic_off_blocks",
-        "Spec §3 (ii): with antithetic Monte Carlo in X, W_XX, W_XE, W_EX, V_E keep exactly 0 under GD",
+        "Lemma B (derived): with antithetic Monte Carlo in X, W_XX, W_XE, W_EX, V_E keep exactly 0 under GD",
         predicted=0.0,
         simulated=float(off),
         error=float(off),
@@ -101,7 +101,7 @@ def theorem1_rate_constant() -> Check:
     simulated = float(flow["loss"][-1] * flow["ts"][-1])
     return check(
         "theorem1_rate_constant",
-        "Theorem 1 O(1/t) rate [PAPER] with the spec's constant [DERIVED]: L(t) t -> (T-1)/4 (at t=1e7)",
+        "Theorem 1 O(1/t) rate (paper) with its constant, P2 (derived): L(t) t -> (T-1)/4 (at t=1e7)",
         predicted=predicted,
         simulated=simulated,
         error=relative_error(predicted, simulated),
@@ -130,7 +130,7 @@ def theorem1_inverse_loss_slope() -> Check:
 
 
 def theorem1_t_eps() -> Check:
-    """Spec §4.1 check 3: the event L <= ε fires at t_ε ≈ (T − 1)/(4ε) (up to the plateau time)."""
+    """P2 (derived): the event L <= ε fires at t_ε ≈ (T − 1)/(4ε) (up to the plateau time)."""
     eps = sims.FLOW_EPS
     flow = sims.paper_flow(eps)
     predicted = F.t_eps(eps, PAPER_SIZE.T - 1)
@@ -246,7 +246,7 @@ def theorem1_direction_V() -> Check:
 
 
 # --------------------------------------------------------------------------------------
-# Theorem 3: length generalisation (spec §4.3)
+# Theorem 3: length generalisation (derived)
 # --------------------------------------------------------------------------------------
 
 THEOREM3_TASK = sts.STSConfig(d=5, T=20, q=3, pe_sampler="dictionary_onehot", pe_dim=40)
@@ -287,7 +287,7 @@ def theorem3_closed_form(quick: bool = False) -> Check:
 
 
 def theorem3_ratio_limit() -> Check:
-    """Spec §4.3: along GD the OOD/ID loss ratio tends to R (T' = 2T = 400, q' = q = 3)."""
+    """Theorem 3 (derived): along GD the OOD/ID loss ratio tends to R (T' = 2T = 400, q' = q = 3)."""
     flow = sims.paper_flow()
     T_new = 2 * PAPER_SIZE.T
     ratio = sims.ood_along_flow(T_new, PAPER_SIZE.q) / flow["loss"]
@@ -297,22 +297,22 @@ def theorem3_ratio_limit() -> Check:
     at = {t: float(np.interp(np.log(t), np.log(flow["ts"]), ratio)) for t in (1e5, 1e6, 1e7)}
     return check(
         "theorem3_ratio_limit",
-        "Theorem 3 [PAPER: OOD loss -> 0 with stochastic PE]; [DERIVED] L_{400,3}/L_{200,3} -> R at t=1e7",
+        "Theorem 3: OOD loss -> 0 with stochastic PE (paper); L_{400,3}/L_{200,3} -> R at t=1e7 (derived)",
         predicted=predicted,
         simulated=at[1e7],
         error=relative_error(predicted, at[1e7]),
         tolerance=0.02,
         provenance="derived",
         note=f"{_FLOW_NOTE}; ratio at t=1e5, 1e6, 1e7: {at[1e5]:.2f}, {at[1e6]:.2f}, {at[1e7]:.2f} "
-        f"(spec: 42.6, 59.0, 66.0 for discrete GD, eta=1); increasing for t >= 1e3: {monotone}; "
+        f"(discrete GD, eta=1: 42.6, 59.0, 66.0 at k=1e5, 1e6, 1e7); increasing for t >= 1e3: {monotone}; "
         f"OOD loss at 1e7 = {sims.ood_along_flow(T_new, PAPER_SIZE.q)[-1]:.3g} -> 0.",
-        expected_deviation="the approach to R is slow (corrections of order e^{-a} ~ t^{-1/2}, spec §4.3); "
+        expected_deviation="the approach to R is slow (corrections of order e^{-a} ~ t^{-1/2}); "
         "theorem3_ratio_gap_rate checks that rate",
     )
 
 
 def theorem3_ratio_gap_rate() -> Check:
-    """Spec §4.3 (ii): the gap R − ratio shrinks like t^{−1/2} (log-log slope on the last decade)."""
+    """Theorem 3 (derived): the gap R − ratio shrinks like t^{−1/2} (log-log slope on the last decade)."""
     flow = sims.paper_flow()
     T_new = 2 * PAPER_SIZE.T
     ratio = sims.ood_along_flow(T_new, PAPER_SIZE.q) / flow["loss"]
@@ -321,7 +321,7 @@ def theorem3_ratio_gap_rate() -> Check:
     slope = float(np.polyfit(np.log(flow["ts"][last]), np.log(gap[last]), 1)[0])
     return check(
         "theorem3_ratio_gap_rate",
-        "Spec §4.3: R - L_{400,3}/L_{200,3} ~ t^{-1/2} (log-log slope on t in [1e6, 1e7])",
+        "Theorem 3 (derived): R - L_{400,3}/L_{200,3} ~ t^{-1/2} (log-log slope on t in [1e6, 1e7])",
         predicted=-0.5,
         simulated=slope,
         error=abs(slope + 0.5),
@@ -332,7 +332,7 @@ def theorem3_ratio_gap_rate() -> Check:
 
 
 # --------------------------------------------------------------------------------------
-# Fixed PE: the OOD loss floor (spec §4.3)
+# Fixed PE: the OOD loss floor (derived)
 # --------------------------------------------------------------------------------------
 
 FLOOR_TASK = sts.STSConfig(d=10, T=200, q=3, pe_sampler="dictionary_onehot", pe_dim=400, fixed_pe=True)
@@ -349,7 +349,7 @@ def _fixed_floor(T_test: int, quick: bool) -> Check:
     L0 = task.trivial_loss
     return check(
         f"fixed_pe_floor_T{T_test}",
-        f"Figs. 2/4 [PAPER: fixed PE stays above a positive constant]; [DERIVED] floor at T_test={T_test} "
+        f"Figs. 2/4: fixed PE stays above a positive constant (paper); floor at T_test={T_test} (derived) "
         "(|MC - formula| in standard errors)",
         predicted=predicted,
         simulated=float(mean),
@@ -410,14 +410,14 @@ def fig2_stochastic_beats_fixed(quick: bool = False) -> Check:
     frac = float(np.mean(s < f))
     return check(
         "fig2_stochastic_beats_fixed",
-        "Fig. 2 [PAPER]: stochastic PE generalises to longer T_test, fixed PE does not "
+        "Fig. 2 (paper): stochastic PE generalises to longer T_test, fixed PE does not "
         "(fraction of T_tests with median stochastic OOD loss < fixed)",
         predicted=1.0,
         simulated=frac,
         error=1.0 - frac,
         tolerance=0.0,
         provenance="recon",
-        note=f"reduced size [RECON]: d={task.d}, T={task.T}, q={task.q}, "
+        note=f"reduced size (recon): d={task.d}, T={task.T}, q={task.q}, "
         "dictionary_onehot "
         f"N={task.pe_dim}, T_test={sim.T_tests}, zero init, mini-batch GD lr=1 batch 128, "
         f"{sim.num_steps} steps, {seeds} seeds, float32; loss/(d/2q) stochastic {np.round(s, 3).tolist()}, "
@@ -426,7 +426,7 @@ def fig2_stochastic_beats_fixed(quick: bool = False) -> Check:
 
 
 # --------------------------------------------------------------------------------------
-# FCN lower bound (spec §4.4)
+# FCN lower bound: Proposition C (derived)
 # --------------------------------------------------------------------------------------
 
 FCN_EXACT = {"d": 3, "T": 12, "q": 3}
@@ -443,7 +443,7 @@ def fcn_bound_attained() -> Check:
     m_half = T * d // 2
     return check(
         "fcn_bound_attained",
-        "FCN lower bound [PAPER: width Omega~(Td) needed]; [DERIVED] Proposition C is tight: the token-sum "
+        "FCN lower bound: width Omega~(Td) needed (paper); Proposition C is tight (derived): the token-sum "
         "first layer attains (T-q)(Td-m)/(2qT(T-1)) (max abs error over m = 0..Td)",
         predicted=F.fcn_lower_bound(d, T, q, m_half),
         simulated=sts.linear_readout_risk(sts.top_eigenspace_layer(d, T, m_half), d, T, q),
@@ -519,7 +519,7 @@ def fcn_trained_widths(quick: bool = False) -> Check:
 
 
 # --------------------------------------------------------------------------------------
-# Theorem 2 / Lemma 2: stochastic PE keeps the iterates on W_EE = a I, V = [g I, 0] (spec §4.2)
+# Theorem 2 / Lemma 2: stochastic PE keeps the iterates on W_EE = a I, V = [g I, 0] (derived)
 # --------------------------------------------------------------------------------------
 
 THEOREM2_TASK = sts.STSConfig(d=2, T=4, q=2, pe_sampler="haar_orthonormal", pe_dim=5)
@@ -547,9 +547,9 @@ def _off_manifold(bank: int, key: jax.Array) -> jax.Array:
 
 
 def theorem2_bank_invariance(quick: bool = False) -> Check:
-    """Spec §4.2: for a rotation-invariant PE law the population GD iterates stay exactly on
-    W_EE = a I, V = [g I, 0]; with a finite bank of PE draws the distance from that set shrinks like
-    bank^{-1/2} (log-log slope of the median over seeds)."""
+    """Theorem 2 / Lemma 2 (derived): for a rotation-invariant PE law the population GD iterates
+    stay exactly on W_EE = a I, V = [g I, 0]; with a finite bank of PE draws the distance from that
+    set shrinks like bank^{-1/2} (log-log slope of the median over seeds)."""
 
     seeds = 4 if quick else 16
     medians = []
@@ -574,14 +574,14 @@ def theorem2_bank_invariance(quick: bool = False) -> Check:
 
 
 # --------------------------------------------------------------------------------------
-# Theorem 2 with iid_sphere PE: the positive loss floor (spec §4.2)
+# Theorem 2 with iid_sphere PE: the positive loss floor (derived)
 # --------------------------------------------------------------------------------------
 
 SPHERE_FLOW_T1 = 3e4
 
 
 def theorem2_sphere_flow_converges(quick: bool = False) -> Check:
-    """Spec §4.2: the reduced 2-D gradient flow with the Monte-Carlo (bank) vector field, from zero
+    """Theorem 2 (derived): the reduced 2-D gradient flow with the Monte-Carlo (bank) vector field, from zero
     init, converges to the finite minimiser (γ*, α*) of the floor formula on the same bank (distance
     of the end point from (γ*, α*))."""
     task = sims.SPHERE_TASK
@@ -594,7 +594,7 @@ def theorem2_sphere_flow_converges(quick: bool = False) -> Check:
     error = max(abs(gamma - floor["gamma"]), abs(a * task.rho**2 - floor["alpha"]))
     return check(
         "theorem2_sphere_flow_converges",
-        "Theorem 2 / spec §4.2 [DERIVED]: with iid_sphere PE the flow stops at finite a with positive loss, "
+        "Theorem 2 (derived): with iid_sphere PE the flow stops at finite a with positive loss, "
         "the floor min_a (1 - q B(a)^2/A(a)) (predicted/simulated: loss/(d/2q); error: max(|dg|, |da|) "
         "from (g*, a*))",
         predicted=floor["ratio"],
@@ -611,7 +611,7 @@ def theorem2_sphere_flow_converges(quick: bool = False) -> Check:
 
 
 def theorem2_sphere_floor_mc(quick: bool = False) -> Check:
-    """Spec §4.2: the floor of the reduced formula is the population loss of the full transformer
+    """Theorem 2 (derived): the floor of the reduced formula is the population loss of the full transformer
     at (γ*, W_EE = α* I) (Monte Carlo with fresh PE draws and antithetic X; |difference| in
     combined standard errors of the bank and the Monte Carlo)."""
     task = sims.SPHERE_TASK
@@ -626,7 +626,7 @@ def theorem2_sphere_floor_mc(quick: bool = False) -> Check:
     L0 = task.trivial_loss
     return check(
         "theorem2_sphere_floor_mc",
-        "Theorem 2 / spec §4.2 [DERIVED]: iid_sphere PE floor = full-transformer loss at (g*, W_EE = a* I) "
+        "Theorem 2 (derived): iid_sphere PE floor = full-transformer loss at (g*, W_EE = a* I) "
         "(predicted/simulated: loss/(d/2q); error: |MC - formula| / combined SE)",
         predicted=bank_mean / L0,
         simulated=mean / L0,

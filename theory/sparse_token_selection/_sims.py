@@ -14,7 +14,7 @@ from .._check import Check, within
 PAPER = "sparse_token_selection"
 
 PAPER_SIZE = sts.STSConfig(d=10, T=200, q=3, pe_sampler="onehot")
-"""Theorem 1's instance at the paper's experiment size (T = 200, q = 3 [PAPER]; d = 10 [RECON])."""
+"""Theorem 1's instance at the paper's experiment size: T = 200, q = 3 (paper), d = 10 (recon)."""
 
 SMALL = sts.STSConfig(d=3, T=8, q=2, pe_sampler="onehot")
 """The small one-hot instance of the invariant-set checks (subsets enumerated, exact in X)."""
@@ -78,7 +78,7 @@ def ood_along_flow(T_new: int, q_new: int) -> np.ndarray:
 
 
 SPHERE_TASK = sts.STSConfig(d=10, T=200, q=3, pe_sampler="iid_sphere", pe_dim=64)
-"""The `iid_sphere` instance of the floor checks (T = 200, q = 3, m_E = 64, ρ = 1; d = 10 [RECON])."""
+"""The `iid_sphere` instance of the floor checks (T = 200, q = 3, m_E = 64, ρ = 1; d = 10 (recon))."""
 
 
 @functools.cache

@@ -1,7 +1,8 @@
 """Closed forms of sparse token selection (½-normalised loss, summed over the d outputs), used by the
-checks, the figures and the benchmark. Each says whether it restates the paper ([PAPER]) or is
-derived from its definitions ([DERIVED]); none is a printed constant of the paper, whose full text
-is lost."""
+checks, the figures and the benchmark. Each says whether it restates the paper (paper) or is
+derived from its definitions (derived); none is a printed constant of the paper, whose full text
+is lost. P1-P5 name the predictions of Theorem 1 listed under "Training dynamics" on the
+sparse_token_selection page of the documentation."""
 
 import math
 
@@ -10,44 +11,44 @@ from scipy.stats import hypergeom
 
 
 def trivial_loss(d: int, q: int) -> float:
-    """L_0 = d / (2q): the loss of the zero output, e.g. at zero init [DERIVED]."""
+    """L_0 = d / (2q): the loss of the zero output, e.g. at zero init (derived)."""
     return d / (2 * q)
 
 
 def theorem1_eps_max(d: int, T: int, q: int) -> float:
-    """The upper end of Theorem 1's ε range, dT / (100 (T − q) q) [PAPER, hypothesis]."""
+    """The upper end of Theorem 1's ε range, dT / (100 (T − q) q), a hypothesis of Theorem 1 (paper)."""
     return d * T / (100 * (T - q) * q)
 
 
 def theorem1_step_max(d: int) -> float:
-    """Theorem 1's step-size condition η <= 1 / (20 d²) [PAPER, hypothesis]."""
+    """Theorem 1's step-size condition η <= 1 / (20 d²), a hypothesis (paper)."""
     return 1.0 / (20 * d * d)
 
 
 def rate_constant(block_norm_sq: float, rho: float = 1.0) -> float:
-    """P2 [DERIVED]: L(t) · t → ||M||_F² / (4 ρ⁴) under gradient flow in time t = η k; (T − 1)/4
-    for one-hot PE (Theorem 1's O(1/t) rate [PAPER] with its derived constant)."""
+    """P2 (derived): L(t) · t → ||M||_F² / (4 ρ⁴) under gradient flow in time t = η k; (T − 1)/4
+    for one-hot PE: the constant of Theorem 1's O(1/t) rate, the rate being the paper's."""
     return block_norm_sq / (4 * rho**4)
 
 
 def attention_scale(t: float, d: int, T: int, q: int) -> float:
-    """P3 [DERIVED]: a(t) ≈ ½ ln(2 d (T − q) t / (q² (T − 1))) for large t (one-hot PE, ρ = 1)."""
+    """P3 (derived): a(t) ≈ ½ ln(2 d (T − q) t / (q² (T − 1))) for large t (one-hot PE, ρ = 1)."""
     return 0.5 * math.log(2 * d * (T - q) * t / (q * q * (T - 1)))
 
 
 def value_excess(a: float, T: int, q: int) -> float:
-    """P4 [DERIVED]: γ − 1 ≈ (T − q) e^{−a} / q for large a."""
+    """P4 (derived): γ − 1 ≈ (T − q) e^{−a} / q for large a."""
     return (T - q) * math.exp(-a) / q
 
 
 def t_eps(eps: float, block_norm_sq: float, rho: float = 1.0) -> float:
     """The gradient-flow time to reach L <= ε predicted by P2, ||M||² / (4 ρ⁴ ε) (exact up to the
-    plateau time) [DERIVED]."""
+    plateau time; derived)."""
     return rate_constant(block_norm_sq, rho) / eps
 
 
 def ood_ratio_limit(T: int, q: int, T_new: int, q_new: int) -> float:
-    """Theorem 3 reading [DERIVED]: L_{T',q'} / L_{T,q} → R =
+    """Our reading of Theorem 3 (derived): L_{T',q'} / L_{T,q} → R =
     q² [q' ((T−q)/q − (T'−q')/q')² + (T' − q')] / (q'² (T − q)) along the GD trajectory."""
     gap = (T - q) / q - (T_new - q_new) / q_new
     return q * q * (q_new * gap * gap + (T_new - q_new)) / (q_new * q_new * (T - q))
@@ -55,7 +56,7 @@ def ood_ratio_limit(T: int, q: int, T_new: int, q_new: int) -> float:
 
 def fixed_pe_floor(d: int, T: int, q: int, T_test: int) -> float:
     """The limit loss at T_test of the fixed (padded one-hot) PE model trained by GD from zero init
-    [DERIVED]: with k = |y ∩ [T]| ~ Hypergeometric(T_test, T, q),
+    (derived): with k = |y ∩ [T]| ~ Hypergeometric(T_test, T, q),
     (d/2) E[1/k − 1/q; k >= 1] + (d/2) P(k = 0) (1/q − 1/T_test)."""
     k = np.arange(0, q + 1)
     pmf = hypergeom(T_test, T, q).pmf(k)
@@ -64,13 +65,13 @@ def fixed_pe_floor(d: int, T: int, q: int, T_test: int) -> float:
 
 
 def fcn_lower_bound(d: int, T: int, q: int, m: int) -> float:
-    """Proposition C [DERIVED; PAPER: an FCN needs width Ω̃(Td)]: any FCN with first-layer width
-    m <= Td has L >= (T − q)(Td − m) / (2 q T (T − 1)); 0 for m >= Td."""
+    """Proposition C (derived; the paper states that an FCN needs width Ω̃(Td)): any FCN with
+    first-layer width m <= Td has L >= (T − q)(Td − m) / (2 q T (T − 1)); 0 for m >= Td."""
     return max(T * d - m, 0) * (T - q) / (2 * q * T * (T - 1))
 
 
 def fcn_min_risk(d: int, T: int, q: int, m: int) -> float:
-    """The exact minimum over first layers of width m (Proposition C is tight) [DERIVED]: the bound
+    """The exact minimum over first layers of width m (Proposition C is tight; derived): the bound
     for d <= m <= Td, and (d − m)/(2T) + (T − q)(Td − d)/(2qT(T − 1)) for m < d."""
     if m >= d:
         return fcn_lower_bound(d, T, q, m)
@@ -78,5 +79,5 @@ def fcn_min_risk(d: int, T: int, q: int, m: int) -> float:
 
 
 def coordinate_risk(d: int, T: int, q: int, m: int) -> float:
-    """The risk of a first layer reading m coordinates of vec X: (Td − m) / (2qT) [DERIVED]."""
+    """The risk of a first layer reading m coordinates of vec X: (Td − m) / (2qT) (derived)."""
     return (T * d - m) / (2 * q * T)
