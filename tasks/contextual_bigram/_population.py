@@ -20,7 +20,7 @@ FLOW_CONTROLLER = diffrax.PIDController(rtol=1e-10, atol=1e-12)
 
 
 def line_vector_field(t, y: Float[Array, "2"], args) -> Float[Array, "2"]:
-    """Eqn 8: d(α, β)/dt = (1 − αβ)[[0, K_P], [K_Q, 0]](α, β) + (1/T)(0, 1 − β).
+    """Eqn 8: d(α, β)/dt = (1 − αβ) `[[0, K_P], [K_Q, 0]]` (α, β) + (1/T)(0, 1 − β).
 
     **Arguments:** `t` (unused); `y` = (α, β); `args` = (K_P, K_Q, T).
     """
