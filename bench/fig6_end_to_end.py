@@ -27,6 +27,7 @@ Run `python bench/fig6_end_to_end.py --help` for the flags.
 """
 
 import argparse
+import dataclasses
 import importlib.util
 import json
 import os
@@ -41,13 +42,14 @@ from pathlib import Path
 
 import numpy as np
 
+from figures._scan_snap_sweep import SweepConfig, run_sweep
+
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
-NUM_LAST = (1, 3, 5, 10)
-ETA_Z = (0.5, 1.0, 2.0, 3.0)
-RATIOS = (1.0, 2.0, 5.0, 10.0)
-BATCH_SIZE = 128
-T = 128
+PAPER = SweepConfig.paper(full=True)
+"""The paper's sweep, the one `attnflow figures scan_snap_fig6 --full` runs."""
+NUM_LAST, ETA_Z, RATIOS = PAPER.num_lasts, PAPER.eta_zs, PAPER.ratios
+BATCH_SIZE, T = PAPER.batch_size, PAPER.T
 FIGURE = "scan_snap_fig6"
 WORKER_FLAG = "--attnflow-worker"
 CLAIMS = {
@@ -76,7 +78,7 @@ def _attnflow_executable() -> list[str]:
 
 def is_paper_sweep(num_lasts: Sequence[int], seeds: int, steps: int) -> bool:
     """Whether these flags ask for exactly what `attnflow figures scan_snap_fig6 --full` runs."""
-    return tuple(num_lasts) == NUM_LAST and seeds == 10 and steps == 100
+    return tuple(num_lasts) == NUM_LAST and seeds == len(PAPER.seeds) and steps == PAPER.num_steps
 
 
 def attnflow_command(mode: str, out_dir: Path, num_lasts: Sequence[int], seeds: int, steps: int) -> list[str]:
@@ -170,19 +172,12 @@ def attnflow_worker(argv: Sequence[str]) -> None:
 
     import jax
 
-    sys.path.insert(0, str(ROOT))  # the repository's packages, also when not installed
     jax.config.update("jax_enable_compilation_cache", False)
-    from figures._scan_snap_sweep import SweepConfig, run_sweep
-
-    config = SweepConfig(
+    config = dataclasses.replace(
+        PAPER,
         num_lasts=tuple(args.num_last),
-        eta_zs=ETA_Z,
-        ratios=RATIOS,
         seeds=tuple(range(1, args.seeds + 1)),
         num_steps=args.steps,
-        batch_size=BATCH_SIZE,
-        T=T,
-        dtype="float32",
         full=is_paper_sweep(args.num_last, args.seeds, args.steps),
     )
     result = run_sweep(config)

@@ -33,11 +33,12 @@ import jax.numpy as jnp
 import numpy as np
 
 import dynamics
+from figures._scan_snap_sweep import SweepConfig
 from tasks.scan_snap import Dataset2, YZModel, distinct_token_entropy, sgd_run
 
-ETA_Z = (0.5, 1.0, 2.0, 3.0)
-RATIOS = (1.0, 2.0, 5.0, 10.0)
-NUM_LAST = (1, 3, 5, 10)
+PAPER = SweepConfig.paper(full=True)
+"""The paper's sweep, the one `attnflow figures scan_snap_fig6 --full` runs."""
+NUM_LAST, ETA_Z, RATIOS = PAPER.num_lasts, PAPER.eta_zs, PAPER.ratios
 
 
 def make_run(num_last: int, *, steps: int, batch_size: int, T: int, dtype=jnp.float32):

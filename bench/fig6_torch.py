@@ -32,11 +32,13 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-NUM_LAST = (1, 3, 5, 10)
-ETA_Z = (0.5, 1.0, 2.0, 3.0)
-RATIOS = (1.0, 2.0, 5.0, 10.0)
-SEEDS = tuple(range(1, 11))
-MOMENTUM = 0.9
+from figures._scan_snap_sweep import SweepConfig
+from tasks.scan_snap import Dataset2
+
+PAPER = SweepConfig.paper(full=True)
+"""The paper's sweep, the one `attnflow figures scan_snap_fig6 --full` runs."""
+NUM_LAST, ETA_Z, RATIOS, SEEDS = PAPER.num_lasts, PAPER.eta_zs, PAPER.ratios, PAPER.seeds
+MOMENTUM = PAPER.momentum
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,30 +66,14 @@ class Classes:
 
 
 def syn_medium(num_last: int, dtype: torch.dtype = torch.float32) -> Classes:
-    """Syn-Medium as the official `Dataset2` builds it (`num_next_per_last` = 2, `num_common` = 10,
-    `num_common_per_last` = 0, `num_unique_per_next` = 10). Token ids: [10 common tokens]
-    [10 distinct tokens per class, K blocks] [num_last query tokens] [K next tokens]; class
-    k = 2m + j has query token m and next token k; weight 1 on each common token and
-    linspace(0.1, 1, 10) on its distinct tokens, normalised."""
-    num_next_per_last, num_common, num_unique = 2, 10, 10
-    K = num_last * num_next_per_last
-    unique_offset = num_common
-    last_offset = unique_offset + num_unique * K
-    next_offset = last_offset + num_last
-    M = next_offset + K
-    probs = torch.zeros(K, M, dtype=torch.float64)
-    probs[:, :num_common] = 1.0
-    unique = torch.linspace(0.1, 1.0, num_unique, dtype=torch.float64)
-    for k in range(K):
-        start = unique_offset + num_unique * k
-        probs[k, start : start + num_unique] = unique
-    probs /= probs.sum(dim=1, keepdim=True)
-    present = probs > 0
+    """Syn-Medium as the official `Dataset2` builds it (`tasks.scan_snap.Dataset2.syn_medium`, plain
+    numpy), as torch tensors."""
+    classes = Dataset2.syn_medium(num_last).build()
     return Classes(
-        probs=probs.to(dtype),
-        query=last_offset + torch.arange(K) // num_next_per_last,
-        next_token=next_offset + torch.arange(K),
-        dt_mask=present & (present.sum(dim=0) == 1),
+        probs=torch.from_numpy(classes.probs).to(dtype),
+        query=torch.from_numpy(classes.query),
+        next_token=torch.from_numpy(classes.next_token),
+        dt_mask=torch.from_numpy(classes.distinct_mask()),
     )
 
 
