@@ -343,7 +343,7 @@ def test_sample_frequencies_counts_and_labels():
 @given(
     seed=st.integers(0, 2**31 - 1),
     K=st.integers(1, 4),
-    M=st.integers(3, 40),
+    M=st.integers(4, 40),  # at least K distinct next tokens
     density=st.floats(0.05, 1.0),
     batch_size=st.integers(1, 9),
     T=st.integers(2, 70),
