@@ -12,8 +12,6 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
-import jax
-
 Piece = tuple[Callable[..., Any], tuple]
 """A function (importable at module level) and its arguments."""
 
@@ -63,7 +61,7 @@ def _set_up_worker(compile_cache_dir: str | None, one_thread: bool) -> None:
     cores (`attnflow reproduce` on 2 cores: 344 s instead of 363 s with XLA's default threads)."""
     if one_thread:  # read when JAX first computes, which no worker has done yet
         os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_ONE_THREAD}".strip()
-    jax.config.update("jax_enable_x64", True)
+    from .cli import _use_compile_cache  # importing the command line turns on float64, as it does there
+
     if compile_cache_dir is not None:
-        jax.config.update("jax_compilation_cache_dir", compile_cache_dir)
-        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.1)
+        _use_compile_cache(compile_cache_dir)

@@ -437,10 +437,11 @@ def compile_cache_dir() -> Path:
     return Path(base) / "attnflow" / "jax"
 
 
-def _use_compile_cache() -> None:
-    """JAX's persistent compilation cache in [`compile_cache_dir`][], for every program that took
-    more than a tenth of a second to compile: a second run of a command skips those compilations."""
-    jax.config.update("jax_compilation_cache_dir", str(compile_cache_dir()))
+def _use_compile_cache(directory: str | os.PathLike) -> None:
+    """JAX's persistent compilation cache in `directory` (the command line's is
+    [`compile_cache_dir`][]), for every program that took more than a tenth of a second to
+    compile: a second run of a command skips those compilations."""
+    jax.config.update("jax_compilation_cache_dir", str(directory))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.1)
 
 
@@ -448,7 +449,7 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the `attnflow` console script."""
     args = build_parser().parse_args(argv)
     if not args.no_compile_cache:
-        _use_compile_cache()
+        _use_compile_cache(compile_cache_dir())
     try:
         return args.func(args)
     except ValueError as err:  # a bad config: say which field and why, without a traceback

@@ -220,7 +220,7 @@ def test_the_shard_comes_from_the_flag_or_a_slurm_job_array(monkeypatch, tmp_pat
 
 def test_the_compile_cache_is_on_unless_turned_off(monkeypatch, tmp_path):
     calls = []
-    monkeypatch.setattr(cli, "_use_compile_cache", lambda: calls.append(True))
+    monkeypatch.setattr(cli, "_use_compile_cache", lambda directory: calls.append(True))
     assert cli.main(["list"]) == 0 and calls == [True]
     assert cli.main(["--no-compile-cache", "list"]) == 0 and calls == [True]
     monkeypatch.setenv("ATTNFLOW_CACHE_DIR", str(tmp_path / "c"))

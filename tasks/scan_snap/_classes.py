@@ -22,17 +22,16 @@ def _inverse_cdf(probs: np.ndarray) -> np.ndarray:
     return cdf
 
 
-def _support_tables(probs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _support_tables(probs: np.ndarray, full_cdf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each row's positive-probability tokens and the inverse-CDF table over them, padded to
-    the largest support. The table holds the entries of `_inverse_cdf(probs)` at the support
-    tokens, so an inverse-CDF draw over the support picks the same token as one over all M
-    tokens; a padding entry repeats the row's last support token with table value 1, so it is
+    the largest support. The table holds the entries of `full_cdf = _inverse_cdf(probs)` at the
+    support tokens, so an inverse-CDF draw over the support picks the same token as one over all
+    M tokens; a padding entry repeats the row's last support token with table value 1, so it is
     never drawn."""
     positive = probs > 0
     size = int(positive.sum(axis=-1).max())
     tokens = np.zeros((probs.shape[0], size), dtype=np.int64)
     cdf = np.ones((probs.shape[0], size))
-    full_cdf = _inverse_cdf(probs)
     for n, row in enumerate(positive):
         ids = np.flatnonzero(row)
         tokens[n] = np.concatenate([ids, np.full(size - len(ids), ids[-1])])
@@ -200,10 +199,11 @@ class SequenceClasses:
 
         A [`tasks.scan_snap.ClassArrays`][].
         """
-        support, support_cdf = _support_tables(self.probs)
+        cdf = _inverse_cdf(self.probs)
+        support, support_cdf = _support_tables(self.probs, cdf)
         return ClassArrays(
             probs=jnp.asarray(self.probs, dtype=dtype),
-            cdf=jnp.asarray(_inverse_cdf(self.probs), dtype=dtype),
+            cdf=jnp.asarray(cdf, dtype=dtype),
             query=jnp.asarray(self.query),
             next_token=jnp.asarray(self.next_token),
             class_probs=jnp.asarray(self.class_probs, dtype=dtype),
