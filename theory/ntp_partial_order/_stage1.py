@@ -120,6 +120,7 @@ def prop1_norm_linear() -> Check:
         simulated=norms[-1],
         error=rel.max() if bounds_ok else np.inf,
         tolerance=1e-10,
+        provenance="derived",
         note=f"Recipe B seed 0, |V|=20, eta0=0.2/sqrt(20), t=0..{STEPS}; "
         f"bounds hold at every t>=2: {bounds_ok}.",
     )
@@ -140,6 +141,7 @@ def prop1_direction() -> Check:
         error=np.abs(gap).max() if np.all(gap <= bound) else np.inf,
         tolerance=1e-10,
         bound="upper",
+        provenance="derived",
         note="the bound holds at every t>=2 (it exceeds 1 until t is astronomically large, i.e. is vacuous "
         "here); error = max |1 - cos| over t = 2..900.",
     )
@@ -184,6 +186,7 @@ def prop1_loss_closed_form() -> Check:
         simulated=sim.L0[-1],
         error=rel.max() if envelope_ok else np.inf,
         tolerance=1e-9,
+        provenance="derived",
         note="Prop. 1 envelope L_0 <= C exp(-eta0 t/(4||W*_ov||^2)): L_0(t) exp(+eta0 t/(4||W*||^2)) is "
         f"non-increasing on 0..900 ({envelope_ok}), so it holds with C = L_0(0) = |V| log|V|.",
     )

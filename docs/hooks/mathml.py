@@ -1,0 +1,59 @@
+"""Render the pages' TeX as MathML when the site is built, so that it reads offline.
+
+`pymdownx.arithmatex` (generic mode) leaves inline math as `<span class="arithmatex">\\(…\\)</span>`
+and display math as `<div class="arithmatex">\\[…\\]</div>`; this hook replaces each with the MathML
+that `latex2mathml` produces, which browsers render natively, without a script or a network. A
+formula that does not convert, or converts with a TeX command left over, fails the build.
+"""
+
+import html
+import re
+
+from latex2mathml.converter import convert
+from mkdocs.exceptions import PluginError
+
+_MATH = re.compile(
+    r'<(?P<tag>span|div) class="arithmatex">(?:\\\((?P<inline>.*?)\\\)|\\\[(?P<display>.*?)\\\])</(?P=tag)>',
+    re.DOTALL,
+)
+"""One arithmatex element: its tag and its TeX, inline or display (still HTML-escaped)."""
+_LEFTOVER = re.compile(r"\\[A-Za-z]+")
+"""A TeX command that `latex2mathml` did not translate."""
+
+
+def to_mathml(tex: str, display: bool) -> str:
+    """The MathML of one formula.
+
+    **Arguments:**
+
+    - `tex`: the formula's TeX, without delimiters.
+    - `display`: a display (block) formula rather than an inline one.
+
+    **Returns:**
+
+    The `<math>` element.
+
+    **Raises:**
+
+    `ValueError` when the formula does not convert or a TeX command is left in the output.
+    """
+    mathml = convert(tex.strip(), display="block" if display else "inline")
+    leftover = _LEFTOVER.findall(mathml)
+    if leftover:
+        raise ValueError(f"untranslated TeX {sorted(set(leftover))}")
+    return mathml
+
+
+def on_page_content(html_text, page, **kwargs):
+    """Replace every arithmatex element of a page by its MathML (an mkdocs hook)."""
+
+    def replace(match):
+        display = match["display"] is not None
+        tex = html.unescape(match["display"] if display else match["inline"])
+        try:
+            mathml = to_mathml(tex, display)
+        except Exception as error:
+            raise PluginError(f"{page.file.src_path}: cannot render {tex!r} as MathML: {error}") from error
+        return f'<{match["tag"]} class="math">{mathml}</{match["tag"]}>'
+
+    return _MATH.sub(replace, html_text)
