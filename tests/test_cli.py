@@ -2,6 +2,7 @@
 simulate and sweep outputs that load with their config, and verify's exit code."""
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -228,3 +229,13 @@ def test_the_compile_cache_is_on_unless_turned_off(monkeypatch, tmp_path):
     monkeypatch.delenv("ATTNFLOW_CACHE_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert cli.compile_cache_dir() == tmp_path / "attnflow" / "jax"
+
+
+def test_the_command_line_sets_the_backend_optimization_unless_xla_flags_name_one(monkeypatch):
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false")
+    assert cli.main(["list"]) == 0
+    assert os.environ["XLA_FLAGS"] == f"--xla_cpu_multi_thread_eigen=false {cli.BACKEND_OPTIMIZATION}"
+    monkeypatch.delenv("XLA_FLAGS")
+    assert cli.main(["list"]) == 0 and os.environ["XLA_FLAGS"] == cli.BACKEND_OPTIMIZATION
+    monkeypatch.setenv("XLA_FLAGS", "--xla_backend_optimization_level=3")
+    assert cli.main(["list"]) == 0 and os.environ["XLA_FLAGS"] == "--xla_backend_optimization_level=3"
