@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import tasks.ntp_partial_order as ntp
+from tasks.ntp_partial_order import attend
 
 
 def _softmax(x):
@@ -91,6 +92,37 @@ def test_cross_entropy_stable_at_large_margins():
     g = jax.grad(lambda z: jnp.sum(ntp.cross_entropy(z, labels)))(z)
     np.testing.assert_allclose(g[0], [-2 * np.exp(-60.0), np.exp(-60.0), np.exp(-60.0)], rtol=1e-13)
     np.testing.assert_allclose(g[1], _softmax(np.array([0.0, 1.0, 2.0])) - np.eye(3)[2], rtol=1e-13)
+
+
+@pytest.mark.parametrize("gap", [1.0, 10.0, 40.0, 100.0, 300.0, 700.0])
+def test_attend_gradient_keeps_its_digits_when_the_attention_saturates(gap):
+    """Two positions, scores (0, −gap), values v_0, v_1, cotangent c: the exact gradient of
+    c (a_0 v_0 + a_1 v_1) with respect to the second score is a_0 a_1 c (v_1 − v_0). The textbook
+    form a_1 (g_1 − ḡ) loses every digit once a_1 < 1e-16; attend keeps them to 1e-300."""
+    v = jnp.array([[[1.5, -0.5], [-2.0, 0.25]]])
+    c = jnp.array([0.75, 2.0])
+    grad = jax.grad(lambda s: (attend(s, v) @ c)[0])(jnp.array([[0.0, -gap]]))
+    a1 = 1.0 / (1.0 + np.exp(gap))
+    a0 = 1.0 / (1.0 + np.exp(-gap))
+    exact = a0 * a1 * float((v[0, 1] - v[0, 0]) @ c)
+    np.testing.assert_allclose(float(grad[0, 1]), exact, rtol=1e-12)
+    np.testing.assert_allclose(float(grad[0, 0]), -exact, rtol=1e-12)
+
+
+def test_attend_gradient_equals_the_textbook_softmax_gradient_away_from_saturation(getkey):
+    scores = jax.random.normal(getkey(), (5, 6), jnp.float64)
+    scores = scores.at[:, 4:].set(-jnp.inf)  # padding
+    values = jax.random.normal(getkey(), (5, 6, 3), jnp.float64)
+    c = jax.random.normal(getkey(), (5, 3), jnp.float64)
+
+    def textbook(s, v):
+        return jnp.einsum("nl,nlv->nv", jax.nn.softmax(s, axis=-1), v)
+
+    ours = jax.grad(lambda s, v: jnp.sum(attend(s, v) * c), argnums=(0, 1))(scores, values)
+    plain = jax.grad(lambda s, v: jnp.sum(textbook(s, v) * c), argnums=(0, 1))(scores, values)
+    np.testing.assert_allclose(np.asarray(attend(scores, values)), np.asarray(textbook(scores, values)))
+    for a, b in zip(ours, plain):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-12, atol=1e-15)
 
 
 def test_algorithm1_exact_stage1_and_step_sizes():

@@ -78,4 +78,4 @@ def test_checks_take_quick_only_when_they_have_a_quick_mode():
         "thm1_many_datasets_direction",
     }
     assert all(args == [] for name, args in arguments.items() if name not in quick)
-    assert ntp_theory.PAPER == "ntp_partial_order" and len(ntp_theory.CHECKS) == 21
+    assert ntp_theory.PAPER == "ntp_partial_order" and len(ntp_theory.CHECKS) == 22

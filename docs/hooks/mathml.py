@@ -17,6 +17,8 @@ _MATH = re.compile(
     re.DOTALL,
 )
 """One arithmatex element: its tag and its TeX, inline or display (still HTML-escaped)."""
+_OPERATOR_NAME = re.compile(r"\\operatorname\*?\{")
+"""`\\operatorname{…}`, which `latex2mathml` sets in italics: set upright as `\\mathrm{…}`."""
 _LEFTOVER = re.compile(r"\\[A-Za-z]+")
 """A TeX command that `latex2mathml` did not translate."""
 
@@ -37,7 +39,8 @@ def to_mathml(tex: str, display: bool) -> str:
 
     `ValueError` when the formula does not convert or a TeX command is left in the output.
     """
-    mathml = convert(tex.strip(), display="block" if display else "inline")
+    tex = _OPERATOR_NAME.sub(r"\\mathrm{", tex.strip())
+    mathml = convert(tex, display="block" if display else "inline")
     leftover = _LEFTOVER.findall(mathml)
     if leftover:
         raise ValueError(f"untranslated TeX {sorted(set(leftover))}")

@@ -4,7 +4,7 @@ transformer, Algorithm 1 (two-stage normalized GD) and its simulation on random 
 
 from ._data import Dataset, QueryReport, TokenTypes, hall_condition, svop, validate
 from ._generate import RecipeA, RecipeB
-from ._model import Batch, NTPModel, attention, cross_entropy, logits, loss, make_batch, predict
+from ._model import Batch, NTPModel, attend, attention, cross_entropy, logits, loss, make_batch, predict
 from ._simulate import RECIPES, SIMULATIONS, Algorithm1
 from ._train import algorithm1, paper_step_sizes
 
@@ -20,6 +20,7 @@ __all__ = [
     "SIMULATIONS",
     "TokenTypes",
     "algorithm1",
+    "attend",
     "attention",
     "cross_entropy",
     "hall_condition",

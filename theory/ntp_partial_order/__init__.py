@@ -8,12 +8,23 @@ Example 2 on SVOP and Theorem 1 over many random datasets.
 which uses fewer datasets, never a looser tolerance; the others take no argument. Everything
 runs in float64 and `W*_kq` is the QP solution of Eqn 3 (Proposition 2's closed form is checked
 only where its Hall-type condition holds). The max-margin solutions and closed forms are in
-[`closed_forms`][]; [`figure_run`][] and [`svop_run`][] are the cached runs the checks measure.
+[`closed_forms`][]; [`figure_run`][], [`very_long_run`][] and [`svop_run`][] are the cached runs
+the checks measure.
 """
 
 from . import closed_forms
 from ._maxmargin import MaxMargin, least_distance
-from ._sims import PAPER, Simulated, cosine, cosines, figure_run, svop_predictions, svop_run
+from ._sims import (
+    PAPER,
+    LongRun,
+    Simulated,
+    cosine,
+    cosines,
+    figure_run,
+    svop_predictions,
+    svop_run,
+    very_long_run,
+)
 from ._stage1 import (
     cor1_gap_lower_end,
     cor1_gap_upper_end,
@@ -29,6 +40,7 @@ from ._stage2 import (
     example2_svop_generalisation,
     lemma5_optimal_attention,
     thm1_direction_monotone,
+    thm1_direction_very_long_run,
     thm1_many_datasets_direction,
     thm1_norm_bounds,
     thm1_rate_log2t_over_t,
@@ -63,6 +75,7 @@ CHECKS = (
     thm1_norm_bounds,
     thm1_direction_monotone,
     thm1_rate_log2t_over_t,
+    thm1_direction_very_long_run,
     lemma5_optimal_attention,
     thm2_optimal_attention_mass,
     thm2_loss_envelope_eqn4,
@@ -78,6 +91,7 @@ CHECKS = (
 __all__ = [
     "CHECKS",
     "PAPER",
+    "LongRun",
     "MaxMargin",
     "Simulated",
     "closed_forms",
@@ -91,6 +105,7 @@ __all__ = [
     "stage1_loss",
     "svop_predictions",
     "svop_run",
+    "very_long_run",
     "w_kq_closed_form",
     "w_kq_star_qp",
     "w_ov_star_closed",

@@ -19,6 +19,10 @@ STEPS = 900
 """The paper's iteration count per stage (Section 7)."""
 LONG_STEPS = 5000
 """Stage-2 steps of the rate checks of Theorems 1 and 2 (recon: the rates show only beyond 900 steps)."""
+VERY_LONG_STEPS = 100_000
+"""Stage-2 steps of the run that follows Theorem 1's direction far into saturation (recon)."""
+VERY_LONG_EVERY = 100
+"""Its save period."""
 
 
 def check(name: str, claim: str, **kwargs) -> Check:
@@ -82,6 +86,59 @@ def figure_dataset() -> ntp.Dataset:
 def figure_run(num_steps2: int = STEPS) -> Simulated:
     """Algorithm 1 on [`figure_dataset`][] with the paper's step sizes."""
     return simulate(figure_dataset(), num_steps2)
+
+
+@dataclasses.dataclass(frozen=True)
+class LongRun:
+    """Stage 2 of Algorithm 1 on the Figure-2 dataset run [`VERY_LONG_STEPS`][] steps, saved every
+    [`VERY_LONG_EVERY`][] (numpy).
+
+    **Fields:** `steps` the saved stage-2 steps; `W_kq` `(S, V, V)`; `min_attention` the smallest
+    attention weight over the dataset's real positions, per save; `star_kq` the QP solution of
+    Eqn 3.
+    """
+
+    steps: np.ndarray
+    W_kq: np.ndarray
+    min_attention: np.ndarray
+    star_kq: MaxMargin
+
+
+@functools.cache
+def very_long_run() -> LongRun:
+    """Algorithm 1 on [`figure_dataset`][] with the paper's step sizes, stage 2 continued to
+    [`VERY_LONG_STEPS`][] steps; the attention weights fall to about 1e-110 there, so its gradient
+    needs [`tasks.ntp_partial_order.attend`][]'s form."""
+    dataset = figure_dataset()
+    eta0, eta = ntp.paper_step_sizes(dataset.vocab_size)
+    batch = ntp.make_batch(dataset)
+    colloc = ntp.make_batch(dataset, collocation=True)
+
+    def save(model):
+        weights = jax.numpy.where(batch.mask, ntp.attention(model, batch), 1.0)
+        return {"W_kq": model.W_kq, "min_attention": weights.min()}
+
+    @jax.jit
+    def run(batch, colloc):
+        _, second = ntp.algorithm1(
+            batch,
+            colloc,
+            eta0=eta0,
+            eta=eta,
+            num_steps1=STEPS,
+            num_steps2=VERY_LONG_STEPS,
+            every=VERY_LONG_EVERY,
+            save=save,
+        )
+        return second.ts, second.values
+
+    steps, values = run(batch, colloc)
+    return LongRun(
+        np.asarray(steps),
+        np.asarray(values["W_kq"]),
+        np.asarray(values["min_attention"]),
+        w_kq_star_qp(dataset),
+    )
 
 
 @functools.cache

@@ -9,7 +9,18 @@ import dynamics
 import tasks.ntp_partial_order as ntp
 
 from .._check import Check
-from ._sims import LONG_STEPS, STEPS, check, cosine, cosines, figure_run, svop_predictions, svop_run
+from ._sims import (
+    LONG_STEPS,
+    STEPS,
+    VERY_LONG_STEPS,
+    check,
+    cosine,
+    cosines,
+    figure_run,
+    svop_predictions,
+    svop_run,
+    very_long_run,
+)
 from .closed_forms import w_kq_closed_form, w_kq_star_qp
 
 
@@ -87,6 +98,30 @@ def thm1_rate_log2t_over_t() -> Check:
         tolerance=0.0,
         bound="upper",
         note=f"{LONG_STEPS} stage-2 steps, Recipe B seed 0; 1 - cos at t={LONG_STEPS}: {gap[-1]:.4g}.",
+    )
+
+
+def thm1_direction_very_long_run() -> Check:
+    """Theorem 1 far into saturation: `1 − cos(W_kq^(t), W*_kq)` keeps falling to `t = 10⁵` and
+    `r(t) = t(1 − cos)/log²t` at `10⁵` is at most its value at `10⁴`."""
+    run = very_long_run()
+    t = run.steps
+    gap = 1 - cosines(run.W_kq, run.star_kq.W)
+    late = t >= VERY_LONG_STEPS // 10
+    rise = np.diff(gap[late]).max()
+    r_start, r_end = (t[i] * gap[i] / np.log(t[i]) ** 2 for i in (np.argmax(late), -1))
+    return check(
+        "thm1_direction_very_long_run",
+        "Thm 1: 1 - cos(W_kq(t), W*_kq) non-increasing on [1e4, 1e5] (every 100 steps) and "
+        "r(1e5) <= r(1e4), r(t) = t(1 - cos)/log^2 t",
+        predicted=r_start,
+        simulated=r_end,
+        error=max(0.0, r_end - r_start) + (np.inf if rise > 0 else 0.0),
+        tolerance=0.0,
+        bound="upper",
+        note=f"{VERY_LONG_STEPS} stage-2 steps, Recipe B seed 0; 1 - cos {gap[np.argmax(late)]:.4g} at "
+        f"t=1e4, {gap[-1]:.4g} at t=1e5; largest rise between saves {rise:.2g}; smallest attention weight "
+        f"{run.min_attention[-1]:.2g} at t=1e5.",
     )
 
 
