@@ -134,3 +134,22 @@ def test_figures_write_files(tmp_path):
     for name, fn in figs.FIGURES.items():
         paths = fn(tmp_path, False)
         assert [p.name for p in paths] == [f"{name}.png", f"{name}.pdf", f"{name}.json"]
+
+
+@pytest.mark.parametrize("exponent", [0.0, 0.8, 1.5])
+def test_the_batch_exponent_fit_recovers_the_exponent_that_made_the_counts(exponent):
+    """Counts drawn from the success model with a known p: the fitted p is within three standard
+    errors of the truth (the 95% interval's half-width is about two), and the interval excludes 0
+    exactly when p > 0."""
+    batches = 2.0 ** np.arange(2, 12)
+    rng = np.random.default_rng(3)
+    offset, sharpness = -4.0 + (1.5 - exponent) * np.log(100.0), 2.0
+    rates = {}
+    for T in (25, 50, 100, 200, 400):
+        logit = sharpness * (np.log(batches) - exponent * np.log(T) - offset)
+        P = 0.5 + 0.5 / (1.0 + np.exp(-logit))
+        rates[T] = rng.binomial(256, P) / 256
+    fit = contextual_bigram.fit_batch_exponent(rates, batches, 256, resamples=100)
+    standard_error = (fit.high - fit.low) / (2 * 1.96)
+    assert abs(fit.exponent - exponent) < 3 * standard_error < 0.15
+    assert (fit.low > 0) == (exponent > 0)

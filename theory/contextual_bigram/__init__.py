@@ -8,7 +8,8 @@ prose), `derived` (a formula derived from the paper's definitions and checked nu
 `theory.check_makers(PAPER, CHECKS, quick)`. A check with a quick mode takes `quick: bool`, which
 shrinks its simulations, never a tolerance; the others take no argument. Everything runs in
 float64 (tolerances reach 1e-12). The closed forms are collected in [`closed_forms`][]; the
-Stage-1 success experiment the checks and figures share is [`stage1_success`][].
+Stage-1 success experiment the checks and figures share is [`stage1_success`][] (its rates over a
+batch grid: [`success_rates`][]; the growth of the batch need with T: [`fit_batch_exponent`][]).
 """
 
 from . import closed_forms
@@ -28,6 +29,7 @@ from ._checks import (
     population_lines,
     sgd_large_step_worse,
     sgd_small_step_worse,
+    stage1_batch_exponent,
     stage1_large_batch,
     stage1_linearisation,
     stage1_log_time,
@@ -36,7 +38,14 @@ from ._checks import (
     transfer_alpha1,
     transfer_skips_stage1,
 )
-from ._stage1 import STAGE1_STEPS, batch_for_success, stage1_success
+from ._stage1 import (
+    STAGE1_STEPS,
+    BatchExponent,
+    batch_for_success,
+    fit_batch_exponent,
+    stage1_success,
+    success_rates,
+)
 
 CHECKS = (
     lemma_b8_enumeration,
@@ -58,6 +67,7 @@ CHECKS = (
     sgd_large_step_worse,
     sgd_small_step_worse,
     stage1_needs_poly_T,
+    stage1_batch_exponent,
     stage1_large_batch,
     transfer_skips_stage1,
 )
@@ -66,7 +76,10 @@ __all__ = [
     "CHECKS",
     "PAPER",
     "STAGE1_STEPS",
+    "BatchExponent",
     "batch_for_success",
     "closed_forms",
+    "fit_batch_exponent",
     "stage1_success",
+    "success_rates",
 ] + [fn.__name__ for fn in CHECKS]
