@@ -19,8 +19,22 @@ _MATH = re.compile(
 """One arithmatex element: its tag and its TeX, inline or display (still HTML-escaped)."""
 _OPERATOR_NAME = re.compile(r"\\operatorname\*?\{")
 """`\\operatorname{…}`, which `latex2mathml` sets in italics: set upright as `\\mathrm{…}`."""
+_ALIGNED = re.compile(r"\\begin\{aligned\}(?P<body>.*?)\\end\{aligned\}", re.DOTALL)
+"""An `aligned` environment, which `latex2mathml` does not know: set as an `array` whose columns
+alternate right and left alignment, as `aligned` does."""
+_MATRIX_OPEN = re.compile(r"<mo>(&#x0005B;|&#x00028;|&#x0007C;)</mo><mtable")
+_MATRIX_CLOSE = re.compile(r"</mtable><mo>(&#x0005D;|&#x00029;|&#x0007C;)</mo>")
+"""The brackets `latex2mathml` puts around a matrix (`bmatrix`, `pmatrix`, `vmatrix`), which a
+browser then draws at the text's height: marked stretchy, so that they span the matrix."""
 _LEFTOVER = re.compile(r"\\[A-Za-z]+")
 """A TeX command that `latex2mathml` did not translate."""
+
+
+def _as_array(match: re.Match) -> str:
+    body = match["body"]
+    columns = 1 + max(row.count("&") for row in body.split("\\\\"))
+    alignment = ("rl" * columns)[:columns]
+    return f"\\begin{{array}}{{{alignment}}}{body}\\end{{array}}"
 
 
 def to_mathml(tex: str, display: bool) -> str:
@@ -37,13 +51,18 @@ def to_mathml(tex: str, display: bool) -> str:
 
     **Raises:**
 
-    `ValueError` when the formula does not convert or a TeX command is left in the output.
+    `ValueError` when the formula does not convert, or a TeX command or an `&` is left in the
+    output.
     """
-    tex = _OPERATOR_NAME.sub(r"\\mathrm{", tex.strip())
+    tex = _ALIGNED.sub(_as_array, _OPERATOR_NAME.sub(r"\\mathrm{", tex.strip()))
     mathml = convert(tex, display="block" if display else "inline")
     leftover = _LEFTOVER.findall(mathml)
     if leftover:
         raise ValueError(f"untranslated TeX {sorted(set(leftover))}")
+    mathml = _MATRIX_OPEN.sub(r'<mo stretchy="true" fence="true" form="prefix">\1</mo><mtable', mathml)
+    mathml = _MATRIX_CLOSE.sub(r'</mtable><mo stretchy="true" fence="true" form="postfix">\1</mo>', mathml)
+    if "<mi>&</mi>" in mathml:
+        raise ValueError("an alignment `&` outside an environment that aligns")
     return mathml
 
 
