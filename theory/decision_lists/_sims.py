@@ -1,11 +1,14 @@
 """Simulations behind the decision-list checks: task instances, one jitted runner per training,
 and the runs several checks share (cached, so a paper run integrates each of them once).
 
-Everything runs in float64 on the exact population of `D = distinct` (recon).
+Everything runs in float64 on the exact population of `D` (recon): `distinct` unless a task says
+`iid` (the checks `*_iid`), where the population is every multiset of `n` tokens with its
+multinomial probability (derived, see [`iid_population`][]).
 """
 
 import dataclasses
 import functools
+import itertools
 import math
 
 import diffrax
@@ -43,14 +46,36 @@ def f64(x) -> jax.Array:
 
 
 @functools.cache
-def task(L: int, n: int, M: int, seed: int, fixed_m: int | None = None) -> dl.DecisionLists:
-    """A random task (`DecisionLists.random`, recon) with `D = distinct`."""
-    return dl.DecisionLists.random(seed, L=L, n=n, M=M, fixed_m=fixed_m)
+def task(
+    L: int, n: int, M: int, seed: int, fixed_m: int | None = None, distribution: str = "distinct"
+) -> dl.DecisionLists:
+    """A random task (`DecisionLists.random`, recon) with `D = distribution` (default `distinct`)."""
+    return dl.DecisionLists.random(seed, L=L, n=n, M=M, fixed_m=fixed_m, distribution=distribution)
+
+
+def iid_population(t: dl.DecisionLists) -> dl.Population:
+    """The exact population of `D = iid` as multisets: every multiset of `n` tokens, once, in
+    increasing order, with its probability `n!/Π_b k_b! · L^{−n}` (`k_b` the count of token `b`).
+
+    Exact (derived): the model is equivariant to permutations of positions, so the per-sequence loss,
+    the set of margins and the presence events behind `δ`, `γ` do not depend on the order; the
+    `C(L + n − 1, n)` multisets replace the `L^n` sequences of `tasks.decision_lists.support`.
+
+    **Arguments:** `t`: a task (its `distribution` is not read).
+
+    **Returns:** the [`tasks.decision_lists.Population`][], weights summing to 1.
+    """
+    rows = np.asarray(list(itertools.combinations_with_replacement(range(t.L), t.n)), np.int32)
+    counts = np.stack([np.bincount(row, minlength=t.L) for row in rows])
+    orderings = np.asarray([math.factorial(t.n) / math.prod(math.factorial(k) for k in c) for c in counts])
+    return dl.make_population(t.arrays(), rows, orderings / float(t.L) ** t.n)
 
 
 @functools.cache
 def population(t: dl.DecisionLists) -> dl.Population:
-    return dl.exact_population(t)
+    """The exact population of `t`'s `D`: the `C(L, n)` subsets under `distinct`, the multisets of
+    [`iid_population`][] under `iid`."""
+    return iid_population(t) if t.distribution == "iid" else dl.exact_population(t)
 
 
 @functools.cache
@@ -128,6 +153,152 @@ def result1_gd_time(t: dl.DecisionLists, c: float, step: float) -> float:
     """τ_GD(h) = (first step with μ > 0) · h; `inf` if not within 20000 steps."""
     run = _result1_gd(t.arrays(), population(t), f64(c), f64(step))
     return float(run.t_stop) * step if int(run.event) == 0 else math.inf
+
+
+# --------------------------------------------------------------------------------------
+# Result 1 under D = iid: the first perfect time by enumeration
+# --------------------------------------------------------------------------------------
+
+RESULT1_IID_SIZES = {
+    "quick": [(8, 3, 2, 0), (10, 4, 3, 0)],
+    "full": [(8, 3, 2, 0), (10, 4, 3, 0), (12, 4, 4, 1), (16, 4, 3, 0)],
+}
+"""Result 1's tasks `(L, n, M, seed)` under `D = iid` (`L^n` ≤ 65 536 sequences, enumerated as
+`C(L + n − 1, n)` ≤ 3876 multisets): Result 1's sizes that can be enumerated."""
+
+ENUMERATED_SAVES = 121
+"""The saves of each grid of [`enumerated_time`][]: `t = 0` and log-spaced times from
+`1e-8 · t1` to `t1`, then each refinement evenly spaced over the bracket."""
+
+ENUMERATED_REFINEMENTS = 3
+"""The refinements of [`enumerated_time`][]: each divides the bracket by `ENUMERATED_SAVES − 1`
+(from about 17% of τ to about 1e-7 of τ, below the flow's `rtol = 1e-6`)."""
+
+
+@jax.jit
+def _margin_saves(arrays, pop, c, W0, save_ts):
+    V = c * dl.permutation_matrix(arrays, pop.weights.dtype)
+
+    def loss(W):
+        return dl.population_loss(dl.DecisionListModel(W, V), pop)
+
+    def saved(t, W, args):
+        margin = jnp.min(dl.margins(dl.DecisionListModel(W, V), pop))
+        return {"margin": margin, "mu": dl.mu(W, arrays), "loss": loss(W), "W": W}
+
+    return dynamics.gradient_flow(
+        loss,
+        W0,
+        t0=save_ts[0],
+        t1=save_ts[-1],
+        save=dynamics.Save(ts=save_ts, fn=saved),
+        stepsize_controller=FLOW_CONTROLLER,
+    )
+
+
+def margin_saves(t: dl.DecisionLists, c: float, save_ts, W0=None) -> dict[str, np.ndarray]:
+    """Result 1's flow on `t` (no stopping event) from `W0` at `save_ts[0]` (default `W = 0`),
+    saving at `save_ts` the smallest label margin over the enumerated population (`margin`;
+    perfect classification ⟺ `margin > TAU_TIE`), `μ(W)` (`mu`), the loss (`loss`) and `W`.
+
+    **Arguments:** `t`: the task (its `D` decides the population); `c`: `V = cP`; `save_ts`: the
+    increasing save times, the first the start; `W0`: the start.
+
+    **Returns:** the saved values as numpy arrays, keyed as above.
+    """
+    W0 = jnp.zeros((t.L, t.L), jnp.float64) if W0 is None else f64(W0)
+    run = _margin_saves(t.arrays(), population(t), f64(c), W0, f64(save_ts))
+    return {name: np.asarray(value) for name, value in run.values.items()}
+
+
+@dataclasses.dataclass(frozen=True)
+class EnumeratedTime:
+    """τ of Result 1's flow located by enumeration (see [`enumerated_time`][]).
+
+    **Fields:** `tau`: the first refined save that classifies perfectly (`inf` if no save of the
+    first grid does); `width`: the last bracket's width (the save at τ − width is not perfect);
+    `ts`, `margin`, `mu`: the first grid and its saved smallest margins and `μ(W)`; `mu_at_tau`,
+    `mu_before`: `μ(W)` at τ and at the save before it (τ − `width`).
+    """
+
+    tau: float
+    width: float
+    ts: np.ndarray
+    margin: np.ndarray
+    mu: np.ndarray
+    mu_at_tau: float
+    mu_before: float
+
+    def failures_after(self) -> int:
+        """The saves of the first grid at or after τ that do not classify perfectly."""
+        after = self.ts >= self.tau
+        return int(np.sum(self.margin[after] <= dl.TAU_TIE))
+
+
+def _bracket(saves: dict[str, np.ndarray], ts: np.ndarray):
+    """The first perfect save of a grid and the save before it: `(i, lo, hi)`, or `None` when no
+    save after the first is perfect."""
+    good = saves["margin"][1:] > dl.TAU_TIE
+    if not np.any(good):
+        return None
+    i = 1 + int(np.argmax(good))
+    return i, ts[i - 1], ts[i]
+
+
+def enumerated_time(t: dl.DecisionLists, c: float, t1: float) -> EnumeratedTime:
+    """τ, the first time Result 1's flow classifies perfectly, by the enumeration predicate (spec:
+    the route when `μ(W) > 0` does not decide, e.g. under `D = iid`).
+
+    The predicate (every margin of every enumerated sequence `> TAU_TIE`) is evaluated at the saves
+    of a first grid ([`ENUMERATED_SAVES`][] times up to `t1`, read from the solver's dense output);
+    the first perfect save and the one before bracket τ. The bracket is then refined
+    [`ENUMERATED_REFINEMENTS`][] times: the flow restarts from the saved `W` at the bracket's left
+    end and is saved on as many evenly spaced times across the bracket. At `W = 0` every score ties,
+    so the save at `t = 0` is never perfect.
+
+    **Arguments:** `t`: the task (its `D` decides the population); `c`: `V = cP`; `t1`: the horizon.
+
+    **Returns:** an [`EnumeratedTime`][].
+    """
+    ts = t1 * np.concatenate([[0.0], np.geomspace(1e-8, 1.0, ENUMERATED_SAVES - 1)])
+    first = margin_saves(t, c, ts)
+    found = _bracket(first, ts)
+    if found is None:
+        return EnumeratedTime(math.inf, math.inf, ts, first["margin"], first["mu"], math.nan, math.nan)
+    i, lo, hi = found
+    W_lo, mu_at, mu_before = first["W"][i - 1], first["mu"][i], first["mu"][i - 1]
+    for _ in range(ENUMERATED_REFINEMENTS):
+        grid = np.linspace(lo, hi, ENUMERATED_SAVES)
+        saves = margin_saves(t, c, grid, W_lo)
+        found = _bracket(saves, grid)
+        if found is None:  # the restarted flow reaches hi a hair short of perfect: keep the bracket
+            break
+        j, lo, hi = found
+        W_lo, mu_at, mu_before = saves["W"][j - 1], saves["mu"][j], saves["mu"][j - 1]
+    margin, mu = first["margin"], first["mu"]
+    return EnumeratedTime(float(hi), float(hi - lo), ts, margin, mu, float(mu_at), float(mu_before))
+
+
+@dataclasses.dataclass(frozen=True)
+class Result1Enumerated:
+    """One Result 1 run whose τ is located by enumeration: the task, `c`, the bound, the constants
+    and the [`EnumeratedTime`][]."""
+
+    task: dl.DecisionLists
+    c: float
+    bound: float
+    constants: closed_forms.Constants
+    time: EnumeratedTime
+
+
+@functools.cache
+def result1_enumerated(t: dl.DecisionLists) -> Result1Enumerated:
+    """Result 1's flow on `t` with `c = 4 n log(L)/δ` (δ, γ of `t`'s `D`, enumerated), τ located
+    by [`enumerated_time`][] up to the bound `4M/(log(L) γ)`."""
+    k = task_constants(t)
+    c = float(closed_forms.result1_c(t.n, t.L, k.delta))
+    bound = float(closed_forms.result1_time_bound(t.M, t.L, k.gamma))
+    return Result1Enumerated(t, c, bound, k, enumerated_time(t, c, bound))
 
 
 # --------------------------------------------------------------------------------------
@@ -316,4 +487,44 @@ def uniform_attention(t: dl.DecisionLists, num_steps: int = 2000, step: float = 
     `init_std`), saving κ, ρ, loss every 10 steps. **Returns:** `(steps, values dict of numpy arrays)`."""
     V0 = init_std * jax.random.normal(jax.random.PRNGKey(0), (t.L, t.L), jnp.float64)
     run = _uniform(t.arrays(), population(t), V0, f64(step), num_steps, 10)
+    return np.asarray(run.ts), {k: np.asarray(v) for k, v in run.values.items()}
+
+
+JOINT_INIT_STD = 0.01
+"""The joint variant's start: entries of `W_0` and `V_0` i.i.d. `N(0, JOINT_INIT_STD²)`."""
+
+
+@functools.partial(jax.jit, static_argnames=("num_steps", "every"))
+def _joint(arrays, pop, model0, step, num_steps, every):
+    return dl.joint_gd(arrays, pop, model0, step=step, num_steps=num_steps, every=every)
+
+
+def joint_start(t: dl.DecisionLists, init_std: float = JOINT_INIT_STD, seed: int = 0) -> dl.DecisionListModel:
+    """The joint variant's start: `W_0`, `V_0` with i.i.d. `N(0, init_std²)` entries, drawn with the
+    two halves of `jax.random.split(PRNGKey(seed))` (as `tasks.decision_lists.JointGD` does with its
+    run's key)."""
+    key_W, key_V = jax.random.split(jax.random.PRNGKey(seed))
+    shape = (t.L, t.L)
+    return dl.DecisionListModel(
+        init_std * jax.random.normal(key_W, shape, jnp.float64),
+        init_std * jax.random.normal(key_V, shape, jnp.float64),
+    )
+
+
+@functools.cache
+def joint_attention(
+    t: dl.DecisionLists,
+    num_steps: int = 2000,
+    step: float = 1.0,
+    init_std: float = JOINT_INIT_STD,
+    seed: int = 0,
+    every: int = 10,
+):
+    """The joint variant of the uniform-attention claim (spec §7): full-batch GD on `(W, V)` from
+    [`joint_start`][], saving the loss, `μ(W)`, `κ(V)`, `ρ(V)` and perfect classification
+    (enumerated) every `every` steps.
+
+    **Returns:** `(steps, values dict of numpy arrays)`.
+    """
+    run = _joint(t.arrays(), population(t), joint_start(t, init_std, seed), f64(step), num_steps, every)
     return np.asarray(run.ts), {k: np.asarray(v) for k, v in run.values.items()}
