@@ -1,5 +1,6 @@
 """Scan and Snap (Tian, Wang, Chen, Du, NeurIPS 2023, arXiv 2305.16380): the Y/Z
-reparameterisation of a one-layer transformer trained on sequence classes."""
+reparameterisation of a one-layer transformer trained on sequence classes, and the transformer of
+its WikiText experiments (Sec. 6.6) trained on real text."""
 
 from ._classes import (
     ClassArrays,
@@ -61,6 +62,42 @@ from ._simulate import (
     PopulationFlow,
     ScalarFlow,
     TheoryFlow,
+)
+from ._text_data import (
+    WIKITEXT_VARIANTS,
+    TextCorpus,
+    Vocabulary,
+    basic_english,
+    batchify,
+    build_vocabulary,
+    corpus_from_lines,
+    encode_lines,
+    get_batch,
+    load_corpus,
+    num_windows,
+    quick_corpus,
+    quick_corpus_lines,
+    read_wikitext,
+    wikitext_corpus,
+    wikitext_files,
+)
+from ._text_model import (
+    EncoderLayer,
+    SelfAttention,
+    TextTransformer,
+    attention_entropy,
+    causal_mask,
+    positional_encoding,
+)
+from ._text_train import (
+    TextSGD,
+    clip_by_global_norm,
+    evaluate_text,
+    probe_attention,
+    text_optimizer,
+    text_rates,
+    train_text,
+    window_loss,
 )
 from ._theory_flow import (
     ScalarArgs,
@@ -129,4 +166,34 @@ __all__ = [
     "transition_times",
     "xi",
     "zeta",
+    "WIKITEXT_VARIANTS",
+    "TextCorpus",
+    "Vocabulary",
+    "basic_english",
+    "batchify",
+    "build_vocabulary",
+    "corpus_from_lines",
+    "encode_lines",
+    "get_batch",
+    "load_corpus",
+    "num_windows",
+    "quick_corpus",
+    "quick_corpus_lines",
+    "read_wikitext",
+    "wikitext_corpus",
+    "wikitext_files",
+    "EncoderLayer",
+    "SelfAttention",
+    "TextTransformer",
+    "attention_entropy",
+    "causal_mask",
+    "positional_encoding",
+    "TextSGD",
+    "clip_by_global_norm",
+    "evaluate_text",
+    "probe_attention",
+    "text_optimizer",
+    "text_rates",
+    "train_text",
+    "window_loss",
 ]
