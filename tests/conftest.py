@@ -1,9 +1,14 @@
-"""Test set-up: float64 everywhere and strict dtype promotion."""
+"""Test set-up: float64 everywhere and strict dtype promotion. The process computes at XLA's
+default backend optimisation level, and the command line, called in-process by a test, must not
+change what later tests and the processes they start compute with."""
+
+import os
 
 import jax
 import pytest
 
 jax.config.update("jax_enable_x64", True)
+jax.devices()  # JAX reads XLA_FLAGS here, once: the command line's changes to them come too late
 jax.config.update("jax_numpy_dtype_promotion", "strict")
 
 
@@ -17,3 +22,15 @@ def getkey():
         return sub
 
     return _getkey
+
+
+@pytest.fixture(autouse=True)
+def _xla_flags_restored():
+    """`attnflow.cli.main` adds its backend optimisation level to `XLA_FLAGS` for the processes it
+    starts; called in-process by a test, that must not reach the subprocesses of later tests."""
+    before = os.environ.get("XLA_FLAGS")
+    yield
+    if before is None:
+        os.environ.pop("XLA_FLAGS", None)
+    else:
+        os.environ["XLA_FLAGS"] = before

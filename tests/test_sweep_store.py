@@ -124,6 +124,8 @@ def test_the_launcher_runs_the_shards_as_local_jobs(tmp_path, monkeypatch):
     from attnflow import cli
 
     monkeypatch.chdir(ROOT)
+    # the jobs compile at this process's level (XLA's default), so their numbers equal it bit for bit
+    monkeypatch.setenv("XLA_FLAGS", "--xla_backend_optimization_level=3")
     argv = ["sweep", "tests._store_sims:SlowDecay", "--grid", "rate=0.5,2", "--grid", "scale=1,3"]
     argv += ["--seeds", "6", "--out", str(tmp_path), "--launch", "2", "--cluster", "local"]
     assert cli.main(argv) == 0
