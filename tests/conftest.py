@@ -24,6 +24,24 @@ def getkey():
     return _getkey
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _compiled_programs_released():
+    """Each test module's compiled programs are released when it ends: a whole run otherwise keeps
+    thousands of them mapped in one process, and compiling then fails deep inside XLA."""
+    yield
+    jax.clear_caches()
+
+
+@pytest.fixture(autouse=True)
+def _no_compile_cache_in_process(monkeypatch):
+    """The command line, called in-process by a test, would turn JAX's persistent compilation cache
+    on for the rest of the test session (in the user's cache folder); tests compile afresh instead.
+    A test of the cache itself patches `_use_compile_cache` over this."""
+    from attnflow import cli
+
+    monkeypatch.setattr(cli, "_use_compile_cache", lambda directory: None)
+
+
 @pytest.fixture(autouse=True)
 def _xla_flags_restored():
     """`attnflow.cli.main` adds its backend optimisation level to `XLA_FLAGS` for the processes it
