@@ -448,20 +448,33 @@ def section7_rho(quick: bool = False) -> Check:
     **Returns:** the [`Check`][]: max(0.5 − min over configs of the final ρ, 0).
     """
     runs = _section7_runs(quick)
-    final = [float(v["rho"][-1]) for _, _, v in runs]
-    peak = [float(np.max(v["rho"])) for _, _, v in runs]
-    return check(
+    return _final_rho_above_half(
         "section7_rho",
         "Conclusion: centred cosine rho(V_T, P) > 0.5 after 2000 GD steps on V with W = 0",
+        runs,
+        [f"L,n,M={s}: final rho={v['rho'][-1]:.3g}, peak rho={np.max(v['rho']):.3g}" for s, _, v in runs],
+    )
+
+
+def _final_rho_above_half(name: str, claim: str, runs, per_run: list[str], note: str = "") -> Check:
+    """The acceptance of the `rho` checks (recon): the smallest final ρ over the runs is above 0.5.
+
+    **Arguments:** `name`, `claim`; `runs`: `(setting, task, values)` with a `rho` curve each;
+    `per_run`: one note entry per run; `note`: appended after them.
+
+    **Returns:** the [`Check`][]: max(0.5 − min final ρ, 0).
+    """
+    final = min(float(v["rho"][-1]) for _, _, v in runs)
+    return check(
+        name,
+        claim,
         predicted=0.5,
-        simulated=min(final),
-        error=max(0.5 - min(final), 0.0),
+        simulated=final,
+        error=max(0.5 - final, 0.0),
         tolerance=0.0,
         bound="lower",
         provenance="recon",
-        note="; ".join(
-            f"L,n,M={s}: final rho={f:.3g}, peak rho={p:.3g}" for (s, _, _), f, p in zip(runs, final, peak)
-        ),
+        note="; ".join(per_run) + note,
     )
 
 
@@ -525,23 +538,16 @@ def section7_joint_rho(quick: bool = False) -> Check:
     **Returns:** the [`Check`][]: max(0.5 − min over configs of the final ρ, 0).
     """
     runs = _joint_runs(quick)
-    final = [float(v["rho"][-1]) for _, _, v in runs]
-    peak = [float(np.max(v["rho"])) for _, _, v in runs]
-    return check(
+    return _final_rho_above_half(
         "section7_joint_rho",
         "Conclusion, joint variant: centred cosine rho(V_T, P) > 0.5 after 2000 joint GD steps on (W, V)",
-        predicted=0.5,
-        simulated=min(final),
-        error=max(0.5 - min(final), 0.0),
-        tolerance=0.0,
-        bound="lower",
-        provenance="recon",
-        note="; ".join(
-            f"L,n,M={s}: final rho={f:.3g}, peak rho={p:.3g}, final mu={v['mu'][-1]:.3g},"
-            f" final loss={v['loss'][-1]:.3g}"
-            for (s, _, v), f, p in zip(runs, final, peak)
-        )
-        + f". Curves of kappa, rho, mu: see section7_joint_kappa. W_0, V_0 ~ N(0, {sims.JOINT_INIT_STD}^2),"
+        runs,
+        [
+            f"L,n,M={s}: final rho={v['rho'][-1]:.3g}, peak rho={np.max(v['rho']):.3g}, "
+            f"final mu={v['mu'][-1]:.3g}, final loss={v['loss'][-1]:.3g}"
+            for s, _, v in runs
+        ],
+        f". Curves of kappa, rho, mu: see section7_joint_kappa. W_0, V_0 ~ N(0, {sims.JOINT_INIT_STD}^2),"
         " joint full-batch GD on (W, V), step 1.0, 2000 steps, exact population (distinct).",
     )
 
