@@ -297,6 +297,21 @@ def _list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _use_text_data(directory: str | None) -> None:
+    """`--data DIR`: check that DIR holds WikiText (before any work) and name it to the real-text
+    figures through `$ATTNFLOW_TEXT_DATA`, which worker processes inherit."""
+    if directory is None:
+        return
+    from figures._scan_snap_text import TEXT_DATA_ENV
+    from tasks.scan_snap import detect_wikitext_variant
+
+    try:
+        detect_wikitext_variant(directory)
+    except ValueError as err:
+        raise ValueError(f"--data: {err}") from None
+    os.environ[TEXT_DATA_ENV] = str(Path(directory).expanduser().resolve())
+
+
 def _figures(args: argparse.Namespace) -> int:
     from .papers import all_figures
 
@@ -310,6 +325,7 @@ def _figures(args: argparse.Namespace) -> int:
     unknown = [n for n in names if n not in known]
     if unknown:
         raise ValueError(f"unknown figure(s) {', '.join(unknown)}; see attnflow figures --list")
+    _use_text_data(args.data)
     for name in names:
         start = time.perf_counter()
         paths = known[name](Path(args.out), args.full)
@@ -320,7 +336,17 @@ def _figures(args: argparse.Namespace) -> int:
 def _reproduce(args: argparse.Namespace) -> int:
     from ._report import reproduce
 
+    _use_text_data(args.data)
     return reproduce(Path(args.out), full=args.full, metadata=_metadata(args), jobs=args.jobs)
+
+
+def _add_data(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--data",
+        metavar="DIR",
+        help="a WikiText directory (wiki.{train,valid,test}.tokens or .raw) for the real-text "
+        "figures scan_snap_fig7 and scan_snap_fig10 (default: the bundled quick corpus)",
+    )
 
 
 def _add_target(parser: argparse.ArgumentParser) -> None:
@@ -418,12 +444,14 @@ def build_parser() -> argparse.ArgumentParser:
     figs.add_argument(
         "--full", action="store_true", help="the papers' sizes (slow) instead of quick defaults"
     )
+    _add_data(figs)
     figs.set_defaults(func=_figures)
 
     repro = sub.add_parser("reproduce", help="every check and every figure, with an index.html")
     repro.add_argument("--out", default="results", help="output folder")
     repro.add_argument("--full", action="store_true", help="the papers' sizes (slow)")
     _add_jobs(repro)
+    _add_data(repro)
     repro.set_defaults(func=_reproduce)
     return parser
 

@@ -4,13 +4,16 @@ Settings and what to look for: see "Figures" on the scan_snap page of the docume
 - Fig. 3: growth factor χ_{l0}(t) = e^{2 B_n(t)} of the L3 phase-transition model.
 - Figs. 4-5: per-token attention c_n on Syn-Small under SGD with momentum / Adam (L0).
 - Fig. 6: distinct-token entropy over the Syn-Medium learning-rate sweep (L0, cached).
+- Fig. 7: the first layer's attention on real text over training, 1 and 3 layers.
 - Fig. 8: the decoder scalar h*(s) (Eqn 33) and h(t) (Eqn 45).
 - Fig. 9: B_n(t) at fixed η_Y/η_Z (L3 integrated; paper convention, K = C_0 = 1).
+- Fig. 10: the validation attention entropy on real text against the learning rate.
 - Figs. 11-12: recall of the distinct tokens vs threshold over the same sweep.
 
 Each `figN(out_dir, full) -> list[Path]` writes PNG, PDF and a JSON file holding the numbers
 plotted and the config. The theory figures (3, 8, 9) and Syn-Small (4, 5) are cheap at the
-paper's sizes, so `full` changes only the sweep behind Figs. 6, 11, 12 (10 seeds instead of 3).
+paper's sizes, so `full` changes the sweep behind Figs. 6, 11, 12 (10 seeds instead of 3) and
+the real-text Figs. 7 and 10 (the whole corpus at the paper's sizes: see `_scan_snap_text`).
 """
 
 from pathlib import Path
@@ -43,6 +46,7 @@ from tasks.scan_snap import (
 
 from ._save import save_figure
 from ._scan_snap_sweep import SweepConfig, SweepResult, load_or_run_sweep
+from ._scan_snap_text import fig7, fig10
 
 THEORY_DTYPE = jnp.float64
 """Floating dtype of the closed forms and ODEs (float32 if x64 is off; the JSON says which)."""
@@ -710,8 +714,10 @@ FIGURES = {
     "scan_snap_fig4": fig4,
     "scan_snap_fig5": fig5,
     "scan_snap_fig6": fig6,
+    "scan_snap_fig7": fig7,
     "scan_snap_fig8": fig8,
     "scan_snap_fig9": fig9,
+    "scan_snap_fig10": fig10,
     "scan_snap_fig11": fig11,
     "scan_snap_fig12": fig12,
 }

@@ -11,6 +11,7 @@ from ._classes import SequenceClasses
 from ._generator import Dataset2
 from ._levels import OPTIMIZERS, population_flow, scalar_flow, sgd_run, theory_flow
 from ._model import YZModel
+from ._text_train import TextSGD
 
 DATASETS = ("syn_small", "syn_medium")
 INITS = ("zeros", "uniform")
@@ -182,5 +183,5 @@ class ScalarFlow(dynamics.AbstractSimulation):
         )
 
 
-SIMULATIONS = {"L0": SGD, "L1": PopulationFlow, "L2": TheoryFlow, "L3": ScalarFlow}
+SIMULATIONS = {"L0": SGD, "L1": PopulationFlow, "L2": TheoryFlow, "L3": ScalarFlow, "text": TextSGD}
 """The levels of Scan and Snap by name."""

@@ -246,6 +246,32 @@ def wikitext_files(directory: str | os.PathLike, variant: str = "tokens") -> dic
     return files
 
 
+def detect_wikitext_variant(directory: str | os.PathLike) -> str:
+    """Which WikiText files `directory` holds: `tokens` when it has the three `wiki.*.tokens`
+    (the paper's), else `raw` when it has the three `wiki.*.raw`.
+
+    **Raises:** `ValueError` naming what is missing when it has neither.
+
+    **Example:**
+
+        >>> import pathlib, tempfile
+        >>> from tasks import scan_snap
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     for split in ("train", "valid", "test"):
+        ...         _ = (pathlib.Path(folder) / f"wiki.{split}.raw").write_text("a b")
+        ...     scan_snap.detect_wikitext_variant(folder)
+        'raw'
+    """
+    errors = []
+    for variant in WIKITEXT_VARIANTS:
+        try:
+            wikitext_files(directory, variant)
+            return variant
+        except ValueError as err:
+            errors.append(str(err))
+    raise ValueError("; ".join(dict.fromkeys(errors)))
+
+
 def read_wikitext(directory: str | os.PathLike, variant: str = "tokens") -> dict[str, list[str]]:
     """The lines of the three WikiText files of `directory` (UTF-8, newlines kept, as torchtext's
     dataset yields them); every file is checked to exist first ([`wikitext_files`][]).

@@ -128,6 +128,34 @@ def attention_entropy(attention: Float[Array, "... T S"], eps: float = ENTROPY_E
     return -jnp.sum(attention * jnp.log(attention + eps), axis=-1)
 
 
+def attention_change_rate(
+    attention: Float[Array, "S ... T T"], steps: Int[Array, " S"]
+) -> Float[Array, " S-1"]:
+    """How fast an attention map moves between saves: for each pair of consecutive saves, the
+    mean over query rows of ‖a_t(k+1) − a_t(k)‖₁, divided by the steps between them. A row's
+    ‖·‖₁ lies in [0, 2] (2: it moved all its weight), so the rate is the fraction of the weight a
+    row moves per step, times 2. The measure of the "freeze" of Fig. 7: the attention has frozen
+    when this rate has fallen far below its early value.
+
+    **Arguments:** `attention`: the saved maps, axis 0 the saves (any axes between, e.g. heads,
+    are averaged with the rows); `steps`: the step of each save, increasing.
+
+    **Returns:** one rate per interval between saves.
+
+    **Example:** a map that moves all its weight once in 10 steps, then stays:
+
+        >>> import jax.numpy as jnp
+        >>> from tasks import scan_snap
+        >>> eye, flip = jnp.eye(2), jnp.eye(2)[::-1]
+        >>> rates = scan_snap.attention_change_rate(jnp.stack([eye, flip, flip]), jnp.array([0, 10, 20]))
+        >>> [round(float(r), 6) for r in rates]
+        [0.2, 0.0]
+    """
+    moved = jnp.sum(jnp.abs(jnp.diff(attention, axis=0)), axis=-1)
+    per_save = jnp.mean(moved.reshape(moved.shape[0], -1), axis=-1)
+    return per_save / jnp.diff(jnp.asarray(steps)).astype(per_save.dtype)
+
+
 class SelfAttention(eqx.Module):
     """Causal multi-head self-attention with PyTorch's `nn.MultiheadAttention` parameters and
     initialisation: packed `in_proj_weight` (3d, d) xavier-uniform, `in_proj_bias` 0, `out_proj`

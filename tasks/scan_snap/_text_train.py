@@ -340,8 +340,23 @@ class TextSGD(dynamics.AbstractSimulation):
         except (ValueError, ImportError) as err:
             raise ValueError(f"TextSGD.corpus: {err}") from None
 
+    def _corpus(self):
+        return load_corpus(os.path.expanduser(self.corpus), self.wikitext_variant, self.max_lines)
+
+    def steps_per_epoch(self) -> int:
+        """The steps of one epoch: the training windows of one pass over the corpus's training
+        split at this `batch_size` and `bptt` (the paper trains 5 epochs).
+
+        **Example:** on the quick corpus at the paper's batch 20 and bptt 35:
+
+            >>> from tasks import scan_snap
+            >>> scan_snap.TextSGD().steps_per_epoch()
+            1153
+        """
+        return num_windows(len(self._corpus().train) // self.batch_size, self.bptt)
+
     def run(self, key: PRNGKeyArray) -> dynamics.Run:
-        corpus = load_corpus(os.path.expanduser(self.corpus), self.wikitext_variant, self.max_lines)
+        corpus = self._corpus()
         train_rows = batchify(corpus.train, self.batch_size)
         valid_rows = batchify(corpus.valid, self.eval_batch_size)
         full = (valid_rows.shape[0] - 1) // self.bptt

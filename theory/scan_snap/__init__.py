@@ -1,11 +1,13 @@
 """Checks of Scan and Snap (Tian, Wang, Chen, Du, NeurIPS 2023, arXiv 2305.16380): each
 lemma's and theorem's formula held against a simulation of the level it is about (L0
-mini-batch SGD, L1 population flow, L2 decoupled theory flow, L3 scalar model).
+mini-batch SGD, L1 population flow, L2 decoupled theory flow, L3 scalar model), and the two
+claims of the real-text experiments (Figs. 7 and 10) on the bundled quick corpus.
 
 [`CHECKS`][] lists the check functions in paper order; the registry runs them through
 `theory.check_makers(PAPER, CHECKS, quick)`. A check with a quick mode takes `quick: bool`,
 which shrinks its simulations (fewer draws, saves and steps), never a tolerance; the others
-take no argument. Everything runs in float64. The closed forms the checks use are collected in
+take no argument. Everything runs in float64 except the real-text training (float32, the
+paper's). The closed forms the checks use are collected in
 [`closed_forms`][].
 """
 
@@ -24,6 +26,7 @@ from ._lemmas import (
 )
 from ._levels import levels_L0_to_L1, levels_L1_vs_L2
 from ._sims import PAPER
+from ._text import fig7_attention_freezes, fig10_entropy_falls_with_lr
 from ._theorems import (
     theorem1_backprop_gradient,
     theorem1_xi_positive,
@@ -68,6 +71,8 @@ CHECKS = (
     theorem4_snap_scaling,
     levels_L1_vs_L2,
     levels_L0_to_L1,
+    fig7_attention_freezes,
+    fig10_entropy_falls_with_lr,
 )
 
 
@@ -75,6 +80,8 @@ __all__ = [
     "CHECKS",
     "PAPER",
     "closed_forms",
+    "fig7_attention_freezes",
+    "fig10_entropy_falls_with_lr",
     "lemma1_autograd",
     "lemma1_row_sums",
     "lemma2_rate",

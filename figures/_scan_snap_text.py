@@ -1,0 +1,162 @@
+"""Figs. 7 and 10 of Scan and Snap: the paper's transformer trained on real text (Sec. 6.6).
+
+- Fig. 7: the first layer's attention map on one validation sequence at four iterations, for a
+  1-layer (top) and a 3-layer (bottom) model, SGD at lr = 5.
+- Fig. 10: the average attention entropy over the validation set after training, against the
+  learning rate η ∈ {1, ..., 5}, mean ± std over seeds.
+
+The corpus is the WikiText directory named by `$ATTNFLOW_TEXT_DATA` (what `attnflow figures
+--data DIR` and `attnflow reproduce --data DIR` set), else the bundled quick corpus (the `text`
+extra). Quick sizes train on the first 2,000 lines of each split for a few hundred steps; `full`
+trains the paper's sizes on the whole corpus (Fig. 10: 5 epochs, 5 seeds; Fig. 7: 1,500 steps).
+"""
+
+import dataclasses
+import os
+from pathlib import Path
+
+import jax.numpy as jnp
+import matplotlib.pyplot as plt
+import numpy as np
+
+import dynamics
+from tasks.scan_snap import TextSGD, attention_change_rate, detect_wikitext_variant
+
+from ._save import save_figure
+
+TEXT_DATA_ENV = "ATTNFLOW_TEXT_DATA"
+"""The environment variable naming the WikiText directory of Figs. 7 and 10 (unset: the quick
+corpus). The command line's `--data DIR` sets it, so worker processes see it too."""
+
+QUICK_LINES = 2000
+"""Quick sizes keep the first lines of each split (a vocabulary of about 3,200 words)."""
+
+FIG10_LRS = (1.0, 2.0, 3.0, 4.0, 5.0)
+"""The learning rates of Fig. 10."""
+
+FIG10_EPOCHS = 5
+"""Fig. 10 trains 5 epochs at full size (the paper's config)."""
+
+FIG7_LR = 5.0
+"""The learning rate of Fig. 7."""
+
+FIG7_LAYERS = (1, 3)
+"""The rows of Fig. 7: models with 1 and 3 encoder layers."""
+
+
+def text_corpus() -> str:
+    """The corpus of Figs. 7 and 10: `$ATTNFLOW_TEXT_DATA` when set, else `"quick"`."""
+    return os.environ.get(TEXT_DATA_ENV) or "quick"
+
+
+def _base(full: bool) -> TextSGD:
+    corpus = text_corpus()
+    variant = "tokens" if corpus == "quick" else detect_wikitext_variant(corpus)
+    return TextSGD(corpus=corpus, wikitext_variant=variant, max_lines=None if full else QUICK_LINES)
+
+
+def fig10_simulation(full: bool) -> tuple[TextSGD, int]:
+    """Fig. 10's simulation (its `lr` swept) and number of seeds: 5 epochs and 5 seeds when
+    `full`, else 200 steps and 3 seeds on the quick sizes."""
+    base = _base(full)
+    steps = FIG10_EPOCHS * base.steps_per_epoch() if full else 200
+    return dataclasses.replace(base, num_steps=steps, every=steps), 5 if full else 3
+
+
+def fig7_simulation(full: bool, num_layers: int) -> TextSGD:
+    """Fig. 7's simulation for one row: lr = 5, saves every 500 of 1,500 steps when `full`,
+    every 100 of 300 on the quick sizes."""
+    steps = 1500 if full else 300
+    return dataclasses.replace(
+        _base(full), lr=FIG7_LR, num_layers=num_layers, num_steps=steps, every=steps // 3
+    )
+
+
+def fig10(out_dir: Path, full: bool) -> list[Path]:
+    """Fig. 10: average attention entropy on the validation set after training against the
+    learning rate (mean ± std over seeds); every (lr, seed) trains in one batched call.
+
+    **Returns:** the PNG, PDF and JSON paths.
+    """
+    sim, num_seeds = fig10_simulation(full)
+    ds = dynamics.sweep(sim, {"lr": list(FIG10_LRS)}, num_seeds=num_seeds, chunk_size=len(FIG10_LRS))
+    entropy = ds["final.val_entropy"].values[..., 0]  # (lr, seed): the first (only) layer
+    loss = ds["final.val_loss"].values
+    mean, std = entropy.mean(axis=1), entropy.std(axis=1, ddof=1)
+    fig, ax = plt.subplots(figsize=(4.2, 3.4))
+    ax.errorbar(FIG10_LRS, mean, yerr=std, marker="o", capsize=3)
+    ax.set_xlabel(r"learning rate $\eta$")
+    ax.set_ylabel("attention entropy (validation)")
+    ax.set_ylim(0, max(2.0, float(np.max(mean + std)) * 1.05))
+    ax.set_xticks(FIG10_LRS)
+    ax.set_title(f"{_corpus_label(sim)}, 1 layer, {num_seeds} seeds", fontsize=9)
+    fig.tight_layout()
+    return save_figure(
+        fig,
+        out_dir,
+        "scan_snap_fig10",
+        data={
+            "lr": FIG10_LRS,
+            "entropy": entropy,
+            "entropy_mean": mean,
+            "entropy_std": std,
+            "val_loss": loss,
+            "stop": ds["stop"].values,
+        },
+        config={
+            "simulation": sim.describe(),
+            "num_seeds": num_seeds,
+            "full": full,
+            "std": "over seeds, ddof=1",
+        },
+    )
+
+
+def fig7(out_dir: Path, full: bool) -> list[Path]:
+    """Fig. 7: the first layer's attention map (35 × 35) on validation window 100, column 0, at
+    four iterations, for a 1-layer and a 3-layer model at lr = 5. Each panel's title gives the
+    map's mean row entropy; the JSON also holds the change rate between panels
+    ([`attention_change_rate`][tasks.scan_snap.attention_change_rate]).
+
+    **Returns:** the PNG, PDF and JSON paths.
+    """
+    sims = {layers: fig7_simulation(full, layers) for layers in FIG7_LAYERS}
+    rows = {layers: dynamics.sweep(sim, {}, num_seeds=1) for layers, sim in sims.items()}
+    steps = rows[FIG7_LAYERS[0]]["time"].values[0].astype(int)
+    fig, axes = plt.subplots(
+        len(rows), len(steps), figsize=(3.0 * len(steps), 3.0 * len(rows)), squeeze=False
+    )
+    maps, entropies, rates = {}, {}, {}
+    for r, (layers, ds) in enumerate(rows.items()):
+        attention = ds["attention"].values[0, :, 0]  # (saves, T, T): the one head
+        maps[layers] = attention
+        entropies[layers] = ds["probe_entropy"].values[0]
+        rates[layers] = np.asarray(attention_change_rate(jnp.asarray(attention), jnp.asarray(steps)))
+        for c, step in enumerate(steps):
+            ax = axes[r, c]
+            ax.imshow(attention[c], cmap="viridis", vmin=0.0, vmax=1.0)
+            ax.set_title(f"iter {step}, H = {entropies[layers][c]:.2f}", fontsize=9)
+            ax.set_xticks([])
+            ax.set_yticks([])
+        axes[r, 0].set_ylabel(f"{layers} layer{'s' if layers > 1 else ''}")
+    fig.suptitle(f"first-layer attention, {_corpus_label(sims[FIG7_LAYERS[0]])}, lr = {FIG7_LR:g}")
+    fig.tight_layout()
+    return save_figure(
+        fig,
+        out_dir,
+        "scan_snap_fig7",
+        data={
+            "steps": steps,
+            "attention": {layers: maps[layers] for layers in rows},
+            "probe_entropy": {layers: entropies[layers] for layers in rows},
+            "change_rate": {layers: rates[layers] for layers in rows},
+        },
+        config={"simulations": {layers: sim.describe() for layers, sim in sims.items()}, "full": full},
+    )
+
+
+def _corpus_label(sim: TextSGD) -> str:
+    if sim.corpus == "quick":
+        lines = "" if sim.max_lines is None else f", first {sim.max_lines} lines"
+        return f"quick corpus (KJV{lines})"
+    return Path(sim.corpus).expanduser().name

@@ -1,0 +1,120 @@
+"""Scan and Snap checks on real text (Sec. 6.6): the paper's transformer ([`TextSGD`][
+tasks.scan_snap.TextSGD]) trained by SGD on the bundled quick corpus (the first 2,000 lines of
+each split of the King James Bible; the `text` extra). WikiText is not bundled, so these checks
+run on the quick corpus; `attnflow figures scan_snap_fig7 scan_snap_fig10 --full --data DIR` draws
+the paper's figures on WikiText.
+
+The model trains in float32 (the paper's); the rank correlation and the rates are computed in
+float64 from the saved values.
+"""
+
+import dataclasses
+
+import jax.numpy as jnp
+import numpy as np
+
+import dynamics
+import tasks.scan_snap as ss
+
+from .._check import Check
+from ._sims import check
+
+QUICK_LINES = 2000
+"""The checks train on the first 2,000 lines of each split of the quick corpus."""
+
+LRS = (1.0, 2.0, 3.0, 4.0, 5.0)
+"""The learning rates of Fig. 10."""
+
+SEED_RHO_MAX = -0.8
+"""Every seed's rank correlation must be at most −0.8 (at most two adjacent swaps of five)."""
+
+FREEZE_FACTOR = 0.1
+"""The freeze: the late change rate at most a tenth of the early one (an order of magnitude)."""
+
+
+def _text_sgd(**fields) -> ss.TextSGD:
+    return dataclasses.replace(ss.TextSGD(max_lines=QUICK_LINES), **fields)
+
+
+def spearman(x, y) -> float:
+    """Spearman's rank correlation of two samples without ties: the Pearson correlation of their
+    ranks (−1 when `y` strictly decreases in `x`)."""
+    rx, ry = (np.argsort(np.argsort(np.asarray(v))).astype(np.float64) for v in (x, y))
+    rx, ry = rx - rx.mean(), ry - ry.mean()
+    return float(np.sum(rx * ry) / np.sqrt(np.sum(rx**2) * np.sum(ry**2)))
+
+
+def fig10_entropy_falls_with_lr(quick: bool = False) -> Check:
+    """Fig. 10: the average attention entropy on the validation set after training falls as the
+    learning rate grows. Every (η, seed) of η ∈ {1, ..., 5} trains in one batched sweep.
+
+    **Arguments:** `quick`: 3 seeds × 150 steps instead of 5 seeds × 600 steps.
+
+    **Returns:** the [`Check`][]: Spearman's ρ between η and the mean entropy must be −1 (strictly
+    decreasing) and every seed's ρ at most −0.8; the error is how far either misses.
+    """
+    seeds, steps = (3, 150) if quick else (5, 600)
+    sim = _text_sgd(num_steps=steps, every=steps)
+    ds = dynamics.sweep(sim, {"lr": list(LRS)}, num_seeds=seeds, chunk_size=len(LRS))
+    entropy = np.asarray(ds["final.val_entropy"].values[..., 0], np.float64)  # (lr, seed)
+    mean, std = entropy.mean(axis=1), entropy.std(axis=1, ddof=1)
+    rho_mean = spearman(LRS, mean)
+    rho_seeds = [spearman(LRS, entropy[:, s]) for s in range(seeds)]
+    error = max(rho_mean + 1.0, max(rho_seeds) - SEED_RHO_MAX, 0.0)
+    per_lr = ", ".join(f"{lr:g}: {m:.3f} ± {s:.3f}" for lr, m, s in zip(LRS, mean, std))
+    return check(
+        "fig10_entropy_falls_with_lr",
+        "Fig. 10: validation attention entropy decreases in the learning rate "
+        "(Spearman rho of the mean = -1, every seed's <= -0.8)",
+        predicted=-1.0,
+        simulated=rho_mean,
+        error=error,
+        tolerance=0.0,
+        bound="upper",
+        note=f"1-layer TextSGD on the quick corpus (first {QUICK_LINES} lines), d_model 200, batch 20, "
+        f"bptt 35, dropout 0.2, clip 0.5, {steps} steps, {seeds} seeds; entropy per lr (mean ± std): "
+        f"{per_lr}; rho per seed: {', '.join(f'{r:.2f}' for r in rho_seeds)}. The thresholds are ours.",
+    )
+
+
+def fig7_attention_freezes(quick: bool = False) -> Check:
+    """Fig. 7 / Sec. 6.6: the first layer's attention "freezes (and becomes sparse) at some point,
+    even if the learning rate remains the same". A 1-layer model at lr = 5 saves its attention
+    map on one validation sequence every 50 steps; the change rate
+    ([`attention_change_rate`][tasks.scan_snap.attention_change_rate]) averaged over the last third
+    of the run must be at most a tenth of its average over the first third.
+
+    **Arguments:** `quick`: 600 steps instead of 1,500 (Fig. 7's).
+
+    **Returns:** the [`Check`][]: the late / early ratio of the change rate (upper bound 0.1).
+    """
+    steps = 600 if quick else 1500
+    sim = _text_sgd(lr=5.0, num_steps=steps, every=50)
+    ds = dynamics.sweep(sim, {}, num_seeds=1)
+    attention = jnp.asarray(ds["attention"].values[0], jnp.float64)
+    ts = np.asarray(ds["time"].values[0])
+    rates = np.asarray(ss.attention_change_rate(attention, jnp.asarray(ts)))
+    ends = ts[1:]
+    early, late = rates[ends <= steps / 3].mean(), rates[ends > 2 * steps / 3].mean()
+    entropy = np.asarray(ds["probe_entropy"].values[0])
+    ratio = float(late / early)
+    return check(
+        "fig7_attention_freezes",
+        "Fig. 7: the first layer's attention freezes at a constant learning rate "
+        "(late / early change rate <= 0.1)",
+        predicted=FREEZE_FACTOR,
+        simulated=ratio,
+        error=max(ratio - FREEZE_FACTOR, 0.0),
+        tolerance=0.0,
+        bound="upper",
+        note=f"1-layer TextSGD on the quick corpus (first {QUICK_LINES} lines), lr 5, {steps} steps, map "
+        f"on validation window 100 saved every 50 steps; change rate (mean row L1 change per step) "
+        f"{early:.4f} over steps 0-{steps // 3}, {late:.4f} over {2 * steps // 3}-{steps}; the map's mean "
+        f"row entropy {entropy[0]:.2f} at step 0, {entropy[len(entropy) // 3]:.2f} at {steps // 3}, "
+        f"{entropy[-1]:.2f} at {steps}. The factor 10 and the thirds are ours.",
+        expected_deviation="on this corpus the attention becomes sparse within 100 steps and grows "
+        "sparser, but the positions it attends to keep moving at a steady rate. The same holds on the "
+        "whole quick corpus, at lr 1, and at the settings of the official Fig. 7 notebook (numbers on "
+        "the scan_snap documentation page). The paper's evidence is four snapshots on WikiText-2, which "
+        "is not bundled.",
+    )
