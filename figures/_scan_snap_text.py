@@ -57,9 +57,9 @@ def _base(full: bool) -> TextSGD:
 
 def fig10_simulation(full: bool) -> tuple[TextSGD, int]:
     """Fig. 10's simulation (its `lr` swept) and number of seeds: 5 epochs and 5 seeds when
-    `full`, else 200 steps and 3 seeds on the quick sizes."""
+    `full`, else 150 steps and 3 seeds on the quick sizes."""
     base = _base(full)
-    steps = FIG10_EPOCHS * base.steps_per_epoch() if full else 200
+    steps = FIG10_EPOCHS * base.steps_per_epoch() if full else 150
     return dataclasses.replace(base, num_steps=steps, every=steps), 5 if full else 3
 
 

@@ -1,6 +1,6 @@
-"""Scan and Snap checks on real text (Sec. 6.6): the paper's transformer ([`TextSGD`][
-tasks.scan_snap.TextSGD]) trained by SGD on the bundled quick corpus (the first 2,000 lines of
-each split of the King James Bible; the `text` extra). WikiText is not bundled, so these checks
+"""Scan and Snap checks on real text (Sec. 6.6): the paper's transformer (`TextSGD`) trained by SGD
+on the bundled quick corpus (the first 2,000 lines of each split of the King James Bible; the
+`text` extra). WikiText is not bundled, so these checks
 run on the quick corpus; `attnflow figures scan_snap_fig7 scan_snap_fig10 --full --data DIR` draws
 the paper's figures on WikiText.
 
