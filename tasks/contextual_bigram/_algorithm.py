@@ -287,6 +287,23 @@ def transfer_init(
     return model
 
 
+def run_later_stages(
+    inst: Instance, start: LinearSCB, key: PRNGKeyArray, cfg: "Algorithm1", round_first: bool = True
+) -> dict:
+    """Algorithm 1 from Stage 2: (the rounding 1→2 when `round_first`, θ₁ from the α of `start`),
+    Stage 2, the normalisation 2→3 and Stage 3, from `start`: e.g. the end of Stage 1 on the
+    population lines, `on_line(δ₁, δ₁, inst)`, to study Stages 2-3 apart from Stage 1.
+
+    **Arguments:** `inst`; `start`; `key` (data stream); `cfg`: an [`Algorithm1`][] (its Stage 2-3
+    fields); `round_first`.
+
+    **Returns:** like [`run_algorithm`][] without `tau1` and `stage1_metrics`.
+    """
+    theta3 = _theta3(inst, cfg.c_f)
+    runs = dynamics.train_stages(start, _later_stages(inst, key, cfg, theta3, round_first))
+    return _outcome(inst, cfg, theta3, start, runs)
+
+
 def run_transfer(inst: Instance, V_pre, key: PRNGKeyArray, cfg: "Algorithm1", **transfer) -> dict:
     """Transfer learning (Thm 4.1): [`transfer_init`][] then Algorithm 1 from Stage 2 (no Stage 1).
 
@@ -296,7 +313,4 @@ def run_transfer(inst: Instance, V_pre, key: PRNGKeyArray, cfg: "Algorithm1", **
     **Returns:** like [`run_algorithm`][] without `tau1`.
     """
     k0, k1 = jax.random.split(key)
-    model = transfer_init(inst, V_pre, k0, **transfer)
-    theta3 = _theta3(inst, cfg.c_f)
-    runs = dynamics.train_stages(model, _later_stages(inst, k1, cfg, theta3, round_first=False))
-    return _outcome(inst, cfg, theta3, model, runs)
+    return run_later_stages(inst, transfer_init(inst, V_pre, k0, **transfer), k1, cfg, round_first=False)

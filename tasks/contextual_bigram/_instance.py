@@ -183,6 +183,30 @@ def random_instance(
     raise ValueError(f"no instance satisfying Assumption 2.1 found in {max_tries} tries; relax the constants")
 
 
+def extend_context(inst: Instance, T: int) -> Instance:
+    """The same task at a longer context: P and the weights of Q* unchanged, each column's support
+    at the same positions, T − T₀ positions of weight 0 appended. What changes with T is only the
+    number of positions the attention must rule out, so a sweep over T isolates the role of T.
+
+    **Arguments:** `inst` (context length T₀); `T` >= T₀.
+
+    **Returns:** the [`Instance`][] at context length T (Assumption 2.1 checked).
+
+    **Example:**
+
+        >>> from tasks import contextual_bigram as cb
+        >>> inst = cb.extend_context(cb.default_instance(50), 200)
+        >>> inst.Q_star.shape, float(inst.Q_star[50:].sum())
+        ((200, 3), 0.0)
+    """
+    T0, N = inst.Q_star.shape
+    if T < T0:
+        raise ValueError(f"T must be >= the instance's {T0}, got {T}")
+    Q_star = np.zeros((T, N))
+    Q_star[:T0] = np.asarray(inst.Q_star)
+    return make_instance(np.asarray(inst.P), Q_star, dtype=inst.P.dtype)
+
+
 DEFAULT_INSTANCE = dict(seed=0, N=3, Q=2, T=50)
 """The default instance of the checks, figures and simulations (sizes recon):
 `random_instance(0, N=3, Q=2, T=50)`."""

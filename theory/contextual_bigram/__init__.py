@@ -9,7 +9,8 @@ prose), `derived` (a formula derived from the paper's definitions and checked nu
 shrinks its simulations, never a tolerance; the others take no argument. Everything runs in
 float64 (tolerances reach 1e-12). The closed forms are collected in [`closed_forms`][]; the
 Stage-1 success experiment the checks and figures share is [`stage1_success`][] (its rates over a
-batch grid: [`success_rates`][]; the growth of the batch need with T: [`fit_batch_exponent`][]).
+batch grid: [`success_rates`][]; the growth of the batch need with T: [`fit_batch_exponent`][]);
+the growth of the error of Stages 2-3 with T: [`fit_T_exponent`][].
 """
 
 from . import closed_forms
@@ -46,6 +47,7 @@ from ._stage1 import (
     stage1_success,
     success_rates,
 )
+from ._stages23 import TExponent, fit_T_exponent, stages23_flat_in_T, transfer_then_stages23
 
 CHECKS = (
     lemma_b8_enumeration,
@@ -69,7 +71,9 @@ CHECKS = (
     stage1_needs_poly_T,
     stage1_batch_exponent,
     stage1_large_batch,
+    stages23_flat_in_T,
     transfer_skips_stage1,
+    transfer_then_stages23,
 )
 
 __all__ = [
@@ -77,8 +81,10 @@ __all__ = [
     "PAPER",
     "STAGE1_STEPS",
     "BatchExponent",
+    "TExponent",
     "batch_for_success",
     "closed_forms",
+    "fit_T_exponent",
     "fit_batch_exponent",
     "stage1_success",
     "success_rates",
