@@ -69,10 +69,16 @@ def _bad_values(info: dynamics.ParamInfo) -> st.SearchStrategy:
     return strategy
 
 
+PATH_FIELDS = {"corpus": st.just("quick")}
+"""String fields that name a corpus or a directory: any text is not allowed, these values are."""
+
+
 def _good_values(info: dynamics.ParamInfo) -> st.SearchStrategy:
     """Values the field allows (bounded to keep the configs small)."""
     allowed = info.allowed
-    if isinstance(allowed, dynamics.OneOf):
+    if info.name in PATH_FIELDS:
+        values = PATH_FIELDS[info.name]
+    elif isinstance(allowed, dynamics.OneOf):
         values = st.sampled_from(allowed.choices)
     elif info.type is bool:
         values = st.booleans()

@@ -104,7 +104,9 @@ def test_wikitext_files_are_checked_before_reading(tmp_path):
         scan_snap.wikitext_corpus(tmp_path)
     with pytest.raises(ValueError, match="does not exist"):
         scan_snap.wikitext_files(tmp_path / "nowhere")
-    with pytest.raises(ValueError, match=r"TextSGD\.corpus: .*lacks wiki\.valid\.raw"):
+    with pytest.raises(
+        ValueError, match=r"TextSGD\.corpus must be .quick. or a WikiText directory: .*lacks wiki\.valid\.raw"
+    ):
         scan_snap.TextSGD(corpus=str(tmp_path), wikitext_variant="raw")
 
 
@@ -411,7 +413,9 @@ def test_bad_settings_are_refused_naming_the_field(wikitext_dir):
     ]:
         with pytest.raises(ValueError, match=rf"TextSGD(\.{name}|: .*{name})"):
             scan_snap.TextSGD(corpus=corpus, **(SMALL | bad))
-    with pytest.raises(ValueError, match=r"TextSGD\.corpus: .*does not exist"):
+    with pytest.raises(
+        ValueError, match=r"TextSGD\.corpus must be .quick. or a WikiText directory: .*does not exist"
+    ):
         scan_snap.TextSGD(corpus=corpus + "-missing")
     sim = scan_snap.TextSGD(corpus=corpus, **(SMALL | {"probe_window": 1000, "num_steps": 2, "every": 1}))
     with pytest.raises(ValueError, match=r"TextSGD\.probe_window must be below"):

@@ -338,7 +338,7 @@ class TextSGD(dynamics.AbstractSimulation):
         try:
             check_corpus_source(os.path.expanduser(self.corpus), self.wikitext_variant)
         except (ValueError, ImportError) as err:
-            raise ValueError(f"TextSGD.corpus: {err}") from None
+            raise ValueError(f"TextSGD.corpus must be 'quick' or a WikiText directory: {err}") from None
 
     def _corpus(self):
         return load_corpus(os.path.expanduser(self.corpus), self.wikitext_variant, self.max_lines)
