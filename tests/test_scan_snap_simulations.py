@@ -22,8 +22,8 @@ SMALL = {
 }
 
 
-def test_levels_are_the_four_simulations():
-    assert list(scan_snap.SIMULATIONS) == ["L0", "L1", "L2", "L3"]
+def test_levels_are_the_four_simulations_and_the_real_text_one():
+    assert list(scan_snap.SIMULATIONS) == ["L0", "L1", "L2", "L3", "text"]
     for cls in scan_snap.SIMULATIONS.values():
         assert issubclass(cls, dynamics.AbstractSimulation)
         assert cls.path() == f"tasks.scan_snap:{cls.__name__}"

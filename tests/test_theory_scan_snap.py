@@ -49,6 +49,8 @@ def test_checks_take_quick_only_when_they_have_a_quick_mode():
         "theorem4_fixed_nu_invariance",
         "levels_L1_vs_L2",
         "levels_L0_to_L1",
+        "fig7_attention_freezes",
+        "fig10_entropy_falls_with_lr",
     }
     for fn in scan_snap.CHECKS:  # anything else is keyword-only with a default (a formula under test)
         for p in inspect.signature(fn).parameters.values():
