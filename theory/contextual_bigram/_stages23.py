@@ -15,9 +15,9 @@ from .._check import Check, within
 from ._checks import PAPER, _inst_note
 
 FLAT_EXPONENT = 0.25
-""""Flat in T": the upper end of the 95% interval of the fitted exponent q (final error ∝ T^q) must
-stay below 0.25, far below Stage 1's p ≈ 0.7 and above what log T factors give on the grid (q ≈ 0.1
-for √log T)."""
+"""The "flat in T" criterion: the upper end of the 95% interval of the fitted exponent q (final
+error ∝ T^q) must stay below 0.25, far below Stage 1's p ≈ 0.7 and above what log T factors give
+on the grid (q ≈ 0.1 for √log T)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,7 +43,7 @@ def fit_T_exponent(Ts, errors, num_bootstrap: int = 2000, seed: int = 0) -> TExp
 
     **Example:** errors that halve each time T doubles give q = −1:
 
-        >>> from theory.contextual_bigram._stages23 import fit_T_exponent
+        >>> from theory.contextual_bigram import fit_T_exponent
         >>> fit = fit_T_exponent([10, 20, 40], [[4.0, 4.0], [2.0, 2.0], [1.0, 1.0]])
         >>> round(fit.exponent, 6), round(fit.low, 6), round(fit.high, 6)
         (-1.0, -1.0, -1.0)
