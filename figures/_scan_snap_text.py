@@ -20,19 +20,19 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import dynamics
-from tasks.scan_snap import TextSGD, attention_change_rate, detect_wikitext_variant
+from tasks.scan_snap import (
+    FIG10_LRS,
+    QUICK_LINES,
+    TextSGD,
+    attention_change_rate,
+    detect_wikitext_variant,
+)
 
 from ._save import save_figure
 
 TEXT_DATA_ENV = "ATTNFLOW_TEXT_DATA"
 """The environment variable naming the WikiText directory of Figs. 7 and 10 (unset: the quick
 corpus). The command line's `--data DIR` sets it, so worker processes see it too."""
-
-QUICK_LINES = 2000
-"""Quick sizes keep the first lines of each split (a vocabulary of about 3,200 words)."""
-
-FIG10_LRS = (1.0, 2.0, 3.0, 4.0, 5.0)
-"""The learning rates of Fig. 10."""
 
 FIG10_EPOCHS = 5
 """Fig. 10 trains 5 epochs at full size (the paper's config)."""

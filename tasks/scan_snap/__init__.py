@@ -92,6 +92,8 @@ from ._text_model import (
     positional_encoding,
 )
 from ._text_train import (
+    FIG10_LRS,
+    QUICK_LINES,
     TextSGD,
     clip_by_global_norm,
     evaluate_text,
@@ -192,6 +194,8 @@ __all__ = [
     "attention_entropy",
     "causal_mask",
     "positional_encoding",
+    "FIG10_LRS",
+    "QUICK_LINES",
     "TextSGD",
     "clip_by_global_norm",
     "evaluate_text",

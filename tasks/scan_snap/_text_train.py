@@ -9,6 +9,7 @@ The learning rates, the multiplier and the clipping norm are traced values: ever
 Fig. 10 trains in one batched, compiled call ([`TextSGD`][] under `dynamics.sweep`).
 """
 
+import dataclasses
 import os
 from collections.abc import Callable
 
@@ -24,6 +25,13 @@ from dynamics import Interval, OneOf, Require, dtype_param, param
 
 from ._text_data import QUICK, WIKITEXT_VARIANTS, batchify, check_corpus_source, load_corpus, num_windows
 from ._text_model import TextTransformer, attention_entropy
+
+QUICK_LINES = 2000
+"""The quick real-text experiments (the figures' quick sizes and the checks) keep the first 2,000
+lines of each split (on the quick corpus: a vocabulary of about 3,200 words)."""
+
+FIG10_LRS = (1.0, 2.0, 3.0, 4.0, 5.0)
+"""The learning rates of Fig. 10."""
 
 CLIP_EPS = 1e-6
 """The ε of `torch.nn.utils.clip_grad_norm_`: gradients are scaled by min(1, c / (‖g‖ + ε))."""
@@ -406,12 +414,4 @@ class TextSGD(dynamics.AbstractSimulation):
             "val_loss": evaluation["loss"],
             "val_entropy": evaluation["entropy"],
         }
-        return dynamics.Run(
-            ts=run.ts,
-            values=run.values,
-            final=final,
-            stop=run.stop,
-            event=run.event,
-            t_stop=run.t_stop,
-            num_steps=run.num_steps,
-        )
+        return dataclasses.replace(run, final=final)

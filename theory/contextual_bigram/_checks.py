@@ -536,17 +536,31 @@ def stage1_large_batch(quick: bool) -> Check:
     )
 
 
+TRANSFER_DELTA = 0.3
+"""δ of the transfer checks: V₀ = μ1ᵀ + δ(Ṽ − μ1ᵀ)."""
+
+
+def transfer_setup(T: int):
+    """The transfer checks' setting (Thm 4.1): the default instance at `T`, Ṽ =
+    `related_transition` (it shares μ), ρ = ⟨Ṽ − μ1ᵀ, P − μ1ᵀ⟩_μ, and η₀ = 0.5 / (δ ρ) so that the
+    population transfer step gives α₁ = η₀ δ ρ = 0.5.
+
+    **Returns:** `(inst, V_pre, rho, eta0)`.
+    """
+    inst = cb.default_instance(T)
+    V_pre = cb.related_transition(inst)
+    mu = inst.mu
+    rho = float(cb.mu_inner(V_pre - mu[:, None], inst.P - mu[:, None], mu))
+    return inst, V_pre, rho, 0.5 / (TRANSFER_DELTA * rho)
+
+
 def transfer_skips_stage1(quick: bool) -> Check:
     """Thm 4.1 (paper): with a correlated pre-trained V (ρ > 0), the one-step transfer initialisation
     reaches the positive branch at a batch size where Stage 1 from scratch fails."""
     T, batch = 200, 16
     seeds = 32 if quick else 128
-    inst = cb.default_instance(T)
-    V_pre = cb.related_transition(inst)
-    mu = inst.mu
-    rho = float(cb.mu_inner(V_pre - mu[:, None], inst.P - mu[:, None], mu))
-    delta = 0.3
-    eta0 = 0.5 / (delta * rho)  # alpha_1 = eta0 * delta * rho = 0.5 in population
+    inst, V_pre, rho, eta0 = transfer_setup(T)
+    delta = TRANSFER_DELTA
 
     def one(k):
         model = cb.transfer_init(inst, V_pre, k, delta=delta, eta0=eta0, batch0=batch)

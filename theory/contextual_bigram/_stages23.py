@@ -12,7 +12,7 @@ import dynamics
 import tasks.contextual_bigram as cb
 
 from .._check import Check, within
-from ._checks import PAPER, _inst_note
+from ._checks import PAPER, TRANSFER_DELTA, _inst_note, transfer_setup
 
 FLAT_EXPONENT = 0.25
 """The "flat in T" criterion: the upper end of the 95% interval of the fitted exponent q (final
@@ -145,12 +145,8 @@ def transfer_then_stages23(quick: bool) -> Check:
     """
     T, batch = 200, 16
     seeds, steps = (16 if quick else 64), 4000
-    inst = cb.default_instance(T)
-    V_pre = cb.related_transition(inst)
-    mu = inst.mu
-    rho = float(cb.mu_inner(V_pre - mu[:, None], inst.P - mu[:, None], mu))
-    delta = 0.3
-    eta0 = 0.5 / (delta * rho)
+    inst, V_pre, rho, eta0 = transfer_setup(T)
+    delta = TRANSFER_DELTA
     cfg = cb.Algorithm1(T=T, batch=batch, stage2_steps=steps, every=steps)
     keys = dynamics.seed_keys(7, seeds)
     transfer, _ = dynamics.run_many(

@@ -19,12 +19,6 @@ import tasks.scan_snap as ss
 from .._check import Check
 from ._sims import check
 
-QUICK_LINES = 2000
-"""The checks train on the first 2,000 lines of each split of the quick corpus."""
-
-LRS = (1.0, 2.0, 3.0, 4.0, 5.0)
-"""The learning rates of Fig. 10."""
-
 SEED_RHO_MAX = -0.8
 """Every seed's rank correlation must be at most −0.8 (at most two adjacent swaps of five)."""
 
@@ -33,12 +27,13 @@ FREEZE_FACTOR = 0.1
 
 
 def _text_sgd(**fields) -> ss.TextSGD:
-    return dataclasses.replace(ss.TextSGD(max_lines=QUICK_LINES), **fields)
+    return dataclasses.replace(ss.TextSGD(max_lines=ss.QUICK_LINES), **fields)
 
 
 def spearman(x, y) -> float:
     """Spearman's rank correlation of two samples without ties: the Pearson correlation of their
-    ranks (−1 when `y` strictly decreases in `x`)."""
+    ranks, computed from the integer ranks so that a strictly decreasing `y` gives exactly −1
+    (`scipy.stats.spearmanr` returns −0.9999999999999999 there, which a tolerance of 0 would fail)."""
     rx, ry = (np.argsort(np.argsort(np.asarray(v))).astype(np.float64) for v in (x, y))
     rx, ry = rx - rx.mean(), ry - ry.mean()
     return float(np.sum(rx * ry) / np.sqrt(np.sum(rx**2) * np.sum(ry**2)))
@@ -55,13 +50,13 @@ def fig10_entropy_falls_with_lr(quick: bool = False) -> Check:
     """
     seeds, steps = (3, 150) if quick else (5, 600)
     sim = _text_sgd(num_steps=steps, every=steps)
-    ds = dynamics.sweep(sim, {"lr": list(LRS)}, num_seeds=seeds, chunk_size=len(LRS))
+    ds = dynamics.sweep(sim, {"lr": list(ss.FIG10_LRS)}, num_seeds=seeds, chunk_size=len(ss.FIG10_LRS))
     entropy = np.asarray(ds["final.val_entropy"].values[..., 0], np.float64)  # (lr, seed)
     mean, std = entropy.mean(axis=1), entropy.std(axis=1, ddof=1)
-    rho_mean = spearman(LRS, mean)
-    rho_seeds = [spearman(LRS, entropy[:, s]) for s in range(seeds)]
+    rho_mean = spearman(ss.FIG10_LRS, mean)
+    rho_seeds = [spearman(ss.FIG10_LRS, entropy[:, s]) for s in range(seeds)]
     error = max(rho_mean + 1.0, max(rho_seeds) - SEED_RHO_MAX, 0.0)
-    per_lr = ", ".join(f"{lr:g}: {m:.3f} ± {s:.3f}" for lr, m, s in zip(LRS, mean, std))
+    per_lr = ", ".join(f"{lr:g}: {m:.3f} ± {s:.3f}" for lr, m, s in zip(ss.FIG10_LRS, mean, std))
     return check(
         "fig10_entropy_falls_with_lr",
         "Fig. 10: validation attention entropy decreases in the learning rate "
@@ -71,7 +66,7 @@ def fig10_entropy_falls_with_lr(quick: bool = False) -> Check:
         error=error,
         tolerance=0.0,
         bound="upper",
-        note=f"1-layer TextSGD on the quick corpus (first {QUICK_LINES} lines), d_model 200, batch 20, "
+        note=f"1-layer TextSGD on the quick corpus (first {ss.QUICK_LINES} lines), d_model 200, batch 20, "
         f"bptt 35, dropout 0.2, clip 0.5, {steps} steps, {seeds} seeds; entropy per lr (mean ± std): "
         f"{per_lr}; rho per seed: {', '.join(f'{r:.2f}' for r in rho_seeds)}. The thresholds are ours.",
     )
@@ -107,7 +102,7 @@ def fig7_attention_freezes(quick: bool = False) -> Check:
         error=max(ratio - FREEZE_FACTOR, 0.0),
         tolerance=0.0,
         bound="upper",
-        note=f"1-layer TextSGD on the quick corpus (first {QUICK_LINES} lines), lr 5, {steps} steps, map "
+        note=f"1-layer TextSGD on the quick corpus (first {ss.QUICK_LINES} lines), lr 5, {steps} steps, map "
         f"on validation window 100 saved every 50 steps; change rate (mean row L1 change per step) "
         f"{early:.4f} over steps 0-{steps // 3}, {late:.4f} over {2 * steps // 3}-{steps}; the map's mean "
         f"row entropy {entropy[0]:.2f} at step 0, {entropy[len(entropy) // 3]:.2f} at {steps // 3}, "
