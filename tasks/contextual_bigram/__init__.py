@@ -14,12 +14,14 @@ from ._algorithm import (
     SWITCHES,
     preconditioned_step,
     related_transition,
+    round_1_2,
     run_algorithm,
     run_later_stages,
     run_sgd,
     run_stage1,
     run_transfer,
     sparsity,
+    stage3_least_squares,
     theta1,
     transfer_init,
 )
@@ -64,7 +66,7 @@ from ._model import (
 )
 from ._population import line_flow, line_vector_field, matrix_flow, population_gd, solve_line_ode
 from ._simulate import SGD, SIMULATIONS, Algorithm1, PopulationODE
-from ._surrogate import probe_gradients, surrogate_noise, surrogate_stage
+from ._surrogate import probe_gradients, run_later_stages_surrogate, surrogate_noise, surrogate_stage
 
 __all__ = [
     "SGD",
@@ -80,9 +82,11 @@ __all__ = [
     "run_algorithm",
     "run_sgd",
     "run_later_stages",
+    "run_later_stages_surrogate",
     "run_stage1",
     "run_transfer",
     "sparsity",
+    "stage3_least_squares",
     "theta1",
     "transfer_init",
     "least_squares_V",
@@ -90,6 +94,7 @@ __all__ = [
     "metrics",
     "normalise_attention",
     "on_line",
+    "round_1_2",
     "round_attention",
     "line_flow",
     "line_vector_field",

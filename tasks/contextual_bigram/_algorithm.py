@@ -79,6 +79,20 @@ def theta1(inst: Instance, alpha, fraction=0.5):
     return one_t + fraction * alpha * (_q_min(inst) - one_t)
 
 
+def round_1_2(model: LinearSCB, inst: Instance, fraction=0.5) -> LinearSCB:
+    """The rounding 1→2 of Algorithm 1 at `model`: [`round_attention`][] with θ₁ from the α of
+    `model` (see [`theta1`][]); V is kept."""
+    alpha = line_coordinates(model, inst)["alpha"]
+    return LinearSCB(V=model.V, Q=round_attention(model.Q, theta1(inst, alpha, fraction)))
+
+
+def stage3_least_squares(model: LinearSCB, inst: Instance, theta3) -> LinearSCB:
+    """Stage 3 as the experiments run it (an oracle): the normalisation 2→3 of Q with threshold
+    `theta3`, then the population least-squares V for it."""
+    Q_hat = normalise_attention(model.Q, theta3)
+    return LinearSCB(V=least_squares_V(Q_hat, inst), Q=Q_hat)
+
+
 def _sampler(inst: Instance, cfg: "Algorithm1"):
     def draw(k):
         return sample(k, inst, cfg.batch)
@@ -130,10 +144,6 @@ def _later_stages(inst: Instance, key, cfg: "Algorithm1", theta3, round_first: b
     k2, k3 = jax.random.split(key)
     draw = _sampler(inst, cfg)
 
-    def round_1_2(p):
-        alpha = line_coordinates(p, inst)["alpha"]
-        return LinearSCB(V=p.V, Q=round_attention(p.Q, theta1(inst, alpha, cfg.theta1_fraction)))
-
     def normalise_2_3(p):
         return LinearSCB(V=p.V, Q=normalise_attention(p.Q, theta3))
 
@@ -147,7 +157,7 @@ def _later_stages(inst: Instance, key, cfg: "Algorithm1", theta3, round_first: b
             save=lambda p: metrics(p, inst, theta3),
             sample=draw,
             key=k2,
-            prepare=round_1_2 if round_first else None,
+            prepare=(lambda p: round_1_2(p, inst, cfg.theta1_fraction)) if round_first else None,
         )
     ]
     if cfg.stage3 == "gd":
@@ -171,8 +181,7 @@ def _outcome(inst: Instance, cfg: "Algorithm1", theta3, start: LinearSCB, runs: 
     run2 = runs[0]
     model2 = run2.final
     if cfg.stage3 == "least_squares":
-        Q_hat = normalise_attention(model2.Q, theta3)
-        final = LinearSCB(V=least_squares_V(Q_hat, inst), Q=Q_hat)
+        final = stage3_least_squares(model2, inst, theta3)
     else:
         final = runs[-1].final
     return dict(
@@ -281,10 +290,7 @@ def transfer_init(
         grads = jax.vmap(sample_gradients, in_axes=(None, 0, 0, 0))(model, b.context, b.last, b.label)
         G = precondition(jax.tree.map(lambda g: jnp.mean(g, axis=0), grads), mu)
     model = LinearSCB(V=V0, Q=model.Q - eta0 * G.Q)
-    if round_theta1:
-        alpha1 = line_coordinates(model, inst)["alpha"]
-        model = LinearSCB(V=V0, Q=round_attention(model.Q, theta1(inst, alpha1, theta1_fraction)))
-    return model
+    return round_1_2(model, inst, theta1_fraction) if round_theta1 else model
 
 
 def run_later_stages(

@@ -10,7 +10,8 @@ shrinks its simulations, never a tolerance; the others take no argument. Everyth
 float64 (tolerances reach 1e-12). The closed forms are collected in [`closed_forms`][]; the
 Stage-1 success experiment the checks and figures share is [`stage1_success`][] (its rates over a
 batch grid: [`success_rates`][]; the growth of the batch need with T: [`fit_batch_exponent`][]);
-the growth of the error of Stages 2-3 with T: [`fit_T_exponent`][].
+the growth of the error of Stages 2-3 with T: [`fit_T_exponent`][]; Appendix I's sweep over N with
+the Gaussian-noise surrogate: [`l1_needed_small_batch`][].
 """
 
 from . import closed_forms
@@ -39,6 +40,7 @@ from ._checks import (
     transfer_alpha1,
     transfer_skips_stage1,
 )
+from ._l1_over_N import l1_needed_small_batch
 from ._stage1 import (
     STAGE1_STEPS,
     BatchExponent,
@@ -65,6 +67,7 @@ CHECKS = (
     normalisation_error,
     surrogate_matches_minibatch,
     l1_reduces_off_support,
+    l1_needed_small_batch,
     algorithm1_recovers,
     sgd_large_step_worse,
     sgd_small_step_worse,
