@@ -32,6 +32,24 @@ def test_fixed_pe_floor_reference_table():
     np.testing.assert_allclose(ratios, [0.391, 0.704, 0.919, 1.063], atol=6e-4)
 
 
+def test_fixed_pe_loss_at_the_training_length_is_the_reduced_loss():
+    d, T, q = 4, 12, 3
+    for gamma, a in ((0.0, 0.0), (0.7, 1.5), (1.3, 6.0), (1.0, 40.0)):
+        reduced = float(sts.reduced_loss(jnp.asarray(gamma), jnp.asarray(a), d, T, q))
+        assert F.fixed_pe_loss(gamma, a, d, T, q, T) == pytest.approx(reduced, rel=1e-12, abs=1e-15)
+
+
+def test_fixed_pe_loss_matches_the_fixed_pe_transformer():
+    task = sts.STSConfig(d=3, T=10, q=3, pe_sampler="dictionary_onehot", pe_dim=20, fixed_pe=True)
+    gamma, a, T_test = 1.2, 2.5, 16
+    W_EE = jnp.zeros((task.m_E, task.m_E)).at[: task.T, : task.T].set(a * sts.centring(task.T))
+    model = sts.from_blocks(task, W_EE, gamma * jnp.eye(task.d))
+    mean, se = sts.mc_loss(model, task, jax.random.PRNGKey(0), 8192, T=T_test, chunk=512)
+    predicted = F.fixed_pe_loss(gamma, a, task.d, task.T, task.q, T_test)
+    assert abs(float(mean) - predicted) < 4 * float(se)
+    assert predicted != pytest.approx(F.fixed_pe_floor(task.d, task.T, task.q, T_test), rel=0.05)
+
+
 def test_ood_ratio_matches_reduced_loss_limit():
     d, T, q = 3, 30, 3
     for T_new, q_new in ((60, 3), (30, 5), (45, 4)):
@@ -64,7 +82,7 @@ def test_asymptotic_formulas_consistent():
 
 def test_checks_need_float64_and_cheap_ones_pass():
     makers = {m.__name__: m for m in theory.check_makers(paper.PAPER, paper.CHECKS, quick=True)}
-    assert len(makers) == len(paper.CHECKS) == 25
+    assert len(makers) == len(paper.CHECKS) == 29
     for name in ("fcn_bound_attained", "fcn_bound_random_layers"):
         result = makers[name]()
         assert result.verdict == "pass", (name, result)
@@ -90,6 +108,10 @@ def test_checks_take_quick_only_when_they_use_it():
         "fixed_pe_floor_T350",
         "fixed_pe_floor_T400",
         "fig2_stochastic_beats_fixed",
+        "fig2_stochastic_follows_theorem3",
+        "fig2_stochastic_converges",
+        "fig2_fixed_follows_closed_form",
+        "fig2_fixed_stays_above_constant",
         "fcn_bound_random_layers",
         "fcn_trained_widths",
     }

@@ -41,6 +41,12 @@ from ._checks import (
     theorem3_ratio_gap_rate,
     theorem3_ratio_limit,
 )
+from ._length_generalisation import (
+    fig2_fixed_follows_closed_form,
+    fig2_fixed_stays_above_constant,
+    fig2_stochastic_converges,
+    fig2_stochastic_follows_theorem3,
+)
 from ._sims import PAPER
 from .closed_forms import (
     attention_scale,
@@ -48,6 +54,7 @@ from .closed_forms import (
     fcn_lower_bound,
     fcn_min_risk,
     fixed_pe_floor,
+    fixed_pe_loss,
     ood_ratio_limit,
     rate_constant,
     t_eps,
@@ -80,6 +87,10 @@ CHECKS = (
     fixed_pe_floor_T350,
     fixed_pe_floor_T400,
     fig2_stochastic_beats_fixed,
+    fig2_stochastic_follows_theorem3,
+    fig2_stochastic_converges,
+    fig2_fixed_follows_closed_form,
+    fig2_fixed_stays_above_constant,
     fcn_bound_attained,
     fcn_bound_random_layers,
     fcn_trained_widths,
@@ -95,6 +106,7 @@ __all__ = [
     "fcn_lower_bound",
     "fcn_min_risk",
     "fixed_pe_floor",
+    "fixed_pe_loss",
     "ood_ratio_limit",
     "rate_constant",
     "t_eps",

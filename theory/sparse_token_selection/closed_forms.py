@@ -64,6 +64,43 @@ def fixed_pe_floor(d: int, T: int, q: int, T_test: int) -> float:
     return 0.5 * d * (inside + pmf[0] * (1.0 / q - 1.0 / T_test))
 
 
+def fixed_pe_loss(gamma, a, d: int, T: int, q: int, T_test: int):
+    """The loss at T_test of the fixed (padded one-hot) PE model on the invariant set W_EE = a M_T on
+    slots 1..T, V = [γ I, 0] (derived): with k = |y ∩ [T]| ~ Hypergeometric(T_test, T, q), the
+    scores are a(1 − k/T) on the k selected tokens inside [T], −ak/T on the other T − k and 0 on the
+    T_test − T beyond T, of which q − k are selected; the loss is the Gaussian average
+    (d/2) E Σ_j (γ p_j − 1[j ∈ y]/q)². It is L(γ, a) of the one-hot reduced loss at T_test = T
+    and [`fixed_pe_floor`][] as a → ∞ with γ → 1.
+
+    **Arguments:** `gamma`, `a` (numbers or numpy arrays of one shape), sizes `d`, `T`, `q` and the
+    validation length `T_test` >= T.
+
+    **Returns:** the loss, of the shape of `gamma` and `a`.
+
+    **Example:** far along GD (a large, γ = 1) the loss is the floor:
+
+        >>> limit = fixed_pe_loss(1.0, 60.0, d=10, T=200, q=3, T_test=400)
+        >>> bool(abs(limit - fixed_pe_floor(10, 200, 3, 400)) < 1e-12)
+        True
+    """
+    gamma, a = np.broadcast_arrays(np.asarray(gamma, float), np.asarray(a, float))
+    total = np.zeros(gamma.shape)
+    for k in range(q + 1):
+        # weights relative to the largest score a(1 − k/T): selected inside, other inside, beyond T
+        w_sel, w_other, w_out = np.ones_like(a), np.exp(-a), np.exp(-a * (1.0 - k / T))
+        Z = k * w_sel + (T - k) * w_other + (T_test - T) * w_out
+        # γ p_j, the weight of token j in the output
+        gp_sel, gp_other, gp_out = gamma * w_sel / Z, gamma * w_other / Z, gamma * w_out / Z
+        loss = (
+            k * (gp_sel - 1.0 / q) ** 2
+            + (T - k) * gp_other**2
+            + (q - k) * (gp_out - 1.0 / q) ** 2
+            + (T_test - T - q + k) * gp_out**2
+        )
+        total = total + hypergeom(T_test, T, q).pmf(k) * loss
+    return 0.5 * d * total
+
+
 def fcn_lower_bound(d: int, T: int, q: int, m: int) -> float:
     """Proposition C (derived; the paper states that an FCN needs width Ω̃(Td)): any FCN with
     first-layer width m <= Td has L >= (T − q)(Td − m) / (2 q T (T − 1)); 0 for m >= Td."""
