@@ -32,10 +32,16 @@ def _sim(quick: bool) -> sts.Online:
     )
 
 
+FIXED_HORIZON = 100_000
+"""Steps of the fixed-PE population path: past the closed form's minimum, on towards the floor."""
+
+
 @functools.cache
 def _runs(quick: bool) -> dict:
     """The saved loss_T / L_0 (mean over seeds) of stochastic and fixed PE, the closed forms along
-    population GD at the same steps, and the settings.
+    population GD (the stochastic path every 10 steps up to the run's end, the fixed path every
+    100 steps up to `FIXED_HORIZON`, each of shape (saves, T_tests), with its steps), and the
+    settings.
 
     Population GD from zero init stays on the invariant set: with stochastic PE (dictionary,
     N slots) it is the reduced recursion of the task; with fixed PE only slots 1..T are trained and
@@ -50,42 +56,37 @@ def _runs(quick: bool) -> dict:
     for name, s in (("stochastic", sim), ("fixed", dataclasses.replace(sim, fixed_pe=True))):
         run, _ = dynamics.run_many(s.run, keys)
         out[name] = np.asarray(run.values["loss_T"], np.float64).mean(axis=0) / L0
-    stochastic = sts.reduced_gd(task, sim.lr, sim.num_steps, every=sim.every).values
-    out["stochastic_closed"] = (
+    stochastic = sts.reduced_gd(task, sim.lr, sim.num_steps, every=10)
+    out["stochastic_steps"] = np.asarray(stochastic.ts)
+    out["stochastic_path"] = (
         np.stack(
-            [np.asarray(jax.vmap(sts.reduced_state_loss(task, T=T))(stochastic)) for T in T_tests], axis=1
+            [np.asarray(jax.vmap(sts.reduced_state_loss(task, T=T))(stochastic.values)) for T in T_tests],
+            axis=1,
         )
         / L0
     )
-    fixed = _fixed_population_path(sim, sim.num_steps, sim.every)
-    out["fixed_closed"] = _fixed_loss_along(fixed, sim, T_tests) / L0
+    onehot = sts.STSConfig(d=sim.d, T=sim.T, q=sim.q, pe_sampler="onehot")
+    fixed = sts.reduced_gd(onehot, sim.lr, FIXED_HORIZON, every=100)
+    gamma, a = np.asarray(fixed.values["gamma"]), np.asarray(fixed.values["a"])
+    out["fixed_steps"] = np.asarray(fixed.ts)
+    out["fixed_path"] = (
+        np.stack([F.fixed_pe_loss(gamma, a, sim.d, sim.T, sim.q, T) for T in T_tests], axis=1) / L0
+    )
+    out["stochastic_closed"] = out["stochastic_path"][-1]
+    out["fixed_closed"] = out["fixed_path"][out["fixed_steps"] == sim.num_steps][0]
     out["note"] = (
         f"d={task.d}, T={task.T}, q={task.q}, dictionary_onehot N={task.pe_dim}, T_test={list(T_tests)}, "
         f"zero init, mini-batch GD lr={sim.lr} batch {sim.batch_size}, {sim.num_steps} steps, "
         f"{seeds} seed(s), {sim.num_eval} antithetic validation pairs, float32; final loss_T / (d/2q): "
         f"stochastic {_rounded(out['stochastic'][-1])}, its closed form "
-        f"{_rounded(out['stochastic_closed'][-1])}; fixed {_rounded(out['fixed'][-1])}, its closed form "
-        f"{_rounded(out['fixed_closed'][-1])}"
+        f"{_rounded(out['stochastic_closed'])}; fixed {_rounded(out['fixed'][-1])}, its closed form "
+        f"{_rounded(out['fixed_closed'])}"
     )
     return out
 
 
 def _rounded(values) -> list[float]:
     return np.round(np.asarray(values, np.float64), 4).tolist()
-
-
-def _fixed_population_path(sim: sts.Online, num_steps: int, every: int) -> dict[str, np.ndarray]:
-    """(γ_k, a_k) of population GD with fixed padded one-hot PE: the one-hot recursion at T."""
-    onehot = sts.STSConfig(d=sim.d, T=sim.T, q=sim.q, pe_sampler="onehot")
-    values = sts.reduced_gd(onehot, sim.lr, num_steps, every=every).values
-    return {"gamma": np.asarray(values["gamma"]), "a": np.asarray(values["a"])}
-
-
-def _fixed_loss_along(path: dict[str, np.ndarray], sim: sts.Online, T_tests) -> np.ndarray:
-    """`closed_forms.fixed_pe_loss` at each T_test along `path`, shape (saves, T_tests)."""
-    return np.stack(
-        [F.fixed_pe_loss(path["gamma"], path["a"], sim.d, sim.T, sim.q, T) for T in T_tests], axis=1
-    )
 
 
 def _steps_to_converge(sim: sts.Online, T_test: int, chunk: int = 1000) -> int:
@@ -97,18 +98,15 @@ def _steps_to_converge(sim: sts.Online, T_test: int, chunk: int = 1000) -> int:
     return int(run.ts[below[0]]) if below.size else -1
 
 
-def _matching_steps(sim: sts.Online, T_tests, final: np.ndarray, every: int = 10) -> list[int]:
-    """For each T_test, the last step (a multiple of `every`, up to `num_steps`) at which Theorem 3's
-    closed form along population GD is still at or above the final online loss `final` / L_0: how
-    far along the population path the online run has got."""
-    task = sim.task
-    run = sts.reduced_gd(task, sim.lr, sim.num_steps, every=every)
-    steps = []
-    for T, value in zip(T_tests, final):
-        closed = np.asarray(jax.vmap(sts.reduced_state_loss(task, T=T))(run.values)) / task.trivial_loss
+def _matching_steps(steps: np.ndarray, path: np.ndarray, final: np.ndarray) -> list[int]:
+    """For each T_test (a column of `path`, the closed form at `steps`), the last step at which the
+    closed form is still at or above the final online loss `final`: how far along the population
+    path the online run has got."""
+    matched = []
+    for closed, value in zip(path.T, final):
         above = np.flatnonzero(closed >= value)
-        steps.append(int(run.ts[above[-1]]) if above.size else 0)
-    return steps
+        matched.append(int(steps[above[-1]]) if above.size else 0)
+    return matched
 
 
 def _follows(name: str, claim: str, simulated: np.ndarray, closed: np.ndarray, note: str) -> Check:
@@ -130,13 +128,13 @@ def fig2_stochastic_follows_theorem3(quick: bool = False) -> Check:
     """Fig. 2 with stochastic PE: the online loss at every T_test at the end of training against
     Theorem 3's closed form L_{T',q}(γ_k, a_k) along population GD at the same step."""
     r = _runs(quick)
-    steps = _matching_steps(r["sim"], r["T_tests"], r["stochastic"][-1])
+    steps = _matching_steps(r["stochastic_steps"], r["stochastic_path"], r["stochastic"][-1])
     return _follows(
         "fig2_stochastic_follows_theorem3",
         "Fig. 2 (paper): stochastic PE generalises to T_test > T; Theorem 3 (derived): its loss at T_test is "
         "L_{T',q}(g, a) along population GD",
         r["stochastic"][-1],
-        r["stochastic_closed"][-1],
+        r["stochastic_closed"],
         f"{r['note']}; the final online losses are the closed form's at steps {steps} of population GD",
     )
 
@@ -150,7 +148,7 @@ def fig2_fixed_follows_closed_form(quick: bool = False) -> Check:
         "Fig. 2 (paper): fixed PE does not generalise to T_test > T; its loss at T_test is the closed form "
         "of fixed_pe_loss along population GD (derived)",
         r["fixed"][-1],
-        r["fixed_closed"][-1],
+        r["fixed_closed"],
         r["note"],
     )
 
@@ -162,7 +160,7 @@ def fig2_stochastic_converges(quick: bool = False) -> Check:
     r = _runs(quick)
     sim, longest = r["sim"], r["T_tests"][-1]
     final = r["stochastic"][-1]
-    closed_max = float(np.max(r["stochastic_closed"][-1]))
+    closed_max = float(np.max(r["stochastic_closed"]))
     k = _steps_to_converge(sim, longest)
     return check(
         "fig2_stochastic_converges",
@@ -186,15 +184,16 @@ def fig2_stochastic_converges(quick: bool = False) -> Check:
 
 def fig2_fixed_stays_above_constant(quick: bool = False) -> Check:
     """Fig. 2: the fixed-PE loss at every T_test stays above a positive constant: the smallest value
-    of the closed form over the whole population-GD path (10⁵ steps, past its minimum, on to the
-    floor). Compares the smallest saved online loss with it (lower bound, worst T_test)."""
+    of the closed form over the whole population-GD path (`FIXED_HORIZON` steps, past its minimum,
+    on to the floor). Compares the smallest saved online loss with it (lower bound, worst T_test)."""
     r = _runs(quick)
     sim, T_tests = r["sim"], r["T_tests"]
     L0 = sim.task.trivial_loss
-    path = _fixed_loss_along(_fixed_population_path(sim, 100_000, 100), sim, T_tests) / L0
+    path = r["fixed_path"]
     constant = path.min(axis=0)
     floors = np.array([F.fixed_pe_floor(sim.d, sim.T, sim.q, T) for T in T_tests]) / L0
     lowest = r["fixed"].min(axis=0)
+    at_minimum = r["fixed_steps"][path.argmin(axis=0)].tolist()
     ratios = lowest / constant
     worst = int(np.argmin(ratios))
     return check(
@@ -209,6 +208,6 @@ def fig2_fixed_stays_above_constant(quick: bool = False) -> Check:
         bound="lower",
         provenance="derived",
         note=f"{r['note']}; smallest saved fixed loss_T / (d/2q) {_rounded(lowest)}, the constant "
-        f"{_rounded(constant)} (closed-form minimum at step {(100 * path.argmin(axis=0)).tolist()}), "
+        f"{_rounded(constant)} (closed-form minimum at step {at_minimum}), "
         f"which then rises to the floor {_rounded(floors)} as a grows.",
     )
