@@ -236,6 +236,25 @@ def test_linear_readout_risk_brute_force():
     assert sts.linear_readout_risk(np.zeros((0, T * d)), d, T, q) == pytest.approx(d / (2 * q))
 
 
+def test_definition4_blocks_train_only_W_EE_and_V_X():
+    """Under Adam, which moves any entry with a non-zero gradient, the other blocks stay zero."""
+    task = sts.STSConfig(d=2, T=6, q=2, pe_dim=8, init_scale=0.1)
+    key = jax.random.PRNGKey(0)
+    kwargs = dict(optimizer="adam", lr=0.1, batch_size=8, num_steps=3, every=3, init="random", num_eval=8)
+    part = sts.online_run(task, key, blocks="definition4", **kwargs).final
+    full = sts.online_run(task, key, **kwargs).final
+    start = sts.random_init(task, jax.random.split(key, 3)[0], dtype=jnp.float32)
+    assert jnp.array_equal(part.W, sts.definition4_part(part).W)
+    assert jnp.array_equal(part.V, sts.definition4_part(part).V)
+    assert not jnp.array_equal(part.W[2:, 2:], start.W[2:, 2:])
+    assert not jnp.array_equal(part.V[:, :2], start.V[:, :2])
+    assert not jnp.array_equal(full.W[:2, 2:], start.W[:2, 2:])
+    with pytest.raises(ValueError, match="blocks"):
+        sts.online_run(task, key, blocks="nope")
+    with pytest.raises(ValueError, match="blocks"):
+        sts.Online(blocks="nope")
+
+
 def test_fcn_forward_and_online_run_shapes():
     cfg = sts.STSConfig(d=2, T=6, q=2, pe_dim=8)
     fcn = sts.FCN(cfg.d, cfg.T, 5, jax.random.PRNGKey(0))

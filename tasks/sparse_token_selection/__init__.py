@@ -10,14 +10,15 @@ exact population loss, the reduced two-scalar dynamics and the online training r
   [`coherence`][], [`selection_scores`][].
 - Data: [`Batch`][], [`sample`][], [`random_subset`][], [`target`][], [`antithetic`][].
 - Models: [`STSTransformer`][] with [`zero_init`][], [`random_init`][], [`from_blocks`][],
-  [`from_scalars`][], [`ground_truth`][], [`direction_cosines`][]; [`FCN`][].
+  [`from_scalars`][], [`ground_truth`][], [`direction_cosines`][], [`definition4_part`][]; [`FCN`][].
 - Losses: [`loss`][], [`lemma_a_loss`][], [`exact_population_loss`][], [`bank_population_loss`][],
   [`mc_loss`][], [`all_subsets`][], [`pe_bank`][].
 - Reduced dynamics (Lemma 1): [`reduced_loss`][], [`reduced_gd`][], [`reduced_flow`][],
   [`reduced_state_loss`][], [`reduced_rates`][], [`block_norm_sq`][], [`optimal_gamma`][].
 - `iid_sphere` floor (Theorem 2): [`sphere_scores`][], [`sphere_moments`][],
   [`sphere_example_losses`][], [`sphere_loss`][], [`sphere_floor`][], [`sphere_flow`][].
-- Online training: [`online_run`][], [`validation_lengths`][], [`validation_sparsities`][].
+- Online training: [`online_run`][] ([`OPTIMIZERS`][], [`INITS`][], [`BLOCKS`][]), [`validation_lengths`][],
+  [`validation_sparsities`][].
 - FCN risk (Proposition C): [`linear_readout_risk`][], [`top_eigenspace_layer`][],
   [`coordinate_layer`][], [`fcn_run`][], [`trained_fcn_losses`][].
 """
@@ -47,6 +48,7 @@ from ._model import (
     STSTransformer,
     centring,
     cosine,
+    definition4_part,
     direction_cosines,
     from_blocks,
     from_scalars,
@@ -55,7 +57,7 @@ from ._model import (
     random_init,
     zero_init,
 )
-from ._online import INITS, OPTIMIZERS, online_run, validation_lengths, validation_sparsities
+from ._online import BLOCKS, INITS, OPTIMIZERS, online_run, validation_lengths, validation_sparsities
 from ._pe import (
     coherence,
     dictionary_onehot_pe,
@@ -88,6 +90,7 @@ from ._sphere import (
 )
 
 __all__ = [
+    "BLOCKS",
     "FCN",
     "INITS",
     "KEY_SETS",
@@ -111,6 +114,7 @@ __all__ = [
     "coherence",
     "coordinate_layer",
     "cosine",
+    "definition4_part",
     "dictionary_onehot_pe",
     "direction_cosines",
     "exact_population_loss",

@@ -98,6 +98,17 @@ def from_blocks(
     return STSTransformer(W, V, d, config.keys)
 
 
+def definition4_part(model: STSTransformer) -> STSTransformer:
+    """The model with every block but W_EE and V_X set to zero: the reparameterised model of
+    Definition 4 (recon), `f = V_X X softmax(E^T W_EE s_y)` when x_query = 0. Training
+    `loss(definition4_part(m), batch)` trains only those two blocks (the others get zero gradient).
+    """
+    d = model.d
+    W = jnp.zeros_like(model.W).at[d:, d:].set(model.W[d:, d:])
+    V = jnp.zeros_like(model.V).at[:, :d].set(model.V[:, :d])
+    return eqx.tree_at(lambda m: (m.W, m.V), model, (W, V))
+
+
 def centring(n: int, *, dtype=jnp.float64) -> Float[Array, "n n"]:
     """M_n = I_n − (1/n) 1 1^T."""
     return jnp.eye(n, dtype=dtype) - jnp.full((n, n), 1.0 / n, dtype)

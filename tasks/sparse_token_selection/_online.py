@@ -10,13 +10,17 @@ import dynamics
 from ._config import STSConfig
 from ._data import sample
 from ._loss import loss, mc_loss
-from ._model import direction_cosines, random_init, zero_init
+from ._model import definition4_part, direction_cosines, random_init, zero_init
 
 OPTIMIZERS = ("gd", "adam")
 """Mini-batch GD (Figs. 1, 2, 4) or Adam with β = (0.9, 0.999) (Figs. 3, 5)."""
 
 INITS = ("zeros", "random")
 """Zero init (Theorem 1's) or N(0, σ_0²) entries (the practical model's)."""
+
+BLOCKS = ("all", "definition4")
+"""The trained blocks: all of W and V (the figures' model) or only W_EE and V_X (Definition 4's
+reparameterised model, on which the theory's invariant set lies; see [`definition4_part`][])."""
 
 
 def validation_lengths(task: STSConfig, num: int) -> tuple[int, ...]:
@@ -50,6 +54,7 @@ def online_run(
     num_steps: int = 2000,
     every: int = 100,
     init: str = "zeros",
+    blocks: str = "all",
     T_tests: tuple[int, ...] = (),
     q_tests: tuple[int, ...] = (),
     num_eval: int = 1024,
@@ -65,6 +70,7 @@ def online_run(
     - `batch_size`, `num_steps`, `every`: examples per step, steps, save interval (divides
       `num_steps`).
     - `init`: one of [`INITS`][] (σ_0 = `task.init_scale` for `random`).
+    - `blocks`: one of [`BLOCKS`][]; with `definition4` the other blocks are zero throughout.
     - `T_tests`: validation lengths, each in [T, `task.lengths_served`].
     - `q_tests`: validation subset sizes at the training length, each in [1, T).
     - `num_eval`: antithetic pairs per validation point.
@@ -74,12 +80,15 @@ def online_run(
     `loss` (at T, q), `loss_T` (one per T_test, when any), `loss_q` (one per q_test, when any),
     `cos_W`, `cos_W_centred`, `cos_V`.
 
-    **Raises:** `ValueError` for a T_test or q_test out of range.
+    **Raises:** `ValueError` for a T_test or q_test out of range, or an unknown `blocks`.
     """
     _check_tests(task, T_tests, q_tests)
+    if blocks not in BLOCKS:
+        raise ValueError(f"blocks must be one of {BLOCKS}, got {blocks!r}")
     dtype = jnp.dtype(dtype)
     k_init, k_train, k_eval = jax.random.split(key, 3)
     model = zero_init(task, dtype=dtype) if init == "zeros" else random_init(task, k_init, dtype=dtype)
+    part = definition4_part if blocks == "definition4" else (lambda m: m)
     rule = dynamics.gd(lr) if optimizer == "gd" else dynamics.adam(lr)
 
     def metrics(m):
@@ -99,8 +108,8 @@ def online_run(
         return out | direction_cosines(m, task)
 
     return dynamics.train(
-        loss,
-        model,
+        lambda m, batch: loss(part(m), batch),
+        part(model),
         rule,
         num_steps=num_steps,
         every=every,

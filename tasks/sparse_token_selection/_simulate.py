@@ -18,7 +18,7 @@ from ._config import (
     task_param,
 )
 from ._fcn import fcn_run
-from ._online import INITS, OPTIMIZERS, online_run, validation_lengths, validation_sparsities
+from ._online import BLOCKS, INITS, OPTIMIZERS, online_run, validation_lengths, validation_sparsities
 from ._reduced import reduced_flow
 
 SOLVERS = {"kvaerno5": diffrax.Kvaerno5, "tsit5": diffrax.Tsit5}
@@ -117,6 +117,9 @@ class Online(dynamics.AbstractSimulation):
     optimizer: str = param("gd", OneOf(*OPTIMIZERS), doc="gd (mini-batch GD) or adam (β = 0.9, 0.999)")
     lr: float = param(1.0, _POSITIVE, doc="learning rate", traced=True)
     init: str = param("zeros", OneOf(*INITS), doc="zeros (Theorem 1's) or random (N(0, init_scale²))")
+    blocks: str = param(
+        "all", OneOf(*BLOCKS), doc="all (the figures' model) or definition4 (only W_EE and V_X trained)"
+    )
     batch_size: int = param(128, Interval(1), doc="fresh examples per step")
     num_steps: int = param(2000, Interval(1), doc="optimizer steps")
     every: int = param(100, Interval(1), doc="save period in steps (divides num_steps)")
@@ -176,6 +179,7 @@ class Online(dynamics.AbstractSimulation):
             num_steps=self.num_steps,
             every=self.every,
             init=self.init,
+            blocks=self.blocks,
             T_tests=self.T_tests,
             q_tests=self.q_tests,
             num_eval=self.num_eval,

@@ -46,10 +46,12 @@ from ._length_generalisation import (
     fig2_fixed_stays_above_constant,
     fig2_stochastic_converges,
     fig2_stochastic_follows_theorem3,
+    fig2_token_key_noise,
 )
 from ._sims import PAPER
 from .closed_forms import (
     attention_scale,
+    biased_optimal_gamma,
     coordinate_risk,
     fcn_lower_bound,
     fcn_min_risk,
@@ -60,6 +62,7 @@ from .closed_forms import (
     t_eps,
     theorem1_eps_max,
     theorem1_step_max,
+    token_key_bias,
     trivial_loss,
     value_excess,
 )
@@ -91,6 +94,7 @@ CHECKS = (
     fig2_stochastic_converges,
     fig2_fixed_follows_closed_form,
     fig2_fixed_stays_above_constant,
+    fig2_token_key_noise,
     fcn_bound_attained,
     fcn_bound_random_layers,
     fcn_trained_widths,
@@ -101,6 +105,7 @@ __all__ = [
     "CHECKS",
     "PAPER",
     "attention_scale",
+    "biased_optimal_gamma",
     "closed_forms",
     "coordinate_risk",
     "fcn_lower_bound",
@@ -112,6 +117,7 @@ __all__ = [
     "t_eps",
     "theorem1_eps_max",
     "theorem1_step_max",
+    "token_key_bias",
     "trivial_loss",
     "value_excess",
 ] + [fn.__name__ for fn in CHECKS]

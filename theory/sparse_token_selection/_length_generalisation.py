@@ -1,7 +1,8 @@
 """Fig. 2 at the paper's size: online GD with stochastic and with fixed PE at T = 200, q = 3,
 validated at T_test = 250, 300, 350, 400 (quick: the reduced size d = 5, T = 20, N = 40,
 T_test = 25..40), next to the closed forms of both losses along population GD: Theorem 3's for
-stochastic PE, `closed_forms.fixed_pe_loss` for fixed PE."""
+stochastic PE, `closed_forms.fixed_pe_loss` for fixed PE; and why the full model's online run at
+the paper's size lags population GD (mini-batch noise in the token-key block W_XE)."""
 
 import dataclasses
 import functools
@@ -19,6 +20,9 @@ from ._sims import check
 
 PAPER_ONLINE = dataclasses.replace(ONLINE, d=10, T=200, pe_dim=400)
 """The paper's Fig. 2 size: T = 200, q = 3, T_test = 250..400 (paper); d = 10, N = 400 slots (recon)."""
+
+FOLLOWS_TOLERANCE = 0.25
+"""Relative error allowed between an online loss and its closed form along population GD."""
 
 CONVERGED = 0.05
 """The stochastic-PE loss / L_0 read as "converged to about 0" at every T_test."""
@@ -38,7 +42,8 @@ FIXED_HORIZON = 100_000
 
 @functools.cache
 def _runs(quick: bool) -> dict:
-    """The saved loss_T / L_0 (mean over seeds) of stochastic and fixed PE, the closed forms along
+    """The saved loss_T / L_0 (mean over seeds) of stochastic PE (the full model and Definition 4's,
+    only W_EE and V_X trained) and of fixed PE, the closed forms along
     population GD (the stochastic path every 10 steps up to the run's end, the fixed path every
     100 steps up to `FIXED_HORIZON`, each of shape (saves, T_tests), with its steps), and the
     settings.
@@ -53,7 +58,12 @@ def _runs(quick: bool) -> dict:
     L0 = task.trivial_loss
     T_tests = sts.validation_lengths(task, sim.num_T_tests)
     out = {"sim": sim, "T_tests": T_tests}
-    for name, s in (("stochastic", sim), ("fixed", dataclasses.replace(sim, fixed_pe=True))):
+    variants = (
+        ("stochastic", sim),
+        ("definition4", dataclasses.replace(sim, blocks="definition4")),
+        ("fixed", dataclasses.replace(sim, fixed_pe=True)),
+    )
+    for name, s in variants:
         run, _ = dynamics.run_many(s.run, keys)
         out[name] = np.asarray(run.values["loss_T"], np.float64).mean(axis=0) / L0
     stochastic = sts.reduced_gd(task, sim.lr, sim.num_steps, every=10)
@@ -79,7 +89,8 @@ def _runs(quick: bool) -> dict:
         f"zero init, mini-batch GD lr={sim.lr} batch {sim.batch_size}, {sim.num_steps} steps, "
         f"{seeds} seed(s), {sim.num_eval} antithetic validation pairs, float32; final loss_T / (d/2q): "
         f"stochastic {_rounded(out['stochastic'][-1])}, its closed form "
-        f"{_rounded(out['stochastic_closed'])}; fixed {_rounded(out['fixed'][-1])}, its closed form "
+        f"{_rounded(out['stochastic_closed'])}; Definition 4's model (only W_EE, V_X trained) "
+        f"{_rounded(out['definition4'][-1])}; fixed {_rounded(out['fixed'][-1])}, its closed form "
         f"{_rounded(out['fixed_closed'])}"
     )
     return out
@@ -109,7 +120,9 @@ def _matching_steps(steps: np.ndarray, path: np.ndarray, final: np.ndarray) -> l
     return matched
 
 
-def _follows(name: str, claim: str, simulated: np.ndarray, closed: np.ndarray, note: str) -> Check:
+def _follows(
+    name: str, claim: str, simulated: np.ndarray, closed: np.ndarray, note: str, expected_deviation=None
+) -> Check:
     errors = [relative_error(c, s) for c, s in zip(closed, simulated)]
     worst = int(np.argmax(errors))
     return check(
@@ -118,24 +131,41 @@ def _follows(name: str, claim: str, simulated: np.ndarray, closed: np.ndarray, n
         predicted=float(closed[worst]),
         simulated=float(simulated[worst]),
         error=float(errors[worst]),
-        tolerance=0.25,
+        tolerance=FOLLOWS_TOLERANCE,
         provenance="derived",
         note=note + ".",
+        expected_deviation=expected_deviation,
     )
 
 
 def fig2_stochastic_follows_theorem3(quick: bool = False) -> Check:
     """Fig. 2 with stochastic PE: the online loss at every T_test at the end of training against
-    Theorem 3's closed form L_{T',q}(γ_k, a_k) along population GD at the same step."""
+    Theorem 3's closed form L_{T',q}(γ_k, a_k) along population GD at the same step. A miss is an
+    expected deviation only when the online run of Definition 4's model (only W_EE and V_X trained,
+    the same batches) follows the closed form within the tolerance: the miss then comes from the
+    mini-batch noise of the other blocks (see `fig2_token_key_noise`)."""
     r = _runs(quick)
     steps = _matching_steps(r["stochastic_steps"], r["stochastic_path"], r["stochastic"][-1])
+    closed = r["stochastic_closed"]
+    full_error = max(relative_error(c, s) for c, s in zip(closed, r["stochastic"][-1]))
+    def4_errors = [relative_error(c, s) for c, s in zip(closed, r["definition4"][-1])]
+    explained = full_error > FOLLOWS_TOLERANCE and max(def4_errors) <= FOLLOWS_TOLERANCE
     return _follows(
         "fig2_stochastic_follows_theorem3",
         "Fig. 2 (paper): stochastic PE generalises to T_test > T; Theorem 3 (derived): its loss at T_test is "
         "L_{T',q}(g, a) along population GD",
         r["stochastic"][-1],
-        r["stochastic_closed"],
-        f"{r['note']}; the final online losses are the closed form's at steps {steps} of population GD",
+        closed,
+        f"{r['note']}; the final online losses are the closed form's at steps {steps} of population GD; "
+        f"Definition 4's model is within {_rounded(def4_errors)} of the closed form",
+        expected_deviation=(
+            "mini-batch noise in the token-key block W_XE (zero population gradient) tilts the attention "
+            "output on the plateau and lowers the value scale, which slows the growth of a "
+            "(fig2_token_key_noise); Definition 4's model, trained on the same batches without that block, "
+            f"follows the closed form (worst relative error {max(def4_errors):.3f})"
+            if explained
+            else None
+        ),
     )
 
 
@@ -210,4 +240,82 @@ def fig2_fixed_stays_above_constant(quick: bool = False) -> Check:
         note=f"{r['note']}; smallest saved fixed loss_T / (d/2q) {_rounded(lowest)}, the constant "
         f"{_rounded(constant)} (closed-form minimum at step {at_minimum}), "
         f"which then rises to the floor {_rounded(floors)} as a grows.",
+    )
+
+
+NOISE_BATCHES = {True: (64,), False: (64, 128, 256)}
+"""The batch sizes of `fig2_token_key_noise` (quick, full)."""
+
+
+def _plateau_run(batch_size: int, blocks: str, num_steps: int) -> dict[str, float]:
+    """One online GD run (lr 1, zero init, seed 0) at the paper's size: the final value scale
+    γ̂ = tr(V_X)/d, score gap â = <W_EE, M>/||M||² and token-key bias E_y ||W_XE s_y||²."""
+    sim = dataclasses.replace(
+        PAPER_ONLINE,
+        optimizer="gd",
+        lr=1.0,
+        batch_size=batch_size,
+        num_steps=num_steps,
+        every=num_steps,
+        num_T_tests=0,
+        num_q_tests=0,
+        num_eval=64,
+        blocks=blocks,
+    )
+    task = sim.task
+    d, N = task.d, task.pe_dim
+    run, _ = dynamics.run_many(sim.run, dynamics.seed_keys(0, 1))
+    W, V = np.asarray(run.final.W[0], np.float64), np.asarray(run.final.V[0], np.float64)
+    return {
+        "gamma": float(np.trace(V[:, :d]) / d),
+        "a": float(np.sum(W[d:, d:] * np.asarray(sts.centring(N))) / sts.block_norm_sq(task)),
+        "bias": F.token_key_bias(W[:d, d:], N, task.q),
+    }
+
+
+def fig2_token_key_noise(quick: bool = False) -> Check:
+    """Why the full model's online run lags population GD at the paper's size (derived): with
+    x_query = 0 the token-key block W_XE gets no population gradient, but mini-batch GD leaves noise
+    in it; the score of token i gains x_iᵀ W_XE s_y, which tilts the attention output by W_XE s_y. On
+    the plateau that tilt (mean square `closed_forms.token_key_bias`) is comparable to the signal d/T,
+    so the value scale settles at `closed_forms.biased_optimal_gamma` at the run's own score gap
+    instead of about 1, and the score gap a, whose gradient is proportional to it, grows slower.
+
+    Compares, after the plateau's first steps, the full model's value scale with that prediction at
+    several batch sizes, and that of Definition 4's model (no W_XE, trained on the same batches) with
+    population GD's at the same step; worst relative error."""
+    task = PAPER_ONLINE.task
+    num_steps = 500 if quick else 1000
+    population = sts.reduced_gd(task, 1.0, num_steps, every=num_steps)
+    pop_gamma, pop_a = (float(population.values[k][-1]) for k in ("gamma", "a"))
+    rows, predictions = [], []
+    for B in NOISE_BATCHES[quick]:
+        for blocks in ("all", "definition4"):
+            r = _plateau_run(B, blocks, num_steps)
+            predicted = (
+                F.biased_optimal_gamma(task.rho**2 * r["a"], task.d, task.T, task.q, r["bias"])
+                if blocks == "all"
+                else pop_gamma
+            )
+            predictions.append((relative_error(predicted, r["gamma"]), predicted, r["gamma"]))
+            rows.append(
+                f"B={B} {blocks}: gamma {r['gamma']:.3f} against {predicted:.3f}, bias {r['bias']:.4f}, "
+                f"a {r['a']:.4f}"
+            )
+    error, predicted, simulated = max(predictions)
+    return check(
+        "fig2_token_key_noise",
+        "derived: mini-batch noise in W_XE lowers the plateau's value scale to p_in / (q p_in^2 + "
+        "(T - q) p_out^2 + E||W_XE s_y||^2 / d); without W_XE (Definition 4) it is population GD's (worst "
+        "relative error over batch sizes and models)",
+        predicted=predicted,
+        simulated=simulated,
+        error=error,
+        tolerance=0.1,
+        provenance="derived",
+        note=f"d={task.d}, T={task.T}, q={task.q}, dictionary_onehot N={task.pe_dim}, GD lr 1, zero init, "
+        f"{num_steps} steps, 1 seed, float32; signal d/T = {task.d / task.T:.3f}; {'; '.join(rows)}; "
+        f"population GD: gamma {pop_gamma:.3f}, a {pop_a:.4f}. The prediction is first order in the bias; "
+        f"the tolerance covers its square (up to about 0.08 at B=64) and the value scale's lag behind "
+        f"its moving optimum.",
     )
