@@ -236,6 +236,13 @@ def test_linear_readout_risk_brute_force():
     assert sts.linear_readout_risk(np.zeros((0, T * d)), d, T, q) == pytest.approx(d / (2 * q))
 
 
+@pytest.mark.parametrize("pe_sampler", ["dictionary_onehot", "haar_orthonormal"])
+def test_to_scalars_inverts_from_scalars(pe_sampler):
+    task = sts.STSConfig(d=3, T=6, q=2, pe_sampler=pe_sampler, pe_dim=8)
+    gamma, a = sts.to_scalars(task, sts.from_scalars(task, 0.7, 1.3))
+    assert (float(gamma), float(a)) == pytest.approx((0.7, 1.3), rel=1e-12)
+
+
 def test_definition4_blocks_train_only_W_EE_and_V_X():
     """Under Adam, which moves any entry with a non-zero gradient, the other blocks stay zero."""
     task = sts.STSConfig(d=2, T=6, q=2, pe_dim=8, init_scale=0.1)

@@ -10,7 +10,8 @@ exact population loss, the reduced two-scalar dynamics and the online training r
   [`coherence`][], [`selection_scores`][].
 - Data: [`Batch`][], [`sample`][], [`random_subset`][], [`target`][], [`antithetic`][].
 - Models: [`STSTransformer`][] with [`zero_init`][], [`random_init`][], [`from_blocks`][],
-  [`from_scalars`][], [`ground_truth`][], [`direction_cosines`][], [`definition4_part`][]; [`FCN`][].
+  [`from_scalars`][], [`to_scalars`][], [`ground_truth`][], [`direction_cosines`][],
+  [`definition4_part`][]; [`FCN`][].
 - Losses: [`loss`][], [`lemma_a_loss`][], [`exact_population_loss`][], [`bank_population_loss`][],
   [`mc_loss`][], [`all_subsets`][], [`pe_bank`][].
 - Reduced dynamics (Lemma 1): [`reduced_loss`][], [`reduced_gd`][], [`reduced_flow`][],
@@ -55,6 +56,7 @@ from ._model import (
     ground_truth,
     pe_block_direction,
     random_init,
+    to_scalars,
     zero_init,
 )
 from ._online import BLOCKS, INITS, OPTIMIZERS, online_run, validation_lengths, validation_sparsities
@@ -155,6 +157,7 @@ __all__ = [
     "sphere_moments",
     "sphere_scores",
     "target",
+    "to_scalars",
     "top_eigenspace_layer",
     "trained_fcn_losses",
     "validation_lengths",

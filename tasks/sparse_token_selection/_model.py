@@ -123,6 +123,16 @@ def from_scalars(config: STSConfig, gamma, a, *, dtype=jnp.float64) -> STSTransf
     )
 
 
+def to_scalars(config: STSConfig, model: STSTransformer) -> tuple[Float[Array, ""], Float[Array, ""]]:
+    """(γ, a) of the point of Lemma B's invariant set nearest `model` (derived): γ = tr(V_X)/d and
+    a = <W_EE, M>/||M||_F², the inverse of [`from_scalars`][] on that set."""
+    d = config.d
+    M = pe_block_direction(config, dtype=model.W.dtype)
+    gamma = jnp.trace(model.V[:, :d]) / d
+    a = jnp.vdot(model.W[d:, d:], M) / jnp.vdot(M, M)
+    return gamma, a
+
+
 def pe_block_direction(config: STSConfig, *, dtype=jnp.float64) -> Float[Array, "m m"]:
     """The direction of W_EE on the invariant set (Lemma B, derived): M_{m_E} for `onehot` and
     `dictionary_onehot` (permutation symmetry), I_{m_E} for `haar_orthonormal`, `iid_sphere`

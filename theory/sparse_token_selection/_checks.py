@@ -538,9 +538,8 @@ def _off_manifold(bank: int, key: jax.Array) -> jax.Array:
         num_steps=30,
         every=30,
     )
-    W, V, d, m = run.final.W, run.final.V, task.d, task.m_E
-    a = jnp.trace(W[d:, d:]) / m
-    g = jnp.trace(V[:, :d]) / d
+    W, V = run.final.W, run.final.V
+    g, a = sts.to_scalars(task, run.final)
     on_set = sts.from_scalars(task, g, a)
     dev = jnp.sqrt(jnp.sum((W - on_set.W) ** 2) + jnp.sum((V - on_set.V) ** 2))
     return dev / jnp.sqrt(jnp.sum(W**2) + jnp.sum(V**2))

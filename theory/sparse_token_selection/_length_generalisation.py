@@ -265,12 +265,9 @@ def _plateau_run(batch_size: int, blocks: str, num_steps: int) -> dict[str, floa
     task = sim.task
     d, N = task.d, task.pe_dim
     run, _ = dynamics.run_many(sim.run, dynamics.seed_keys(0, 1))
-    W, V = np.asarray(run.final.W[0], np.float64), np.asarray(run.final.V[0], np.float64)
-    return {
-        "gamma": float(np.trace(V[:, :d]) / d),
-        "a": float(np.sum(W[d:, d:] * np.asarray(sts.centring(N))) / sts.block_norm_sq(task)),
-        "bias": F.token_key_bias(W[:d, d:], N, task.q),
-    }
+    model = jax.tree.map(lambda x: x[0], run.final)
+    gamma, a = sts.to_scalars(task, model)
+    return {"gamma": float(gamma), "a": float(a), "bias": F.token_key_bias(model.W[:d, d:], N, task.q)}
 
 
 def fig2_token_key_noise(quick: bool = False) -> Check:
