@@ -189,6 +189,17 @@ def test_population_flow_smoke(capsys):
     assert result["adaptive_evals"] > 6 and (result["adaptive_evals"] - 1) % 6 == 0
 
 
+def test_sparse_token_selection_slots_smoke(capsys):
+    slots = _load("sparse_token_selection_slots")
+    result = slots.main(
+        ["--T", "12", "--N", "24", "--d", "3", "--batch", "8", "--steps", "2", "--repeats", "1"]
+    )
+    printed = _printed_ratio(capsys.readouterr().out, "ratio dense/slots (s/step)")
+    assert _positive_finite(printed) and math.isclose(printed, result["ratio"], rel_tol=1e-2)
+    # the two sides compute the same loss and gradient (float32 rounding only)
+    assert result["dloss"] < 1e-5 and result["dgrad"] < 1e-5
+
+
 def test_gradient_evaluation_counter_counts_euler_steps():
     flow = _load("population_flow")
     dataset = Dataset2.syn_medium(1)

@@ -7,7 +7,8 @@ exact population loss, the reduced two-scalar dynamics and the online training r
 - [`STSConfig`][]: sizes, PE family ([`PE_SAMPLERS`][]), key set, x_query mode, init scale.
 - PE: [`onehot_pe`][], [`dictionary_onehot_pe`][], [`padded_onehot_pe`][],
   [`haar_orthonormal_pe`][], [`iid_sphere_pe`][], [`near_orthogonal_pe`][], [`sample_pe`][],
-  [`coherence`][], [`selection_scores`][].
+  [`coherence`][], [`selection_scores`][]; the one-hot families' draws as slots: [`SlotPE`][],
+  [`sample_slots`][] ([`ONEHOT_FAMILIES`][]).
 - Data: [`Batch`][], [`sample`][], [`random_subset`][], [`target`][], [`antithetic`][].
 - Models: [`STSTransformer`][] with [`zero_init`][], [`random_init`][], [`from_blocks`][],
   [`from_scalars`][], [`to_scalars`][], [`ground_truth`][], [`direction_cosines`][],
@@ -61,6 +62,8 @@ from ._model import (
 )
 from ._online import BLOCKS, INITS, OPTIMIZERS, online_run, validation_lengths, validation_sparsities
 from ._pe import (
+    ONEHOT_FAMILIES,
+    SlotPE,
     coherence,
     dictionary_onehot_pe,
     haar_orthonormal_pe,
@@ -69,6 +72,7 @@ from ._pe import (
     onehot_pe,
     padded_onehot_pe,
     sample_pe,
+    sample_slots,
     selection_scores,
 )
 from ._reduced import (
@@ -96,6 +100,7 @@ __all__ = [
     "FCN",
     "INITS",
     "KEY_SETS",
+    "ONEHOT_FAMILIES",
     "OPTIMIZERS",
     "ORTHONORMAL_PE",
     "PE_SAMPLERS",
@@ -108,6 +113,7 @@ __all__ = [
     "ReducedFlow",
     "STSConfig",
     "STSTransformer",
+    "SlotPE",
     "all_subsets",
     "antithetic",
     "bank_population_loss",
@@ -148,6 +154,7 @@ __all__ = [
     "reduced_state_loss",
     "sample",
     "sample_pe",
+    "sample_slots",
     "selection_scores",
     "subset_second_moment",
     "sphere_example_losses",

@@ -104,6 +104,7 @@ def mc_loss(
     T: int | None = None,
     q=None,
     chunk: int = 512,
+    slots: bool = False,
     dtype=jnp.float64,
 ) -> tuple[Float[Array, ""], Float[Array, ""]]:
     """Monte-Carlo population loss with antithetic pairs (X, −X).
@@ -116,6 +117,8 @@ def mc_loss(
     - `num_pairs`: antithetic pairs drawn (a multiple of `chunk`, or smaller than it).
     - `T`, `q`: evaluation length and sparsity (default the training ones); `q` may be traced.
     - `chunk`: pairs per vectorised block (bounds memory).
+    - `slots`: draw the PE as a [`SlotPE`][] (the same draws, one-hot families only; see
+      [`sample`][]).
 
     **Returns:** `(mean, standard error)`, the error from the spread of the pair averages.
     """
@@ -124,7 +127,7 @@ def mc_loss(
         raise ValueError(f"num_pairs must be a multiple of chunk={chunk}, got {num_pairs}")
 
     def block(k):
-        batch = antithetic(sample(config, k, chunk, T=T, q=q, dtype=dtype))
+        batch = antithetic(sample(config, k, chunk, T=T, q=q, slots=slots, dtype=dtype))
         per = jax.vmap(example_loss, in_axes=(None, 0, 0, 0, 0))(model, *batch)
         return 0.5 * (per[:chunk] + per[chunk:])
 

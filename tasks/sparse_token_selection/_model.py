@@ -8,6 +8,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float, PRNGKeyArray
 
 from ._config import STSConfig
+from ._pe import SlotPE
 
 
 def _query_pe(E: Float[Array, "m T"], y: Float[Array, " T"]) -> Float[Array, " m"]:
@@ -17,7 +18,9 @@ def _query_pe(E: Float[Array, "m T"], y: Float[Array, " T"]) -> Float[Array, " m
 
 class STSTransformer(eqx.Module):
     """Single-head one-layer attention (recon): `f(X, y; W, V) = V Z softmax(Z^T W z_q)` with
-    `Z = [X; E]`, `z_q = [x_query; s_y]`; no scaling, residual, MLP, LayerNorm or biases.
+    `Z = [X; E]`, `z_q = [x_query; s_y]`; no scaling, residual, MLP, LayerNorm or biases. `E` is
+    a dense `(m_E, T)` matrix or, for the one-hot families, a [`SlotPE`][] (the same function,
+    computed without forming Z).
 
     **Fields:**
 
@@ -54,6 +57,8 @@ class STSTransformer(eqx.Module):
         x_query: Float[Array, " d"],
     ) -> Float[Array, " K"]:
         """softmax(Z^T W z_q) over the keys."""
+        if isinstance(E, SlotPE):
+            return jax.nn.softmax(self._slot_scores(X, y, E, x_query)[0])
         Z, z_q = self.keys_values(X, y, E, x_query)
         return jax.nn.softmax(Z.T @ (self.W @ z_q))
 
@@ -65,9 +70,35 @@ class STSTransformer(eqx.Module):
         x_query: Float[Array, " d"],
     ) -> Float[Array, " d"]:
         """The prediction of STS_q(X, y) for one example."""
+        if isinstance(E, SlotPE):
+            return self._slot_call(X, y, E, x_query)
         Z, z_q = self.keys_values(X, y, E, x_query)
         p = jax.nn.softmax(Z.T @ (self.W @ z_q))
         return self.V @ (Z @ p)
+
+    def _slot_scores(
+        self, X: Float[Array, "d T"], y: Float[Array, " T"], E: SlotPE, x_query: Float[Array, " d"]
+    ) -> tuple[Float[Array, " K"], Float[Array, " D"]]:
+        """Z^T W z_q and z_q without forming Z: the PE rows of Z^T u are a gather, s_y a scatter."""
+        d = self.d
+        z_q = jnp.concatenate([x_query, E.combine(y)])
+        u = self.W @ z_q
+        scores = X.T @ u[:d] + E.scores(u[d:])
+        if self.keys == "tokens_and_query":
+            scores = jnp.append(scores, z_q @ u)
+        return scores, z_q
+
+    def _slot_call(
+        self, X: Float[Array, "d T"], y: Float[Array, " T"], E: SlotPE, x_query: Float[Array, " d"]
+    ) -> Float[Array, " d"]:
+        """V Z p for a [`SlotPE`][]: each product with E costs O(T) instead of O(m_E T)."""
+        scores, z_q = self._slot_scores(X, y, E, x_query)
+        p = jax.nn.softmax(scores)
+        T = X.shape[1]
+        read = jnp.concatenate([X @ p[:T], E.combine(p[:T])])
+        if self.keys == "tokens_and_query":
+            read = read + p[T] * z_q
+        return self.V @ read
 
 
 def zero_init(config: STSConfig, *, dtype=jnp.float64) -> STSTransformer:

@@ -11,6 +11,7 @@ from ._config import STSConfig
 from ._data import sample
 from ._loss import loss, mc_loss
 from ._model import definition4_part, direction_cosines, random_init, zero_init
+from ._pe import ONEHOT_FAMILIES
 
 OPTIMIZERS = ("gd", "adam")
 """Mini-batch GD (Figs. 1, 2, 4) or Adam with β = (0.9, 0.999) (Figs. 3, 5)."""
@@ -90,21 +91,18 @@ def online_run(
     model = zero_init(task, dtype=dtype) if init == "zeros" else random_init(task, k_init, dtype=dtype)
     part = definition4_part if blocks == "definition4" else (lambda m: m)
     rule = dynamics.gd(lr) if optimizer == "gd" else dynamics.adam(lr)
+    slots = task.pe_sampler in ONEHOT_FAMILIES
 
     def metrics(m):
-        out = {"loss": mc_loss(m, task, k_eval, num_eval, dtype=dtype)[0]}
+        def validate(key, **at):
+            return mc_loss(m, task, key, num_eval, slots=slots, dtype=dtype, **at)[0]
+
+        out = {"loss": validate(k_eval)}
         if T_tests:
-            out["loss_T"] = jnp.stack(
-                [
-                    mc_loss(m, task, jax.random.fold_in(k_eval, T), num_eval, T=T, dtype=dtype)[0]
-                    for T in T_tests
-                ]
-            )
+            out["loss_T"] = jnp.stack([validate(jax.random.fold_in(k_eval, T), T=T) for T in T_tests])
         if q_tests:
             q_key = jax.random.fold_in(k_eval, 7919)
-            out["loss_q"] = jax.vmap(lambda q: mc_loss(m, task, q_key, num_eval, q=q, dtype=dtype)[0])(
-                jnp.asarray(q_tests)
-            )
+            out["loss_q"] = jax.vmap(lambda q: validate(q_key, q=q))(jnp.asarray(q_tests))
         return out | direction_cosines(m, task)
 
     return dynamics.train(
@@ -114,6 +112,6 @@ def online_run(
         num_steps=num_steps,
         every=every,
         key=k_train,
-        sample=lambda k: sample(task, k, batch_size, dtype=dtype),
+        sample=lambda k: sample(task, k, batch_size, slots=slots, dtype=dtype),
         save=metrics,
     )

@@ -1,9 +1,10 @@
 """Positional encodings: one-hot (Definition 2), near-orthogonal (Definition 3) and the
 stochastic samplers of Definition 5, each returning an `(m_E, T)` matrix whose columns are e_1..e_T."""
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, Float, PRNGKeyArray
+from jaxtyping import Array, Float, Int, PRNGKeyArray
 
 from ._config import STSConfig
 
@@ -19,6 +20,50 @@ def dictionary_onehot_pe(
     """`dictionary_onehot`: e_i = ρ ê_{π(i)} ∈ R^N for a uniformly random injective π: [T] → [N]."""
     slots = jax.random.permutation(key, N)[:T]
     return jnp.asarray(rho, dtype) * jax.nn.one_hot(slots, N, dtype=dtype).T
+
+
+class SlotPE(eqx.Module):
+    """A one-hot PE stored as its slots: column i of E is ρ ê_{slots[i]} ∈ R^N. It stands in for
+    the dense `(N, T)` matrix wherever the model reads E (the `onehot` and `dictionary_onehot`
+    families), at O(T) cost per product instead of O(N T).
+
+    **Fields:**
+
+    - `slots`: `(T,)` distinct integers in [0, N) (a leading batch axis in a [`Batch`][]).
+    - `rho`: the PE norm ρ (static).
+    - `N`: the number of slots m_E (static).
+
+    **Example:**
+
+    >>> import jax.numpy as jnp
+    >>> E = SlotPE(jnp.array([2, 0]), rho=1.0, N=3)
+    >>> E.dense()
+    Array([[0., 1.],
+           [0., 0.],
+           [1., 0.]], dtype=float32)
+    >>> E.combine(jnp.array([1.0, 2.0]))  # E @ w
+    Array([2., 0., 1.], dtype=float32)
+    """
+
+    slots: Int[Array, " T"]
+    rho: float = eqx.field(static=True)
+    N: int = eqx.field(static=True)
+
+    def combine(self, w: Float[Array, " T"]) -> Float[Array, " N"]:
+        """E w = ρ Σ_i w_i ê_{slots[i]}."""
+        return jnp.zeros((self.N,), w.dtype).at[self.slots].add(jnp.asarray(self.rho, w.dtype) * w)
+
+    def scores(self, u: Float[Array, " N"]) -> Float[Array, " T"]:
+        """E^T u = ρ u[slots]."""
+        return jnp.asarray(self.rho, u.dtype) * u[self.slots]
+
+    def dense(self, *, dtype=jnp.float32) -> Float[Array, "N T"]:
+        """The `(N, T)` matrix E."""
+        return jnp.asarray(self.rho, dtype) * jax.nn.one_hot(self.slots, self.N, dtype=dtype).T
+
+
+ONEHOT_FAMILIES = ("onehot", "dictionary_onehot")
+"""The PE families whose draws [`sample_slots`][] returns as a [`SlotPE`][]."""
 
 
 def padded_onehot_pe(T: int, N: int, rho: float = 1.0, *, dtype=jnp.float64) -> Float[Array, "N T"]:
@@ -64,6 +109,13 @@ def selection_scores(E: Float[Array, "m T"], y: Float[Array, " T"]) -> Float[Arr
     return E.T @ (E @ y)
 
 
+def _check_served(config: STSConfig, T: int) -> None:
+    if T > config.lengths_served:
+        raise ValueError(
+            f"length {T} exceeds the lengths the PE serves (max_length = {config.lengths_served})"
+        )
+
+
 def sample_pe(
     config: STSConfig, key: PRNGKeyArray, T: int | None = None, *, dtype=jnp.float64
 ) -> Float[Array, "m_E T"]:
@@ -73,10 +125,7 @@ def sample_pe(
     **Raises:** `ValueError` if `T` exceeds what the PE serves.
     """
     T = config.T if T is None else T
-    if T > config.lengths_served:
-        raise ValueError(
-            f"length {T} exceeds the lengths the PE serves (max_length = {config.lengths_served})"
-        )
+    _check_served(config, T)
     sampler, m, rho = config.pe_sampler, config.m_E, config.rho
     if sampler == "onehot":
         return jnp.asarray(rho, dtype) * onehot_pe(T, dtype=dtype)
@@ -91,3 +140,20 @@ def sample_pe(
         sampler, iid_sphere_pe
     )
     return draw(key, T_draw, m, rho, dtype=dtype)[:, :T]
+
+
+def sample_slots(config: STSConfig, key: PRNGKeyArray, T: int | None = None) -> SlotPE:
+    """[`sample_pe`][]'s draw for a one-hot family as a [`SlotPE`][]: the same matrix from the same
+    `key` (`sample_slots(...).dense()` equals `sample_pe(...)`).
+
+    **Raises:** `ValueError` for a PE outside [`ONEHOT_FAMILIES`][] or a `T` the PE does not serve.
+    """
+    T = config.T if T is None else T
+    if config.pe_sampler not in ONEHOT_FAMILIES:
+        raise ValueError(f"slots exist only for the PE families {ONEHOT_FAMILIES}, got {config.pe_sampler!r}")
+    _check_served(config, T)
+    if config.pe_sampler == "onehot" or config.fixed_pe:
+        slots = jnp.arange(T)
+    else:
+        slots = jax.random.permutation(key, config.m_E)[:T]
+    return SlotPE(slots, float(config.rho), config.m_E)
