@@ -1,5 +1,6 @@
 """Positional encodings: one-hot (Definition 2), near-orthogonal (Definition 3) and the
-stochastic samplers of Definition 5, each returning an `(m_E, T)` matrix whose columns are e_1..e_T."""
+stochastic samplers of Definition 5, each returning an `(m_E, T)` matrix whose columns are e_1..e_T;
+the one-hot families' draws also as their slots ([`SlotPE`][])."""
 
 import equinox as eqx
 import jax
@@ -41,7 +42,7 @@ class SlotPE(eqx.Module):
     Array([[0., 1.],
            [0., 0.],
            [1., 0.]], dtype=float32)
-    >>> E.combine(jnp.array([1.0, 2.0]))  # E @ w
+    >>> E.combine(jnp.array([1.0, 2.0], dtype=jnp.float32))  # E @ w
     Array([2., 0., 1.], dtype=float32)
     """
 
