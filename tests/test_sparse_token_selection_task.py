@@ -122,16 +122,18 @@ def test_sample_shapes_and_subsets():
     assert min(freq.values()) > 140
 
 
-def test_forward_matches_definition():
-    cfg = sts.STSConfig(d=2, T=4, q=2, pe_dim=5, keys="tokens_and_query", x_query_mode="gaussian")
+@pytest.mark.parametrize("keys", ["tokens", "tokens_and_query"])
+def test_forward_matches_definition(keys):
+    """V Z softmax(Z^T W z_q) with Z formed explicitly (numpy), against the block-wise forward."""
+    cfg = sts.STSConfig(d=2, T=4, q=2, pe_dim=5, keys=keys, x_query_mode="gaussian")
     model = sts.random_init(cfg.replace(init_scale=0.5), jax.random.PRNGKey(0))
     X, y, E, xq = (a[0] for a in sts.sample(cfg, jax.random.PRNGKey(1), 1))
     Z = np.concatenate([np.asarray(X), np.asarray(E)])
     zq = np.concatenate([np.asarray(xq), np.asarray(E) @ np.asarray(y)])
-    keys = np.concatenate([Z, zq[:, None]], axis=1)
-    s = keys.T @ np.asarray(model.W) @ zq
+    K = np.concatenate([Z, zq[:, None]], axis=1) if keys == "tokens_and_query" else Z
+    s = K.T @ np.asarray(model.W) @ zq
     p = np.exp(s - s.max()) / np.exp(s - s.max()).sum()
-    np.testing.assert_allclose(np.asarray(model(X, y, E, xq)), np.asarray(model.V) @ keys @ p, rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(model(X, y, E, xq)), np.asarray(model.V) @ K @ p, rtol=1e-12)
 
 
 def _x_independent(model, d):

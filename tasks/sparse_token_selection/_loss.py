@@ -44,12 +44,12 @@ def lemma_a_loss(model: STSTransformer, E: Float[Array, "m T"], y: Float[Array, 
     """
     d, T = model.d, E.shape[1]
     x0 = jnp.zeros((d, T), E.dtype)
-    Z, z_q = model.keys_values(x0, y, E, jnp.zeros((d,), E.dtype))
-    p = jax.nn.softmax(Z.T @ (model.W @ z_q))
+    scores, z_q = model.scores(x0, y, E, jnp.zeros((d,), E.dtype))
+    p = jax.nn.softmax(scores)
     p_tok = p[:T]
     u = y / jnp.sum(y)
     V_X, V_E = model.V[:, :d], model.V[:, d:]
-    pe_value = V_E @ (Z[d:] @ p)
+    pe_value = V_E @ model.read(x0, E, z_q, p)[d:]
     d_arr = jnp.asarray(d, E.dtype)
     return 0.5 * (
         jnp.sum(V_X * V_X) * jnp.sum(p_tok * p_tok)

@@ -11,16 +11,22 @@ from ._config import STSConfig
 from ._pe import SlotPE
 
 
-def _query_pe(E: Float[Array, "m T"], y: Float[Array, " T"]) -> Float[Array, " m"]:
-    """s_y = Σ_{i∈y} e_i."""
-    return E @ y
+def _pe_combine(E: Float[Array, "m T"] | SlotPE, w: Float[Array, " T"]) -> Float[Array, " m"]:
+    """E w, the PE columns weighted by w (a scatter for a [`SlotPE`][])."""
+    return E.combine(w) if isinstance(E, SlotPE) else E @ w
+
+
+def _pe_scores(E: Float[Array, "m T"] | SlotPE, u: Float[Array, " m"]) -> Float[Array, " T"]:
+    """E^T u, each PE column's product with u (a gather for a [`SlotPE`][])."""
+    return E.scores(u) if isinstance(E, SlotPE) else E.T @ u
 
 
 class STSTransformer(eqx.Module):
     """Single-head one-layer attention (recon): `f(X, y; W, V) = V Z softmax(Z^T W z_q)` with
-    `Z = [X; E]`, `z_q = [x_query; s_y]`; no scaling, residual, MLP, LayerNorm or biases. `E` is
-    a dense `(m_E, T)` matrix or, for the one-hot families, a [`SlotPE`][] (the same function,
-    computed without forming Z).
+    `Z = [X; E]`, `z_q = [x_query; s_y]`, `s_y = E 1_y`; no scaling, residual, MLP, LayerNorm or
+    biases. `E` is a dense `(m_E, T)` matrix or, for the one-hot families, a [`SlotPE`][]; Z is
+    never formed: the products with it are taken block by block, those with E as a gather and a
+    scatter for a `SlotPE` (O(T) instead of O(m_E T)).
 
     **Fields:**
 
@@ -35,70 +41,55 @@ class STSTransformer(eqx.Module):
     d: int = eqx.field(static=True)
     keys: str = eqx.field(static=True, default="tokens")
 
-    def keys_values(
+    def scores(
         self,
         X: Float[Array, "d T"],
         y: Float[Array, " T"],
-        E: Float[Array, "m T"],
+        E: Float[Array, "m T"] | SlotPE,
         x_query: Float[Array, " d"],
-    ) -> tuple[Float[Array, "D K"], Float[Array, " D"]]:
-        """The key/value columns (`Z` or `[Z, z_q]`) and the query `z_q`."""
-        z_q = jnp.concatenate([x_query, _query_pe(E, y)])
-        Z = jnp.concatenate([X, E], axis=0)
+    ) -> tuple[Float[Array, " K"], Float[Array, " D"]]:
+        """The attention scores `Z^T W z_q` over the keys, and the query `z_q`."""
+        z_q = jnp.concatenate([x_query, _pe_combine(E, y)])
+        u = self.W @ z_q
+        scores = X.T @ u[: self.d] + _pe_scores(E, u[self.d :])
         if self.keys == "tokens_and_query":
-            Z = jnp.concatenate([Z, z_q[:, None]], axis=1)
-        return Z, z_q
+            scores = jnp.append(scores, z_q @ u)
+        return scores, z_q
+
+    def read(
+        self,
+        X: Float[Array, "d T"],
+        E: Float[Array, "m T"] | SlotPE,
+        z_q: Float[Array, " D"],
+        p: Float[Array, " K"],
+    ) -> Float[Array, " D"]:
+        """The keys weighted by the attention `p`: `Z p` (plus `p_query z_q` for `tokens_and_query`)."""
+        T = X.shape[1]
+        read = jnp.concatenate([X @ p[:T], _pe_combine(E, p[:T])])
+        if self.keys == "tokens_and_query":
+            read = read + p[T] * z_q
+        return read
 
     def attention(
         self,
         X: Float[Array, "d T"],
         y: Float[Array, " T"],
-        E: Float[Array, "m T"],
+        E: Float[Array, "m T"] | SlotPE,
         x_query: Float[Array, " d"],
     ) -> Float[Array, " K"]:
         """softmax(Z^T W z_q) over the keys."""
-        if isinstance(E, SlotPE):
-            return jax.nn.softmax(self._slot_scores(X, y, E, x_query)[0])
-        Z, z_q = self.keys_values(X, y, E, x_query)
-        return jax.nn.softmax(Z.T @ (self.W @ z_q))
+        return jax.nn.softmax(self.scores(X, y, E, x_query)[0])
 
     def __call__(
         self,
         X: Float[Array, "d T"],
         y: Float[Array, " T"],
-        E: Float[Array, "m T"],
+        E: Float[Array, "m T"] | SlotPE,
         x_query: Float[Array, " d"],
     ) -> Float[Array, " d"]:
         """The prediction of STS_q(X, y) for one example."""
-        if isinstance(E, SlotPE):
-            return self._slot_call(X, y, E, x_query)
-        Z, z_q = self.keys_values(X, y, E, x_query)
-        p = jax.nn.softmax(Z.T @ (self.W @ z_q))
-        return self.V @ (Z @ p)
-
-    def _slot_scores(
-        self, X: Float[Array, "d T"], y: Float[Array, " T"], E: SlotPE, x_query: Float[Array, " d"]
-    ) -> tuple[Float[Array, " K"], Float[Array, " D"]]:
-        """Z^T W z_q and z_q without forming Z: the PE rows of Z^T u are a gather, s_y a scatter."""
-        d = self.d
-        z_q = jnp.concatenate([x_query, E.combine(y)])
-        u = self.W @ z_q
-        scores = X.T @ u[:d] + E.scores(u[d:])
-        if self.keys == "tokens_and_query":
-            scores = jnp.append(scores, z_q @ u)
-        return scores, z_q
-
-    def _slot_call(
-        self, X: Float[Array, "d T"], y: Float[Array, " T"], E: SlotPE, x_query: Float[Array, " d"]
-    ) -> Float[Array, " d"]:
-        """V Z p for a [`SlotPE`][]: each product with E costs O(T) instead of O(m_E T)."""
-        scores, z_q = self._slot_scores(X, y, E, x_query)
-        p = jax.nn.softmax(scores)
-        T = X.shape[1]
-        read = jnp.concatenate([X @ p[:T], E.combine(p[:T])])
-        if self.keys == "tokens_and_query":
-            read = read + p[T] * z_q
-        return self.V @ read
+        scores, z_q = self.scores(X, y, E, x_query)
+        return self.V @ self.read(X, E, z_q, jax.nn.softmax(scores))
 
 
 def zero_init(config: STSConfig, *, dtype=jnp.float64) -> STSTransformer:
