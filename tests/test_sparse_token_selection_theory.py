@@ -128,7 +128,7 @@ def test_asymptotic_formulas_consistent():
 
 def test_checks_need_float64_and_cheap_ones_pass():
     makers = {m.__name__: m for m in theory.check_makers(paper.PAPER, paper.CHECKS, quick=True)}
-    assert len(makers) == len(paper.CHECKS) == 30
+    assert len(makers) == len(paper.CHECKS) == 31
     for name in ("fcn_bound_attained", "fcn_bound_random_layers"):
         result = makers[name]()
         assert result.verdict == "pass", (name, result)
@@ -159,6 +159,7 @@ def test_checks_take_quick_only_when_they_use_it():
         "fig2_stochastic_converges",
         "fig2_fixed_follows_closed_form",
         "fig2_fixed_stays_above_constant",
+        "fig4_unseen_q_follows_speed",
         "fcn_bound_random_layers",
         "fcn_trained_widths",
     }

@@ -47,6 +47,7 @@ from ._length_generalisation import (
     fig2_stochastic_converges,
     fig2_stochastic_follows_theorem3,
     fig2_token_key_noise,
+    fig4_unseen_q_follows_speed,
 )
 from ._sims import PAPER
 from .closed_forms import (
@@ -95,6 +96,7 @@ CHECKS = (
     fig2_fixed_follows_closed_form,
     fig2_fixed_stays_above_constant,
     fig2_token_key_noise,
+    fig4_unseen_q_follows_speed,
     fcn_bound_attained,
     fcn_bound_random_layers,
     fcn_trained_widths,
