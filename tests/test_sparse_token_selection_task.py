@@ -2,6 +2,8 @@
 dynamics against full-matrix GD, the FCN risk."""
 
 import dataclasses
+import doctest
+import importlib
 import itertools
 
 import diffrax
@@ -278,3 +280,9 @@ def test_fcn_forward_and_online_run_shapes():
     assert out["loss"].shape == (2, 3)
     assert out["loss_T"].shape == (2, 3, 1) and out["loss_q"].shape == (2, 3, 2)
     assert finite.all() and out["loss"][:, 0] == pytest.approx(cfg.trivial_loss, rel=0.5)
+
+
+def test_reduced_module_examples_run():
+    """The docstring examples of the reduced dynamics (`optimal_gamma` with a bias among them)."""
+    result = doctest.testmod(importlib.import_module("tasks.sparse_token_selection._reduced"))
+    assert result.attempted > 0 and result.failed == 0

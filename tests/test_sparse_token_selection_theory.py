@@ -58,21 +58,19 @@ def test_token_key_bias_is_the_average_over_all_subsets():
     assert F.token_key_bias(W, N, q) == pytest.approx(exact, rel=1e-12)
 
 
-def test_biased_optimal_gamma_minimises_the_biased_reduced_loss():
+def test_optimal_gamma_with_bias_minimises_the_biased_reduced_loss():
     d, T, q, bias, alpha = 10, 200, 3, 0.03, 0.4
 
     def biased(gamma):
         reduced = float(sts.reduced_loss(jnp.asarray(gamma), jnp.asarray(alpha), d, T, q))
         return reduced + 0.5 * gamma**2 * bias
 
-    gamma = F.biased_optimal_gamma(alpha, d, T, q, bias)
+    gamma = float(sts.optimal_gamma(alpha, d, T, q, bias=bias))
     h = 1e-5
     assert abs(biased(gamma + h) - biased(gamma - h)) / (2 * h) < 1e-9
-    unbiased = float(sts.optimal_gamma(alpha, d, T, q))
-    assert F.biased_optimal_gamma(alpha, d, T, q, 0.0) == pytest.approx(unbiased)
 
 
-def test_biased_optimal_gamma_predicts_the_transformer_with_token_key_noise():
+def test_optimal_gamma_with_bias_predicts_the_transformer_with_token_key_noise():
     """On the plateau (W_EE = 0) with a random W_XE, the value scale minimising the transformer's
     Monte-Carlo loss, E<Xp, target> / E||Xp||², matches the first-order closed form (the bias is a
     third of the signal d/T: second-order terms are about 1.5%, Monte Carlo about 1%)."""
@@ -91,7 +89,7 @@ def test_biased_optimal_gamma_predicts_the_transformer_with_token_key_noise():
     cross, square = sum(moments(k) for k in jax.random.split(jax.random.PRNGKey(2), 10))
     bias = F.token_key_bias(np.asarray(W_XE), N, task.q)
     assert bias > 0.3 * d / task.T
-    predicted = F.biased_optimal_gamma(0.0, d, task.T, task.q, bias)
+    predicted = float(sts.optimal_gamma(0.0, d, task.T, task.q, bias=bias))
     assert float(cross / square) == pytest.approx(predicted, rel=0.04)
     assert predicted < 0.8
 

@@ -125,12 +125,26 @@ def reduced_flow(
     )
 
 
-def optimal_gamma(alpha, d: int, T: int, q) -> Float[Array, ""]:
-    """argmin_γ L(γ, α) = p_in / (q p_in² + (T − q) p_out²) (P4, derived)."""
-    del d
-    dtype = jnp.result_type(alpha)
+def optimal_gamma(alpha, d: int, T: int, q, *, bias=0.0) -> Float[Array, ""]:
+    """argmin_γ L(γ, α) = p_in / (q p_in² + (T − q) p_out²) (P4, derived).
+
+    With `bias` > 0, the minimiser when the attention output carries an extra term of mean square
+    `bias` independent of the target, to first order in it (derived):
+    p_in / (q p_in² + (T − q) p_out² + bias/d). On the plateau (α ≈ 0) that is
+    (d/T) / (d/T + bias): a bias comparable to the signal d/T halves the value scale (mini-batch
+    noise in the token-key block W_XE gives such a bias, E_y ||W_XE s_y||²).
+
+    **Arguments:** `alpha` (score gap a ρ²), sizes `d`, `T`, `q`, and `bias` (≥ 0).
+
+    **Example:** on the plateau a bias equal to the signal d/T = 0.05 halves the value scale:
+
+        >>> import tasks.sparse_token_selection as sts
+        >>> round(float(sts.optimal_gamma(0.0, 10, 200, 3, bias=0.05)), 12)
+        0.5
+    """
+    dtype = jnp.result_type(alpha, float)
     q = jnp.asarray(q, dtype)
     rest = jnp.asarray(T, dtype) - q
     p_in = 1.0 / (q + rest * jnp.exp(-alpha))
     p_out = jnp.exp(-alpha) * p_in
-    return p_in / (q * p_in**2 + rest * p_out**2)
+    return p_in / (q * p_in**2 + rest * p_out**2 + jnp.asarray(bias, dtype) / d)

@@ -52,7 +52,6 @@ from ._length_generalisation import (
 from ._sims import PAPER
 from .closed_forms import (
     attention_scale,
-    biased_optimal_gamma,
     coordinate_risk,
     fcn_lower_bound,
     fcn_min_risk,
@@ -107,7 +106,6 @@ __all__ = [
     "CHECKS",
     "PAPER",
     "attention_scale",
-    "biased_optimal_gamma",
     "closed_forms",
     "coordinate_risk",
     "fcn_lower_bound",

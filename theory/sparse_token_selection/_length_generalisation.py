@@ -337,7 +337,7 @@ def fig2_token_key_noise(quick: bool = False) -> Check:
     x_query = 0 the token-key block W_XE gets no population gradient, but mini-batch GD leaves noise
     in it; the score of token i gains x_iᵀ W_XE s_y, which tilts the attention output by W_XE s_y. On
     the plateau that tilt (mean square `closed_forms.token_key_bias`) is comparable to the signal d/T,
-    so the value scale settles at `closed_forms.biased_optimal_gamma` at the run's own score gap
+    so the value scale settles at `sts.optimal_gamma` with that bias at the run's own score gap
     instead of about 1, and the score gap a, whose gradient is proportional to it, grows slower.
 
     Compares, after the plateau's first steps, the full model's value scale with that prediction at
@@ -352,7 +352,7 @@ def fig2_token_key_noise(quick: bool = False) -> Check:
         for blocks in ("all", "definition4"):
             r = _plateau_run(B, blocks, num_steps)
             predicted = (
-                F.biased_optimal_gamma(task.rho**2 * r["a"], task.d, task.T, task.q, r["bias"])
+                float(sts.optimal_gamma(task.rho**2 * r["a"], task.d, task.T, task.q, bias=r["bias"]))
                 if blocks == "all"
                 else pop_gamma
             )

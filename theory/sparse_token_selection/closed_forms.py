@@ -120,25 +120,6 @@ def token_key_bias(W_XE, N: int, q: int) -> float:
     return float(q / N * ((1 - c) * np.sum(W**2) + c * np.sum(W.sum(axis=1) ** 2)))
 
 
-def biased_optimal_gamma(alpha, d: int, T: int, q: int, bias) -> float:
-    """The value scale that minimises the loss at score gap α when the attention output carries an
-    extra term of mean square `bias` independent of the target (derived, to first order in it):
-    p_in / (q p_in² + (T − q) p_out² + bias/d); `sts.optimal_gamma` at bias 0. On the plateau
-    (α ≈ 0) it is (d/T) / (d/T + bias): a bias comparable to the signal d/T halves the value scale.
-
-    **Arguments:** `alpha` (score gap a ρ²), sizes `d`, `T`, `q`, and `bias` (e.g.
-    [`token_key_bias`][]).
-
-    **Example:** on the plateau a bias equal to the signal d/T = 0.05 halves the value scale:
-
-        >>> round(biased_optimal_gamma(0.0, d=10, T=200, q=3, bias=0.05), 12)
-        0.5
-    """
-    p_in = 1.0 / (q + (T - q) * math.exp(-alpha))
-    p_out = math.exp(-alpha) * p_in
-    return p_in / (q * p_in**2 + (T - q) * p_out**2 + bias / d)
-
-
 def fcn_lower_bound(d: int, T: int, q: int, m: int) -> float:
     """Proposition C (derived; the paper states that an FCN needs width Ω̃(Td)): any FCN with
     first-layer width m <= Td has L >= (T − q)(Td − m) / (2 q T (T − 1)); 0 for m >= Td."""
