@@ -4,6 +4,7 @@ with antithetic pairs."""
 
 import itertools
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -125,6 +126,11 @@ def mc_loss(
     chunk = min(chunk, num_pairs)
     if num_pairs % chunk:
         raise ValueError(f"num_pairs must be a multiple of chunk={chunk}, got {num_pairs}")
+    # The model's arrays pass a barrier: under an outer `jax.jit` a constant model (a zero init)
+    # made XLA's CPU backend compute the chunked average wrongly, differently from process to
+    # process.
+    arrays, rest = eqx.partition(model, eqx.is_array)
+    model = eqx.combine(jax.lax.optimization_barrier(arrays), rest)
 
     def block(k):
         batch = antithetic(sample(config, k, chunk, T=T, q=q, slots=slots, dtype=dtype))
