@@ -18,6 +18,9 @@ TEXT_NAMES = ["fig7_attention_freezes", "fig10_entropy_falls_with_lr"]
 """The real-text checks: minutes of transformer training even when quick, so they run under
 `-m slow` here; `attnflow verify --quick` runs them with the rest."""
 
+CORE_NAMES = [name for name in NAMES if name not in TEXT_NAMES]
+"""The checks run by default here, in the papers' order."""
+
 
 def _run(quick: bool, names: list[str] = NAMES) -> list[theory.Check]:
     fns = [fn for fn in scan_snap.CHECKS if fn.__name__ in names]
@@ -27,13 +30,13 @@ def _run(quick: bool, names: list[str] = NAMES) -> list[theory.Check]:
 @pytest.fixture(scope="module")
 def results():
     """Every quick check but the real-text ones, run once for the module."""
-    return {check.name: check for check in _run(True, [n for n in NAMES if n not in TEXT_NAMES])}
+    return {check.name: check for check in _run(True, CORE_NAMES)}
 
 
 def test_makers_are_named_after_their_checks(results):
     assert len(set(NAMES)) == len(NAMES) > 20
     assert set(TEXT_NAMES) <= set(NAMES)
-    assert list(results) == [n for n in NAMES if n not in TEXT_NAMES]
+    assert list(results) == CORE_NAMES
     for check in results.values():
         assert check.paper == "scan_snap"
         assert check.provenance in ("paper", "derived", "recon")
@@ -86,7 +89,7 @@ def _assert_not_failed(c: theory.Check) -> None:
     )
 
 
-@pytest.mark.parametrize("name", [n for n in NAMES if n not in TEXT_NAMES])
+@pytest.mark.parametrize("name", CORE_NAMES)
 def test_quick_check_does_not_fail(results, name):
     _assert_not_failed(results[name])
 
