@@ -7,6 +7,7 @@ from pathlib import Path
 
 import jax
 
+import dynamics
 import theory
 
 from ._workers import run_pieces
@@ -86,7 +87,8 @@ def reproduce(out: Path, *, full: bool, metadata: dict, jobs: int) -> int:
 
     elapsed = time.perf_counter() - start
     page = _index_page(checks, figure_files, out, metadata | {"wall_seconds": round(elapsed, 1)})
-    (out / "index.html").write_text(page)
+    with dynamics.atomic_write(out / "index.html") as f:
+        f.write(page)
     print(f"wrote {out / 'index.html'} ({elapsed:.0f} s)")
     return 0 if all(c.passed for c in every_check) else 1
 

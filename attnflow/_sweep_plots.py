@@ -12,6 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import xarray as xr  # noqa: E402
 
+import dynamics  # noqa: E402
 from dynamics import SAVE_DIM, SEED_DIM  # noqa: E402
 
 _MAX_LINES = 12
@@ -36,6 +37,7 @@ def plot_sweep(ds: xr.Dataset, axes: list[str], out_dir: Path) -> list[Path]:
     grid axes `<metric>_final.png`.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
+    dynamics.remove_stale_temporaries(out_dir)  # of a plot a killed process was writing
     paths = []
     time = ds["time"].where(np.isfinite(ds["time"])).median(SEED_DIM)
     points = ds["time"].isel({SEED_DIM: 0, SAVE_DIM: 0}).stack(point=axes) if axes else None
@@ -118,6 +120,10 @@ def _final_heatmap(final, axes: list[str], name: str, out_dir: Path) -> Path:
 
 
 def _save(fig, path: Path) -> Path:
-    fig.savefig(path, dpi=110, bbox_inches="tight")
-    plt.close(fig)
+    """Write the figure whole or not at all, and close it."""
+    try:
+        with dynamics.atomic_write(path, "wb") as f:
+            fig.savefig(f, format="png", dpi=110, bbox_inches="tight")
+    finally:
+        plt.close(fig)
     return path

@@ -7,7 +7,7 @@ import hashlib
 import json
 import os
 import platform
-import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -61,6 +61,7 @@ def _metadata(args: argparse.Namespace) -> dict:
 
 
 def _verify(args: argparse.Namespace) -> int:
+    import dynamics
     import theory
 
     from ._report import paper_checks, schedule
@@ -68,6 +69,7 @@ def _verify(args: argparse.Namespace) -> int:
     from .papers import paper, papers
 
     names = [paper(args.paper).name] if args.paper else list(papers())
+    dynamics.prepare_file(args.json, "--json")
     order = [name for name, _ in schedule(names, ("checks",))]
     tasks = [(paper_checks, (name, args.quick)) for name in order]
     by_paper = dict(zip(order, run_pieces(tasks, args.jobs, jax.config.jax_compilation_cache_dir)))
@@ -83,8 +85,12 @@ def _parse_pairs(texts: list[str], flag: str) -> dict[str, str]:
     for text in texts:
         if "=" not in text:
             raise ValueError(f"{flag} expects key=value, got {text!r}")
-        key, value = text.split("=", 1)
-        pairs[key.strip()] = value.strip()
+        key, value = (part.strip() for part in text.split("=", 1))
+        if key in pairs:
+            raise ValueError(
+                f"{flag} names {key!r} twice ({key}={pairs[key]} and {key}={value}); give it once"
+            )
+        pairs[key] = value
     return pairs
 
 
@@ -112,16 +118,17 @@ def _config_hash(config: dict) -> str:
 
 
 def _check_seeds(args: argparse.Namespace) -> None:
+    import dynamics
+
     if args.seeds < 1:
         raise ValueError(f"--seeds must be >= 1, got {args.seeds}")
     if args.seed < 0:
         raise ValueError(f"--seed must be >= 0, got {args.seed}")
-
-
-def _writable(folder: Path) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    if not os.access(folder, os.W_OK):
-        raise ValueError(f"cannot write to {folder}")
+    if args.seed + args.seeds - 1 > dynamics.MAX_SEED:
+        raise ValueError(
+            f"--seed {args.seed} with --seeds {args.seeds} reaches past the largest seed, 2**31 - 1 "
+            f"= {dynamics.MAX_SEED}"
+        )
 
 
 def _shard(args: argparse.Namespace) -> tuple[int, int]:
@@ -142,24 +149,27 @@ def _shard(args: argparse.Namespace) -> tuple[int, int]:
     return int(task) - first, int(os.environ["SLURM_ARRAY_TASK_COUNT"])
 
 
-def _replace(store: Path) -> None:
-    """Remove a sweep store before `--overwrite` writes it anew; refuse anything else."""
-    import dynamics
-
-    if store.exists():
-        dynamics.sweep_progress(store)  # raises when it is not a sweep store
-        shutil.rmtree(store)
-
-
 def _stop_summary(ds) -> str:
-    """`completed x3, event:loss_below x1`: how the runs of a sweep stopped."""
+    """`completed x3, event:loss_below x1`: how the runs of a sweep stopped (for runs that used
+    their whole step budget, the times they reached)."""
     stops, events = np.asarray(ds["stop"]).ravel(), np.asarray(ds["event"]).ravel()
     labels = [
         ds.attrs["stop_reasons"][s] + (f":{ds.attrs['event_names'][e]}" if e >= 0 else "")
         for s, e in zip(stops, events)
     ]
     names, counts = np.unique(labels, return_counts=True)
-    return ", ".join(f"{name} x{n}" for name, n in zip(names, counts))
+    text = ", ".join(f"{name} x{n}" for name, n in zip(names, counts))
+    if "max_steps" in names:
+        reached = np.asarray(ds["t_stop"]).ravel()[np.asarray(labels) == "max_steps"]
+        text += (
+            f" (the step budget max_steps ran out at t = {reached.min():.4g} to {reached.max():.4g}: raise "
+            "--set max_steps=..., or lower t1)"
+        )
+    return text
+
+
+class WorkFailed(Exception):
+    """The work failed after it started (a full disk, a lost file); what is written stays."""
 
 
 def _write_sweep(args: argparse.Namespace, sim, grid: dict, store: Path):
@@ -173,32 +183,52 @@ def _write_sweep(args: argparse.Namespace, sim, grid: dict, store: Path):
             "--overwrite in a shard would remove the other shards' blocks: remove the store once, "
             "before the shards start"
         )
-    if args.overwrite:
-        _replace(store)
-    _writable(store.parent)
     start = time.perf_counter()
-    ds = dynamics.sweep(
-        sim,
-        grid,
-        num_seeds=args.seeds,
-        seed=args.seed,
-        progress=True,
-        store=store,
-        shard=shard,
-        attrs={"provenance": json.dumps(provenance())},
-    )
+    try:
+        dynamics.sweep(
+            sim,
+            grid,
+            num_seeds=args.seeds,
+            seed=args.seed,
+            progress=True,
+            store=store,
+            shard=shard,
+            attrs={"provenance": json.dumps(provenance())},
+            overwrite=args.overwrite,
+            max_bytes=args.max_bytes,
+        )
+    except OSError as err:
+        raise WorkFailed(f"{dynamics.describe_os_error(err)}; {_progress_text(store)}") from None
+    except jax.errors.JaxRuntimeError as err:  # e.g. out of memory on the device
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise WorkFailed(f"the runs failed: {first}; {_progress_text(store)}") from None
     written, total = dynamics.sweep_progress(store)
     print(f"{written} of {total} blocks written to {store} ({time.perf_counter() - start:.1f} s here)")
     if written < total:
         print("the other shards' blocks are still to come; rerun without --shard once they are done")
         return None
+    ds = dynamics.load_sweep(store)
     print(f"{ds.sizes[dynamics.SEED_DIM]} seeds per point; stops: {_stop_summary(ds)}")
     return ds
 
 
+def _progress_text(store: Path) -> str:
+    """`3 of 6 blocks done in STORE; rerun the same command to resume`, as far as it can be read."""
+    import dynamics
+
+    try:
+        written, total = dynamics.sweep_progress(store)
+    except (ValueError, OSError):
+        return f"no block of {store} was written; rerun the same command once the cause is fixed"
+    return f"{written} of {total} blocks done in {store}; rerun the same command to resume"
+
+
 def _simulate(args: argparse.Namespace) -> int:
+    import dynamics
+
     cls, sim = _simulation(args)
     _check_seeds(args)
+    dynamics.prepare_folder(args.out, "--out")
     config = sim.describe() | {"num_seeds": args.seeds, "seed": args.seed}
     store = Path(args.out) / f"{_label(args, cls)}_{args.seeds}seeds_{_config_hash(config)}.zarr"
     _write_sweep(args, sim, {}, store)
@@ -224,6 +254,8 @@ def _shard_argv(args: argparse.Namespace) -> list[str]:
 
 
 def _launch(args: argparse.Namespace, store: Path) -> None:
+    import dynamics
+
     from ._launch import launch_shards
 
     if args.launch < 1:
@@ -231,8 +263,7 @@ def _launch(args: argparse.Namespace, store: Path) -> None:
     if args.shard:
         raise ValueError("--launch runs every shard: give --launch or --shard, not both")
     if args.overwrite:
-        _replace(store)
-    _writable(store.parent)
+        dynamics.remove_store(store)
     parameters = {key: _job_value(value) for key, value in _parse_pairs(args.job, "--job").items()}
     launch_shards(_shard_argv(args), args.launch, Path(args.out) / "jobs", args.cluster, parameters)
 
@@ -257,7 +288,7 @@ def _sweep(args: argparse.Namespace) -> int:
     grid = _parse_grid(cls, args.grid)
     if not grid:
         raise ValueError("name at least one --grid key=v1,v2,...")
-    out = Path(args.out)
+    out = dynamics.prepare_folder(args.out, "--out")
     if args.launch is not None:
         _launch(args, out / "sweep.zarr")
         ds = dynamics.load_sweep(out / "sweep.zarr")
@@ -313,6 +344,8 @@ def _use_text_data(directory: str | None) -> None:
 
 
 def _figures(args: argparse.Namespace) -> int:
+    import dynamics
+
     from .papers import all_figures
 
     known = all_figures()
@@ -326,18 +359,29 @@ def _figures(args: argparse.Namespace) -> int:
     if unknown:
         raise ValueError(f"unknown figure(s) {', '.join(unknown)}; see attnflow figures --list")
     _use_text_data(args.data)
+    out = dynamics.prepare_folder(args.out, "--out")
     for name in names:
         start = time.perf_counter()
-        paths = known[name](Path(args.out), args.full)
+        paths = known[name](out, args.full)
         print(f"{name}: {', '.join(p.name for p in paths)} ({time.perf_counter() - start:.1f} s)")
     return 0
 
 
 def _reproduce(args: argparse.Namespace) -> int:
+    import dynamics
+
     from ._report import reproduce
 
     _use_text_data(args.data)
-    return reproduce(Path(args.out), full=args.full, metadata=_metadata(args), jobs=args.jobs)
+    out = dynamics.prepare_folder(args.out, "--out")
+    dynamics.prepare_folder(out / "figures", "the figures' folder")
+    return reproduce(out, full=args.full, metadata=_metadata(args), jobs=args.jobs)
+
+
+def _check(args: argparse.Namespace) -> int:
+    from ._store_check import check
+
+    return check(Path(args.store), repair=args.repair)
 
 
 def _add_data(parser: argparse.ArgumentParser) -> None:
@@ -372,8 +416,17 @@ def _add_jobs(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_store_options(parser: argparse.ArgumentParser) -> None:
+    import dynamics
+
     parser.add_argument(
         "--overwrite", action="store_true", help="replace the store instead of resuming it (default: resume)"
+    )
+    parser.add_argument(
+        "--max-bytes",
+        type=_size,
+        default=dynamics.DEFAULT_MAX_BYTES,
+        metavar="SIZE",
+        help="refuse results larger than this, e.g. 100G (default 16G, i.e. 16 GiB)",
     )
     parser.add_argument(
         "--shard",
@@ -381,6 +434,15 @@ def _add_store_options(parser: argparse.ArgumentParser) -> None:
         metavar="I/N",
         help="run only shard I of N (default: SLURM_ARRAY_TASK_ID of SLURM_ARRAY_TASK_COUNT when set)",
     )
+
+
+def _size(text: str) -> int:
+    import dynamics
+
+    try:
+        return dynamics.parse_bytes(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -431,6 +493,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="a submitit job parameter for --launch, e.g. slurm_partition=gpu or timeout_min=60",
     )
     sweep.set_defaults(func=_sweep)
+
+    checking = sub.add_parser(
+        "check",
+        help="check a store's files against their checksums: complete, incomplete, damaged or foreign",
+    )
+    checking.add_argument("store", help="a store written by simulate, sweep or dynamics.sweep")
+    checking.add_argument(
+        "--repair", action="store_true", help="run the missing and damaged blocks again (the same code only)"
+    )
+    checking.set_defaults(func=_check)
 
     listing = sub.add_parser("list", help="papers and levels; with a paper, each level's fields")
     listing.add_argument("target", nargs="?", help="a paper or package.module:ClassName")
@@ -489,17 +561,53 @@ def _use_backend_optimization() -> None:
         os.environ["XLA_FLAGS"] = f"{flags} {BACKEND_OPTIMIZATION}".strip()
 
 
+EXIT_CODES = {
+    0: "done (verify, reproduce: every check passed or is an expected deviation; check: the store is whole)",
+    1: "a check failed (verify, reproduce), or the store is incomplete, damaged or foreign (check)",
+    2: "refused before any work: a bad setting, path, size, grid or store (the message says which)",
+    3: "failed during the work (a full disk, a lost file): what was written stays; rerun to resume",
+    130: "interrupted (Ctrl-C), 143: terminated (SIGTERM): what was written stays; rerun to resume",
+}
+"""The exit status of every command."""
+
+
+def _terminate(signum, frame) -> None:
+    """SIGTERM ends the command like Ctrl-C does: temporary files are removed on the way out."""
+    raise SystemExit(128 + signum)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the `attnflow` console script."""
+    """Entry point of the `attnflow` console script; returns an exit status ([`EXIT_CODES`][])."""
     args = build_parser().parse_args(argv)
     _use_backend_optimization()
     if not args.no_compile_cache:
         _use_compile_cache(compile_cache_dir())
+    import dynamics
+
+    previous = signal.signal(signal.SIGTERM, _terminate) if _in_main_thread() else None
     try:
         return args.func(args)
-    except ValueError as err:  # a bad config: say which field and why, without a traceback
+    except ValueError as err:  # a bad input: say which and why, without a traceback
         print(f"attnflow: error: {err}", file=sys.stderr)
         return 2
+    except WorkFailed as err:
+        print(f"attnflow: error: {err}", file=sys.stderr)
+        return 3
+    except OSError as err:
+        print(f"attnflow: error: {dynamics.describe_os_error(err)}", file=sys.stderr)
+        return 3
+    except KeyboardInterrupt:
+        print("attnflow: interrupted; what was written stays (rerun to resume)", file=sys.stderr)
+        return 130
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _in_main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
 
 
 if __name__ == "__main__":

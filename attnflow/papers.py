@@ -4,6 +4,7 @@ command (`verify`, `simulate`, `sweep`, `list`, `figures`, `reproduce`)."""
 import dataclasses
 import functools
 import importlib
+import traceback
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -110,13 +111,39 @@ def load_simulation(target: str, level: str | None = None) -> type[dynamics.Abst
     if level is not None:
         raise ValueError(f"--level applies to a paper, not to a class ({target})")
     module_name, _, class_name = target.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as err:
-        raise ValueError(f"cannot import {module_name!r} for {target}: {err}") from None
+    module = _import_users_module(module_name, target)
     cls = getattr(module, class_name, None)
     if cls is None:
         raise ValueError(f"module {module_name!r} has no {class_name!r}")
     if not (isinstance(cls, type) and issubclass(cls, dynamics.AbstractSimulation)):
         raise ValueError(f"{target} is not a subclass of dynamics.AbstractSimulation")
+    missing = sorted(getattr(cls, "__abstractmethods__", ())) + sorted(getattr(cls, "__abstractvars__", ()))
+    if missing:
+        raise ValueError(
+            f"{target} is abstract (it does not define {', '.join(missing)}): name a final subclass that does"
+        )
     return cls
+
+
+def _import_users_module(module_name: str, target: str):
+    """Import a user's module, any failure as one line: the module, the error and where it arose."""
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as err:
+        if err.name and module_name.split(".")[0] == err.name.split(".")[0]:
+            raise ValueError(
+                f"cannot import {module_name!r} for {target}: {err} (a module of your own must be importable "
+                "from the working directory or the Python path)"
+            ) from None
+        raise ValueError(f"cannot import {module_name!r} for {target}: {err}") from None
+    except SyntaxError as err:
+        raise ValueError(
+            f"cannot import {module_name!r} for {target}: "
+            f"a syntax error at {err.filename}:{err.lineno}: {err.msg}"
+        ) from None
+    except Exception as err:  # noqa: BLE001 -- whatever the module raised while it was imported
+        frames = traceback.extract_tb(err.__traceback__)
+        where = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
+        raise ValueError(
+            f"cannot import {module_name!r} for {target}: it raised {type(err).__name__}{where}: {err}"
+        ) from None

@@ -21,12 +21,27 @@
   way of training one model as a validated config; [`simulate`][] runs many seeds of it and
   [`sweep`][] a grid of its settings × seeds into one labelled dataset, in memory or written
   block by block to a zarr store that resumes after a crash and splits into shards
-  ([`sweep_progress`][], [`save_sweep`][], [`load_sweep`][]).
+  ([`sweep_progress`][], [`save_sweep`][], [`load_sweep`][], [`remove_store`][]). A store keeps
+  the checksum of every file and the fingerprint of the code that made it ([`check_store`][],
+  [`StoreReport`][]).
+- [`atomic_write`][], [`prepare_folder`][], [`prepare_file`][], [`describe_os_error`][],
+  [`temporary_path`][], [`remove_stale_temporaries`][]: outputs written whole or not at all, output
+  paths tried before any work, a file-system error in words, what killed writers left removed;
+  [`parse_bytes`][] reads a size such as `16G`.
 """
 
 from ._batch import SEEDS_AXIS, grid, run_many, seed_keys
+from ._files import (
+    atomic_write,
+    describe_os_error,
+    prepare_file,
+    prepare_folder,
+    remove_stale_temporaries,
+    temporary_path,
+)
 from ._flow import Crossing, Event, Predicate, Save, gradient_flow, loss_below, ode_flow
 from ._hessian import HESSIAN_METHODS, hessian_max_eigenvalue, hvp
+from ._integrity import StoreReport, check_store
 from ._normalized import normalize_by_block, normalized_gd
 from ._params import (
     Interval,
@@ -40,6 +55,7 @@ from ._params import (
     parse_settings,
     parse_value,
 )
+from ._preflight import DEFAULT_MAX_BYTES, MAX_SEED, parse_bytes
 from ._progress import progress_inside
 from ._proximal import Mask, center_columns, project_columns, proximal_l1, scale_columns, soft_threshold
 from ._qp import QPSolution, kkt_residuals, solve_qp
@@ -47,13 +63,25 @@ from ._rates import Rates, adam, gd, heavy_ball, scale_by_group_rates, scale_tre
 from ._run import STOP_REASONS, Run, StopReason, all_finite, stop_reason
 from ._simulation import AbstractSimulation, key_seed, seed_key
 from ._stages import Stage, train_stages
-from ._store import SAVE_DIM, SEED_DIM
+from ._store import SAVE_DIM, SEED_DIM, remove_store
 from ._sweep import load_sweep, save_sweep, simulate, sweep, sweep_progress
 from ._train import train
 from ._trajectory import Trajectory, save_npz_atomic
 
 __all__ = [
     "AbstractSimulation",
+    "DEFAULT_MAX_BYTES",
+    "MAX_SEED",
+    "StoreReport",
+    "atomic_write",
+    "check_store",
+    "describe_os_error",
+    "parse_bytes",
+    "prepare_file",
+    "prepare_folder",
+    "remove_stale_temporaries",
+    "remove_store",
+    "temporary_path",
     "Crossing",
     "Event",
     "SAVE_DIM",

@@ -109,7 +109,8 @@ def ode_flow(
       `diffrax.PIDController(rtol=1e-10, atol=1e-12)` for tighter tolerances, or
       `diffrax.ConstantStepSize()` (with `dt0`) for fixed steps.
     - `dt0`: the first step; default chosen by the controller.
-    - `max_steps`: the solver's step budget; a run that exhausts it stops with `solver_failure`.
+    - `max_steps`: the solver's step budget; a run that exhausts it stops with
+      `StopReason.max_steps` at the time it reached (`Run.t_stop`).
     - `adjoint`: how to differentiate through the solve; default Diffrax's
       `RecursiveCheckpointAdjoint` (reverse mode, exact for the discretised solve).
 
@@ -170,7 +171,15 @@ def ode_flow(
     stop = jnp.where(
         sol.result == diffrax.RESULTS.event_occurred,
         jnp.where(fired[-1] | ~all_finite(final), StopReason.nonfinite, StopReason.event),
-        jnp.where(sol.result == diffrax.RESULTS.successful, StopReason.completed, StopReason.solver_failure),
+        jnp.where(
+            sol.result == diffrax.RESULTS.successful,
+            StopReason.completed,
+            jnp.where(
+                sol.result == diffrax.RESULTS.max_steps_reached,
+                StopReason.max_steps,
+                StopReason.solver_failure,
+            ),
+        ),
     )
     return Run(
         ts=save_times,

@@ -12,7 +12,8 @@ from typing import Any
 
 import equinox as eqx
 
-_META = "attnflow_param"
+PARAM_META = "attnflow_param"
+"""The metadata key of a field declared with [`param`][]."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -235,7 +236,7 @@ def param(default=dataclasses.MISSING, allowed: Allowed = None, *, doc: str = ""
         ...
         ValueError: Config.eta must be a finite number > 0, got 'fast'
     """
-    return eqx.field(default=default, metadata={_META: (allowed, doc, traced)})
+    return eqx.field(default=default, metadata={PARAM_META: (allowed, doc, traced)})
 
 
 def dtype_param(default: str):
@@ -289,9 +290,9 @@ def params(cls) -> tuple[ParamInfo, ...]:
     hints = typing.get_type_hints(cls)
     infos = []
     for f in dataclasses.fields(cls):
-        if _META not in f.metadata:
+        if PARAM_META not in f.metadata:
             continue
-        allowed, doc, traced = f.metadata[_META]
+        allowed, doc, traced = f.metadata[PARAM_META]
         kind, optional = _field_type(hints[f.name])
         infos.append(ParamInfo(f.name, kind, optional, f.default, allowed, doc, traced))
     return tuple(infos)

@@ -14,7 +14,9 @@ class StopReason(enum.IntEnum):
     - `completed`: it reached its final time or step.
     - `event`: a user event fired (`Run.event` says which).
     - `nonfinite`: the state stopped being finite.
-    - `solver_failure`: the ODE solver gave up (e.g. its step budget ran out).
+    - `solver_failure`: the ODE solver gave up (e.g. an implicit solver's root finding failed).
+    - `max_steps`: a flow used its whole step budget (its `max_steps`) before its end time;
+      `Run.t_stop` is the time it reached.
 
     **Example:** GD with η = 1 on L(θ) = ¼θ⁴ converges from θ₀ = 0.5 and diverges from 10;
     `runs.stop == StopReason.nonfinite` flags the diverged runs of a batch:
@@ -36,6 +38,7 @@ class StopReason(enum.IntEnum):
     event = 1
     nonfinite = 2
     solver_failure = 3
+    max_steps = 4
 
 
 STOP_REASONS = tuple(reason.name for reason in StopReason)

@@ -4,6 +4,8 @@ import abc
 import dataclasses
 import functools
 import importlib
+import math
+import typing
 from collections.abc import Callable, Mapping
 from typing import ClassVar
 
@@ -13,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Int, PRNGKeyArray
 
+from ._params import PARAM_META as _PARAM_META
 from ._params import ParamInfo, Require, check_params, params, parse_settings
 from ._run import Run
 
@@ -70,6 +73,21 @@ class AbstractSimulation(eqx.Module):
     requires: ClassVar[tuple[Require, ...]] = ()
     seed_hint: ClassVar[str] = ""
 
+    def __init_subclass__(cls, **kwargs):
+        """Refuse, when the class is defined, a field declared without [`param`][]: it would be
+        neither checked, listed nor recorded with the results."""
+        super().__init_subclass__(**kwargs)
+        for name, annotation in cls.__dict__.get("__annotations__", {}).items():
+            value = cls.__dict__.get(name, dataclasses.MISSING)
+            declared = isinstance(value, dataclasses.Field) and _PARAM_META in value.metadata
+            if not (declared or _is_class_level(annotation)):
+                kind = getattr(annotation, "__name__", annotation)
+                raise TypeError(
+                    f"{cls.__name__}.{name} is declared without dynamics.param(...), so it would be neither "
+                    f"checked, listed nor recorded: declare it as `{name}: {kind} = dynamics.param(default, "
+                    "allowed, doc=...)`, or annotate a class constant with ClassVar"
+                )
+
     @abc.abstractmethod
     def run(self, key: PRNGKeyArray) -> Run:
         """One run from one PRNG key (traceable: it is `vmap`ped over keys).
@@ -81,6 +99,7 @@ class AbstractSimulation(eqx.Module):
 
     def __check_init__(self):
         check_params(self)
+        _check_representable(self)
 
     @property
     def float_dtype(self) -> jnp.dtype:
@@ -112,6 +131,42 @@ class AbstractSimulation(eqx.Module):
         """Everything needed to make the runs again: the class path and every field's value."""
         values = {info.name: getattr(self, info.name) for info in params(type(self))}
         return {"simulation": self.path(), **values, "event_names": list(self.event_names)}
+
+
+_INT32_MAX = 2**31 - 1
+
+
+def _check_representable(sim: AbstractSimulation) -> None:
+    """Refuse a number the run cannot hold: a float beyond the range of the simulation's `dtype`
+    (it would be infinite), a traced integer beyond 32 bits (it would wrap without x64)."""
+    if sim.dtype not in ("float32", "float64"):
+        return
+    largest = float(np.finfo(sim.dtype).max)
+    for info in params(type(sim)):
+        value = getattr(sim, info.name)
+        if value is None or isinstance(value, bool):
+            continue
+        if info.type is float and math.isfinite(value) and abs(value) > largest:
+            raise ValueError(
+                f"{type(sim).__name__}.{info.name} = {value!r} is beyond {sim.dtype} (largest "
+                f"{largest:.4g}), where it would be infinite: set dtype=float64, or a smaller value"
+            )
+        if info.type is int and info.traced and abs(value) > _INT32_MAX:
+            raise ValueError(
+                f"{type(sim).__name__}.{info.name} = {value!r} is beyond a 32-bit integer "
+                f"(largest {_INT32_MAX})"
+            )
+
+
+def _is_class_level(annotation) -> bool:
+    """Whether an annotation declares a class attribute or an abstract field, not a field."""
+    if isinstance(annotation, str):
+        return annotation.split("[")[0].split(".")[-1] in ("ClassVar", "AbstractVar", "AbstractClassVar")
+    return annotation is ClassVar or typing.get_origin(annotation) in (
+        ClassVar,
+        eqx.AbstractVar,
+        eqx.AbstractClassVar,
+    )
 
 
 def seed_key(seed) -> PRNGKeyArray:

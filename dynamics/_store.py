@@ -1,43 +1,71 @@
 """A sweep written to a zarr store one block of runs at a time: memory bounded by the block, a
-killed run resumed where it stopped, the blocks split into shards that share nothing.
+killed run resumed where it stopped, the blocks split into shards that share nothing, and every
+file checked against its checksum when read.
 
 Layout (xarray over zarr, format 2): one dimension per grid axis, then `seed` and `save`; every
 variable is chunked as one grid point × `seeds_per_chunk` seeds, so each *cell* (a grid point and
-a block of seeds) is one zarr chunk per variable. Cells are packed into *units* of at most
-`chunk_size` runs that share one compiled call; a unit's data is written, then a marker file
-`.attnflow_units_done/<unit>` (atomically). A rerun skips the marked units, so its result is the
-uninterrupted one bit for bit; shard `i` of `n` runs the units `u` with `u % n == i`.
+a block of seeds) is one zarr chunk per variable. Cells are packed into *blocks* (units) of at
+most `chunk_size` runs that share one compiled call; a block's data is written, then its marker
+`.attnflow_units_done/<block>` with the checksum of each of its files (see `_integrity`). A rerun
+skips the intact blocks and reruns the missing and damaged ones, so its result is the
+uninterrupted one bit for bit; shard `i` of `n` runs the blocks `u` with `u % n == i`.
+
+Processes that write one store cooperate through file locks (see `_lock`): each holds the store's
+lock shared, a replacement (`overwrite`) needs it alone, and a block is computed by the process
+that claims it, so two writers never compute one block twice.
 """
 
+import contextlib
 import dataclasses
+import datetime
 import json
 import os
 import platform
 import shutil
-import tempfile
+import sys
 import time
 import warnings
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-import jax
 import numpy as np
 import xarray as xr
 import zarr
 from tqdm.auto import tqdm
 
 from ._batch import run_many
+from ._files import alive, atomic_write, prepare_folder, remove_stale_temporaries, temporary_path
+from ._fingerprint import code_differences, json_digest
+from ._integrity import (
+    CLAIMS,
+    CREATED,
+    DONE,
+    FORMAT,
+    WRITERS,
+    chunk_key,
+    differing_files,
+    file_digest,
+    layout_digests,
+    read_json,
+    unit_damage,
+)
+from ._lock import Held, file_lock, store_lock_path
 from ._run import STOP_REASONS, Run
-from ._simulation import AbstractSimulation, batched_run, static_part, traced_arrays
-from ._trajectory import named_leaves, umask
+from ._simulation import AbstractSimulation, batched_run, traced_arrays
+from ._trajectory import named_leaves
 
 SEED_DIM = "seed"
 SAVE_DIM = "save"
-FORMAT = "attnflow-sweep-1"
-"""The `format` attribute of every store this module writes."""
-CREATED = ".attnflow_created"
-"""The marker of a store made by [`write_sweep`][] (its layout complete before it took its name)."""
-_DONE = ".attnflow_units_done"
+
+
+@dataclasses.dataclass(frozen=True)
+class Program:
+    """One compiled program of a sweep: the static part of its simulations, the shapes of one
+    run's outputs, and the lowered text of one run."""
+
+    static: AbstractSimulation
+    run: Run
+    text: str
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,46 +76,72 @@ class Plan:
 
     - `sims`: the grid points, in C order over `axes` (the last axis varies fastest).
     - `axes`: grid axis name -> its values.
-    - `seeds`: the integer seeds every grid point runs.
+    - `seed`, `num_seeds`: the integer seeds `seed, seed + 1, ...` every grid point runs.
     - `chunk_size`: at most this many runs per compiled call.
-    - `units`: per unit, its static simulation (the compiled program) and its cells
+    - `units`: per block, its static simulation (the compiled program) and its cells
       `(point index, seed block index)`.
     - `config`: the JSON record of the sweep (`sim.describe()`, the grid, the seeds).
+    - `code`: the fingerprint of the code (see `_fingerprint`).
     """
 
     sims: list[AbstractSimulation]
     axes: dict[str, list]
-    seeds: np.ndarray
+    seed: int
+    num_seeds: int
     chunk_size: int
     units: list[tuple[AbstractSimulation, list[tuple[int, int]]]]
     config: dict
+    code: dict
+
+    @property
+    def seeds(self) -> np.ndarray:
+        """Every grid point's integer seeds."""
+        return self.seed + np.arange(self.num_seeds)
 
     @property
     def seeds_per_chunk(self) -> int:
         """Seeds in one cell (the last block may hold fewer)."""
-        return min(self.chunk_size, len(self.seeds))
+        return min(self.chunk_size, self.num_seeds)
+
+    @property
+    def grid_shape(self) -> tuple[int, ...]:
+        """The number of values along each grid axis."""
+        return tuple(len(v) for v in self.axes.values())
+
+    @property
+    def identity(self) -> str:
+        """A digest of everything that makes the runs: the settings, the blocks and the code."""
+        code = {k: self.code[k] for k in ("program", "sources")}
+        return json_digest({"config": self.config, "chunk_size": self.chunk_size, "code": code})
 
     def seed_block(self, block: int) -> slice:
         """The seed positions of seed block `block`."""
         start = block * self.seeds_per_chunk
-        return slice(start, min(start + self.seeds_per_chunk, len(self.seeds)))
+        return slice(start, min(start + self.seeds_per_chunk, self.num_seeds))
 
     def grid_index(self, point: int) -> tuple[int, ...]:
         """The index of grid point `point` along each axis."""
-        shape = tuple(len(v) for v in self.axes.values())
+        shape = self.grid_shape
         return tuple(int(i) for i in np.unravel_index(point, shape)) if shape else ()
 
 
 def make_plan(
-    sims: list[AbstractSimulation], axes: dict[str, list], seeds: np.ndarray, chunk_size: int, config: dict
+    sims: list[AbstractSimulation],
+    axes: dict[str, list],
+    statics: list[AbstractSimulation],
+    seed: int,
+    num_seeds: int,
+    chunk_size: int,
+    config: dict,
+    code: dict,
 ) -> Plan:
-    """Group the grid points by compiled program (points that differ only in traced fields share
-    one) and pack each group's cells, in order, into units of at most `chunk_size` runs."""
-    plan = Plan(sims, axes, seeds, chunk_size, [], config)
+    """Pack each compiled program's cells, in order, into blocks of at most `chunk_size` runs
+    (`statics[i]` is the static part of `sims[i]`: points that share one share a program)."""
+    plan = Plan(sims, axes, seed, num_seeds, chunk_size, [], config, code)
     groups: dict[AbstractSimulation, list[int]] = {}
-    for i, sim in enumerate(sims):
-        groups.setdefault(static_part(sim), []).append(i)
-    num_blocks = -(-len(seeds) // plan.seeds_per_chunk)
+    for i, static in enumerate(statics):
+        groups.setdefault(static, []).append(i)
+    num_blocks = -(-num_seeds // plan.seeds_per_chunk)
     for static, members in groups.items():
         unit, size = [], 0
         for cell in ((p, b) for p in members for b in range(num_blocks)):
@@ -101,7 +155,7 @@ def make_plan(
     return plan
 
 
-def _variables(run: Run, batched: bool = False) -> dict[str, tuple[tuple[str, ...], object]]:
+def variables(run: Run, batched: bool = False) -> dict[str, tuple[tuple[str, ...], object]]:
     """The dataset's variables of a run: name -> (dims after `seed`, leaf). With `batched`, the
     leaves carry a leading run axis (not counted in the dims)."""
 
@@ -120,22 +174,16 @@ def _variables(run: Run, batched: bool = False) -> dict[str, tuple[tuple[str, ..
     return out
 
 
-def _template(plan: Plan) -> dict[str, tuple[tuple[str, ...], jax.ShapeDtypeStruct]]:
-    """The variables of one run (shapes and dtypes, from tracing only), the same for every unit.
+def template(programs: Mapping[AbstractSimulation, Program]) -> dict[str, tuple[tuple[str, ...], object]]:
+    """The variables of one run (shapes and dtypes), the same for every program.
 
     **Raises:** `ValueError` when grid points save differently shaped values.
     """
-    shapes = {}
-    for static, cells in plan.units:
-        sim = plan.sims[cells[0][0]]
-        if static in shapes:
-            continue
-        traced = {k: v[0] for k, v in traced_arrays(static, [sim]).items()}
-        shapes[static] = _variables(jax.eval_shape(batched_run(static), traced, plan.seeds[0]))
-    described = {repr({k: (d, v.shape, v.dtype) for k, (d, v) in s.items()}) for s in shapes.values()}
+    shapes = [variables(p.run) for p in programs.values()]
+    described = {repr({k: (d, v.shape, v.dtype) for k, (d, v) in s.items()}) for s in shapes}
     if len(described) > 1:
         raise ValueError("the grid's points save values of different shapes; sweep them separately")
-    return next(iter(shapes.values()))
+    return shapes[0]
 
 
 def _fill_value(dtype: np.dtype):
@@ -148,14 +196,20 @@ def _attrs(plan: Plan, event_names: tuple[str, ...], extra: Mapping) -> dict:
     return dict(extra) | {
         "format": FORMAT,
         "config": json.dumps(plan.config),
+        "code": json.dumps(plan.code),
+        "identity": plan.identity,
         "chunk_size": plan.chunk_size,
+        "seeds_per_chunk": plan.seeds_per_chunk,
+        "grid_shape": list(plan.grid_shape),
         "num_units": len(plan.units),
         "stop_reasons": list(STOP_REASONS),
         "event_names": list(event_names),
     }
 
 
-def _create(store, plan: Plan, event_names: tuple[str, ...], attrs: Mapping) -> None:
+def _create(
+    store, plan: Plan, variables_of_a_run: dict, event_names: tuple[str, ...], attrs: Mapping
+) -> None:
     """Write the coordinates, the attributes and every variable's empty array (fill values)."""
     coords = {name: np.asarray(values) for name, values in plan.axes.items()} | {SEED_DIM: plan.seeds}
     xr.Dataset(coords=coords, attrs=_attrs(plan, event_names, attrs)).to_zarr(
@@ -163,9 +217,9 @@ def _create(store, plan: Plan, event_names: tuple[str, ...], attrs: Mapping) -> 
     )
     group = zarr.open_group(store, mode="a", zarr_format=2)
     lead = (*plan.axes, SEED_DIM)
-    lead_shape = (*(len(v) for v in plan.axes.values()), len(plan.seeds))
+    lead_shape = (*plan.grid_shape, plan.num_seeds)
     lead_chunks = (*(1 for _ in plan.axes), plan.seeds_per_chunk)
-    for name, (dims, leaf) in _template(plan).items():
+    for name, (dims, leaf) in variables_of_a_run.items():
         dtype = np.dtype(leaf.dtype)
         group.create_array(
             name,
@@ -179,10 +233,12 @@ def _create(store, plan: Plan, event_names: tuple[str, ...], attrs: Mapping) -> 
 
 
 def _write_cell(group: zarr.Group, plan: Plan, point: int, block: int, outputs: dict) -> None:
-    """Write one cell's outputs (leading axis: its seeds) into its chunk of every variable."""
+    """Write one cell's outputs (leading axis: its seeds) into its chunk of every variable (a
+    chunk of fill values too: every written chunk is a file with a checksum)."""
     index = plan.grid_index(point) + (plan.seed_block(block),)
-    for name, (_, x) in outputs.items():
-        group[name][index] = np.asarray(x)
+    with zarr.config.set({"array.write_empty_chunks": True}):
+        for name, (_, x) in outputs.items():
+            group[name][index] = np.asarray(x)
 
 
 def _differences(stored: Mapping, wanted: Mapping) -> list[str]:
@@ -194,17 +250,30 @@ def _differences(stored: Mapping, wanted: Mapping) -> list[str]:
     ]
 
 
-def _open_or_create(path: Path, plan: Plan, event_names: tuple[str, ...], attrs: Mapping) -> None:
-    """Create the store at `path`, or check that the store there was made by the same sweep.
+def _open_or_create(path: Path, plan: Plan, variables_of_a_run: dict, event_names, attrs: Mapping) -> None:
+    """Create the store at `path`, or check that the store there was made by the same sweep, with
+    the same code, and that its own files are intact.
 
-    **Raises:** `ValueError` naming the path when it holds something else, or naming the fields
-    whose values differ from the store's.
+    **Raises:** `ValueError` naming the path when it holds something else, the fields whose
+    values differ from the store's, what changed in the code, or the damaged file.
     """
     if not (path / CREATED).exists():
+        if path.is_symlink() and not path.exists():
+            raise ValueError(f"{path} is a link to {os.readlink(path)}, which does not exist")
         if path.exists() and (not path.is_dir() or any(path.iterdir())):
             raise ValueError(f"{path} exists and is not an attnflow sweep store; choose another output")
-        _create_atomically(path, plan, event_names, attrs)
+        _create_atomically(path, plan, variables_of_a_run, event_names, attrs)
+    created = read_json(path / CREATED)
     stored = zarr.open_group(path, mode="r", zarr_format=2, use_consolidated=True).attrs
+    again = " (choose another output, or overwrite it)"
+    if created is None or stored.get("format") != FORMAT:
+        raise ValueError(
+            f"{path} was written by an older attnflow (format {stored.get('format')!r}), without the "
+            f"checksums and the code fingerprint this version keeps, so it cannot be resumed{again}"
+        )
+    damaged = differing_files(path, created["files"])
+    if damaged:
+        raise ValueError(f"{path} is damaged, so it cannot be resumed: {'; '.join(damaged)}{again}")
     differences = _differences(
         json.loads(stored["config"]) | {"chunk_size": stored.get("chunk_size")},
         plan.config | {"chunk_size": plan.chunk_size},
@@ -213,21 +282,35 @@ def _open_or_create(path: Path, plan: Plan, event_names: tuple[str, ...], attrs:
         raise ValueError(
             f"{path} holds a sweep made with other settings, so it cannot be resumed: "
             + "; ".join(differences)
-            + " (choose another output, or overwrite it)"
+            + again
+        )
+    changed = code_differences(json.loads(stored["code"]), plan.code)
+    if changed:
+        raise ValueError(
+            f"{path} was made by other code, so its numbers are not this code's: "
+            + "; ".join(changed)
+            + again
         )
 
 
-def _create_atomically(path: Path, plan: Plan, event_names: tuple[str, ...], attrs: Mapping) -> None:
+def _create_atomically(path: Path, plan: Plan, variables_of_a_run: dict, event_names, attrs: Mapping) -> None:
     """Build the store in a temporary folder beside `path`, then rename it into place: a kill
     never leaves half a store, and of several shards racing to create it one wins and the others
     use the winner's."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}."))
+    tmp = temporary_path(path)
     try:
-        os.chmod(tmp, 0o777 & ~umask())  # mkdtemp makes 0700; a result is as readable as any folder
-        _create(str(tmp), plan, event_names, attrs)
-        (tmp / _DONE).mkdir()
-        (tmp / CREATED).touch()
+        tmp.mkdir()  # as readable as any new folder
+        _create(str(tmp), plan, variables_of_a_run, event_names, attrs)
+        for folder in (DONE, CLAIMS, WRITERS):
+            (tmp / folder).mkdir()
+        created = {
+            "format": FORMAT,
+            "identity": plan.identity,
+            "files": layout_digests(tmp),
+            "units": [cells for _, cells in plan.units],
+        }
+        with atomic_write(tmp / CREATED) as f:
+            json.dump(created, f)
         os.rename(tmp, path)  # onto nothing or an empty folder; fails where another shard won
     except OSError:
         if not (path / CREATED).exists():
@@ -237,113 +320,275 @@ def _create_atomically(path: Path, plan: Plan, event_names: tuple[str, ...], att
             shutil.rmtree(tmp)
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    """Write a small file atomically (a temporary file renamed into place), mode per the umask."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    os.fchmod(fd, 0o666 & ~umask())
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
-
-
 def units_done(path: str | os.PathLike) -> set[int]:
-    """The units of the store at `path` whose results are written."""
-    folder = Path(path) / _DONE
+    """The blocks of the store at `path` whose results are written (intact or not)."""
+    folder = Path(path) / DONE
     return {int(p.name) for p in folder.iterdir() if p.name.isdigit()} if folder.exists() else set()
 
 
 def _run_unit(plan: Plan, static, cells, progress: bool) -> Iterator[tuple[int, int, dict]]:
-    """Run one unit in one batched call; yield `(point, block, outputs)` per cell."""
+    """Run one block in one batched call; yield `(point, block, outputs)` per cell."""
     seeds, traced = [], []
+    all_seeds = plan.seeds
     for point, block in cells:
-        positions = plan.seeds[plan.seed_block(block)]
+        positions = all_seeds[plan.seed_block(block)]
         seeds.append(positions)
         traced.append(
             {k: np.repeat(v, len(positions)) for k, v in traced_arrays(static, [plan.sims[point]]).items()}
         )
     traced = {k: np.concatenate([t[k] for t in traced]) for k in traced[0]} if traced[0] else {}
     runs, _ = run_many(batched_run(static), traced, np.concatenate(seeds), progress=progress)
-    variables = _variables(runs, batched=True)
+    outputs = variables(runs, batched=True)
     start = 0
     for (point, block), positions in zip(cells, seeds):
         part = slice(start, start + len(positions))
-        yield point, block, {name: (dims, np.asarray(x)[part]) for name, (dims, x) in variables.items()}
+        yield point, block, {name: (dims, np.asarray(x)[part]) for name, (dims, x) in outputs.items()}
         start += len(positions)
 
 
-def warn_if_seeds_identical(sim: AbstractSimulation, num_seeds: int, saved: list[np.ndarray]) -> bool:
-    """Warn, with the simulation's `seed_hint`, when two or more seeds all saved exactly what the
-    first did (a deterministic run from a fixed start).
-
-    **Arguments:** `sim`; `num_seeds`: the runs in the batch; `saved`: their saved values, seed
-    axis first.
-
-    **Returns:** whether it warned.
-    """
-    identical = num_seeds > 1 and all(
+def seeds_identical(num_seeds: int, saved: list[np.ndarray]) -> bool:
+    """Whether two or more seeds all saved exactly what the first did (a deterministic run from a
+    fixed start). `saved`: their saved values, seed axis first."""
+    return num_seeds > 1 and all(
         np.array_equal(x, np.broadcast_to(x[:1], x.shape), equal_nan=True) for x in saved
     )
-    if identical:
-        hint = f" ({sim.seed_hint})" if sim.seed_hint else ""
-        warnings.warn(
-            f"{type(sim).__name__}: every seed gave the same run; with these settings the "
-            f"seeds change nothing{hint}",
-            stacklevel=4,  # the caller of `simulate` or `sweep`
+
+
+def warn_seeds_identical(sim: AbstractSimulation, stacklevel: int) -> None:
+    """Say that every seed gave the same run, with the simulation's `seed_hint`."""
+    hint = f" ({sim.seed_hint})" if sim.seed_hint else ""
+    warnings.warn(
+        f"{type(sim).__name__}: every seed gave the same run; with these settings the seeds change "
+        f"nothing{hint}",
+        stacklevel=stacklevel + 1,
+    )
+
+
+class _Blocks:
+    """Runs blocks of a plan and writes them to a group (on disk: with checksums and markers)."""
+
+    def __init__(self, plan: Plan, names: list[str], target, path: Path | None, progress: bool):
+        self.plan, self.names, self.path, self.progress = plan, names, path, progress
+        self.group = zarr.open_group(target, mode="r+", zarr_format=2, use_consolidated=True)
+        self.identical: AbstractSimulation | None = None  # a simulation whose seeds all ran alike
+        self.repaired: list[str] = []
+
+    def run(self, u: int) -> None:
+        start = time.perf_counter()
+        static, cells = self.plan.units[u]
+        chunks = {}
+        for point, block, outputs in _run_unit(self.plan, static, cells, self.progress):
+            _write_cell(self.group, self.plan, point, block, outputs)
+            saved = [x for name, (dims, x) in outputs.items() if SAVE_DIM in dims and name != "time"]
+            seeds = self.plan.seed_block(block).stop - self.plan.seed_block(block).start
+            if self.identical is None and seeds_identical(seeds, saved):
+                self.identical = static
+            if self.path is not None:
+                lead = self.plan.grid_index(point) + (block,)
+                for name in outputs:
+                    key = chunk_key(self.group, name, lead)
+                    chunks[key] = file_digest(self.path / key)
+        if self.path is not None:
+            record = {
+                "identity": self.plan.identity,
+                "chunks": chunks,
+                "host": platform.node(),
+                "seconds": round(time.perf_counter() - start, 3),
+            }
+            with atomic_write(self.path / DONE / str(u)) as f:
+                json.dump(record, f)
+
+    def intact(self, u: int) -> bool:
+        """Whether block `u` is written and intact; a damaged block's marker is removed (and the
+        damage recorded), so that it runs again."""
+        marker = read_json(self.path / DONE / str(u))
+        if marker is None:
+            return False
+        cells = self.plan.units[u][1]
+        problems = unit_damage(self.path, self.group, self.names, cells, marker, self.plan.identity)
+        if not problems:
+            return True
+        self.repaired.append(f"block {u}: " + "; ".join(f"{name}: {text}" for _, name, text in problems[:3]))
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.path / DONE / str(u))
+        return False
+
+
+@contextlib.contextmanager
+def _store_held(path: Path, overwrite: bool) -> Iterator[Held]:
+    """Hold the store's lock for writing: shared with its other writers, or, to replace it
+    (`overwrite`), alone until the new store is made.
+
+    **Raises:** `ValueError` naming the other writers when `overwrite` finds the store in use.
+    """
+    with file_lock(store_lock_path(path), shared=not overwrite, blocking=not overwrite) as lock:
+        if not lock.held:
+            raise ValueError(
+                f"{path} is being written by {_writers(path) or 'another process'}; overwrite replaces "
+                "a store only when no one writes to it: wait for it or stop it, or choose another output"
+            )
+        yield lock
+
+
+def _writers(path: Path) -> str:
+    """The processes registered as writing the store, in words."""
+    folder = path / WRITERS
+    found = []
+    for entry in sorted(folder.iterdir()) if folder.is_dir() else []:
+        record = read_json(entry)
+        if record and (record["host"] != platform.node() or alive(record["pid"])):  # not a killed one
+            found.append(
+                f"pid {record['pid']} on {record['host']} (since {record['since']}: {record['command']})"
+            )
+    return ", ".join(found)
+
+
+@contextlib.contextmanager
+def _registered(path: Path) -> Iterator[None]:
+    """Record this process as a writer of the store (for the message of a refused overwrite)."""
+    entry = path / WRITERS / f"{platform.node()}-{os.getpid()}"
+    record = {
+        "pid": os.getpid(),
+        "host": platform.node(),
+        "since": datetime.datetime.now().isoformat(timespec="seconds"),
+        "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]) if sys.argv else "python",
+    }
+    with atomic_write(entry) as f:
+        json.dump(record, f)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            entry.unlink()
+
+
+def _remove_store(path: Path) -> None:
+    """Remove the store at `path` before it is written anew; refuse anything else."""
+    if not path.exists() and not path.is_symlink():
+        return
+    if not (path / CREATED).exists():
+        if path.is_dir() and not any(path.iterdir()):
+            return
+        raise ValueError(
+            f"{path} is not an attnflow sweep store, so it is not replaced; choose another output"
         )
-    return identical
+    shutil.rmtree(path)
+
+
+def remove_store(path: str | os.PathLike) -> None:
+    """Remove the sweep store at `path` (nothing happens when there is none), as `overwrite` does
+    before writing a store anew.
+
+    **Raises:** `ValueError` when another process is writing the store (it is named), or when
+    `path` holds something that is not an attnflow store (it is left as it is).
+
+    **Example:**
+
+        >>> import pathlib
+        >>> import tempfile
+        >>> import dynamics
+        >>> folder = pathlib.Path(tempfile.mkdtemp())
+        >>> (folder / "notes").mkdir()
+        >>> (folder / "notes" / "a.txt").write_text("mine")
+        4
+        >>> dynamics.remove_store(folder / "notes")
+        Traceback (most recent call last):
+        ...
+        ValueError: .../notes is not an attnflow sweep store, so it is not replaced; choose another output
+        >>> dynamics.remove_store(folder / "absent.zarr")
+    """
+    path = Path(path)
+    if not path.parent.is_dir():
+        return
+    with _store_held(path, overwrite=True):
+        _remove_store(path)
 
 
 def write_sweep(
     plan: Plan,
+    variables_of_a_run: dict,
     store: str | os.PathLike | None,
     *,
     event_names: tuple[str, ...],
     shard: tuple[int, int] = (0, 1),
     progress: bool = False,
     attrs: Mapping | None = None,
+    overwrite: bool = False,
 ) -> xr.Dataset:
-    """Run the units of `plan` that belong to `shard` and are not yet written, writing each to
-    `store` as it finishes.
+    """Run the blocks of `plan` that belong to `shard` and are not yet written intact, writing
+    each to `store` as it finishes.
 
     **Arguments:**
 
-    - `plan`: from [`make_plan`][].
-    - `store`: a directory (created, or resumed when it holds the same sweep), or `None` for a
-      store in memory.
+    - `plan`: from [`make_plan`][]; `variables_of_a_run`: from [`template`][].
+    - `store`: a directory (created, or resumed when it holds the same sweep made by the same
+      code), or `None` for a store in memory.
     - `event_names`: the simulation's event names, recorded in the attributes.
-    - `shard`: `(i, n)`: run only the units `u` with `u % n == i`.
-    - `progress`: progress bars over the units and inside each run.
+    - `shard`: `(i, n)`: run only the blocks `u` with `u % n == i`.
+    - `progress`: progress bars over the blocks and inside each run.
     - `attrs`: more attributes recorded when the store is created (e.g. provenance).
+    - `overwrite`: replace the store at `store` (refused while another process writes it).
 
-    Each finished unit's marker records the host and the seconds it took.
-
-    **Returns:** the store opened as an `xarray.Dataset` (lazily when on disk; cells of units
+    **Returns:** the store opened as an `xarray.Dataset` (lazily when on disk; cells of blocks
     not yet written hold fill values: NaN, or −1 for integers).
     """
     if store is None:
         target = zarr.storage.MemoryStore()
-        _create(target, plan, event_names, attrs or {})
-        done: set[int] = set()
-    else:
-        path = Path(store)
-        _open_or_create(path, plan, event_names, attrs or {})
-        target, done = str(path), units_done(path)
-    group = zarr.open_group(target, mode="r+", zarr_format=2, use_consolidated=True)
+        _create(target, plan, variables_of_a_run, event_names, attrs or {})
+        blocks = _Blocks(plan, list(variables_of_a_run), target, None, progress)
+        for u in tqdm(range(len(plan.units)), desc="blocks", unit="block", disable=not progress):
+            blocks.run(u)
+        if blocks.identical is not None:
+            warn_seeds_identical(blocks.identical, stacklevel=3)  # the caller of `sweep`
+        return open_store(target)
+    path = Path(store)
+    prepare_folder(path.parent, "the folder of the store")
+    with _store_held(path, overwrite) as lock:
+        remove_stale_temporaries(path.parent)
+        if overwrite:
+            _remove_store(path)
+        _open_or_create(path, plan, variables_of_a_run, event_names, attrs or {})
+        lock.share()  # the new store is made: other writers of the same sweep may join
+        with _registered(path):
+            blocks = _Blocks(plan, list(variables_of_a_run), str(path), path, progress)
+            _run_blocks(blocks, path, shard)
+    if blocks.identical is not None:
+        warn_seeds_identical(blocks.identical, stacklevel=3)  # the caller of `sweep`
+    if blocks.repaired:
+        warnings.warn(
+            f"{len(blocks.repaired)} damaged block(s) of {path} were run again: "
+            + " | ".join(blocks.repaired[:5]),
+            stacklevel=3,
+        )
+    return open_store(str(path))
+
+
+def _run_blocks(blocks: _Blocks, path: Path, shard: tuple[int, int]) -> None:
+    """Run this shard's blocks that are not written intact, each under its claim: a block
+    another process is computing is waited for (and run here if that process died)."""
     index, count = shard
-    mine = [u for u in range(len(plan.units)) if u % count == index and u not in done]
-    warned = False
-    for u in tqdm(mine, desc="blocks", unit="block", disable=not progress):
-        start = time.perf_counter()
-        static, cells = plan.units[u]
-        for point, block, outputs in _run_unit(plan, static, cells, progress):
-            _write_cell(group, plan, point, block, outputs)
-            saved = [x for name, (dims, x) in outputs.items() if SAVE_DIM in dims and name != "time"]
-            seeds = len(plan.seeds[plan.seed_block(block)])
-            warned = warned or warn_if_seeds_identical(static, seeds, saved)
-        if store is not None:
-            record = {"host": platform.node(), "seconds": round(time.perf_counter() - start, 3)}
-            _write_atomic(Path(store) / _DONE / str(u), json.dumps(record))
-    return open_store(target)
+    mine = [u for u in range(len(blocks.plan.units)) if u % count == index]
+    waiting = []
+    with tqdm(total=len(mine), desc="blocks", unit="block", disable=not blocks.progress) as bar:
+        for u in mine:
+            with file_lock(path / CLAIMS / str(u), blocking=False) as lock:
+                if lock.held:
+                    _run_unless_intact(blocks, path, u)
+                    bar.update()
+                else:
+                    waiting.append(u)
+        for u in waiting:
+            with file_lock(path / CLAIMS / str(u)):
+                _run_unless_intact(blocks, path, u)
+            bar.update()
+
+
+def _run_unless_intact(blocks: _Blocks, path: Path, u: int) -> None:
+    if not blocks.intact(u):
+        blocks.run(u)
+    # the block is written: its claim file goes (a process waiting on it then finds the marker)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path / CLAIMS / str(u))
 
 
 def open_store(store) -> xr.Dataset:

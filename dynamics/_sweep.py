@@ -2,7 +2,10 @@
 
 import dataclasses
 import itertools
+import json
 import os
+import shutil
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -12,17 +15,31 @@ import xarray as xr
 import zarr
 
 from ._batch import run_many
-from ._params import params
+from ._files import atomic_write, temporary_path
+from ._fingerprint import code_record, largest_array_bytes
+from ._integrity import CREATED, FORMAT, check_store, layout_digests, read_json
+from ._preflight import DEFAULT_MAX_BYTES, check_grid, check_precision, check_seeds, check_sizes, trace_run
 from ._run import Run
 from ._simulation import AbstractSimulation, batched_run, static_part, traced_arrays
-from ._store import CREATED, make_plan, open_store, units_done, warn_if_seeds_identical, write_sweep
+from ._store import (
+    Program,
+    make_plan,
+    open_store,
+    seeds_identical,
+    template,
+    units_done,
+    variables,
+    warn_seeds_identical,
+    write_sweep,
+)
 from ._trajectory import Trajectory
 
 
-def _check_seeds(num_seeds: int, seed: int) -> None:
-    for name, value, low in (("num_seeds", num_seeds, 1), ("seed", seed, 0)):
-        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
-            raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+def _bytes_of(run) -> int:
+    """The bytes one run's outputs take."""
+    return sum(
+        int(np.prod(leaf.shape)) * np.dtype(leaf.dtype).itemsize for _, leaf in variables(run).values()
+    )
 
 
 def _run_seeds(sim: AbstractSimulation, num_seeds: int, seed: int, chunk_size: int, progress: bool) -> Run:
@@ -38,12 +55,19 @@ def _run_seeds(sim: AbstractSimulation, num_seeds: int, seed: int, chunk_size: i
         progress=progress,
         description=type(sim).__name__,
     )
-    warn_if_seeds_identical(sim, num_seeds, jax.tree.leaves(runs.values))
+    if seeds_identical(num_seeds, jax.tree.leaves(runs.values)):
+        warn_seeds_identical(sim, stacklevel=3)  # the caller of `simulate`
     return runs
 
 
 def simulate(
-    sim: AbstractSimulation, num_seeds: int, *, seed: int = 0, chunk_size: int = 64, progress: bool = False
+    sim: AbstractSimulation,
+    num_seeds: int,
+    *,
+    seed: int = 0,
+    chunk_size: int = 64,
+    progress: bool = False,
+    max_bytes: int | None = DEFAULT_MAX_BYTES,
 ) -> Trajectory:
     """Run `num_seeds` seeds of `sim` in batched calls (`vmap` in chunks over local devices).
 
@@ -58,8 +82,13 @@ def simulate(
     - `seed`: the first run's integer seed (>= 0).
     - `chunk_size`: runs per compiled call.
     - `progress`: show progress bars: over chunks of runs, and inside each flow or scan.
+    - `max_bytes`: the most the results may take (default 16 GiB; `None`: no limit).
 
     **Returns:** a [`Trajectory`][] whose config is `sim.describe()` with the seeds.
+
+    **Raises:** `ValueError`, before any run, for seeds past 2³¹ − 1, a float64 simulation while
+    JAX's x64 mode is off, results over `max_bytes` or the available memory, or events the
+    simulation does not name.
 
     **Example:** 4 seeds of an exponential decay from random starts, each ending at
     y(1) = y(0) e^{−2} (float64):
@@ -83,7 +112,18 @@ def simulate(
         >>> trajectory.config["rate"], trajectory.config["num_seeds"], trajectory.config["seed"]
         (2.0, 4, 0)
     """
-    _check_seeds(num_seeds, seed)
+    check_seeds(num_seeds, seed)
+    check_precision(sim)
+    run, text = trace_run(static_part(sim), sim)
+    check_sizes(
+        bytes_per_run=_bytes_of(run),
+        largest_array=largest_array_bytes(text),
+        num_runs=num_seeds,
+        runs_per_block=min(chunk_size, num_seeds),
+        store=None,
+        done_fraction=0.0,
+        max_bytes=max_bytes,
+    )
     runs = _run_seeds(sim, num_seeds, seed, chunk_size, progress)
     config = sim.describe() | {"num_seeds": num_seeds, "seed": seed}
     return Trajectory.from_runs(runs, config, sim.event_names)
@@ -100,6 +140,8 @@ def sweep(
     store: str | os.PathLike | None = None,
     shard: tuple[int, int] = (0, 1),
     attrs: Mapping | None = None,
+    overwrite: bool = False,
+    max_bytes: int | None = DEFAULT_MAX_BYTES,
 ) -> xr.Dataset:
     """A grid of settings × seeds of `sim`, as one labelled dataset, written block by block.
 
@@ -108,10 +150,14 @@ def sweep(
     every grid point uses the same seeds `seed, seed + 1, ...` (common random numbers).
 
     With a `store`, each block of at most `chunk_size` runs is written to it as soon as it
-    finishes, so memory holds one block, not the sweep; the same call on the same store resumes
-    after a crash (the blocks already written are skipped, and the result is bit for bit the
-    uninterrupted one), and `shard=(i, n)` runs only every n-th block from the i-th, so n
-    processes (or cluster jobs) sharing the store complete it together.
+    finishes, with the checksum of each of its files, so memory holds one block, not the sweep.
+    The same call on the same store resumes after a crash: the blocks written intact are skipped,
+    missing and damaged ones run (the result is bit for bit the uninterrupted one). The store
+    records the settings and a fingerprint of the code (the lowered program of one run and the
+    source files of the simulation's package), so a store made with other settings or by other
+    code is refused, naming what differs, never served. `shard=(i, n)` runs only every n-th block
+    from the i-th, so n processes (or cluster jobs) sharing the store complete it together; other
+    processes writing the same store at the same time claim blocks, so none is computed twice.
 
     **Main arguments:**
 
@@ -130,19 +176,28 @@ def sweep(
       default: in memory.
     - `shard`: `(i, n)`: this process's share of the blocks (`0 <= i < n`).
     - `attrs`: more attributes of the dataset (recorded when a store is created), e.g. provenance.
+    - `overwrite`: replace what `store` holds instead of resuming it (an attnflow store only;
+      refused while another process writes it).
+    - `max_bytes`: the most the results may take (default 16 GiB; `None`: no limit); they must
+      also fit on the disk (or, without a store, in memory), and one block in memory.
 
     **Returns:** an `xarray.Dataset` with one dimension per grid axis (its values as the
     coordinate), then `seed` and `save`: `time` and every saved value over
     `(*grid, seed, save, ...)` (`value` when the run saves one array), `final.<name>` for the
     state each run ended in, `stop` (an index into `stop_reasons`), `event` (an index into
     `event_names`, −1 if none fired), `t_stop`, `num_steps`; the attribute `config` holds
-    `sim.describe()`, the grid and the seeds as JSON. In memory without a `store`; opened lazily
-    from the store with one (blocks of other shards not yet written hold NaN, or −1 for integers:
-    see [`sweep_progress`][]).
+    `sim.describe()`, the grid and the seeds as JSON, `code` the code's fingerprint. In memory
+    without a `store`; opened lazily from the store with one (blocks of other shards not yet
+    written hold NaN, or −1 for integers: see [`sweep_progress`][]; [`load_sweep`][] checks them).
 
-    **Raises:** `ValueError`, before any run, naming a field that is not a setting of `sim`, an
-    empty axis, a bad value, a grid whose points save differently shaped values, a bad shard, or
-    a store that holds something else (another sweep: the differing settings are named).
+    **Raises:** `ValueError`, before any run, naming a field that is not a setting of `sim`, grid
+    values that are not a list (a string, a scalar, a generator), an empty axis or a repeated
+    value, a bad value, a grid whose points save differently shaped values, a bad shard, seeds
+    past 2³¹ − 1, a float64 simulation while JAX's x64 mode is off, events the simulation does
+    not name, results too large (the numbers are given), or a store that cannot be resumed:
+    another sweep's (the differing settings are named), other code's (what changed is named), a
+    damaged one, or one another process writes while `overwrite` would replace it. `OSError`
+    when the disk fails during the work (the blocks written so far stay, and a rerun resumes).
 
     **Example:** a 2-point grid of decay rates × 3 seeds, in memory, in one compiled call (the
     rate is `traced`); the ratio y(1)/y(0) is e^{−rate} at every seed:
@@ -166,30 +221,52 @@ def sweep(
         >>> sorted(ds.data_vars)
         ['event', 'final.y', 'num_steps', 'stop', 't_stop', 'time', 'y']
     """
-    _check_seeds(num_seeds, seed)
+    check_seeds(num_seeds, seed)
     _check_shard(shard)
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, int | np.integer) or chunk_size < 1:
         raise ValueError(f"chunk_size must be an integer >= 1, got {chunk_size!r}")
-    known = {info.name for info in params(type(sim))}
-    for name, values in grid.items():
-        if name not in known:
-            known_text = ", ".join(sorted(known))
-            raise ValueError(f"{type(sim).__name__} has no setting {name!r}; known: {known_text}")
-        if len(list(values)) == 0:
-            raise ValueError(f"grid axis {name!r} must have at least one value")
-    axes = {name: list(values) for name, values in grid.items()}
+    axes = check_grid(sim, grid)
+    check_precision(sim)
     sims = [dataclasses.replace(sim, **dict(zip(axes, point))) for point in itertools.product(*axes.values())]
+    statics = [static_part(s) for s in sims]
+    programs = {}
+    for static, point in zip(statics, sims):
+        if static not in programs:
+            programs[static] = Program(static, *trace_run(static, point))
+    variables_of_a_run = template(programs)
+    path = None if store is None else Path(store)
+    check_sizes(
+        bytes_per_run=_bytes_of(next(iter(programs.values())).run),
+        largest_array=max(largest_array_bytes(p.text) for p in programs.values()),
+        num_runs=len(sims) * num_seeds,
+        runs_per_block=min(int(chunk_size), len(sims) * num_seeds),
+        store=path,
+        done_fraction=0.0 if path is None or overwrite else _done_fraction(path),
+        max_bytes=max_bytes,
+    )
     config = sim.describe() | {"grid": axes, "num_seeds": num_seeds, "seed": seed}
-    plan = make_plan(sims, axes, seed + np.arange(num_seeds), int(chunk_size), config)
+    code = code_record(type(sim), [p.text for p in programs.values()])
+    plan = make_plan(sims, axes, statics, seed, num_seeds, int(chunk_size), config, code)
     ds = write_sweep(
         plan,
+        variables_of_a_run,
         store,
         event_names=sim.event_names,
         shard=shard,
         progress=progress,
         attrs=attrs,
+        overwrite=overwrite,
     )
     return ds.load() if store is None else ds
+
+
+def _done_fraction(path: Path) -> float:
+    """The part of the store at `path` already written (0 when there is none)."""
+    try:
+        written, total = sweep_progress(path)
+    except ValueError:
+        return 0.0
+    return written / total if total else 0.0
 
 
 def _check_shard(shard: tuple[int, int]) -> None:
@@ -223,8 +300,11 @@ def sweep_progress(path: str | os.PathLike) -> tuple[int, int]:
         (0, 2) (1, 2)
         (1, 2) (2, 2)
     """
-    attrs = _store_attrs(path)
-    return len(units_done(path)), int(attrs["num_units"])
+    created = read_json(Path(path) / CREATED)
+    if created is None or created.get("whole"):
+        _store_attrs(path)  # refuses what is not a sweep's store
+        return (1, 1) if created else (len(units_done(path)), int(_store_attrs(path)["num_units"]))
+    return len(units_done(path)), len(created["units"])
 
 
 def _store_attrs(path: str | os.PathLike) -> dict:
@@ -238,9 +318,13 @@ def _store_attrs(path: str | os.PathLike) -> dict:
 
 
 def save_sweep(ds: xr.Dataset, path: str | os.PathLike) -> Path:
-    """Write a sweep (from [`sweep`][]) to a zarr store at `path` (replaced if present).
+    """Write a sweep (from [`sweep`][]) to a zarr store at `path` (a store there is replaced),
+    with the checksum of every file, as one block: [`load_sweep`][] and [`check_store`][] check it.
+    The store appears whole or not at all (it is written beside `path`, then renamed).
 
     **Returns:** the path written.
+
+    **Raises:** `ValueError` when `path` holds something other than a sweep's store.
 
     **Example:** a sweep made in memory, saved and read back:
 
@@ -263,16 +347,35 @@ def save_sweep(ds: xr.Dataset, path: str | os.PathLike) -> Path:
         ('decay.zarr', (2, 2, 2), True)
     """
     path = Path(path)
-    ds.to_zarr(path, mode="w", zarr_format=2, consolidated=True)
+    if path.exists() and not (path / CREATED).exists():
+        raise ValueError(f"{path} exists and is not an attnflow sweep store; choose another path")
+    tmp = temporary_path(path)
+    try:
+        ds.to_zarr(tmp, mode="w", zarr_format=2, consolidated=True)
+        created = {
+            "format": FORMAT,
+            "identity": ds.attrs.get("identity"),
+            "files": layout_digests(tmp),
+            "whole": True,
+        }
+        with atomic_write(tmp / CREATED) as f:
+            json.dump(created, f)
+        if path.exists():
+            shutil.rmtree(path)
+        os.rename(tmp, path)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp)
     return path
 
 
 def load_sweep(path: str | os.PathLike) -> xr.Dataset:
     """Read a sweep's zarr store (written by [`save_sweep`][] or by [`sweep`][] with a `store`)
-    into memory.
+    into memory, after checking every file against its checksum (see [`check_store`][]).
 
-    **Raises:** `ValueError` naming the path when it is not such a store, or when blocks of it
-    are not written yet (resume the sweep, or run its other shards).
+    **Raises:** `ValueError` naming the path when it is not such a store, when blocks of it are
+    not written yet (resume the sweep, or run its other shards), or when a file is damaged (the
+    block, its grid point and seeds, the variable and the file are named).
 
     **Example:** a store written block by block by [`sweep`][] loads once every shard is done:
 
@@ -301,12 +404,25 @@ def load_sweep(path: str | os.PathLike) -> xr.Dataset:
         ((2, 2, 2), [[0, 0], [0, 0]])
         >>> folder.cleanup()
     """
-    attrs = _store_attrs(path)
-    if (Path(path) / CREATED).exists():  # written block by block by `sweep`
-        written, total = len(units_done(path)), int(attrs["num_units"])
-        if written < total:
-            raise ValueError(
-                f"{path} is incomplete: {written} of {total} blocks written (rerun the sweep on it to "
-                "finish, or run its other shards)"
+    report = check_store(path)
+    if report.state == "foreign":
+        attrs = _store_attrs(path)  # refuses what is not a sweep's store at all
+        warnings.warn(f"{path}: {report.problems[0]}; it is read unchecked", stacklevel=2)
+        if (Path(path) / CREATED).exists() and len(units_done(path)) < int(attrs["num_units"]):
+            report = dataclasses.replace(
+                report, state="incomplete", written=len(units_done(path)), total=int(attrs["num_units"])
             )
+    if report.state == "damaged":
+        fix = (
+            f"`attnflow check {path} --repair`, or the same sweep on it, runs the damaged blocks again"
+            if report.repairable
+            else "make it again (overwrite)"
+        )
+        more = f"; and {len(report.problems) - 3} more" if len(report.problems) > 3 else ""
+        raise ValueError(f"{path} is damaged: {'; '.join(report.problems[:3])}{more} ({fix})")
+    if report.state == "incomplete":
+        raise ValueError(
+            f"{path} is incomplete: {report.written} of {report.total} blocks written (rerun the sweep on it "
+            "to finish, or run its other shards)"
+        )
     return open_store(path).load()

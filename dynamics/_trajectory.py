@@ -1,9 +1,9 @@
 """Trajectories on disk: saved values with a leading seed axis and the config that made them."""
 
 import dataclasses
+import hashlib
 import json
 import os
-import tempfile
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -11,15 +11,15 @@ from typing import Any
 import jax
 import numpy as np
 
+from ._files import atomic_write
 from ._run import Run, stop_reason
 
 _META_KEY = "__meta__"
 
 
 def save_npz_atomic(path: str | os.PathLike, arrays: dict[str, np.ndarray]) -> Path:
-    """Write `arrays` to one `.npz` file atomically: to a temporary file in the same folder,
-    flushed to disk, then renamed over `path`, so a crash never leaves a half-written file
-    (and never a stray temporary one). The file's mode follows the umask, like any new file.
+    """Write `arrays` to one `.npz` file atomically (see [`atomic_write`][]): a crash never leaves
+    a half-written file (and never a stray temporary one). The file's mode follows the umask.
 
     **Arguments:**
 
@@ -42,25 +42,9 @@ def save_npz_atomic(path: str | os.PathLike, arrays: dict[str, np.ndarray]) -> P
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.fchmod(fd, 0o666 & ~umask())  # mkstemp makes 0600; a result is as readable as any file
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, **arrays)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    with atomic_write(path, "wb") as f:
+        np.savez(f, **arrays)
     return path
-
-
-def umask() -> int:
-    """The process's file-creation mask."""
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def named_leaves(tree: Any, prefix: str, separator: str = "/") -> dict[str, Any]:
@@ -75,6 +59,16 @@ def named_leaves(tree: Any, prefix: str, separator: str = "/") -> dict[str, Any]
 def flatten_tree(tree: Any, prefix: str, separator: str = "/") -> dict[str, np.ndarray]:
     """[`named_leaves`][] as numpy arrays."""
     return {name: np.asarray(leaf) for name, leaf in named_leaves(tree, prefix, separator).items()}
+
+
+def _checksum(arrays: dict[str, np.ndarray], config) -> str:
+    """A digest of named arrays (name, dtype, shape and bytes) and a JSON config."""
+    digest = hashlib.sha256(json.dumps(config, sort_keys=True).encode())
+    for name in sorted(arrays):
+        array = np.ascontiguousarray(arrays[name])
+        digest.update(f"{name}:{array.dtype.str}:{array.shape}".encode())
+        digest.update(array.tobytes())
+    return digest.hexdigest()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -150,36 +144,46 @@ class Trajectory:
         return len(self.stop_reasons)
 
     def save(self, path: str | os.PathLike) -> Path:
-        """Write one `.npz` file atomically (see [`save_npz_atomic`][]).
+        """Write one `.npz` file atomically (see [`save_npz_atomic`][]), with a checksum over
+        its arrays and its config that [`Trajectory.load`][] checks.
 
         **Returns:** the path written.
         """
         arrays = {f"values/{k}": v for k, v in self.values.items()}
         arrays |= {k: getattr(self, k) for k in ("times", "stop_reasons", "t_stop", "num_steps")}
-        arrays[_META_KEY] = np.asarray(json.dumps({"config": self.config}))
+        meta = {"config": self.config, "checksum": _checksum(arrays, self.config)}
+        arrays[_META_KEY] = np.asarray(json.dumps(meta))
         return save_npz_atomic(path, arrays)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Trajectory":
-        """Read a file written by [`Trajectory.save`][].
+        """Read a file written by [`Trajectory.save`][], checking it against its checksum.
 
-        **Raises:** `ValueError` naming the file when it is not such a file (damaged, truncated,
-        or written by something else).
+        **Raises:** `ValueError` naming the file when it is not such a file (truncated, or
+        written by something else), or when an array or the config differs from the checksum.
         """
         try:
             with np.load(path, allow_pickle=False) as data:
                 meta = json.loads(str(data[_META_KEY]))
-                values = {k.removeprefix("values/"): data[k] for k in data.files if k.startswith("values/")}
-                return cls(
-                    times=data["times"],
-                    values=values,
-                    stop_reasons=data["stop_reasons"],
-                    t_stop=data["t_stop"],
-                    num_steps=data["num_steps"],
-                    config=meta["config"],
-                )
+                arrays = {k: data[k] for k in data.files if k != _META_KEY}
         except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as err:
             raise ValueError(
                 f"{path} is not a trajectory written by attnflow (expected an .npz file with times, "
                 f"values/..., stop_reasons, t_stop, num_steps and its config; {type(err).__name__}: {err})"
             ) from None
+        if meta.get("checksum") != _checksum(arrays, meta.get("config")):
+            raise ValueError(
+                f"{path} is damaged: its arrays or its config differ from the checksum written with them "
+                "(changed, truncated, or written before checksums); make it again"
+            )
+        try:
+            return cls(
+                times=arrays["times"],
+                values={k.removeprefix("values/"): v for k, v in arrays.items() if k.startswith("values/")},
+                stop_reasons=arrays["stop_reasons"],
+                t_stop=arrays["t_stop"],
+                num_steps=arrays["num_steps"],
+                config=meta["config"],
+            )
+        except KeyError as err:
+            raise ValueError(f"{path} is not a trajectory written by attnflow (no {err})") from None

@@ -11,6 +11,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+import dynamics  # noqa: E402
+
 
 def _jsonable(value: Any) -> Any:
     if isinstance(value, dict):
@@ -24,7 +26,8 @@ def _jsonable(value: Any) -> Any:
 
 
 def save_figure(fig: plt.Figure, out_dir: Path, name: str, *, data: dict, config: dict) -> list[Path]:
-    """Write `name.png`, `name.pdf` and `name.json` into `out_dir` and close the figure.
+    """Write `name.png`, `name.pdf` and `name.json` into `out_dir` and close the figure; each file
+    is written whole or not at all (`dynamics.atomic_write`).
 
     **Arguments:**
 
@@ -38,9 +41,15 @@ def save_figure(fig: plt.Figure, out_dir: Path, name: str, *, data: dict, config
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    dynamics.remove_stale_temporaries(out_dir)  # of a figure a killed process was writing
     paths = [out_dir / f"{name}.png", out_dir / f"{name}.pdf", out_dir / f"{name}.json"]
-    fig.savefig(paths[0], dpi=130, bbox_inches="tight")
-    fig.savefig(paths[1], bbox_inches="tight")
-    plt.close(fig)
-    paths[2].write_text(json.dumps({"figure": name, "config": _jsonable(config), "data": _jsonable(data)}))
+    try:
+        with dynamics.atomic_write(paths[0], "wb") as f:
+            fig.savefig(f, format="png", dpi=130, bbox_inches="tight")
+        with dynamics.atomic_write(paths[1], "wb") as f:
+            fig.savefig(f, format="pdf", bbox_inches="tight")
+    finally:
+        plt.close(fig)
+    with dynamics.atomic_write(paths[2]) as f:
+        json.dump({"figure": name, "config": _jsonable(config), "data": _jsonable(data)}, f)
     return paths

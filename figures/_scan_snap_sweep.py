@@ -4,10 +4,12 @@ L0 mini-batch SGD with heavy-ball momentum from the random init U(±1/√M), one
 `dynamics.run_many` call per vocabulary, `vmap`ped over every (η_Z, η_Y/η_Z, seed). Each run
 keeps only what the figures plot: the final distinct-token entropy and the final recall curve.
 The results are written to `scan_snap_sweep.npz` next to the figures, with the config that
-made them, and reused by any later figure asking for the same config.
+made them and a digest of the code that ran, and reused by any later figure asking for the same
+config while the code is the same.
 """
 
 import dataclasses
+import hashlib
 import json
 import time
 from pathlib import Path
@@ -207,11 +209,27 @@ def run_sweep(config: SweepConfig) -> SweepResult:
     )
 
 
+def code_digest() -> str:
+    """A digest of the code the sweep runs: the source files of `dynamics`, `tasks.scan_snap` and
+    this module, and the versions of JAX and jaxlib. A cache made by other code is not reused."""
+    import jaxlib
+
+    import tasks.scan_snap
+
+    digest = hashlib.sha256(f"{jax.__version__} {jaxlib.__version__}".encode())
+    for package in (dynamics, tasks.scan_snap):
+        for file in sorted(Path(package.__file__).parent.rglob("*.py")):
+            digest.update(file.read_bytes())
+    digest.update(Path(__file__).read_bytes())
+    return digest.hexdigest()[:16]
+
+
 def _save(result: SweepResult, path: Path) -> None:
     """Write atomically: a partial file never looks like a cache hit."""
     dynamics.save_npz_atomic(
         path,
         {
+            "code": np.asarray(code_digest()),
             "config": np.asarray(json.dumps(result.config.to_dict(), sort_keys=True)),
             "entropy": result.entropy,
             "recall": result.recall,
@@ -223,10 +241,12 @@ def _save(result: SweepResult, path: Path) -> None:
 
 
 def _load(path: Path, config: SweepConfig) -> SweepResult | None:
-    """The cached result at `path` if it exists and was made with `config`, else None."""
+    """The cached result at `path` if it exists and was made with `config` by this code, else None."""
     if not path.exists():
         return None
     with np.load(path) as stored:
+        if "code" not in stored.files or str(stored["code"]) != code_digest():
+            return None
         if json.loads(str(stored["config"])) != json.loads(json.dumps(config.to_dict(), sort_keys=True)):
             return None
         return SweepResult(
@@ -241,7 +261,7 @@ def _load(path: Path, config: SweepConfig) -> SweepResult | None:
 
 def load_or_run_sweep(out_dir: Path, config: SweepConfig) -> tuple[SweepResult, bool]:
     """The sweep's results from `out_dir/scan_snap_sweep.npz` when they were made with the same
-    config; otherwise run it and write that file.
+    config by the same code ([`code_digest`][]); otherwise run it and write that file.
 
     **Arguments:**
 

@@ -1,5 +1,6 @@
 """A small simulation for the sweep-store tests, importable by the subprocesses they start."""
 
+import functools
 import time
 
 import jax
@@ -13,17 +14,28 @@ def _pause(seconds):
     time.sleep(float(seconds))
 
 
+def _log(path, rate, scale, seed):
+    with open(path, "a") as f:
+        f.write(f"{float(rate)} {float(scale)} {int(seed)}\n")
+
+
 class SlowDecay(dynamics.AbstractSimulation):
     """y(t) = y0 e^{−rate t} from y0 ~ N(0, scale²), saved at 4 times, after a host-side pause of
-    `pause` seconds per compiled call (so a test can stop a sweep between two of its blocks)."""
+    `pause` seconds per run (so a test can stop a sweep between two of its blocks); with `log`,
+    each run appends its rate, scale and seed to that file (so a test can count the runs)."""
 
     rate: float = param(1.0, Interval(0, low_open=True), doc="decay rate", traced=True)
     scale: float = param(1.0, Interval(0, low_open=True), doc="initial spread (one program per value)")
-    pause: float = param(0.0, Interval(0), doc="seconds of pause per compiled call")
+    pause: float = param(0.0, Interval(0), doc="seconds of pause per run")
+    log: str = param("", doc="a file each run appends its rate, scale and seed to")
     dtype: str = dynamics.dtype_param("float64")
 
     def run(self, key):
         jax.debug.callback(_pause, self.pause)
+        if self.log:
+            jax.debug.callback(
+                functools.partial(_log, self.log), self.rate, self.scale, dynamics.key_seed(key)
+            )
         y0 = self.scale * jax.random.normal(key, (2,), self.dtype)
         save = dynamics.Save(ts=jnp.linspace(0.0, 1.0, 4, dtype=self.dtype))
         return dynamics.ode_flow(lambda t, y, args: -self.rate * y, y0, t1=1.0, save=save)

@@ -131,3 +131,7 @@ def test_fig6_sweep_reduced_grid_and_cache(tmp_path, monkeypatch):
         load_or_run_sweep(
             tmp_path, SweepConfig(num_lasts=(1,), eta_zs=(0.5, 3.0), ratios=(1.0, 2.0), seeds=(1,))
         )
+    # the same config made by other code is not served from the cache
+    monkeypatch.setattr(_scan_snap_sweep, "code_digest", lambda: "other code")
+    with pytest.raises(RuntimeError, match="ran again"):
+        load_or_run_sweep(tmp_path, config)

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import jax
 
+import dynamics
+
 VERDICTS = ("pass", "fail", "deviation")
 """`pass`: the simulation agrees with the prediction within the tolerance. `fail`: it does not.
 `deviation`: it does not, and the specification documents why (the reason is in `note`);
@@ -233,8 +235,9 @@ def format_table(checks: list[Check]) -> str:
 
 
 def write_json(checks: list[Check], path: str | Path, meta: dict) -> Path:
-    """Write the checks and `meta` (versions, options) to `path` as JSON."""
+    """Write the checks and `meta` (versions, options) to `path` as JSON, whole or not at all."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"meta": meta, "checks": [c.to_dict() for c in checks]}, indent=2))
+    with dynamics.atomic_write(path) as f:
+        json.dump({"meta": meta, "checks": [c.to_dict() for c in checks]}, f, indent=2)
     return path

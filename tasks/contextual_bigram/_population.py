@@ -30,11 +30,14 @@ def line_vector_field(t, y: Float[Array, "2"], args) -> Float[Array, "2"]:
     return jnp.stack([K_P * b * (1 - a * b), K_Q * a * (1 - a * b) + (1 - b) / T])
 
 
-def line_flow(y0, args, save_ts, *, save=None, stepsize_controller=FLOW_CONTROLLER) -> dynamics.Run:
+def line_flow(
+    y0, args, save_ts, *, save=None, stepsize_controller=FLOW_CONTROLLER, max_steps: int = 100_000
+) -> dynamics.Run:
     """Integrate Eqn 8 with Diffrax (Dopri8) from `y0 = (α₀, β₀)` up to `save_ts[-1]` (traceable).
 
     **Arguments:** `y0` (2,); `args` = (K_P, K_Q, T) as arrays; `save_ts`; `save`: a function of
-    (α, β) to save (default: the state); `stepsize_controller`: a Diffrax step-size controller.
+    (α, β) to save (default: the state); `stepsize_controller`: a Diffrax step-size controller;
+    `max_steps`: the solver's step budget.
 
     **Returns:** the `dynamics.Run`.
     """
@@ -46,6 +49,7 @@ def line_flow(y0, args, save_ts, *, save=None, stepsize_controller=FLOW_CONTROLL
         save=dynamics.Save(ts=save_ts, fn=None if save is None else lambda t, y, args: save(y)),
         solver=diffrax.Dopri8(),
         stepsize_controller=stepsize_controller,
+        max_steps=max_steps,
     )
 
 

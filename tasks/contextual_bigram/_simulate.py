@@ -219,6 +219,9 @@ class PopulationODE(_OnInstance):
     num_saves: int = param(101, Interval(2), doc="equally spaced saves on [0, t1]")
     rtol: float = param(1e-10, _POSITIVE, doc="relative tolerance of the step-size controller")
     atol: float = param(1e-12, _POSITIVE, doc="absolute tolerance of the step-size controller")
+    max_steps: int = param(
+        100_000, Interval(1), doc="the solver's step budget (a run that spends it stops with max_steps)"
+    )
     dtype: str = dtype_param("float64")
     seed_hint = "the population ODE has no randomness: sweep alpha0 or beta0 instead"
 
@@ -237,6 +240,7 @@ class PopulationODE(_OnInstance):
             jnp.linspace(0.0, self.t1, self.num_saves, dtype=dtype),
             save=save,
             stepsize_controller=diffrax.PIDController(rtol=self.rtol, atol=self.atol),
+            max_steps=self.max_steps,
         )
 
 

@@ -136,6 +136,9 @@ class Result1Flow(dynamics.AbstractSimulation):
     first_save: float = param(
         1e-7, Interval(0, 1, low_open=True, high_open=True), doc="the first positive save / t1", traced=True
     )
+    max_steps: int = param(
+        100_000, Interval(1), doc="the solver's step budget (a run that spends it stops with max_steps)"
+    )
     dtype: str = dtype_param("float64")
     seed_hint = "task_seed fixes one task for every seed: leave it unset to draw a task per seed"
 
@@ -155,7 +158,9 @@ class Result1Flow(dynamics.AbstractSimulation):
         log_fractions = jnp.linspace(jnp.log(self.first_save), 0.0, self.num_saves - 1, dtype=dtype)
         save_ts = t1 * jnp.concatenate([jnp.zeros(1, dtype), jnp.exp(log_fractions)])
         mu_decides = self.distribution == "distinct" and self.n >= 3 and self.L - self.M >= self.n
-        tau, run = result1_time(arrays, population, c, t1=t1, save_ts=save_ts, mu_event=mu_decides)
+        tau, run = result1_time(
+            arrays, population, c, t1=t1, save_ts=save_ts, mu_event=mu_decides, max_steps=self.max_steps
+        )
         model = DecisionListModel(run.final, c * permutation_matrix(arrays, dtype))
         final = {
             "W": run.final,

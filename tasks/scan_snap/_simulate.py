@@ -42,6 +42,12 @@ def _num_saves():
     return param(51, Interval(2), doc="equally spaced saves on [0, t1]")
 
 
+def _max_steps():
+    return param(
+        100_000, Interval(1), doc="the solver's step budget (a run that spends it stops with max_steps)"
+    )
+
+
 def _classes(dataset: str, num_last: int) -> SequenceClasses:
     config = Dataset2.syn_small() if dataset == "syn_small" else Dataset2.syn_medium(num_last)
     return config.build()
@@ -109,6 +115,7 @@ class PopulationFlow(dynamics.AbstractSimulation):
     eta_z: float = _rate("η_Z of the attention Z")
     t1: float = _t1()
     num_saves: int = _num_saves()
+    max_steps: int = _max_steps()
     dtype: str = dtype_param("float64")
     seed_hint = "from init=zeros the flow is deterministic: set init=uniform for a random start"
 
@@ -123,6 +130,7 @@ class PopulationFlow(dynamics.AbstractSimulation):
             eta_z=self.eta_z,
             t1=self.t1,
             save_ts=_save_ts(self.t1, self.num_saves, dtype),
+            max_steps=self.max_steps,
         )
 
 
@@ -137,6 +145,7 @@ class TheoryFlow(dynamics.AbstractSimulation):
     t1: float = _t1()
     num_saves: int = _num_saves()
     class_weighted: bool = param(False, doc="multiply each class's term by π_n")
+    max_steps: int = _max_steps()
     dtype: str = dtype_param("float64")
     seed_hint = "from init=zeros the flow is deterministic: set init=uniform for a random start"
 
@@ -152,6 +161,7 @@ class TheoryFlow(dynamics.AbstractSimulation):
             t1=self.t1,
             save_ts=_save_ts(self.t1, self.num_saves, dtype),
             class_weighted=self.class_weighted,
+            max_steps=self.max_steps,
         )
 
 
@@ -166,6 +176,7 @@ class ScalarFlow(dynamics.AbstractSimulation):
     C0: float = param(1.0, _POSITIVE, doc="C_0 of Theorem 4", traced=True)
     t1: float = _t1()
     num_saves: int = _num_saves()
+    max_steps: int = _max_steps()
     dtype: str = dtype_param("float64")
     seed_hint = "the scalar model has no randomness: sweep its rates or C0 instead"
 
@@ -180,6 +191,7 @@ class ScalarFlow(dynamics.AbstractSimulation):
             t1=self.t1,
             save_ts=_save_ts(self.t1, self.num_saves, self.float_dtype),
             dtype=self.float_dtype,
+            max_steps=self.max_steps,
         )
 
 

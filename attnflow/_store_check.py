@@ -1,0 +1,61 @@
+"""`attnflow check STORE [--repair]`: the state of a store, and its missing or damaged blocks run
+again by the sweep that made it."""
+
+import json
+from pathlib import Path
+
+import dynamics
+
+from .papers import load_simulation
+
+_NEXT_STEP = {
+    "complete": "",
+    "incomplete": "rerun the command that made it, or `attnflow check {path} --repair`, to finish it",
+    "damaged": "`attnflow check {path} --repair` runs the damaged blocks again",
+    "foreign": "",
+}
+
+
+def check(path: Path, *, repair: bool) -> int:
+    """Print the state of the store at `path` with one line per problem; with `repair`, run its
+    missing and damaged blocks again (the settings and the code must be those that made it).
+
+    **Returns:** the exit status: 0 when the store is complete (after the repair), else 1.
+    """
+    report = dynamics.check_store(path)
+    _print(report)
+    if repair and report.state in ("incomplete", "damaged"):
+        if not report.repairable:
+            print("the store's own files are damaged, so no rerun of its blocks can repair it: make it again")
+            return 1
+        sim, grid, options = rebuilt_sweep(path)
+        dynamics.sweep(sim, grid, store=path, progress=True, max_bytes=None, **options)
+        report = dynamics.check_store(path)
+        print("after the repair:")
+        _print(report)
+    return 0 if report.state == "complete" else 1
+
+
+def _print(report: dynamics.StoreReport) -> None:
+    print(f"{report.path}: {report.state}, {report.written} of {report.total} blocks written")
+    for problem in report.problems:
+        print(f"  {problem}")
+    hint = _NEXT_STEP[report.state].format(path=report.path)
+    if hint and (report.repairable or report.state == "incomplete"):
+        print(hint)
+
+
+def rebuilt_sweep(path: Path) -> tuple[dynamics.AbstractSimulation, dict, dict]:
+    """The simulation, grid and options of the sweep that made the store at `path`, from its
+    recorded config.
+
+    **Raises:** `ValueError` when the simulation cannot be loaded or built again.
+    """
+    import zarr
+
+    attrs = zarr.open_group(str(path), mode="r", zarr_format=2, use_consolidated=True).attrs
+    config = json.loads(attrs["config"])
+    cls = load_simulation(config["simulation"])
+    fields = {info.name: config[info.name] for info in cls.params() if info.name in config}
+    options = {"num_seeds": config["num_seeds"], "seed": config["seed"], "chunk_size": attrs["chunk_size"]}
+    return cls(**fields), config["grid"], options

@@ -1,0 +1,241 @@
+"""What a store holds, checked: checksums of every file it is made of, recorded when written and
+compared when read, so that a lost, truncated or edited file is named instead of read as data.
+
+- `.attnflow_created` (JSON): the store's format and identity (a digest of its settings and of
+  its code's fingerprint), the checksum of every file written when the store was made (the
+  metadata, the coordinates) and, per block, its cells `(grid point, seed block)`.
+- `.attnflow_units_done/<block>` (JSON), written once the block's data is: the identity, the
+  checksum of each chunk file of the block, where and how long it ran.
+"""
+
+import dataclasses
+import hashlib
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+import zarr
+
+FORMAT = "attnflow-sweep-2"
+"""The `format` attribute of every store this version writes."""
+CREATED = ".attnflow_created"
+DONE = ".attnflow_units_done"
+CLAIMS = ".attnflow_claims"
+WRITERS = ".attnflow_writers"
+_OURS = (CREATED, DONE, CLAIMS, WRITERS)
+
+
+def file_digest(path: Path) -> str:
+    """The SHA-256 of a file's bytes (hex)."""
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def layout_digests(path: Path) -> dict[str, str]:
+    """Every data and metadata file of the store at `path`, by path relative to it, with its
+    checksum (attnflow's own markers excluded)."""
+    files = {}
+    for root, dirs, names in os.walk(path):
+        dirs[:] = [d for d in dirs if d not in _OURS]
+        for name in names:
+            if name in _OURS:
+                continue
+            full = Path(root) / name
+            files[str(full.relative_to(path))] = file_digest(full)
+    return dict(sorted(files.items()))
+
+
+def read_json(path: Path) -> dict | None:
+    """A JSON marker, or `None` when it is missing or not JSON."""
+    try:
+        value = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def chunk_key(group: zarr.Group, name: str, lead: tuple[int, ...]) -> str:
+    """The file, relative to the store, of the chunk of variable `name` at leading chunk index
+    `lead` (grid point, seed block; the trailing dimensions are one chunk)."""
+    array = group[name]
+    coords = lead + (0,) * (array.ndim - len(lead))
+    return f"{name}/{array.metadata.encode_chunk_key(coords)}"
+
+
+def differing_files(path: Path, recorded: dict[str, str]) -> list[str]:
+    """The files of `recorded` that are missing under `path` or whose checksum differs, in words."""
+    problems = []
+    for name, digest in recorded.items():
+        full = path / name
+        if not full.is_file():
+            problems.append(f"{name} is missing")
+        elif file_digest(full) != digest:
+            problems.append(f"{name} differs from its checksum (changed or truncated)")
+    return problems
+
+
+@dataclasses.dataclass(frozen=True)
+class StoreReport:
+    """The state of a sweep's store, from [`check_store`][].
+
+    **Fields:**
+
+    - `path`: the store.
+    - `state`: `"complete"` (every block written and intact), `"incomplete"` (blocks still to
+      run, the rest intact), `"damaged"` (a file lost, truncated or changed) or `"foreign"`
+      (not a store this version of attnflow wrote and can check).
+    - `written`, `total`: the blocks written, of all.
+    - `problems`: one line per problem found, naming the block, its grid point and seeds, the
+      variable and the file.
+    - `damaged`: the blocks whose data is damaged (a rerun of the sweep, or
+      `attnflow check --repair`, computes them again).
+    - `repairable`: whether rerunning blocks can repair the damage (not when the store's own
+      settings or coordinates changed).
+
+    **Example:**
+
+        >>> import pathlib
+        >>> import dynamics
+        >>> report = dynamics.StoreReport(pathlib.Path("s.zarr"), "incomplete", 3, 8)
+        >>> report.summary()
+        's.zarr: incomplete, 3 of 8 blocks written'
+
+    [`check_store`][] makes one.
+    """
+
+    path: Path
+    state: str
+    written: int
+    total: int
+    problems: tuple[str, ...] = ()
+    damaged: tuple[int, ...] = ()
+    repairable: bool = True
+
+    def summary(self, limit: int = 5) -> str:
+        """The state in one line, with the first `limit` problems."""
+        head = f"{self.path}: {self.state}, {self.written} of {self.total} blocks written"
+        if not self.problems:
+            return head
+        more = f"; and {len(self.problems) - limit} more" if len(self.problems) > limit else ""
+        return f"{head}; " + "; ".join(self.problems[:limit]) + more
+
+
+def _describe_cell(
+    coords: dict[str, np.ndarray], axes: list[str], shape: tuple, cell, seeds_per_chunk
+) -> str:
+    point, block = cell
+    index = np.unravel_index(point, shape) if shape else ()
+    where = [f"{axis}={coords[axis][i].item()!r}" for axis, i in zip(axes, index)]
+    seeds = coords["seed"][block * seeds_per_chunk : (block + 1) * seeds_per_chunk]
+    where.append(f"seeds {seeds[0]}-{seeds[-1]}")
+    return ", ".join(where).replace("'", "")
+
+
+def check_store(path: str | os.PathLike) -> StoreReport:
+    """Check every file of a sweep's store against the checksums recorded when it was written.
+
+    Reads every file once; nothing is changed. `attnflow check STORE` prints the result.
+
+    **Arguments:** `path`: the store (from [`sweep`][] with a `store`, or [`save_sweep`][]).
+
+    **Returns:** a [`StoreReport`][].
+
+    **Example:** a deleted chunk file is named with its block, grid point, seeds and variable:
+
+        >>> import pathlib
+        >>> import tempfile
+        >>> import jax
+        >>> import dynamics
+        >>> class Decay(dynamics.AbstractSimulation):
+        ...     rate: float = dynamics.param(1.0, dynamics.Interval(0, low_open=True), traced=True)
+        ...     dtype: str = dynamics.dtype_param("float64")
+        ...
+        ...     def run(self, key):  # dy/dt = -rate y from y(0) in [1, 2)
+        ...         y0 = {"y": 1.0 + jax.random.uniform(key, (), self.dtype)}
+        ...         return dynamics.ode_flow(lambda t, s, args: {"y": -self.rate * s["y"]}, y0, t1=1.0)
+        >>> store = pathlib.Path(tempfile.mkdtemp()) / "decay.zarr"
+        >>> _ = dynamics.sweep(Decay(), {"rate": [1.0, 2.0]}, num_seeds=2, chunk_size=2, store=store)
+        >>> dynamics.check_store(store).state
+        'complete'
+        >>> (store / "y" / "1.0.0").unlink()
+        >>> report = dynamics.check_store(store)
+        >>> report.state, report.damaged, report.repairable
+        ('damaged', (1,), True)
+        >>> print(report.problems[0])
+        block 1 (rate=2.0, seeds 0-1): y: y/1.0.0 is missing
+    """
+    path = Path(path)
+    created = read_json(path / CREATED)
+    try:
+        attrs = dict(zarr.open_group(str(path), mode="r", zarr_format=2, use_consolidated=True).attrs)
+    except Exception as err:  # noqa: BLE001 -- any failure to read it means it is not ours
+        return StoreReport(
+            path, "foreign", 0, 0, (f"not a zarr store ({type(err).__name__}: {err})",), (), False
+        )
+    if created is None or attrs.get("format") != FORMAT:
+        why = (
+            f"written by an older attnflow (format {attrs.get('format')!r}), without checksums"
+            if "config" in attrs
+            else "not a sweep store written by attnflow"
+        )
+        return StoreReport(path, "foreign", 0, 0, (why,), (), False)
+    problems = differing_files(path, created["files"])
+    if created.get("whole"):  # written at once by `save_sweep`: its files are all recorded above
+        return StoreReport(path, "damaged" if problems else "complete", 1, 1, tuple(problems), (), False)
+    if problems:
+        return StoreReport(path, "damaged", 0, len(created["units"]), tuple(problems), (), False)
+    group = zarr.open_group(str(path), mode="r", zarr_format=2, use_consolidated=True)
+    ds = xr.open_zarr(str(path), zarr_format=2, consolidated=True, mask_and_scale=False)
+    axes = json.loads(attrs["config"]).get("grid", {})
+    coords = {name: ds[name].values for name in [*axes, "seed"]}
+    shape = tuple(len(coords[a]) for a in axes)
+    names = [n for n in ds.data_vars]
+    written, damaged = 0, []
+    for unit, cells in enumerate(created["units"]):
+        marker = read_json(path / DONE / str(unit))
+        if marker is None:
+            continue
+        written += 1
+        unit_problems = unit_damage(path, group, names, cells, marker, created["identity"])
+        for cell, name, text in unit_problems:
+            where = _describe_cell(coords, list(axes), shape, cell, attrs["seeds_per_chunk"])
+            problems.append(f"block {unit} ({where}): {name}: {text}")
+        if unit_problems:
+            damaged.append(unit)
+    state = "damaged" if problems else "complete" if written == len(created["units"]) else "incomplete"
+    return StoreReport(path, state, written, len(created["units"]), tuple(problems), tuple(damaged))
+
+
+def expected_chunks(group: zarr.Group, names: Iterable[str], cells) -> dict[str, tuple]:
+    """The chunk files of a block's cells, by file: `(cell, variable)`."""
+    return {
+        chunk_key(group, name, group_index(group, cell)): (tuple(cell), name)
+        for cell in cells
+        for name in names
+    }
+
+
+def group_index(group: zarr.Group, cell) -> tuple[int, ...]:
+    """The leading chunk index (one per grid axis, then the seed block) of a cell."""
+    point, block = cell
+    shape = tuple(group.attrs["grid_shape"])
+    return (*(int(i) for i in np.unravel_index(point, shape)), block) if shape else (block,)
+
+
+def unit_damage(path: Path, group: zarr.Group, names, cells, marker: dict, identity: str) -> list[tuple]:
+    """The problems of one written block: `(cell, variable, text)` per damaged or missing file,
+    and a marker of another sweep."""
+    if marker.get("identity") != identity:
+        return [(tuple(cells[0]), "marker", "its marker belongs to another sweep")]
+    recorded = marker.get("chunks", {})
+    out = []
+    for key, (cell, name) in expected_chunks(group, names, cells).items():
+        if key not in recorded:
+            out.append((cell, name, f"{key} is not in the block's marker"))
+            continue
+        for text in differing_files(path, {key: recorded[key]}):
+            out.append((cell, name, text))
+    return out

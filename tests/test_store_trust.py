@@ -1,0 +1,505 @@
+"""What a store keeps is never stale, never holed, never silently overwritten: a code change, a
+lost, truncated or edited file, a second writer and a failing disk are each named, and a rerun
+repairs what can be repaired to the uninterrupted result bit for bit."""
+
+import errno
+import importlib
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+
+import dynamics
+from attnflow import cli
+
+from ._store_sims import SlowDecay
+
+ROOT = Path(__file__).parents[1]
+GRID = {"rate": [0.5, 2.0]}
+
+
+def _sweep(store, **options):
+    return dynamics.sweep(SlowDecay(), GRID, num_seeds=3, chunk_size=2, store=store, **options)
+
+
+def _reference():
+    return dynamics.sweep(SlowDecay(), GRID, num_seeds=3, chunk_size=2)
+
+
+# -- a result knows the code that made it -------------------------------------------------------
+
+MODULE = """
+import jax
+import dynamics
+
+class Decay(dynamics.AbstractSimulation):
+    k: float = dynamics.param(1.0, dynamics.Interval(0, low_open=True), traced=True)
+    dtype: str = dynamics.dtype_param("float64")
+
+    def run(self, key):
+        y0 = jax.random.uniform(key, (), self.dtype)
+        return dynamics.ode_flow(lambda t, y, args: -{factor} * self.k * y, y0, t1=1.0)
+"""
+
+
+def _users_module(folder: Path, factor: str, monkeypatch):
+    """A user's module `mymod` with the loss scaled by `factor`, imported afresh."""
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    (folder / "mymod.py").write_text(MODULE.format(factor=factor))
+    monkeypatch.syspath_prepend(str(folder))
+    importlib.invalidate_caches()
+    if "mymod" in sys.modules:
+        return importlib.reload(sys.modules["mymod"])
+    return importlib.import_module("mymod")
+
+
+def test_a_code_change_is_refused_naming_it_and_overwrite_replaces(tmp_path, monkeypatch):
+    store = tmp_path / "d.zarr"
+    first = _users_module(tmp_path, "1.0", monkeypatch)
+    dynamics.sweep(first.Decay(), {"k": [1.0, 2.0]}, num_seeds=2, store=store)
+    code = json.loads(dynamics.load_sweep(store).attrs["code"])
+    assert code["module"] == "mymod" and list(code["sources"]) == ["mymod.py"] and code["program"]
+
+    changed = _users_module(tmp_path, "3.0", monkeypatch)  # the loss changes
+    with pytest.raises(ValueError, match=r"made by other code.*compiled program differs.*mymod\.py"):
+        dynamics.sweep(changed.Decay(), {"k": [1.0, 2.0]}, num_seeds=2, store=store)
+    ds = dynamics.sweep(changed.Decay(), {"k": [1.0, 2.0]}, num_seeds=2, store=store, overwrite=True)
+    y = ds["value"].values
+    np.testing.assert_allclose(y[..., 1], y[..., 0] * np.exp(-3.0 * np.array([1.0, 2.0]))[:, None], rtol=1e-6)
+
+    # a comment changes only the source: the program is the same, the file is still named
+    (tmp_path / "mymod.py").write_text(MODULE.format(factor="3.0") + "# a comment\n")
+    commented = importlib.reload(sys.modules["mymod"])
+    with pytest.raises(ValueError, match=r"source files of mymod changed: mymod\.py") as refused:
+        dynamics.sweep(commented.Decay(), {"k": [1.0, 2.0]}, num_seeds=2, store=store)
+    assert "compiled program" not in str(refused.value)
+
+
+# -- integrity: every file checked when read, damage named and repaired --------------------------
+
+
+def test_a_deleted_or_truncated_chunk_is_named_and_a_rerun_repairs_it(tmp_path):
+    store = tmp_path / "s.zarr"
+    _sweep(store)
+    reference = _reference()
+    assert dynamics.check_store(store).state == "complete"
+    (store / "time" / "1.0.0").unlink()  # rate=2.0, seeds 0-1
+    chunk = store / "value" / "0.1.0.0"  # rate=0.5, seed 2
+    chunk.write_bytes(chunk.read_bytes()[:-3])
+    report = dynamics.check_store(store)
+    assert report.state == "damaged" and report.repairable
+    assert (
+        "block 1 (rate=0.5, seeds 2-2): value: value/0.1.0.0 differs from its checksum" in report.problems[0]
+    )
+    assert any("(rate=2.0, seeds 0-1): time: time/1.0.0 is missing" in p for p in report.problems)
+    with pytest.raises(ValueError, match=r"is damaged.*value/0.1.0.0 differs.*--repair"):
+        dynamics.load_sweep(store)
+    with pytest.warns(UserWarning, match="2 damaged block"):
+        _sweep(store)  # the same sweep reruns the damaged blocks, and only them
+    xr.testing.assert_identical(dynamics.load_sweep(store), reference)
+
+
+def test_attnflow_check_reports_and_repairs(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    store = tmp_path / "s.zarr"
+    _sweep(store)
+    (store / "final" / "0.0.0").unlink()
+    assert cli.main(["check", str(store)]) == 1
+    out = capsys.readouterr().out
+    assert "damaged, 4 of 4 blocks written" in out and "final/0.0.0 is missing" in out and "--repair" in out
+    assert cli.main(["check", str(store), "--repair"]) == 0
+    assert "after the repair:" in capsys.readouterr().out
+    xr.testing.assert_identical(dynamics.load_sweep(store), _reference())
+    assert cli.main(["check", str(tmp_path)]) == 1
+    assert "foreign" in capsys.readouterr().out
+
+
+def test_edited_settings_are_named_on_load_and_refused_on_resume(tmp_path):
+    store = tmp_path / "s.zarr"
+    _sweep(store)
+    attrs = json.loads((store / ".zattrs").read_text())
+    attrs["config"] = attrs["config"].replace('"pause": 0.0', '"pause": 9.0')
+    (store / ".zattrs").write_text(json.dumps(attrs))
+    report = dynamics.check_store(store)
+    assert report.state == "damaged" and not report.repairable
+    assert report.problems == (".zattrs differs from its checksum (changed or truncated)",)
+    with pytest.raises(ValueError, match=r"\.zattrs differs.*make it again"):
+        dynamics.load_sweep(store)
+    with pytest.raises(ValueError, match=r"is damaged, so it cannot be resumed: \.zattrs differs"):
+        _sweep(store)
+
+
+def test_a_saved_sweep_and_a_trajectory_are_checked_when_read(tmp_path):
+    path = dynamics.save_sweep(_reference(), tmp_path / "saved.zarr")
+    assert dynamics.check_store(path).state == "complete"
+    (path / "value" / "1.0.0.0").unlink()
+    with pytest.raises(ValueError, match="value/1.0.0.0 is missing"):
+        dynamics.load_sweep(path)
+
+    trajectory = dynamics.simulate(SlowDecay(), num_seeds=2)
+    saved = trajectory.save(tmp_path / "t.npz")
+    data = dict(np.load(saved))
+    meta = json.loads(str(data["__meta__"]))
+    meta["config"]["rate"] = 7.0  # the config edited by hand
+    data["__meta__"] = np.asarray(json.dumps(meta))
+    np.savez(saved, **data)
+    with pytest.raises(ValueError, match="t.npz is damaged"):
+        dynamics.Trajectory.load(saved)
+
+
+# -- writers: one replaces only alone, several share the blocks ----------------------------------
+
+
+def _writer(store: Path, overwrite=False, log="", pause=0.0) -> subprocess.Popen:
+    script = textwrap.dedent(
+        f"""
+        import jax
+        jax.config.update("jax_enable_x64", True)
+        import dynamics
+        from tests._store_sims import SlowDecay
+        dynamics.sweep(SlowDecay(pause={pause}, log={log!r}), {GRID!r}, num_seeds=6, chunk_size=2,
+                       store={str(store)!r}, overwrite={overwrite})
+        """
+    )
+    return subprocess.Popen(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        env=dict(os.environ, JAX_PLATFORMS="cpu"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _wait_for_a_block(store: Path, process: subprocess.Popen) -> None:
+    done = store / ".attnflow_units_done"
+    deadline = time.monotonic() + 240
+    while not (done.exists() and any(done.iterdir())) and time.monotonic() < deadline:
+        assert process.poll() is None, process.communicate()[1][-2000:]
+        time.sleep(0.05)
+
+
+def test_overwrite_is_refused_while_another_process_writes(tmp_path):
+    store = tmp_path / "s.zarr"
+    first = _writer(store, pause=0.3)
+    _wait_for_a_block(store, first)
+    with pytest.raises(ValueError, match=rf"is being written by pid {first.pid} on .*overwrite replaces"):
+        dynamics.sweep(SlowDecay(pause=0.3), GRID, num_seeds=6, chunk_size=2, store=store, overwrite=True)
+    _, err = first.communicate(timeout=300)
+    assert first.returncode == 0, err[-2000:]
+    assert dynamics.check_store(store).state == "complete"
+
+
+def test_two_identical_writers_share_the_blocks_and_compute_none_twice(tmp_path):
+    store, log = tmp_path / "s.zarr", tmp_path / "runs.log"
+    writers = [_writer(store, log=str(log), pause=0.05) for _ in range(2)]
+    for writer in writers:
+        _, err = writer.communicate(timeout=300)
+        assert writer.returncode == 0, err[-2000:]
+    runs = log.read_text().splitlines()
+    assert len(runs) == len(set(runs)) == 2 * 6, "every run computed exactly once"
+    expected = dynamics.sweep(SlowDecay(), GRID, num_seeds=6, chunk_size=2)
+    xr.testing.assert_identical(dynamics.load_sweep(store).drop_attrs(), expected.drop_attrs())
+    assert not list((store / ".attnflow_claims").iterdir()) and not list(
+        (store / ".attnflow_writers").iterdir()
+    )
+
+
+# -- file-system failures: one line, before the work where possible, resumable after it ----------
+
+
+def _simulate(out):
+    return cli.main(
+        ["simulate", "scan_snap", "--level", "L3", "--seeds", "2", "--set", "t1=5", "--out", str(out)]
+    )
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda tmp: (tmp / "file").write_text("x") and tmp / "file", "it is a file, not a folder"),
+        (lambda tmp: (tmp / "link").symlink_to(tmp / "missing") or tmp / "link", "which does not exist"),
+        (lambda tmp: tmp / ("n" * 300), "a name in it is too long"),
+        (lambda tmp: Path("/proc/attnflow-out"), "cannot be written"),  # refused to root too
+    ],
+)
+def test_an_unwritable_out_is_one_line_before_any_work(make, message, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(dynamics, "sweep", lambda *a, **k: pytest.fail("the work started"))
+    out = make(tmp_path)
+    assert _simulate(out) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err and "--out" in err
+
+
+def test_verify_json_unwritable_is_refused_before_any_check(tmp_path, capsys, monkeypatch):
+    from attnflow import _workers
+
+    monkeypatch.setattr(_workers, "run_pieces", lambda *a, **k: pytest.fail("a check ran"))
+    (tmp_path / "report").mkdir()
+    assert cli.main(["verify", "--paper", "ntp_partial_order", "--json", str(tmp_path / "report")]) == 2
+    assert "--json" in capsys.readouterr().err
+
+
+def test_a_full_disk_mid_sweep_is_one_line_and_a_rerun_resumes(tmp_path, capsys, monkeypatch):
+    from dynamics import _store
+
+    writes = []
+    real = _store._write_cell
+
+    def failing(group, plan, point, block, outputs):
+        writes.append(point)
+        if len(writes) == 2:
+            raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "sweep.zarr" / "y"))
+        real(group, plan, point, block, outputs)
+
+    monkeypatch.setattr(_store, "_write_cell", failing)
+    argv = ["sweep", "tests._store_sims:SlowDecay", "--grid", "rate=0.5,2", "--out", str(tmp_path)]
+    argv += ["--seeds", "40"]  # two blocks of 40 runs
+    monkeypatch.chdir(ROOT)
+    assert cli.main(argv) == 3
+    err = capsys.readouterr().err
+    last = err.strip().splitlines()[-1]  # after the progress bars
+    assert "Traceback" not in err and last.startswith("attnflow: error: no space left on the device")
+    assert "1 of 2 blocks done" in last and "rerun the same command to resume" in last
+    monkeypatch.setattr(_store, "_write_cell", real)
+    assert cli.main(argv) == 0
+    expected = dynamics.sweep(SlowDecay(), GRID, num_seeds=40)
+    stored = dynamics.load_sweep(tmp_path / "sweep.zarr")
+    xr.testing.assert_identical(stored.drop_attrs(), expected.drop_attrs())
+    assert (tmp_path / "plots").is_dir() and not list(tmp_path.glob(".*attnflow-tmp*"))
+
+
+def test_atomic_writes_leave_nothing_half_written(tmp_path):
+    import matplotlib.pyplot as plt
+
+    from figures._save import save_figure
+
+    fig, ax = plt.subplots()
+    ax.plot([0, 1])
+    fig.savefig = lambda *a, **k: (_ for _ in ()).throw(OSError(errno.ENOSPC, "No space left on device"))
+    with pytest.raises(OSError):
+        save_figure(fig, tmp_path, "figure", data={}, config={})
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_temporaries_of_killed_processes_are_removed(tmp_path):
+    from dynamics import remove_stale_temporaries, temporary_path
+
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
+    mine = temporary_path(tmp_path / "sweep.zarr")
+    mine.mkdir()
+    theirs = tmp_path / mine.name.replace(f"-{os.getpid()}-", f"-{dead.stdout.strip()}-")
+    theirs.mkdir()
+    (tmp_path / ".other.tmp").write_text("not ours")
+    assert remove_stale_temporaries(tmp_path) == [theirs]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([mine.name, ".other.tmp"])
+
+
+# -- sizes, seeds and values refused before allocating ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--level", "L1", "--seeds", "1000000000"], r"the results would take .* TB \(1,000,000,000 runs"),
+        (["--level", "L1", "--seeds", "100000000"], r"over the limit of 17.2 GB"),
+        (["--level", "L1", "--set", "num_saves=100000000"], r"the results would take"),
+        (["--level", "L0", "--set", "batch_size=1000000000"], r"one block of 16 runs would take at least"),
+        (["--seed", str(2**63 - 5)], r"reaches past the largest seed"),
+        (["--level", "L0", "--set", "eta_y=3.5e38"], r"SGD.eta_y = 3.5e\+38 is beyond float32"),
+    ],
+)
+def test_sizes_seeds_and_values_are_refused_before_any_work(argv, message, tmp_path, capsys):
+    start = time.perf_counter()
+    assert cli.main(["simulate", "scan_snap", *argv, "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and re.search(message, err), err
+    assert time.perf_counter() - start < 30 and not list(tmp_path.iterdir())
+
+
+def test_max_bytes_from_the_command_line(tmp_path, capsys):
+    argv = ["simulate", "scan_snap", "--level", "L3", "--seeds", "4", "--set", "t1=5", "--out", str(tmp_path)]
+    assert cli.main([*argv, "--max-bytes", "1k"]) == 2
+    assert "over the limit of 1 kB" in capsys.readouterr().err
+    with pytest.raises(SystemExit, match="2"):
+        cli.main([*argv, "--max-bytes", "lots"])
+    assert "a size must be a positive number of bytes" in capsys.readouterr().err
+
+
+# -- grids, user modules and runs that say what they know ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("grid", "message"),
+    [
+        ({"rate": [1.0, 2.0, 1.0]}, r"grid axis 'rate' repeats 1.0"),
+        ({"rate": (r for r in [1.0, 2.0])}, r"must be a list or tuple of values, got generator"),
+        ({"rate": 1.0}, r"must be a list or tuple of values, got float 1.0"),
+        ({"pause": "01"}, r"must be a list or tuple of values, got str '01'"),
+        ({"rate": np.ones((2, 2))}, r"must be one-dimensional"),
+    ],
+)
+def test_bad_grids_are_refused_when_parsed(grid, message):
+    with pytest.raises(ValueError, match=message):
+        dynamics.sweep(SlowDecay(), grid, num_seeds=1)
+
+
+def test_a_key_given_twice_and_duplicate_values_on_the_command_line(tmp_path, capsys):
+    argv = ["sweep", "tests._store_sims:SlowDecay", "--seeds", "1", "--out", str(tmp_path)]
+    assert cli.main([*argv, "--grid", "rate=1,2", "--grid", "rate=3"]) == 2
+    assert "--grid names 'rate' twice (rate=1,2 and rate=3)" in capsys.readouterr().err
+    assert cli.main([*argv, "--grid", "rate=1,2,1.0"]) == 2
+    assert "grid axis 'rate' repeats 1.0" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        ("raise RuntimeError('no data here')", r"it raised RuntimeError at .*broken\.py:1: no data here"),
+        ("def f(:\n    pass", r"a syntax error at .*broken\.py:1"),
+        (
+            "import dynamics\nclass Base(dynamics.AbstractSimulation):\n    pass",
+            r"broken:Base is abstract \(it does not define run, dtype\)",
+        ),
+    ],
+)
+def test_a_broken_users_module_is_one_line(source, message, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delitem(sys.modules, "broken", raising=False)
+    (tmp_path / "broken.py").write_text(source)
+    target = "broken:Base" if "Base" in source else "broken:Thing"
+    assert cli.main(["simulate", target, "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and re.search(message, err), err
+
+
+def test_a_flow_out_of_steps_says_so_with_the_time_reached(tmp_path, capsys):
+    from tasks import scan_snap
+
+    run = scan_snap.ScalarFlow(max_steps=3).run(dynamics.seed_key(0))
+    assert dynamics.StopReason(int(run.stop)) == dynamics.StopReason.max_steps
+    assert 0 < float(run.t_stop) < 1000.0 and int(run.num_steps) == 3
+    argv = ["simulate", "scan_snap", "--level", "L3", "--seeds", "1", "--set", "max_steps=3"]
+    assert cli.main([*argv, "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "max_steps x1 (the step budget max_steps ran out at t = " in out
+
+
+FLOW_LEVELS = [
+    ("scan_snap", "L1"),
+    ("scan_snap", "L2"),
+    ("scan_snap", "L3"),
+    ("decision_lists", "result1_flow"),
+    ("contextual_bigram", "population_ode"),
+    ("sparse_token_selection", "reduced_flow"),
+]
+
+
+@pytest.mark.parametrize(("paper", "level"), FLOW_LEVELS)
+def test_every_flow_level_has_a_step_budget(paper, level):
+    from attnflow.papers import papers
+
+    assert "max_steps" in {info.name for info in papers()[paper].simulations[level].params()}
+
+
+def test_float64_without_x64_is_refused_with_the_fix():
+    import jax
+
+    jax.config.update("jax_enable_x64", False)
+    try:
+        with pytest.raises(ValueError, match=r"x64 mode is off.*jax_enable_x64"):
+            dynamics.sweep(SlowDecay(), {}, num_seeds=1)
+        with pytest.raises(ValueError, match=r"x64 mode is off"):
+            dynamics.simulate(SlowDecay(), num_seeds=1)
+    finally:
+        jax.config.update("jax_enable_x64", True)
+
+
+def test_a_field_without_param_is_refused_when_the_class_is_defined():
+    with pytest.raises(TypeError, match=r"Decay.k is declared without dynamics.param"):
+
+        class Decay(dynamics.AbstractSimulation):
+            k: float = 1.0
+            dtype: str = dynamics.dtype_param("float64")
+
+            def run(self, key):
+                raise NotImplementedError
+
+
+def test_events_without_names_are_refused():
+    import jax.numpy as jnp
+
+    class Half(dynamics.AbstractSimulation):
+        dtype: str = dynamics.dtype_param("float64")
+
+        def run(self, key):
+            half = dynamics.Crossing(lambda y: y - 0.5)
+            return dynamics.ode_flow(lambda t, y, args: -y, jnp.array(1.0), t1=2.0, events={"half": half})
+
+    with pytest.raises(ValueError, match=r"stops on the events \('half',\).*declares event_names = \(\)"):
+        dynamics.sweep(Half(), {}, num_seeds=1)
+
+
+# -- kills at any moment: a rerun completes the store, and nothing half-written stays ------------
+
+
+def _cli_sweep(out: Path, pause: float) -> subprocess.Popen:
+    argv = ["sweep", "tests._store_sims:SlowDecay", "--grid", "rate=0.5,2", "--grid", "scale=1,3"]
+    argv += ["--seeds", "3", "--set", f"pause={pause}", "--out", str(out)]
+    code = f"import sys; from attnflow.cli import main; sys.exit(main({argv!r}))"
+    # at this process's XLA level, so that the blocks it writes equal this process's bit for bit
+    level = "--xla_backend_optimization_level=3"
+    return subprocess.Popen(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env=dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS=level),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _leftovers(out: Path) -> list[Path]:
+    return [
+        p
+        for p in out.rglob("*")
+        if "attnflow-tmp" in p.name or (p.suffix == ".png" and p.stat().st_size == 0)
+    ]
+
+
+@pytest.mark.parametrize("delay", [0.3, 2.5, 6.0])
+def test_a_kill_at_any_moment_is_completed_by_a_rerun(delay, tmp_path, capsys, monkeypatch):
+    out = tmp_path / "out"
+    process = _cli_sweep(out, pause=0.1)
+    time.sleep(delay)
+    process.kill()
+    process.wait()
+    monkeypatch.chdir(ROOT)
+    argv = ["sweep", "tests._store_sims:SlowDecay", "--grid", "rate=0.5,2", "--grid", "scale=1,3"]
+    assert cli.main([*argv, "--seeds", "3", "--set", "pause=0.1", "--out", str(out)]) == 0
+    expected = dynamics.sweep(SlowDecay(pause=0.1), {"rate": [0.5, 2.0], "scale": [1.0, 3.0]}, num_seeds=3)
+    stored = dynamics.load_sweep(out / "sweep.zarr")
+    xr.testing.assert_identical(stored.drop_attrs(), expected.drop_attrs())
+    assert not _leftovers(out) and not [p for p in tmp_path.iterdir() if "attnflow-tmp" in p.name]
+
+
+def test_sigterm_ends_the_command_and_leaves_no_temporaries(tmp_path):
+    out = tmp_path / "out"
+    process = _cli_sweep(out, pause=0.3)
+    _wait_for_a_block(out / "sweep.zarr", process)
+    process.terminate()
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 143, err[-2000:]
+    assert "Traceback" not in err and not _leftovers(out)
+    written, total = dynamics.sweep_progress(out / "sweep.zarr")
+    assert 1 <= written < total
