@@ -84,8 +84,9 @@ def check_grid(sim: AbstractSimulation, grid: Mapping[str, Sequence]) -> dict[st
     return axes
 
 
-def trace_run(static: AbstractSimulation, sim: AbstractSimulation):
-    """One run of `sim` traced and lowered (no computation): `(shapes of its Run, program text)`."""
+def trace_run(static: AbstractSimulation, sim: AbstractSimulation, lower: bool = True):
+    """One run of `sim` traced (no computation): `(shapes of its Run, program text)`; the text of
+    the lowered program only with `lower` (else `""`)."""
     traced = {k: v[0] for k, v in traced_arrays(static, [sim]).items()}
     traced_run = jax.jit(batched_run(static)).trace(traced, np.int64(0))
     run = traced_run.out_info
@@ -96,7 +97,7 @@ def trace_run(static: AbstractSimulation, sim: AbstractSimulation):
             f"declares event_names = {declared!r}: declare event_names = {tuple(run.event_names)!r}, so "
             "that every store names them"
         )
-    return run, traced_run.lower().as_text()
+    return run, traced_run.lower().as_text() if lower else ""
 
 
 def human_bytes(n: float) -> str:

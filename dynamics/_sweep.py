@@ -114,10 +114,10 @@ def simulate(
     """
     check_seeds(num_seeds, seed)
     check_precision(sim)
-    run, text = trace_run(static_part(sim), sim)
+    run, _ = trace_run(static_part(sim), sim, lower=False)
     check_sizes(
         bytes_per_run=_bytes_of(run),
-        largest_array=largest_array_bytes(text),
+        largest_array=0,  # the results in memory are checked; one block's arrays only in `sweep`
         num_runs=num_seeds,
         runs_per_block=min(chunk_size, num_seeds),
         store=None,

@@ -1,15 +1,38 @@
 """Test set-up: float64 everywhere and strict dtype promotion. The process computes at XLA's
 default backend optimisation level, and the command line, called in-process by a test, must not
-change what later tests and the processes they start compute with."""
+change what later tests and the processes they start compute with.
+
+The tests run in one worker process per core (pytest-xdist), each computing on one thread, and
+share one compilation cache for the session: a program compiled by one worker, one test module or
+one command-line subprocess is loaded, not compiled, by the others."""
 
 import os
+import shutil
+import tempfile
 
 import jax
 import pytest
 
+_MADE_CACHE = "ATTNFLOW_TEST_COMPILE_CACHE" not in os.environ
+if _MADE_CACHE:  # the first process of the session makes it, and removes it at the end
+    os.environ["ATTNFLOW_TEST_COMPILE_CACHE"] = tempfile.mkdtemp(prefix="attnflow-tests-jax-")
+os.environ["ATTNFLOW_CACHE_DIR"] = os.environ["ATTNFLOW_TEST_COMPILE_CACHE"]  # command-line subprocesses
+os.environ["JAX_COMPILATION_CACHE_DIR"] = os.environ["ATTNFLOW_TEST_COMPILE_CACHE"]  # other subprocesses
+os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
+if os.environ.get("PYTEST_XDIST_WORKER"):  # as many workers as cores: one thread each
+    one_thread = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {one_thread}".strip()
+
 jax.config.update("jax_enable_x64", True)
+jax.config.update("jax_compilation_cache_dir", os.environ["ATTNFLOW_TEST_COMPILE_CACHE"])
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
 jax.devices()  # JAX reads XLA_FLAGS here, once: the command line's changes to them come too late
 jax.config.update("jax_numpy_dtype_promotion", "strict")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if _MADE_CACHE:
+        shutil.rmtree(os.environ["ATTNFLOW_TEST_COMPILE_CACHE"], ignore_errors=True)
 
 
 @pytest.fixture
@@ -34,8 +57,8 @@ def _compiled_programs_released():
 
 @pytest.fixture(autouse=True)
 def _no_compile_cache_in_process(monkeypatch):
-    """The command line, called in-process by a test, would turn JAX's persistent compilation cache
-    on for the rest of the test session (in the user's cache folder); tests compile afresh instead.
+    """The command line, called in-process by a test, would point JAX's persistent compilation
+    cache at the user's cache folder for the rest of the test session; tests keep the session's.
     A test of the cache itself patches `_use_compile_cache` over this."""
     from attnflow import cli
 

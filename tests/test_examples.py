@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import dynamics
 
@@ -26,7 +27,9 @@ def test_custom_model_sweeps_two_settings_from_python(tmp_path):
     assert_sweep_round_trip(ds, tmp_path)  # with its root-found events
 
 
+@pytest.mark.slow
 def test_custom_model_script_runs():
+    """The script as a user runs it: the sweep above at its full 64 seeds (half a minute)."""
     result = subprocess.run(
         [sys.executable, "examples/custom_model.py"], cwd=ROOT, capture_output=True, text=True, timeout=600
     )

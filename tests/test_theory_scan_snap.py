@@ -1,4 +1,5 @@
-"""The Scan and Snap theorem checks: every quick check passes, and a wrong formula fails."""
+"""The Scan and Snap theorem checks: each is named after its function, a wrong formula fails, and
+(under `-m slow`, since `attnflow verify --quick` runs them in CI) every quick check passes."""
 
 import functools
 import inspect
@@ -15,11 +16,10 @@ from theory.scan_snap import closed_forms as cf
 NAMES = [check.__name__ for check in scan_snap.CHECKS]
 
 TEXT_NAMES = ["fig7_attention_freezes", "fig10_entropy_falls_with_lr"]
-"""The real-text checks: minutes of transformer training even when quick, so they run under
-`-m slow` here; `attnflow verify --quick` runs them with the rest."""
+"""The real-text checks: minutes of transformer training even when quick."""
 
 CORE_NAMES = [name for name in NAMES if name not in TEXT_NAMES]
-"""The checks run by default here, in the papers' order."""
+"""The checks run together here under `-m slow`, in the papers' order."""
 
 
 def _run(quick: bool, names: list[str] = NAMES) -> list[theory.Check]:
@@ -33,14 +33,14 @@ def results():
     return {check.name: check for check in _run(True, CORE_NAMES)}
 
 
-def test_makers_are_named_after_their_checks(results):
+def test_makers_are_named_after_their_checks():
     assert len(set(NAMES)) == len(NAMES) > 20
     assert set(TEXT_NAMES) <= set(NAMES)
-    assert list(results) == CORE_NAMES
-    for check in results.values():
-        assert check.paper == "scan_snap"
-        assert check.provenance in ("paper", "derived", "recon")
-        assert check.note
+    makers = theory.check_makers(scan_snap.PAPER, scan_snap.CHECKS, quick=True)
+    assert [maker.__name__ for maker in makers] == NAMES
+    assert {maker.paper for maker in makers} == {"scan_snap"}
+    check = makers[NAMES.index("lemma6_closed_form")]()  # one cheap one, run
+    assert (check.paper, check.name) == ("scan_snap", "lemma6_closed_form") and check.note
 
 
 def test_checks_take_quick_only_when_they_have_a_quick_mode():
@@ -89,9 +89,11 @@ def _assert_not_failed(c: theory.Check) -> None:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", CORE_NAMES)
 def test_quick_check_does_not_fail(results, name):
     _assert_not_failed(results[name])
+    assert results[name].note
 
 
 @pytest.mark.slow
@@ -125,8 +127,7 @@ def _e_prime_sign_typo(t, F, eta_y):
         (scan_snap.lemma6_closed_form, lambda t, M, eta_y: (1 + 1e-6) * cf.h_continuous(t, M, eta_y)),
     ],
 )
-def test_a_wrong_formula_fails(results, check, formula):
-    del results  # run after the fixture, so the shared simulations are cached
+def test_a_wrong_formula_fails(check, formula):
     assert check().verdict == "pass"
     wrong = check(formula=formula)
     assert wrong.verdict == "fail", (

@@ -7,6 +7,7 @@ functions, in order) and its public `closed_forms`; [`check_makers`][] binds a p
 
 from ._check import (
     BOUNDS,
+    PROVENANCES,
     VERDICTS,
     Check,
     check_makers,
@@ -19,6 +20,7 @@ from ._check import (
 
 __all__ = [
     "BOUNDS",
+    "PROVENANCES",
     "VERDICTS",
     "Check",
     "check_makers",

@@ -23,6 +23,10 @@ BOUNDS = {"lower": ">=", "upper": "<="}
 `"lower"`: `predicted` is a lower bound, simulated ≥ predicted; `"upper"`: an upper bound,
 simulated ≤ predicted."""
 
+PROVENANCES = ("paper", "derived", "recon")
+"""Where a check's claim comes from: the paper's text, a derivation of ours from its definitions
+(checked numerically), or our reconstruction of something the paper does not state."""
+
 
 @dataclasses.dataclass(frozen=True)
 class Check:
@@ -41,8 +45,8 @@ class Check:
     - `bound`: `None` when `predicted` is a value to match; `"lower"` or `"upper"` when it is a
       bound (see [`BOUNDS`][]). Where the claim is an interval, the bound `predicted` holds; the
       note gives the other end.
-    - `provenance`: where the claim and tolerance come from: `paper`, `derived` or `recon`
-      (our reconstruction of something the paper does not state).
+    - `provenance`: where the claim and tolerance come from, one of [`PROVENANCES`][]: `paper`,
+      `derived` or `recon` (our reconstruction of something the paper does not state).
     - `note`: anything a reader needs: the settings, a documented deviation, a reference number.
     - `seconds`: the wall time the check took.
     """
@@ -65,6 +69,8 @@ class Check:
             raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
         if self.bound is not None and self.bound not in BOUNDS:
             raise ValueError(f"bound must be None or one of {tuple(BOUNDS)}, got {self.bound!r}")
+        if self.provenance not in PROVENANCES:
+            raise ValueError(f"provenance must be one of {PROVENANCES}, got {self.provenance!r}")
 
     @property
     def passed(self) -> bool:
