@@ -23,7 +23,7 @@ def check(path: Path, *, repair: bool) -> int:
     **Returns:** the exit status: 0 when the store is complete (after the repair), else 1.
     """
     report = dynamics.check_store(path)
-    _print(report)
+    _print(report, hint=not repair)
     if repair and report.state in ("incomplete", "damaged"):
         if not report.repairable:
             print("the store's own files are damaged, so no rerun of its blocks can repair it: make it again")
@@ -36,13 +36,13 @@ def check(path: Path, *, repair: bool) -> int:
     return 0 if report.state == "complete" else 1
 
 
-def _print(report: dynamics.StoreReport) -> None:
+def _print(report: dynamics.StoreReport, hint: bool = True) -> None:
     print(f"{report.path}: {report.state}, {report.written} of {report.total} blocks written")
     for problem in report.problems:
         print(f"  {problem}")
-    hint = _NEXT_STEP[report.state].format(path=report.path)
-    if hint and (report.repairable or report.state == "incomplete"):
-        print(hint)
+    step = _NEXT_STEP[report.state].format(path=report.path)
+    if hint and step and (report.repairable or report.state == "incomplete"):
+        print(step)
 
 
 def rebuilt_sweep(path: Path) -> tuple[dynamics.AbstractSimulation, dict, dict]:

@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import jax
@@ -98,8 +99,6 @@ def _simulation(args: argparse.Namespace):
     """The simulation class and its configured instance, every setting checked."""
     from .papers import load_simulation
 
-    if ":" in args.target and os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())  # `examples.custom_model:Class` from the working directory
     cls = load_simulation(args.target, args.level)
     return cls, cls.from_settings(_parse_pairs(args.set, "--set"))
 
@@ -586,7 +585,9 @@ def main(argv: list[str] | None = None) -> int:
 
     previous = signal.signal(signal.SIGTERM, _terminate) if _in_main_thread() else None
     try:
-        return args.func(args)
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            return args.func(args)
     except ValueError as err:  # a bad input: say which and why, without a traceback
         print(f"attnflow: error: {err}", file=sys.stderr)
         return 2
@@ -602,6 +603,11 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """A warning as one line, `attnflow: warning: ...`, without the source line that raised it."""
+    print(f"attnflow: warning: {message}", file=sys.stderr if file is None else file)
 
 
 def _in_main_thread() -> bool:

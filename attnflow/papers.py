@@ -4,6 +4,8 @@ command (`verify`, `simulate`, `sweep`, `list`, `figures`, `reproduce`)."""
 import dataclasses
 import functools
 import importlib
+import os
+import sys
 import traceback
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -101,7 +103,8 @@ def all_figures() -> dict[str, Figure]:
 
 def load_simulation(target: str, level: str | None = None) -> type[dynamics.AbstractSimulation]:
     """The simulation class named by `target`: a paper's name (with `level`), or
-    `package.module:ClassName` of any final subclass of `dynamics.AbstractSimulation` (a user's own).
+    `package.module:ClassName` of any final subclass of `dynamics.AbstractSimulation` (a user's own,
+    found in the working directory or on the Python path).
 
     **Raises:** `ValueError` saying what is wrong: an unknown paper or level, a module that does
     not import, a missing class, or a class that is not a simulation.
@@ -126,7 +129,10 @@ def load_simulation(target: str, level: str | None = None) -> type[dynamics.Abst
 
 
 def _import_users_module(module_name: str, target: str):
-    """Import a user's module, any failure as one line: the module, the error and where it arose."""
+    """Import a user's module, found in the working directory (as `python -m` finds it) or on the
+    Python path; any failure as one line: the module, the error and where it arose."""
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
     try:
         return importlib.import_module(module_name)
     except ModuleNotFoundError as err:

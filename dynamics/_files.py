@@ -141,7 +141,7 @@ def _reason(err: OSError) -> str:
         errno.ENOSPC: "no space left on the device",
         errno.ENAMETOOLONG: "a name in it is too long",
         errno.ENOTDIR: "a part of it is a file, not a folder",
-        errno.ENOENT: "a part of it does not exist and cannot be created",
+        errno.ENOENT: "it cannot be created there",
         errno.EDQUOT: "the disk quota is exceeded",
     }
     return messages.get(err.errno, err.strerror or type(err).__name__)
@@ -182,11 +182,15 @@ def prepare_folder(path: str | os.PathLike, what: str = "the output folder") -> 
         if path.exists() and not path.is_dir():
             raise ValueError(f"{what} {path} cannot be written: it is a file, not a folder")
         path.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ValueError(f"{what} {path} cannot be written: {_reason(err)}") from None
+    try:
         probe = temporary_path(path / "probe")
         probe.touch(exist_ok=False)
         probe.unlink()
     except OSError as err:
-        raise ValueError(f"{what} {path} cannot be written: {_reason(err)}") from None
+        why = "no file can be created in it" if err.errno == errno.ENOENT else _reason(err)
+        raise ValueError(f"{what} {path} cannot be written: {why}") from None
     return path
 
 

@@ -416,7 +416,8 @@ def load_sweep(path: str | os.PathLike) -> xr.Dataset:
         fix = (
             f"`attnflow check {path} --repair`, or the same sweep on it, runs the damaged blocks again"
             if report.repairable
-            else "make it again (overwrite)"
+            else "the store's own files cannot be repaired by rerunning blocks: make it again, with "
+            "--overwrite or overwrite=True"
         )
         more = f"; and {len(report.problems) - 3} more" if len(report.problems) > 3 else ""
         raise ValueError(f"{path} is damaged: {'; '.join(report.problems[:3])}{more} ({fix})")

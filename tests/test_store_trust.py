@@ -503,3 +503,17 @@ def test_sigterm_ends_the_command_and_leaves_no_temporaries(tmp_path):
     assert "Traceback" not in err and not _leftovers(out)
     written, total = dynamics.sweep_progress(out / "sweep.zarr")
     assert 1 <= written < total
+
+
+def test_check_repairs_a_users_module_from_the_working_directory(tmp_path, monkeypatch):
+    (tmp_path / "cwdmod.py").write_text(MODULE.format(factor="1.0"))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delitem(sys.modules, "cwdmod", raising=False)
+    assert cli.main(["sweep", "cwdmod:Decay", "--grid", "k=1,2", "--seeds", "2", "--out", "d"]) == 0
+    (tmp_path / "d" / "sweep.zarr" / "value" / "1.0.0").unlink()
+    # a fresh process, as a user runs it, finds the module where the sweep found it
+    code = "import sys; from attnflow.cli import main; sys.exit(main(['check', 'd/sweep.zarr', '--repair']))"
+    result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "attnflow: warning: 1 damaged block(s)" in result.stderr and "Traceback" not in result.stderr
+    assert dynamics.check_store(tmp_path / "d" / "sweep.zarr").state == "complete"
