@@ -425,7 +425,7 @@ def _add_store_options(parser: argparse.ArgumentParser) -> None:
         type=_size,
         default=dynamics.DEFAULT_MAX_BYTES,
         metavar="SIZE",
-        help="refuse results larger than this, e.g. 100G (default 16G, i.e. 16 GiB)",
+        help="refuse results larger than this, e.g. 100G or 64GiB (default 16GiB)",
     )
     parser.add_argument(
         "--shard",

@@ -27,14 +27,16 @@ class AbstractSimulation(eqx.Module):
     allowed values, doc) and implements `run(key) -> Run`, one run from one PRNG key. Every
     value is checked when the config is built, from Python and from the command line alike: a
     bad one raises a `ValueError` naming the class, the field, the value and what is allowed,
-    before any work starts.
+    before any work starts; so is a float beyond the range of the simulation's `dtype`. A field
+    declared without [`param`][] is refused (`TypeError`) when the class is defined.
 
     The engine runs many seeds of it ([`simulate`][]) or a grid of settings × seeds
     ([`sweep`][]); every output records [`AbstractSimulation.describe`][].
 
     **Class attributes:**
 
-    - `event_names`: the names of the events `run` stops on, in the order of `Run.event`.
+    - `event_names`: the names of the events `run` stops on, in the order of `Run.event`
+      ([`sweep`][] refuses a run that stops on events not named here).
     - `requires`: conditions between fields ([`Require`][]), checked after each field.
     - `seed_hint`: what makes the seeds differ where some settings make every run the same
       (e.g. `"set init=uniform"`); [`simulate`][] warns with it when all seeds agree.
