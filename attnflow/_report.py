@@ -13,27 +13,14 @@ import theory
 from ._workers import run_pieces
 from .papers import papers
 
-SLOWEST_FIRST = (
-    ("scan_snap", "figures"),
-    ("sparse_token_selection", "figures"),
-    ("scan_snap", "checks"),
-    ("contextual_bigram", "checks"),
-    ("sparse_token_selection", "checks"),
-    ("decision_lists", "checks"),
-    ("contextual_bigram", "figures"),
-    ("decision_lists", "figures"),
-    ("ntp_partial_order", "checks"),
-    ("ntp_partial_order", "figures"),
-)
-"""The pieces of `reproduce` from the longest to the shortest (as timed by `reproduce` itself), the
-order workers take them in; a paper not listed comes last."""
-
 
 def schedule(names: list[str], parts: tuple[str, ...]) -> list[tuple[str, str]]:
-    """The `(paper, part)` pieces of `names` × `parts`, slowest first (see [`SLOWEST_FIRST`][])."""
+    """The `(paper, part)` pieces of `names` × `parts`, the longest first, as each paper declares
+    its cost (`tasks.PaperInfo.cost`); a piece of unknown cost comes last. Workers take the pieces
+    in this order, so that the longest do not start last."""
     pieces = [(name, part) for name in names for part in parts]
-    rank = {piece: i for i, piece in enumerate(SLOWEST_FIRST)}
-    return sorted(pieces, key=lambda piece: rank.get(piece, len(rank)))
+    cost = {piece: papers()[piece[0]].info.cost.get(piece[1], -1.0) for piece in pieces}
+    return sorted(pieces, key=lambda piece: -cost[piece])
 
 
 def paper_checks(name: str, quick: bool) -> list[theory.Check]:

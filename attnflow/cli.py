@@ -307,6 +307,8 @@ def _list(args: argparse.Namespace) -> int:
             print(f"{p.name}: {p.title}")
             print(f"  levels: {', '.join(p.simulations)} (default {p.default_level})")
             print(f"  checks: {len(p.checks)}; figures: {', '.join(p.figures)}")
+            if p.info.data is not None:
+                print(f"  --data: {p.info.data.describe}")
         return 0
     if ":" in args.target:
         classes = {args.target: load_simulation(args.target)}
@@ -327,19 +329,22 @@ def _list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _use_text_data(directory: str | None) -> None:
-    """`--data DIR`: check that DIR holds WikiText (before any work) and name it to the real-text
-    figures through `$ATTNFLOW_TEXT_DATA`, which worker processes inherit."""
+def _use_data(directory: str | None) -> None:
+    """`--data DIR`: check, before any work, that DIR holds what each paper with a data option
+    reads (`tasks.PaperInfo.data`), and name it to them in the option's environment variable,
+    which worker processes inherit."""
     if directory is None:
         return
-    from figures._scan_snap_text import TEXT_DATA_ENV
-    from tasks.scan_snap import detect_wikitext_variant
+    from .papers import papers
 
-    try:
-        detect_wikitext_variant(directory)
-    except ValueError as err:
-        raise ValueError(f"--data: {err}") from None
-    os.environ[TEXT_DATA_ENV] = str(Path(directory).expanduser().resolve())
+    options = [p.info.data for p in papers().values() if p.info.data is not None]
+    if not options:
+        raise ValueError("--data: no paper reads a data directory")
+    for option in options:
+        try:
+            option.use(directory)
+        except ValueError as err:
+            raise ValueError(f"--data: {err}") from None
 
 
 def _figures(args: argparse.Namespace) -> int:
@@ -357,7 +362,7 @@ def _figures(args: argparse.Namespace) -> int:
     unknown = [n for n in names if n not in known]
     if unknown:
         raise ValueError(f"unknown figure(s) {', '.join(unknown)}; see attnflow figures --list")
-    _use_text_data(args.data)
+    _use_data(args.data)
     out = dynamics.prepare_folder(args.out, "--out")
     for name in names:
         start = time.perf_counter()
@@ -371,7 +376,7 @@ def _reproduce(args: argparse.Namespace) -> int:
 
     from ._report import reproduce
 
-    _use_text_data(args.data)
+    _use_data(args.data)
     out = dynamics.prepare_folder(args.out, "--out")
     dynamics.prepare_folder(out / "figures", "the figures' folder")
     return reproduce(out, full=args.full, metadata=_metadata(args), jobs=args.jobs)
@@ -387,8 +392,8 @@ def _add_data(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--data",
         metavar="DIR",
-        help="a WikiText directory (wiki.{train,valid,test}.tokens or .raw) for the real-text "
-        "figures scan_snap_fig7 and scan_snap_fig10 (default: the bundled quick corpus)",
+        help="a data directory for the papers that read one (`attnflow list` says which and what it "
+        "must hold; default: their bundled data)",
     )
 
 

@@ -1,60 +1,64 @@
-"""The registry of papers: each paper's name, title, simulations, checks and figures, read by every
-command (`verify`, `simulate`, `sweep`, `list`, `figures`, `reproduce`)."""
+"""The registry of papers, found by scanning `tasks` for the papers' declarations
+(`tasks.<paper>.PAPER`, a `tasks.PaperInfo`), with each paper's checks (`theory.<paper>.CHECKS`) and
+figures (`figures.<paper>.FIGURES`); read by every command (`verify`, `simulate`, `sweep`, `list`,
+`figures`, `reproduce`, `check`). No list of papers is written anywhere else."""
 
 import dataclasses
 import functools
 import importlib
+import importlib.util
 import os
+import pkgutil
 import sys
 import traceback
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import dynamics
+import tasks
 import theory
 
 Figure = Callable[[Path, bool], list[Path]]
 """A figure: `(out_dir, full) -> files written` (PNG, PDF and the JSON data behind them)."""
 
-_TITLES = {
-    "scan_snap": "Tian, Wang, Chen, Du, Scan and Snap: Understanding Training Dynamics and Token "
-    "Composition in 1-layer Transformer (NeurIPS 2023)",
-    "ntp_partial_order": "Huang, Liang, Yang, Non-asymptotic Convergence of Training Transformers for "
-    "Next-token Prediction (NeurIPS 2024)",
-    "decision_lists": "Provable Gradient-Descent-Based Learning of Decision Lists by Transformers "
-    "(extended abstract)",
-    "contextual_bigram": "Ren, Wang, Lee, Learning and Transferring Sparse Contextual Bigrams with Linear "
-    "Transformers (NeurIPS 2024)",
-    "sparse_token_selection": "Wang, Wei, Hsu, Lee, Transformers Provably Learn Sparse Token Selection "
-    "While Fully-Connected Nets Cannot (ICML 2024)",
-}
-
 
 @dataclasses.dataclass(frozen=True)
 class Paper:
-    """One paper as a unit.
+    """One paper as a unit: what its task package declares, with its checks and figures.
 
     **Fields:**
 
-    - `name`: its one name: the folder in `tasks/`, `theory/` and `figures/`, the prefix of its
-      figures and the name the command line knows it by.
-    - `title`: authors, title and venue.
-    - `simulations`: level name -> a final [`dynamics.AbstractSimulation`][] class; the first is
-      the default level.
-    - `checks`: the check functions, in order (see `theory.check_makers`).
-    - `figures`: figure name -> [`Figure`][].
+    - `info`: the declaration, `tasks.<name>.PAPER` (name, title, levels, data option, cost).
+    - `checks`: the check functions, in order (`theory.<name>.CHECKS`; see
+      `theory.check_makers`), empty when the paper has none.
+    - `figures`: figure name -> [`Figure`][] (`figures.<name>.FIGURES`), each name beginning with
+      the paper's.
     """
 
-    name: str
-    title: str
-    simulations: Mapping[str, type[dynamics.AbstractSimulation]]
+    info: tasks.PaperInfo
     checks: tuple[Callable[..., theory.Check], ...]
     figures: Mapping[str, Figure]
 
     @property
+    def name(self) -> str:
+        """Its one name: the folder in `tasks/`, `theory/` and `figures/`, the prefix of its
+        figures and the name the command line knows it by."""
+        return self.info.name
+
+    @property
+    def title(self) -> str:
+        """Authors, title and venue."""
+        return self.info.title
+
+    @property
+    def simulations(self) -> Mapping[str, type[dynamics.AbstractSimulation]]:
+        """Level name -> a final `dynamics.AbstractSimulation` class; the first is the default."""
+        return self.info.levels
+
+    @property
     def default_level(self) -> str:
         """The level `simulate` and `sweep` use when none is named."""
-        return next(iter(self.simulations))
+        return self.info.default_level
 
     def simulation(self, level: str | None = None) -> type[dynamics.AbstractSimulation]:
         """The simulation class of `level` (default: [`Paper.default_level`][]).
@@ -76,14 +80,36 @@ class Paper:
 
 @functools.cache
 def papers() -> dict[str, Paper]:
-    """Every paper by name, in the order the papers are presented."""
+    """Every paper by name, in alphabetical order: each package of `tasks` that declares `PAPER`.
+
+    **Raises:** `ValueError` when a declaration's name is not its package's, or a figure's name does
+    not begin with its paper's.
+    """
     registry = {}
-    for name, title in _TITLES.items():
-        task = importlib.import_module(f"tasks.{name}")
-        checks = importlib.import_module(f"theory.{name}")
-        figures = importlib.import_module(f"figures.{name}")
-        registry[name] = Paper(name, title, task.SIMULATIONS, tuple(checks.CHECKS), figures.FIGURES)
+    for module in sorted(pkgutil.iter_modules(tasks.__path__), key=lambda m: m.name):
+        if not module.ispkg or module.name.startswith("_"):
+            continue
+        info = getattr(importlib.import_module(f"tasks.{module.name}"), "PAPER", None)
+        if not isinstance(info, tasks.PaperInfo):
+            continue
+        if info.name != module.name:
+            raise ValueError(
+                f"tasks.{module.name} declares the paper {info.name!r}: a paper is named after its package"
+            )
+        checks = tuple(_declared(f"theory.{info.name}", "CHECKS", ()))
+        figures = dict(_declared(f"figures.{info.name}", "FIGURES", {}))
+        misnamed = [name for name in figures if not name.startswith(f"{info.name}_")]
+        if misnamed:
+            raise ValueError(f"figures of {info.name} must be named {info.name}_...: {', '.join(misnamed)}")
+        registry[info.name] = Paper(info, checks, figures)
     return registry
+
+
+def _declared(module_name: str, attribute: str, default):
+    """`module_name.attribute`, or `default` when there is no such module."""
+    if importlib.util.find_spec(module_name) is None:
+        return default
+    return getattr(importlib.import_module(module_name), attribute, default)
 
 
 def paper(name: str) -> Paper:

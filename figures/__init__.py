@@ -1,9 +1,9 @@
-"""Paper figures: one module per paper (`figures.scan_snap`, ...), one function per figure, each
-writing PNG + PDF + the JSON data behind it. Each module's `FIGURES` maps a figure's name (the
-paper's name as prefix) to `fn(out_dir, full) -> list[Path]`; the registry of papers
-(`attnflow.papers`) gathers them.
+"""Paper figures: one module per paper (`figures.<paper>`), one function per figure, each
+writing PNG + PDF + the JSON data behind it. Each module's `FIGURES` (made by [`named_figures`][])
+maps a figure's name, `<paper>_<function>`, to `fn(out_dir, full) -> list[Path]`; the registry of
+papers (`attnflow.papers`) finds them by the paper's name.
 """
 
-from ._save import save_figure
+from ._save import named_figures, save_figure
 
-__all__ = ["save_figure"]
+__all__ = ["named_figures", "save_figure"]

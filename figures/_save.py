@@ -1,6 +1,7 @@
 """Writing a figure: PNG and PDF, plus a JSON file with the numbers plotted and the config."""
 
 import json
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -53,3 +54,18 @@ def save_figure(fig: plt.Figure, out_dir: Path, name: str, *, data: dict, config
     with dynamics.atomic_write(paths[2]) as f:
         json.dump({"figure": name, "config": _jsonable(config), "data": _jsonable(data)}, f)
     return paths
+
+
+def named_figures(module_name: str, functions: Iterable[Callable]) -> dict[str, Callable]:
+    """A paper's figures by name, `<paper>_<function name>`, from its module `figures.<paper>`
+    (pass `__name__`): the prefix is written nowhere by hand.
+
+    **Example:**
+
+        >>> from figures import named_figures
+        >>> def fig1(out_dir, full): ...
+        >>> list(named_figures("figures.toy", [fig1]))
+        ['toy_fig1']
+    """
+    paper = module_name.rpartition(".")[2]
+    return {f"{paper}_{function.__name__}": function for function in functions}

@@ -23,16 +23,13 @@ import dynamics
 from tasks.scan_snap import (
     FIG10_LRS,
     QUICK_LINES,
+    TEXT_DATA_ENV,
     TextSGD,
     attention_change_rate,
     detect_wikitext_variant,
 )
 
 from ._save import save_figure
-
-TEXT_DATA_ENV = "ATTNFLOW_TEXT_DATA"
-"""The environment variable naming the WikiText directory of Figs. 7 and 10 (unset: the quick
-corpus). The command line's `--data DIR` sets it, so worker processes see it too."""
 
 FIG10_EPOCHS = 5
 """Fig. 10 trains 5 epochs at full size (the paper's config)."""

@@ -16,7 +16,7 @@ import tasks.contextual_bigram as cb
 from theory.contextual_bigram import STAGE1_STEPS, stage1_success
 from theory.contextual_bigram import closed_forms as cf
 
-from ._save import save_figure
+from ._save import named_figures, save_figure
 
 
 def _need_x64():
@@ -202,7 +202,7 @@ def fig2(out_dir: Path, full: bool) -> list[Path]:
     )
 
 
-def phase_portrait(out_dir: Path, full: bool) -> list[Path]:
+def phase(out_dir: Path, full: bool) -> list[Path]:
     """The (α, β) plane: the vector field of Eqn 8, its solution from (0, 0), population GD
     (η = 0.5) and mini-batch preconditioned projected SGD (λ = 0, η = 0.05, B = 256) projected
     onto the lines (Lemma C.1)."""
@@ -314,9 +314,4 @@ def stage1_batch(out_dir: Path, full: bool) -> list[Path]:
     )
 
 
-FIGURES = {
-    "contextual_bigram_fig1": fig1,
-    "contextual_bigram_fig2": fig2,
-    "contextual_bigram_phase": phase_portrait,
-    "contextual_bigram_stage1_batch": stage1_batch,
-}
+FIGURES = named_figures(__name__, [fig1, fig2, phase, stage1_batch])

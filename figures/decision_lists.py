@@ -23,7 +23,7 @@ import numpy as np
 import tasks.decision_lists as dl
 from theory.decision_lists import closed_forms
 
-from ._save import save_figure
+from ._save import named_figures, save_figure
 
 FLOW_CONTROLLER = diffrax.PIDController(rtol=1e-6, atol=1e-9)
 """The step-size controller of Result 1's flow (Tsit5)."""
@@ -257,8 +257,4 @@ def uniform_attention(out_dir: Path, full: bool) -> list[Path]:
     return save_figure(fig, out_dir, "decision_lists_uniform_attention", data=data, config=config)
 
 
-FIGURES = {
-    "decision_lists_time_vs_bound": time_vs_bound,
-    "decision_lists_flow_one_task": flow_one_task,
-    "decision_lists_uniform_attention": uniform_attention,
-}
+FIGURES = named_figures(__name__, [time_vs_bound, flow_one_task, uniform_attention])

@@ -24,7 +24,7 @@ from theory.ntp_partial_order.closed_forms import (
     w_ov_star_closed,
 )
 
-from ._save import save_figure
+from ._save import named_figures, save_figure
 
 STEPS = 900
 
@@ -180,4 +180,4 @@ def wkq_column(out_dir: Path, full: bool) -> list[Path]:
     return save_figure(fig, out_dir, "ntp_partial_order_wkq_column", data=data, config=config)
 
 
-FIGURES = {"ntp_partial_order_fig2": fig2, "ntp_partial_order_wkq_column": wkq_column}
+FIGURES = named_figures(__name__, [fig2, wkq_column])

@@ -44,7 +44,7 @@ from tasks.scan_snap import (
     transition_times,
 )
 
-from ._save import save_figure
+from ._save import named_figures, save_figure
 from ._scan_snap_sweep import SweepConfig, SweepResult, load_or_run_sweep
 from ._scan_snap_text import fig7, fig10
 
@@ -709,15 +709,4 @@ def fig12(out_dir: Path, full: bool) -> list[Path]:
     return draw_fig12(out_dir, *load_or_run_sweep(out_dir, SweepConfig.paper(full)))
 
 
-FIGURES = {
-    "scan_snap_fig3": fig3,
-    "scan_snap_fig4": fig4,
-    "scan_snap_fig5": fig5,
-    "scan_snap_fig6": fig6,
-    "scan_snap_fig7": fig7,
-    "scan_snap_fig8": fig8,
-    "scan_snap_fig9": fig9,
-    "scan_snap_fig10": fig10,
-    "scan_snap_fig11": fig11,
-    "scan_snap_fig12": fig12,
-}
+FIGURES = named_figures(__name__, [fig3, fig4, fig5, fig6, fig7, fig8, fig9, fig10, fig11, fig12])

@@ -35,7 +35,7 @@ import dynamics
 import tasks.sparse_token_selection as sts
 from theory.sparse_token_selection import closed_forms as F
 
-from ._save import save_figure
+from ._save import named_figures, save_figure
 
 
 def _sizes(full: bool) -> dict:
@@ -533,13 +533,4 @@ def sphere_floor(out_dir: Path, full: bool) -> list[Path]:
     )
 
 
-FIGURES = {
-    "sparse_token_selection_fig1": fig1,
-    "sparse_token_selection_fig2": fig2,
-    "sparse_token_selection_fig3": fig3,
-    "sparse_token_selection_fig4": fig4,
-    "sparse_token_selection_fig5": fig5,
-    "sparse_token_selection_thm1_rate": thm1_rate,
-    "sparse_token_selection_fcn_bound": fcn_bound,
-    "sparse_token_selection_sphere_floor": sphere_floor,
-}
+FIGURES = named_figures(__name__, [fig1, fig2, fig3, fig4, fig5, thm1_rate, fcn_bound, sphere_floor])

@@ -1,10 +1,12 @@
-"""One package per paper: its data model, Equinox models, losses, metrics, and its simulations
-(final classes of `dynamics.AbstractSimulation`, listed in each package's `SIMULATIONS`).
+"""One package per paper, `tasks.<paper>`: its data model, Equinox models, losses, metrics, and its
+simulations (final classes of `dynamics.AbstractSimulation`).
 
-- `tasks.scan_snap`: Scan and Snap (Tian, Wang, Chen, Du, NeurIPS 2023).
-- `tasks.ntp_partial_order`: next-token prediction with query-dependent partial orders (Huang,
-  Liang, Yang, NeurIPS 2024).
-- `tasks.decision_lists`: decision lists learned by a one-layer transformer.
-- `tasks.contextual_bigram`: sparse contextual bigrams (Ren, Wang, Lee, NeurIPS 2024).
-- `tasks.sparse_token_selection`: sparse token selection (Wang, Wei, Hsu, Lee, ICML 2024).
+Each package declares its paper once, as `PAPER`, a [`PaperInfo`][]: its name, title, levels,
+data option and cost. The command line, the report and the documentation find the papers by
+scanning this package for those declarations; a new paper is a new package here (with its
+checks in `theory.<paper>` and its figures in `figures.<paper>`), and nothing else lists it.
 """
+
+from ._paper import DataOption, PaperInfo
+
+__all__ = ["DataOption", "PaperInfo"]

@@ -90,7 +90,7 @@ def test_steps_per_epoch_counts_the_training_windows(tmp_path):
 
 @pytest.mark.parametrize("command", ["figures", "reproduce"])
 def test_data_that_is_not_wikitext_fails_before_any_work(command, tmp_path, capsys, monkeypatch):
-    monkeypatch.setenv(text_figures.TEXT_DATA_ENV, "")  # unset for the test, restored after it
+    monkeypatch.setenv(scan_snap.TEXT_DATA_ENV, "")  # unset for the test, restored after it
     argv = [command, "--data", str(tmp_path), "--out", str(tmp_path / "out")]
     argv += ["scan_snap_fig10"] if command == "figures" else []
     assert cli.main(argv) == 2
@@ -116,7 +116,7 @@ def _tiny(sim: scan_snap.TextSGD) -> scan_snap.TextSGD:
 
 def test_figures_7_and_10_draw_from_a_wikitext_directory(tmp_path, monkeypatch, capsys):
     folder = _write_wikitext(tmp_path / "wikitext", "raw")
-    monkeypatch.setenv(text_figures.TEXT_DATA_ENV, "")  # `--data` sets it; restored after the test
+    monkeypatch.setenv(scan_snap.TEXT_DATA_ENV, "")  # `--data` sets it; restored after the test
     fig10_simulation, fig7_simulation = text_figures.fig10_simulation, text_figures.fig7_simulation
     monkeypatch.setattr(text_figures, "fig10_simulation", lambda full: (_tiny(fig10_simulation(full)[0]), 2))
     monkeypatch.setattr(

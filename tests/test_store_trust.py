@@ -395,23 +395,6 @@ def test_a_flow_out_of_steps_says_so_with_the_time_reached(tmp_path, capsys):
     assert "max_steps x1 (the step budget max_steps ran out at t = " in out
 
 
-FLOW_LEVELS = [
-    ("scan_snap", "L1"),
-    ("scan_snap", "L2"),
-    ("scan_snap", "L3"),
-    ("decision_lists", "result1_flow"),
-    ("contextual_bigram", "population_ode"),
-    ("sparse_token_selection", "reduced_flow"),
-]
-
-
-@pytest.mark.parametrize(("paper", "level"), FLOW_LEVELS)
-def test_every_flow_level_has_a_step_budget(paper, level):
-    from attnflow.papers import papers
-
-    assert "max_steps" in {info.name for info in papers()[paper].simulations[level].params()}
-
-
 def test_float64_without_x64_is_refused_with_the_fix():
     import jax
 

@@ -5,7 +5,7 @@ import os
 import jax
 import pytest
 
-from attnflow._report import SLOWEST_FIRST, schedule
+from attnflow._report import schedule
 from attnflow._workers import default_jobs, run_pieces
 from attnflow.papers import papers
 
@@ -41,8 +41,5 @@ def test_schedule_covers_every_piece_once_slowest_first():
     names = list(papers())
     pieces = schedule(names, ("checks", "figures"))
     assert sorted(pieces) == sorted((n, p) for n in names for p in ("checks", "figures"))
-    assert pieces == [piece for piece in SLOWEST_FIRST if piece in pieces]
-    assert schedule(["scan_snap", "unlisted"], ("checks",)) == [
-        ("scan_snap", "checks"),
-        ("unlisted", "checks"),
-    ]
+    costs = [papers()[name].info.cost[part] for name, part in pieces]
+    assert costs == sorted(costs, reverse=True) and all(cost > 0 for cost in costs)

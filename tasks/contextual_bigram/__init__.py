@@ -7,6 +7,7 @@ matrix flow) and the Gaussian-noise surrogate.
 The ways of training are simulations ([`SIMULATIONS`][]): `algorithm1` ([`Algorithm1`][]),
 `sgd` ([`SGD`][]) and `population_ode` ([`PopulationODE`][])."""
 
+from .._paper import PaperInfo
 from ._algorithm import (
     SGD_KINDS,
     STAGE1_RULES,
@@ -68,7 +69,23 @@ from ._population import line_flow, line_vector_field, matrix_flow, population_g
 from ._simulate import SGD, SIMULATIONS, Algorithm1, PopulationODE
 from ._surrogate import probe_gradients, run_later_stages_surrogate, surrogate_noise, surrogate_stage
 
+PAPER = PaperInfo(
+    name="contextual_bigram",
+    title=(
+        "Ren, Wang, Lee, Learning and Transferring Sparse Contextual Bigrams with Linear "
+        "Transformers (NeurIPS 2024)"
+    ),
+    label="Sparse contextual bigrams",
+    levels=SIMULATIONS,
+    cost={
+        "checks": 263,
+        "figures": 51,
+    },  # seconds on two cores: its quick checks (verify --quick), its quick figures
+)
+"""This paper as a unit: its name, title, levels, data and cost (see `tasks.PaperInfo`)."""
+
 __all__ = [
+    "PAPER",
     "SGD",
     "SIMULATIONS",
     "Algorithm1",

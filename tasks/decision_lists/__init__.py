@@ -10,6 +10,7 @@ distribution `D` (`distinct` by default) and the frozen Monte-Carlo population a
 (recon; see "Task and model" on the decision_lists page of the documentation).
 """
 
+from .._paper import PaperInfo
 from ._constants import (
     DELTA_DEFINITIONS,
     GAMMA_DEFINITIONS,
@@ -53,7 +54,20 @@ from ._model import TAU_TIE, DecisionListModel, margins, perfect, population_los
 from ._simulate import SIMULATIONS, JointGD, Result1Flow, Result2GD, UniformAttentionGD
 from ._task import DISTRIBUTIONS, DecisionLists, TaskArrays, random_arrays, stack_arrays
 
+PAPER = PaperInfo(
+    name="decision_lists",
+    title=("Provable Gradient-Descent-Based Learning of Decision Lists by Transformers (extended abstract)"),
+    label="Decision lists",
+    levels=SIMULATIONS,
+    cost={
+        "checks": 89,
+        "figures": 31,
+    },  # seconds on two cores: its quick checks (verify --quick), its quick figures
+)
+"""This paper as a unit: its name, title, levels, data and cost (see `tasks.PaperInfo`)."""
+
 __all__ = [
+    "PAPER",
     "DELTA_DEFINITIONS",
     "DISTRIBUTIONS",
     "GAMMA_DEFINITIONS",

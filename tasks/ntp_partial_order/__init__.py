@@ -2,13 +2,30 @@
 arXiv 2409.17335): data model, random realizable datasets, the reparameterised one-layer
 transformer, Algorithm 1 (two-stage normalized GD) and its simulation on random datasets."""
 
+from .._paper import PaperInfo
 from ._data import Dataset, QueryReport, TokenTypes, hall_condition, svop, validate
 from ._generate import RecipeA, RecipeB
 from ._model import Batch, NTPModel, attend, attention, cross_entropy, logits, loss, make_batch, predict
 from ._simulate import RECIPES, SIMULATIONS, Algorithm1
 from ._train import algorithm1, paper_step_sizes
 
+PAPER = PaperInfo(
+    name="ntp_partial_order",
+    title=(
+        "Huang, Liang, Yang, Non-asymptotic Convergence of Training Transformers for Next-token "
+        "Prediction (NeurIPS 2024)"
+    ),
+    label="Next-token prediction",
+    levels=SIMULATIONS,
+    cost={
+        "checks": 23,
+        "figures": 4,
+    },  # seconds on two cores: its quick checks (verify --quick), its quick figures
+)
+"""This paper as a unit: its name, title, levels, data and cost (see `tasks.PaperInfo`)."""
+
 __all__ = [
+    "PAPER",
     "Algorithm1",
     "Batch",
     "Dataset",

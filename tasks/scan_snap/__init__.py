@@ -2,6 +2,7 @@
 reparameterisation of a one-layer transformer trained on sequence classes, and the transformer of
 its WikiText experiments (Sec. 6.6) trained on real text."""
 
+from .._paper import DataOption, PaperInfo
 from ._classes import (
     ClassArrays,
     SequenceClasses,
@@ -64,6 +65,7 @@ from ._simulate import (
     TheoryFlow,
 )
 from ._text_data import (
+    TEXT_DATA_ENV,
     WIKITEXT_VARIANTS,
     TextCorpus,
     Vocabulary,
@@ -115,7 +117,28 @@ from ._theory_flow import (
     xi,
 )
 
+PAPER = PaperInfo(
+    name="scan_snap",
+    title=(
+        "Tian, Wang, Chen, Du, Scan and Snap: Understanding Training Dynamics and Token "
+        "Composition in 1-layer Transformer (NeurIPS 2023)"
+    ),
+    label="Scan and Snap",
+    levels=SIMULATIONS,
+    data=DataOption(
+        "a WikiText directory (wiki.{train,valid,test}.tokens or .raw) for the real-text figures and checks",
+        detect_wikitext_variant,
+        TEXT_DATA_ENV,
+    ),
+    cost={
+        "checks": 276,
+        "figures": 180,
+    },  # seconds on two cores: its quick checks (verify --quick), its quick figures
+)
+"""This paper as a unit: its name, title, levels, data and cost (see `tasks.PaperInfo`)."""
+
 __all__ = [
+    "PAPER",
     "Batch",
     "ClassArrays",
     "Dataset2",
@@ -177,6 +200,7 @@ __all__ = [
     "batchify",
     "build_vocabulary",
     "corpus_from_lines",
+    "TEXT_DATA_ENV",
     "detect_wikitext_variant",
     "encode_lines",
     "get_batch",

@@ -246,6 +246,11 @@ def wikitext_files(directory: str | os.PathLike, variant: str = "tokens") -> dic
     return files
 
 
+TEXT_DATA_ENV = "ATTNFLOW_TEXT_DATA"
+"""The environment variable naming the WikiText directory the real-text figures and checks read
+(the command line's `--data DIR` sets it); unset or empty: the bundled quick corpus."""
+
+
 def detect_wikitext_variant(directory: str | os.PathLike) -> str:
     """Which WikiText files `directory` holds: `tokens` when it has the three `wiki.*.tokens`
     (the paper's), else `raw` when it has the three `wiki.*.raw`.

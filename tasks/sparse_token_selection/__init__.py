@@ -25,6 +25,7 @@ exact population loss, the reduced two-scalar dynamics and the online training r
   [`coordinate_layer`][], [`fcn_run`][], [`trained_fcn_losses`][].
 """
 
+from .._paper import PaperInfo
 from ._config import KEY_SETS, ORTHONORMAL_PE, PE_SAMPLERS, X_QUERY_MODES, STSConfig, lengths_served
 from ._data import Batch, antithetic, random_subset, sample, target
 from ._fcn import (
@@ -95,7 +96,23 @@ from ._sphere import (
     sphere_scores,
 )
 
+PAPER = PaperInfo(
+    name="sparse_token_selection",
+    title=(
+        "Wang, Wei, Hsu, Lee, Transformers Provably Learn Sparse Token Selection While "
+        "Fully-Connected Nets Cannot (ICML 2024)"
+    ),
+    label="Sparse token selection",
+    levels=SIMULATIONS,
+    cost={
+        "checks": 167,
+        "figures": 173,
+    },  # seconds on two cores: its quick checks (verify --quick), its quick figures
+)
+"""This paper as a unit: its name, title, levels, data and cost (see `tasks.PaperInfo`)."""
+
 __all__ = [
+    "PAPER",
     "BLOCKS",
     "FCN",
     "INITS",

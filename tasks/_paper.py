@@ -1,0 +1,90 @@
+"""What a paper's task package declares about the paper, once: the rest of attnflow finds it there."""
+
+import dataclasses
+import os
+from collections.abc import Callable, Mapping
+
+import dynamics
+
+
+@dataclasses.dataclass(frozen=True)
+class DataOption:
+    """A directory of data a paper's figures and checks can read instead of their bundled default
+    (the command line's `--data DIR`).
+
+    **Fields:**
+
+    - `describe`: what the directory holds, for `--help` and the docs.
+    - `check`: `directory -> None`, raising `ValueError` (one line) when it does not hold that.
+    - `env`: the environment variable that names the directory to the paper's figures and checks
+      (worker processes inherit it).
+    """
+
+    describe: str
+    check: Callable[[str], None]
+    env: str
+
+    def use(self, directory: str | os.PathLike) -> None:
+        """Check `directory` (before any work) and name it in the variable `env`.
+
+        **Raises:** `ValueError` from `check`.
+        """
+        self.check(str(directory))
+        os.environ[self.env] = os.path.abspath(os.path.expanduser(directory))
+
+
+@dataclasses.dataclass(frozen=True)
+class PaperInfo:
+    """A paper as a unit, declared once, as `PAPER`, in its package `tasks/<name>/__init__.py`.
+
+    The command line, the report and the docs find every paper by scanning `tasks` for these; a
+    paper's checks are `theory.<name>.CHECKS` and its figures `figures.<name>.FIGURES`, found by
+    the same name. Nothing else lists the papers.
+
+    **Fields:**
+
+    - `name`: its one name: the package's name, the prefix of its figures and checks, and what
+      the command line calls it.
+    - `title`: authors, title and venue.
+    - `levels`: level name -> a final `dynamics.AbstractSimulation` class; the first is the default.
+    - `label`: a short name for menus (default: `name`).
+    - `data`: the [`DataOption`][] of its figures and checks, or `None`.
+    - `cost`: the seconds its quick `"checks"` and its quick `"figures"` take (measured on two
+      cores, for scheduling: `attnflow reproduce` starts the longest pieces first).
+
+    **Example:**
+
+        >>> import dynamics
+        >>> import tasks
+        >>> class Still(dynamics.AbstractSimulation):
+        ...     dtype: str = dynamics.dtype_param("float64")
+        ...
+        ...     def run(self, key):
+        ...         raise NotImplementedError
+        >>> info = tasks.PaperInfo("toy", "A toy paper", {"flow": Still}, cost={"checks": 1.0})
+        >>> info.default_level, info.label, info.cost["checks"]
+        ('flow', 'toy', 1.0)
+    """
+
+    name: str
+    title: str
+    levels: Mapping[str, type[dynamics.AbstractSimulation]]
+    label: str = ""
+    data: DataOption | None = None
+    cost: Mapping[str, float] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self):
+        if not self.label:
+            object.__setattr__(self, "label", self.name)
+        if not self.levels:
+            raise ValueError(f"paper {self.name!r} must declare at least one level")
+        for level, cls in self.levels.items():
+            if not (isinstance(cls, type) and issubclass(cls, dynamics.AbstractSimulation)):
+                raise ValueError(
+                    f"level {level!r} of paper {self.name!r} is not a dynamics.AbstractSimulation"
+                )
+
+    @property
+    def default_level(self) -> str:
+        """The level `simulate` and `sweep` use when none is named: the first."""
+        return next(iter(self.levels))

@@ -1,0 +1,127 @@
+"""A new paper is its own three files, `tasks/<paper>/`, `theory/<paper>/` and `figures/<paper>.py`:
+every command finds it, with no other file touched (here a throw-away paper, `toy_paper`, written
+to a temporary folder that the three packages are extended with)."""
+
+import doctest
+import json
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import dynamics
+import figures
+import tasks
+import theory
+from attnflow import cli
+from attnflow.papers import papers
+
+TASK = """
+import jax
+import jax.numpy as jnp
+
+import dynamics
+import tasks
+
+
+class Decay(dynamics.AbstractSimulation):
+    k: float = dynamics.param(1.0, dynamics.Interval(0, low_open=True), doc="decay rate", traced=True)
+    dtype: str = dynamics.dtype_param("float64")
+
+    def run(self, key):
+        y0 = jax.random.uniform(key, (), self.dtype, 1.0, 2.0)
+        save = dynamics.Save(ts=jnp.linspace(0.0, 1.0, 3), fn=lambda t, y, args: {"y": y})
+        return dynamics.ode_flow(lambda t, y, args: -self.k * y, y0, t1=1.0, save=save)
+
+
+PAPER = tasks.PaperInfo(
+    name="toy_paper", title="A toy paper (2026)", levels={"flow": Decay}, cost={"checks": 1, "figures": 1}
+)
+"""
+
+THEORY = """
+import numpy as np
+
+import dynamics
+import theory
+from tasks.toy_paper import Decay
+
+
+def decay_is_exponential(quick: bool):
+    run = dynamics.simulate(Decay(k=2.0), num_seeds=2 if quick else 8)
+    simulated = float(np.mean(run.values["y"][:, -1] / run.values["y"][:, 0]))
+    predicted = float(np.exp(-2.0))
+    return theory.within(
+        "toy_paper", "decay_is_exponential", "y(1) = y(0) e^{-k}", predicted=predicted, simulated=simulated,
+        error=abs(simulated - predicted) / predicted, tolerance=1e-6, provenance="derived",
+    )
+
+
+CHECKS = [decay_is_exponential]
+"""
+
+FIGURES = """
+import matplotlib.pyplot as plt
+import numpy as np
+
+from figures import named_figures, save_figure
+
+
+def fig1(out_dir, full):
+    fig, ax = plt.subplots()
+    t = np.linspace(0.0, 1.0, 5)
+    ax.plot(t, np.exp(-t))
+    return save_figure(fig, out_dir, "toy_paper_fig1", data={"t": t}, config={"full": full})
+
+
+FIGURES = named_figures(__name__, [fig1])
+"""
+
+
+@pytest.fixture
+def toy_paper(tmp_path, monkeypatch):
+    """The three packages extended with the toy paper's folders; the registry found afresh."""
+    files = [(tasks, "toy_paper/__init__.py", TASK), (theory, "toy_paper/__init__.py", THEORY)]
+    for package, name, source in [*files, (figures, "toy_paper.py", FIGURES)]:
+        folder = tmp_path / package.__name__
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(textwrap.dedent(source))
+        monkeypatch.setattr(package, "__path__", [*package.__path__, str(folder)])
+    papers.cache_clear()
+    yield tmp_path
+    papers.cache_clear()
+
+
+def test_a_new_paper_is_found_by_every_command(toy_paper, capsys):
+    out = toy_paper / "out"
+    assert cli.main(["list"]) == 0
+    assert "toy_paper: A toy paper (2026)" in capsys.readouterr().out
+    assert cli.main(["list", "toy_paper"]) == 0
+    assert "flow: tasks.toy_paper:Decay" in capsys.readouterr().out
+
+    assert cli.main(["simulate", "toy_paper", "--seeds", "3", "--out", str(out)]) == 0
+    (store,) = out.glob("toy_paper_flow_3seeds_*.zarr")
+    assert dynamics.load_sweep(store)["y"].shape == (3, 3)
+
+    assert (
+        cli.main(["sweep", "toy_paper", "--grid", "k=1,2", "--seeds", "2", "--out", str(out / "sweep")]) == 0
+    )
+    ds = dynamics.load_sweep(out / "sweep" / "sweep.zarr")
+    ratio = (ds["y"].isel(save=-1) / ds["y"].isel(save=0)).mean("seed").values
+    np.testing.assert_allclose(ratio, np.exp(-np.array([1.0, 2.0])), rtol=1e-6)
+
+    report = out / "verify.json"
+    assert cli.main(["verify", "--paper", "toy_paper", "--quick", "--jobs", "1", "--json", str(report)]) == 0
+    (check,) = json.loads(report.read_text())["checks"]
+    assert (check["paper"], check["name"], check["verdict"]) == ("toy_paper", "decay_is_exponential", "pass")
+
+    assert cli.main(["figures", "toy_paper_fig1", "--out", str(out / "figs")]) == 0
+    assert sorted(p.name for p in (out / "figs").iterdir()) == ["toy_paper_fig1.json", "toy_paper_fig1.pdf",
+                                                                "toy_paper_fig1.png"]  # fmt: skip
+
+
+@pytest.mark.parametrize("declared", [tasks.PaperInfo, figures.named_figures])
+def test_the_examples_of_the_declarations_run(declared):
+    result = doctest.testmod(sys.modules[declared.__module__], optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
