@@ -1,14 +1,19 @@
 """A sweep's shards as cluster jobs: submitted with submitit (SLURM, or local processes where no
 cluster is found), waited for, their failures reported."""
 
+import subprocess
+import sys
 from pathlib import Path
 
 
 def run_shard(argv: list[str], index: int, count: int) -> int:
-    """One job: `attnflow <argv> --shard index/count` (module level, so a job can unpickle it)."""
-    from .cli import main
+    """One job: the command `attnflow <argv> --shard index/count`, run by the job's Python (module
+    level, so a job can unpickle it).
 
-    return main([*argv, "--shard", f"{index}/{count}"])
+    **Returns:** its exit status (its output goes to the job's log).
+    """
+    command = [sys.executable, "-m", "attnflow", *argv, "--shard", f"{index}/{count}"]
+    return subprocess.run(command, check=False).returncode
 
 
 def launch_shards(argv: list[str], count: int, folder: Path, cluster: str, parameters: dict) -> None:

@@ -12,6 +12,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
+from ._runtime import set_up_worker
+
 Piece = tuple[Callable[..., Any], tuple]
 """A function (importable at module level) and its arguments."""
 
@@ -45,23 +47,8 @@ def run_pieces(pieces: Sequence[Piece], jobs: int, compile_cache_dir: str | None
     with ProcessPoolExecutor(
         max_workers=workers,
         mp_context=multiprocessing.get_context("spawn"),  # JAX's threads do not survive a fork
-        initializer=_set_up_worker,
+        initializer=set_up_worker,
         initargs=(compile_cache_dir, workers >= default_jobs()),
     ) as pool:
         futures = [pool.submit(function, *args) for function, args in pieces]
         return [future.result() for future in futures]
-
-
-_ONE_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
-
-
-def _set_up_worker(compile_cache_dir: str | None, one_thread: bool) -> None:
-    """The JAX settings of the command line, in a fresh worker process; with `one_thread` (as
-    many workers as cores), XLA computes on one thread, so the workers do not compete for the
-    cores (`attnflow reproduce` on 2 cores: 344 s instead of 363 s with XLA's default threads)."""
-    if one_thread:  # read when JAX first computes, which no worker has done yet
-        os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_ONE_THREAD}".strip()
-    from .cli import _use_compile_cache  # importing the command line turns on float64, as it does there
-
-    if compile_cache_dir is not None:
-        _use_compile_cache(compile_cache_dir)

@@ -59,10 +59,10 @@ def _compiled_programs_released():
 def _no_compile_cache_in_process(monkeypatch):
     """The command line, called in-process by a test, would point JAX's persistent compilation
     cache at the user's cache folder for the rest of the test session; tests keep the session's.
-    A test of the cache itself patches `_use_compile_cache` over this."""
-    from attnflow import cli
+    A test of the cache itself patches `use_compile_cache` over this."""
+    from attnflow import _runtime
 
-    monkeypatch.setattr(cli, "_use_compile_cache", lambda directory: None)
+    monkeypatch.setattr(_runtime, "use_compile_cache", lambda directory: None)
 
 
 @pytest.fixture(autouse=True)

@@ -12,7 +12,7 @@ import pytest
 import dynamics
 import tasks
 import theory
-from attnflow import cli
+from attnflow import _commands, _provenance, _runtime, cli
 from attnflow.papers import Paper, load_simulation, papers
 
 
@@ -70,7 +70,7 @@ def test_simulate_writes_a_store_that_loads_with_its_config(tmp_path, capsys):
     config, made_by = json.loads(ds.attrs["config"]), json.loads(ds.attrs["provenance"])
     assert config["simulation"] == "tasks.scan_snap:ScalarFlow" and config["t1"] == 50.0
     assert config["num_seeds"] == 3 and config["dtype"] == "float64" and ds["B"].dtype == np.float64
-    assert made_by["jax"] and made_by["commit"] == cli.source_commit()
+    assert made_by["jax"] and made_by["commit"] == _provenance.source_commit()
     assert ds["B"].dims == ("seed", "save") and (ds["stop"] == 0).all()
     # L3 from z = 0: B grows and z falls (Theorem 4), identically for every seed.
     B = ds["B"].values
@@ -219,7 +219,7 @@ def test_a_bound_reads_as_a_relation_in_the_table_json_and_page(tmp_path, monkey
 
 def test_the_shard_comes_from_the_flag_or_a_slurm_job_array(monkeypatch, tmp_path, capsys):
     def shard(*extra):
-        return cli._shard(cli.build_parser().parse_args(["sweep", "scan_snap", "--out", "x", *extra]))
+        return _commands._shard(cli.build_parser().parse_args(["sweep", "scan_snap", "--out", "x", *extra]))
 
     assert shard() == (0, 1) and shard("--shard", "1/3") == (1, 3)
     for bad in ("3/3", "1", "a/b", "-1/2"):
@@ -236,21 +236,50 @@ def test_the_shard_comes_from_the_flag_or_a_slurm_job_array(monkeypatch, tmp_pat
 
 def test_the_compile_cache_is_on_unless_turned_off(monkeypatch, tmp_path):
     calls = []
-    monkeypatch.setattr(cli, "_use_compile_cache", lambda directory: calls.append(True))
+    monkeypatch.setattr(_runtime, "use_compile_cache", lambda directory: calls.append(True))
     assert cli.main(["list"]) == 0 and calls == [True]
     assert cli.main(["--no-compile-cache", "list"]) == 0 and calls == [True]
     monkeypatch.setenv("ATTNFLOW_CACHE_DIR", str(tmp_path / "c"))
-    assert cli.compile_cache_dir() == tmp_path / "c"
+    assert _runtime.compile_cache_dir() == tmp_path / "c"
     monkeypatch.delenv("ATTNFLOW_CACHE_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    assert cli.compile_cache_dir() == tmp_path / "attnflow" / "jax"
+    assert _runtime.compile_cache_dir() == tmp_path / "attnflow" / "jax"
 
 
 def test_the_command_line_sets_the_backend_optimization_unless_xla_flags_name_one(monkeypatch):
     monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false")
     assert cli.main(["list"]) == 0
-    assert os.environ["XLA_FLAGS"] == f"--xla_cpu_multi_thread_eigen=false {cli.BACKEND_OPTIMIZATION}"
+    assert os.environ["XLA_FLAGS"] == f"--xla_cpu_multi_thread_eigen=false {_runtime.BACKEND_OPTIMIZATION}"
     monkeypatch.delenv("XLA_FLAGS")
-    assert cli.main(["list"]) == 0 and os.environ["XLA_FLAGS"] == cli.BACKEND_OPTIMIZATION
+    assert cli.main(["list"]) == 0 and os.environ["XLA_FLAGS"] == _runtime.BACKEND_OPTIMIZATION
     monkeypatch.setenv("XLA_FLAGS", "--xla_backend_optimization_level=3")
     assert cli.main(["list"]) == 0 and os.environ["XLA_FLAGS"] == "--xla_backend_optimization_level=3"
+
+
+def test_the_command_line_package_has_no_import_circle():
+    """The modules of `attnflow` import one another one way (imports inside functions count)."""
+    import ast
+    import pathlib
+
+    folder = pathlib.Path(cli.__file__).parent
+    edges = {}
+    for path in folder.glob("*.py"):
+        imported = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                imported |= {node.module} if node.module else {alias.name for alias in node.names}
+        edges[path.stem] = imported - {"__init__"}
+    seen, done = set(), set()
+
+    def visit(module, trail):
+        assert module not in seen - done, f"an import circle: {' -> '.join([*trail, module])}"
+        if module in done:
+            return
+        seen.add(module)
+        for other in edges.get(module, ()):
+            visit(other, [*trail, module])
+        done.add(module)
+
+    for module in edges:
+        visit(module, [])
+    assert "cli" not in set().union(*(edges[m] for m in edges if m != "__main__"))

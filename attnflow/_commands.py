@@ -1,0 +1,353 @@
+"""The commands of the `attnflow` command line, each `(args) -> exit status`; `attnflow.cli` parses
+the command line and dispatches to them."""
+
+import argparse
+import dataclasses
+import hashlib
+import json
+import os
+import time
+from pathlib import Path
+
+import jax
+import numpy as np
+
+from ._provenance import provenance
+
+
+def _metadata(args: argparse.Namespace) -> dict:
+    return provenance() | {"options": {k: v for k, v in vars(args).items() if k != "func"}}
+
+
+def verify(args: argparse.Namespace) -> int:
+    """`attnflow verify`: every check of the papers (or one), a table and a JSON report; 1 if one fails."""
+    import dynamics
+    import theory
+
+    from ._report import paper_checks, schedule
+    from ._workers import run_pieces
+    from .papers import paper, papers
+
+    names = [paper(args.paper).name] if args.paper else list(papers())
+    dynamics.prepare_file(args.json, "--json")
+    order = [name for name, _ in schedule(names, ("checks",))]
+    tasks = [(paper_checks, (name, args.quick)) for name in order]
+    by_paper = dict(zip(order, run_pieces(tasks, args.jobs, jax.config.jax_compilation_cache_dir)))
+    checks = [check for name in names for check in by_paper[name]]
+    print(theory.format_table(checks))
+    path = theory.write_json(checks, args.json, _metadata(args))
+    print(f"wrote {path}")
+    return 0 if all(c.passed for c in checks) else 1
+
+
+def _parse_pairs(texts: list[str], flag: str) -> dict[str, str]:
+    pairs = {}
+    for text in texts:
+        if "=" not in text:
+            raise ValueError(f"{flag} expects key=value, got {text!r}")
+        key, value = (part.strip() for part in text.split("=", 1))
+        if key in pairs:
+            raise ValueError(
+                f"{flag} names {key!r} twice ({key}={pairs[key]} and {key}={value}); give it once"
+            )
+        pairs[key] = value
+    return pairs
+
+
+def _simulation(args: argparse.Namespace):
+    """The simulation class and its configured instance, every setting checked."""
+    from .papers import load_simulation
+
+    cls = load_simulation(args.target, args.level)
+    return cls, cls.from_settings(_parse_pairs(args.set, "--set"))
+
+
+def _label(args: argparse.Namespace, cls) -> str:
+    if ":" in args.target:
+        return cls.__name__
+    from .papers import paper
+
+    level = args.level or paper(args.target).default_level
+    return f"{args.target}_{level}"
+
+
+def _config_hash(config: dict) -> str:
+    return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:8]
+
+
+def _check_seeds(args: argparse.Namespace) -> None:
+    import dynamics
+
+    if args.seeds < 1:
+        raise ValueError(f"--seeds must be >= 1, got {args.seeds}")
+    if args.seed < 0:
+        raise ValueError(f"--seed must be >= 0, got {args.seed}")
+    if args.seed + args.seeds - 1 > dynamics.MAX_SEED:
+        raise ValueError(
+            f"--seed {args.seed} with --seeds {args.seeds} reaches past the largest seed, 2**31 - 1 "
+            f"= {dynamics.MAX_SEED}"
+        )
+
+
+def _shard(args: argparse.Namespace) -> tuple[int, int]:
+    """This process's shard `(i, n)`: `--shard I/N`, else a SLURM job array's task, else `(0, 1)`."""
+    if args.shard:
+        index, _, count = args.shard.partition("/")
+        try:
+            shard = (int(index), int(count))
+        except ValueError:
+            shard = (-1, 0)
+        if not 0 <= shard[0] < shard[1]:
+            raise ValueError(f"--shard must be I/N with integers 0 <= I < N, got {args.shard!r}")
+        return shard
+    task = os.environ.get("SLURM_ARRAY_TASK_ID")
+    if task is None:
+        return 0, 1
+    first = int(os.environ.get("SLURM_ARRAY_TASK_MIN", "0"))
+    return int(task) - first, int(os.environ["SLURM_ARRAY_TASK_COUNT"])
+
+
+def _stop_summary(ds) -> str:
+    """`completed x3, event:loss_below x1`: how the runs of a sweep stopped (for runs that used
+    their whole step budget, the times they reached)."""
+    stops, events = np.asarray(ds["stop"]).ravel(), np.asarray(ds["event"]).ravel()
+    labels = [
+        ds.attrs["stop_reasons"][s] + (f":{ds.attrs['event_names'][e]}" if e >= 0 else "")
+        for s, e in zip(stops, events)
+    ]
+    names, counts = np.unique(labels, return_counts=True)
+    text = ", ".join(f"{name} x{n}" for name, n in zip(names, counts))
+    if "max_steps" in names:
+        reached = np.asarray(ds["t_stop"]).ravel()[np.asarray(labels) == "max_steps"]
+        text += (
+            f" (the step budget max_steps ran out at t = {reached.min():.4g} to {reached.max():.4g}: raise "
+            "--set max_steps=..., or lower t1)"
+        )
+    return text
+
+
+class WorkFailed(Exception):
+    """The work failed after it started (a full disk, a lost file); what is written stays."""
+
+
+def _write_sweep(args: argparse.Namespace, sim, grid: dict, store: Path):
+    """Run (or resume) this process's share of the sweep into `store`; `None` while other shards
+    still have blocks to write."""
+    import dynamics
+
+    shard = _shard(args)
+    if args.overwrite and shard != (0, 1):
+        raise ValueError(
+            "--overwrite in a shard would remove the other shards' blocks: remove the store once, "
+            "before the shards start"
+        )
+    start = time.perf_counter()
+    try:
+        dynamics.sweep(
+            sim,
+            grid,
+            num_seeds=args.seeds,
+            seed=args.seed,
+            progress=True,
+            store=store,
+            shard=shard,
+            attrs={"provenance": json.dumps(provenance())},
+            overwrite=args.overwrite,
+            max_bytes=args.max_bytes,
+        )
+    except OSError as err:
+        raise WorkFailed(f"{dynamics.describe_os_error(err)}; {_progress_text(store)}") from None
+    except jax.errors.JaxRuntimeError as err:  # e.g. out of memory on the device
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise WorkFailed(f"the runs failed: {first}; {_progress_text(store)}") from None
+    written, total = dynamics.sweep_progress(store)
+    print(f"{written} of {total} blocks written to {store} ({time.perf_counter() - start:.1f} s here)")
+    if written < total:
+        print("the other shards' blocks are still to come; rerun without --shard once they are done")
+        return None
+    ds = dynamics.load_sweep(store)
+    print(f"{ds.sizes[dynamics.SEED_DIM]} seeds per point; stops: {_stop_summary(ds)}")
+    return ds
+
+
+def _progress_text(store: Path) -> str:
+    """`3 of 6 blocks done in STORE; rerun the same command to resume`, as far as it can be read."""
+    import dynamics
+
+    try:
+        written, total = dynamics.sweep_progress(store)
+    except (ValueError, OSError):
+        return f"no block of {store} was written; rerun the same command once the cause is fixed"
+    return f"{written} of {total} blocks done in {store}; rerun the same command to resume"
+
+
+def simulate(args: argparse.Namespace) -> int:
+    """`attnflow simulate`: many seeds of one level (or a user's class) into a store of their own."""
+    import dynamics
+
+    cls, sim = _simulation(args)
+    _check_seeds(args)
+    dynamics.prepare_folder(args.out, "--out")
+    config = sim.describe() | {"num_seeds": args.seeds, "seed": args.seed}
+    store = Path(args.out) / f"{_label(args, cls)}_{args.seeds}seeds_{_config_hash(config)}.zarr"
+    _write_sweep(args, sim, {}, store)
+    return 0
+
+
+def _parse_grid(cls, texts: list[str]) -> dict[str, list]:
+    import dynamics
+
+    return {
+        key: [dynamics.parse_settings(cls, {key: v})[key] for v in text.split(",") if v.strip()]
+        for key, text in _parse_pairs(texts, "--grid").items()
+    }
+
+
+def _shard_argv(args: argparse.Namespace) -> list[str]:
+    """The command line of one shard of this sweep (everything but the launch options)."""
+    argv = ["sweep", args.target, "--seeds", str(args.seeds), "--seed", str(args.seed), "--out", args.out]
+    argv += ["--level", args.level] if args.level else []
+    for option, values in (("--set", args.set), ("--grid", args.grid)):
+        argv += [text for value in values for text in (option, value)]
+    return argv
+
+
+def _launch(args: argparse.Namespace, store: Path) -> None:
+    import dynamics
+
+    from ._launch import launch_shards
+
+    if args.launch < 1:
+        raise ValueError(f"--launch must be >= 1, got {args.launch}")
+    if args.shard:
+        raise ValueError("--launch runs every shard: give --launch or --shard, not both")
+    if args.overwrite:
+        dynamics.remove_store(store)
+    parameters = {key: _job_value(value) for key, value in _parse_pairs(args.job, "--job").items()}
+    launch_shards(_shard_argv(args), args.launch, Path(args.out) / "jobs", args.cluster, parameters)
+
+
+def _job_value(text: str):
+    """A job parameter from text: an integer, a number, or the text itself."""
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def sweep(args: argparse.Namespace) -> int:
+    """`attnflow sweep`: a grid of settings × seeds into `OUT/sweep.zarr`, with its plots."""
+    import dynamics
+
+    from ._sweep_plots import plot_sweep
+
+    cls, sim = _simulation(args)
+    _check_seeds(args)
+    grid = _parse_grid(cls, args.grid)
+    if not grid:
+        raise ValueError("name at least one --grid key=v1,v2,...")
+    out = dynamics.prepare_folder(args.out, "--out")
+    if args.launch is not None:
+        _launch(args, out / "sweep.zarr")
+        ds = dynamics.load_sweep(out / "sweep.zarr")
+    else:
+        ds = _write_sweep(args, sim, grid, out / "sweep.zarr")
+    if ds is not None:
+        plots = plot_sweep(ds, list(grid), out / "plots")
+        print(f"wrote {len(plots)} plots in {out / 'plots'}")
+    return 0
+
+
+def listing(args: argparse.Namespace) -> int:
+    """`attnflow list`: the papers, or the fields of a paper's levels (or of a user's class)."""
+    from .papers import load_simulation, papers
+
+    if args.target is None:
+        for p in papers().values():
+            print(f"{p.name}: {p.title}")
+            print(f"  levels: {', '.join(p.simulations)} (default {p.default_level})")
+            print(f"  checks: {len(p.checks)}; figures: {', '.join(p.figures)}")
+            if p.info.data is not None:
+                print(f"  --data: {p.info.data.describe}")
+        return 0
+    if ":" in args.target:
+        classes = {args.target: load_simulation(args.target)}
+    else:
+        from .papers import paper
+
+        classes = paper(args.target).simulations
+    for level, cls in classes.items():
+        summary = (cls.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
+        print(f"{level}: {cls.path()}\n  {summary}")
+        for info in cls.params():
+            traced = ", traced" if info.traced else ""
+            default = "(required)" if info.default is dataclasses.MISSING else repr(info.default)
+            print(
+                f"    {info.name} = {default}  ({info.type.__name__}{traced}; "
+                f"{info.describe_allowed()})  {info.doc}"
+            )
+    return 0
+
+
+def _use_data(directory: str | None) -> None:
+    """`--data DIR`: check, before any work, that DIR holds what each paper with a data option
+    reads (`tasks.PaperInfo.data`), and name it to them in the option's environment variable,
+    which worker processes inherit."""
+    if directory is None:
+        return
+    from .papers import papers
+
+    options = [p.info.data for p in papers().values() if p.info.data is not None]
+    if not options:
+        raise ValueError("--data: no paper reads a data directory")
+    for option in options:
+        try:
+            option.use(directory)
+        except ValueError as err:
+            raise ValueError(f"--data: {err}") from None
+
+
+def figures(args: argparse.Namespace) -> int:
+    """`attnflow figures`: the named figures (or all), PNG, PDF and JSON each."""
+    import dynamics
+
+    from .papers import all_figures
+
+    known = all_figures()
+    if args.list:
+        print("\n".join(known))
+        return 0
+    names = list(known) if args.all else args.names
+    if not names:
+        raise ValueError("name at least one figure, or pass --all (see --list)")
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ValueError(f"unknown figure(s) {', '.join(unknown)}; see attnflow figures --list")
+    _use_data(args.data)
+    out = dynamics.prepare_folder(args.out, "--out")
+    for name in names:
+        start = time.perf_counter()
+        paths = known[name](out, args.full)
+        print(f"{name}: {', '.join(p.name for p in paths)} ({time.perf_counter() - start:.1f} s)")
+    return 0
+
+
+def reproduce(args: argparse.Namespace) -> int:
+    """`attnflow reproduce`: every check and every figure, and the page that gathers them."""
+    import dynamics
+
+    from ._report import reproduce
+
+    _use_data(args.data)
+    out = dynamics.prepare_folder(args.out, "--out")
+    dynamics.prepare_folder(out / "figures", "the figures' folder")
+    return reproduce(out, full=args.full, metadata=_metadata(args), jobs=args.jobs)
+
+
+def check_store(args: argparse.Namespace) -> int:
+    """`attnflow check`: a store's state, and with `--repair` its damaged blocks run again."""
+    from ._store_check import check
+
+    return check(Path(args.store), repair=args.repair)
