@@ -9,6 +9,7 @@ import argparse
 import json
 import time
 
+import equinox as eqx
 import jax
 
 jax.config.update("jax_enable_x64", True)
@@ -33,7 +34,7 @@ def main():
     keys = dynamics.seed_keys(0, args.seeds)
     result = {"K_P": float(cb.k_p(inst)), "K_Q": float(cb.k_q(inst)), "config": cfg.describe()}
     start = time.perf_counter()
-    alg, _ = dynamics.run_many(lambda k: cb.run_algorithm(inst, k, cfg), keys)
+    alg, _ = dynamics.run_many(eqx.Partial(cb.run_algorithm, inst, cfg=cfg), keys)
     steps = cfg.stage2_steps + cfg.every * int(np.ceil(np.median(alg["tau1"]) / cfg.every))
     rows = {
         "algorithm1 (after Stage 2)": alg["stage2_metrics"],
@@ -41,7 +42,7 @@ def main():
     }
     for eta in (cfg.eta1, cfg.eta2):
         sgd = cb.SGD(eta=eta, batch=cfg.batch, num_steps=steps, every=cfg.every, c_f=cfg.c_f)
-        out, _ = dynamics.run_many(lambda k: cb.run_sgd(inst, k, sgd), keys)
+        out, _ = dynamics.run_many(eqx.Partial(cb.run_sgd, inst, cfg=sgd), keys)
         rows[f"vanilla SGD eta={eta}"] = out["final_metrics"]
         result[f"sgd_{eta}_diverged"] = int(np.sum(np.asarray(out["stop"]) == dynamics.StopReason.nonfinite))
     result["tau1_median"] = float(np.median(alg["tau1"]))

@@ -1,9 +1,7 @@
 """Many runs at once: `vmap` over seeds and hyper-parameter grids, chunked and sharded."""
 
-import functools
 import itertools
-import types
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Iterable
 
 import equinox as eqx
 import jax
@@ -19,129 +17,23 @@ from ._run import Run, StopReason
 SEEDS_AXIS = "seeds"
 
 
-class _ById:
-    """Hashed and compared by identity (a module's globals, an unhashable function)."""
-
-    def __init__(self, value):
-        self.value = value
-
-    def __hash__(self):
-        return id(self.value)
-
-    def __eq__(self, other):
-        return isinstance(other, _ById) and other.value is self.value
+def _call(fn: Callable, args: tuple) -> PyTree:
+    return fn(*args)
 
 
-class _Closure(eqx.Module):
-    """A Python function as a PyTree: the values it captures are its leaves, so the arrays among
-    them can be passed to a compiled call as arguments instead of being baked into it."""
-
-    code: types.CodeType = eqx.field(static=True)
-    globals: _ById = eqx.field(static=True)
-    defaults: tuple | None = eqx.field(static=True)
-    cells: tuple
-
-    def __call__(self, *args):
-        closure = tuple(types.CellType(value) for value in self.cells)
-        return types.FunctionType(self.code, self.globals.value, None, self.defaults, closure)(*args)
-
-
-class _Partial(eqx.Module):
-    """A `functools.partial` as a PyTree: the function and its bound arguments are leaves."""
-
-    func: Callable
-    args: tuple
-    keywords: dict
-
-    def __call__(self, *args):
-        return self.func(*self.args, *args, **self.keywords)
-
-
-def _as_pytree(fn: Callable) -> PyTree:
-    """`fn` with the values it holds exposed as PyTree leaves, recursively: a closure's captured
-    values, a `functools.partial`'s arguments; an `equinox.Module` already is a PyTree."""
-    if isinstance(fn, functools.partial):
-        return _Partial(_as_pytree(fn.func), fn.args, fn.keywords)
-    if isinstance(fn, types.FunctionType) and fn.__closure__ and not fn.__kwdefaults__:
-        try:
-            cells = tuple(_as_pytree(cell.cell_contents) for cell in fn.__closure__)
-        except ValueError:  # a captured name not bound yet
-            return fn
-        return _Closure(fn.__code__, _ById(fn.__globals__), fn.__defaults__, cells)
-    return fn
-
-
-def _split(fn: Callable) -> tuple[list, Hashable]:
-    """`(arrays, key)`: the arrays `fn` holds, and a hashable key of everything else, equal for
-    two functions of the same code holding equal non-array values of the same types (a fresh
-    lambda included)."""
-    leaves, treedef = jax.tree.flatten(_as_pytree(fn))
-    arrays = [leaf if eqx.is_array(leaf) else None for leaf in leaves]
-    static = tuple(None if eqx.is_array(leaf) else (type(leaf), leaf) for leaf in leaves)
-    key = (treedef, static)
-    try:
-        hash(key)
-    except TypeError:  # an unhashable captured value: fall back to the function's identity
-        return [], _ById(fn)
-    return arrays, key
-
-
-_CONCRETE_VALUE_ERRORS = (
-    jax.errors.ConcretizationTypeError,
-    jax.errors.TracerArrayConversionError,
-    jax.errors.TracerIntegerConversionError,
-    jax.errors.TracerBoolConversionError,
-)
-_needs_constants: set[Hashable] = set()
-"""Keys of functions that read the values of the arrays they capture (e.g. with numpy)."""
-
-
-def _compiled(fn: Callable, progress: bool) -> Callable[[PyTree], PyTree]:
-    """`args -> jit(vmap(fn))(*args)`, compiled once for every function sharing `fn`'s key. A
-    function that needs the concrete values of the arrays it captures (numpy on them, Python
-    control flow) cannot take them as arguments: it is compiled with them as constants, once per
-    function object, as `jax.jit` would."""
-    arrays, key = _split(fn)
-
-    def call(args):
-        if key not in _needs_constants:
-            try:
-                return _batched(key, progress)(arrays, args)
-            except _CONCRETE_VALUE_ERRORS:
-                _needs_constants.add(key)
-        return _batched(_ById(fn), progress)([], args)
-
-    return call
-
-
-@functools.lru_cache(maxsize=64)
-def _batched(key: Hashable, meters: bool) -> Callable:
-    """`jit(vmap(fn))` for the functions sharing `key` (see [`_split`][]), made once per `meters`
-    (the last 64 kept): the arrays `fn` holds are arguments of the compiled call, broadcast over
-    runs; with `meters` it is traced inside [`progress_inside`][].
+@eqx.filter_jit
+def _batched(fn: Callable, args: tuple, meters: bool) -> PyTree:
+    """`vmap(fn)(*args)` over the leading axis of `args`, compiled by `equinox.filter_jit`: the
+    arrays `fn` holds (as a PyTree callable) are arguments of the compiled call, broadcast over
+    runs, and everything else is static; with `meters` it is traced inside [`progress_inside`][].
 
     The runs are laid out over the devices by their `NamedSharding` (the compiler partitions the
     batched program). `jax.shard_map` (each device on its own) measures 1.10-1.20x faster for an
     explicit flow on 4 CPU devices (`bench/sharding.py`), but Diffrax's implicit solvers and
     root-found events solve linear systems with lineax, which fails under `shard_map` ("pytree
     does not match out_structure"), so the compiler's partitioning stays."""
-
-    def call(arrays, args):
-        if isinstance(key, _ById):
-            fn = key.value
-        else:
-            treedef, static = key
-            leaves = [a if s is None else s[1] for a, s in zip(arrays, static)]
-            fn = jax.tree.unflatten(treedef, leaves)
-        return fn(*args)
-
-    compiled = jax.jit(jax.vmap(call, in_axes=(None, 0)))
-
-    def with_meters(arrays, args):
-        with progress_inside(meters):
-            return compiled(arrays, args)
-
-    return with_meters
+    with progress_inside(meters):
+        return eqx.filter_vmap(_call, in_axes=(None, 0))(fn, args)
 
 
 def seed_keys(seed: int, num_seeds: int) -> jax.Array:
@@ -218,12 +110,13 @@ def run_many(
 
     **Arguments:**
 
-    - `fn`: one run, `(*args) -> PyTree of arrays` (e.g. a [`Run`][]); compiled once per chunk
-      shape, and reused by later calls with a function of the same code holding equal
-      non-array values: a fresh `lambda k: run(data, k)` reuses the compilation whatever the
-      arrays in `data` (they are passed to the compiled call, not baked into it; the
-      containers that hold them are rebuilt for the call, so `fn` must not mutate them; a `fn`
-      that reads their values with numpy gets them as constants, compiled per function object).
+    - `fn`: one run, `(*args) -> PyTree of arrays`, compiled once per chunk shape with
+      `equinox.filter_jit`. A PyTree callable (an `equinox.Module` such as a simulation's bound
+      `sim.run`, or `equinox.Partial(f, data)`) passes the arrays it holds to the compiled call:
+      a later call with other arrays of the same shapes reuses the compilation; its other
+      values are static (a new value compiles anew). A plain function (a `lambda`, a closure)
+      is compiled once per function object, with the arrays it captures as constants, as
+      `jax.jit` does.
     - `*batched_args`: PyTrees whose leaves have the run axis first.
     - `chunk_size`: runs per compiled call; default all at once.
     - `devices`: devices to shard over; default `jax.local_devices()`.
@@ -255,14 +148,13 @@ def run_many(
     chunk = num_runs if chunk_size is None else max(1, min(chunk_size, num_runs))
     chunk = -(-chunk // len(devices)) * len(devices)
     sharding = NamedSharding(Mesh(np.asarray(devices), (SEEDS_AXIS,)), PartitionSpec(SEEDS_AXIS))
-    batched_fn = _compiled(fn, progress)
     pieces = []
     starts = range(0, num_runs, chunk)
     for start in tqdm(starts, desc=description, disable=not progress or len(starts) == 1, unit="chunk"):
         stop = min(start + chunk, num_runs)
         index = np.minimum(np.arange(start, start + chunk), stop - 1)
         args = jax.tree.map(lambda x: jax.device_put(jnp.asarray(x)[index], sharding), batched_args)
-        out = jax.device_get(batched_fn(args))
+        out = jax.device_get(_batched(fn, args, progress))
         pieces.append(jax.tree.map(lambda x: np.asarray(x)[: stop - start], out))
     outputs = jax.tree.map(lambda *xs: np.concatenate(xs), *pieces)
     return outputs, _finite_runs(outputs, num_runs)

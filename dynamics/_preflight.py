@@ -88,7 +88,12 @@ def trace_run(static: AbstractSimulation, sim: AbstractSimulation, lower: bool =
     """One run of `sim` traced (no computation): `(shapes of its Run, program text)`; the text of
     the lowered program only with `lower` (else `""`)."""
     traced = {k: v[0] for k, v in traced_arrays(static, [sim]).items()}
-    traced_run = jax.jit(batched_run(static)).trace(traced, np.int64(0))
+    run_of = batched_run(static)
+
+    def one_run(traced_values, seed):  # the name the program text (and so its digest) carries
+        return run_of(traced_values, seed)
+
+    traced_run = jax.jit(one_run).trace(traced, np.int64(0))
     run = traced_run.out_info
     declared = tuple(type(sim).event_names)
     if run.event_names and tuple(run.event_names) != declared:

@@ -2,7 +2,6 @@
 
 import abc
 import dataclasses
-import functools
 import importlib
 import math
 import typing
@@ -220,15 +219,14 @@ def static_part(sim: AbstractSimulation) -> AbstractSimulation:
     return with_values(sim, {info.name: info.default for info in params(type(sim)) if info.traced})
 
 
-@functools.lru_cache(maxsize=64)
+def _run_with_values(static: AbstractSimulation, traced_values: dict, seed) -> Run:
+    return with_values(static, traced_values).run(seed_key(seed))
+
+
 def batched_run(static: AbstractSimulation) -> Callable:
-    """`(traced_values, seed) -> Run` for simulations sharing `static`'s static part; the same
-    function object for equal static parts, so [`run_many`][] reuses its compilations."""
-
-    def one_run(traced_values: dict, seed) -> Run:
-        return with_values(static, traced_values).run(seed_key(seed))
-
-    return one_run
+    """`(traced_values, seed) -> Run` for simulations sharing `static`'s static part, as a PyTree
+    callable (`equinox.Partial`): equal static parts reuse [`run_many`][]'s compilations."""
+    return eqx.Partial(_run_with_values, static)
 
 
 def traced_arrays(sim: AbstractSimulation, sims: list[AbstractSimulation]) -> dict[str, np.ndarray]:

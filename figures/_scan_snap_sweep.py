@@ -14,6 +14,7 @@ import json
 import time
 from pathlib import Path
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -173,7 +174,7 @@ def _run_vocabulary(config: SweepConfig, num_last: int) -> dict[str, np.ndarray]
     taus = jnp.asarray(config.taus(num_last), dtype)
     points = dynamics.grid(eta_z=config.eta_zs, ratio=config.ratios, seed=config.seeds)
     outputs, _ = dynamics.run_many(
-        lambda seed, eta_z, ratio: _one_run(seed, eta_z, ratio, classes, taus, config),
+        eqx.Partial(_one_run, classes=classes, taus=taus, config=config),
         points["seed"],
         points["eta_z"].astype(dtype),
         points["ratio"].astype(dtype),

@@ -6,6 +6,7 @@ enables it; each figure refuses to run without it)."""
 
 from pathlib import Path
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import matplotlib.pyplot as plt
@@ -55,12 +56,12 @@ def fig1(out_dir: Path, full: bool) -> list[Path]:
     seeds = 32 if full else 8
     cfg = cb.Algorithm1(switch="fixed", tau1=20, stage2_steps=4000 if full else 2000)
     keys = dynamics.seed_keys(1, seeds)
-    alg, _ = dynamics.run_many(lambda k: cb.run_algorithm(inst, k, cfg), keys)
+    alg, _ = dynamics.run_many(eqx.Partial(cb.run_algorithm, inst, cfg=cfg), keys)
     steps = cfg.tau1 + np.asarray(alg["stage2_steps"][0])
     sgd = {}
     for eta in (cfg.eta1, cfg.eta2):
         sgd_cfg = cb.SGD(eta=eta, batch=cfg.batch, num_steps=cfg.stage2_steps, every=cfg.every, c_f=cfg.c_f)
-        out, _ = dynamics.run_many(lambda k: cb.run_sgd(inst, k, sgd_cfg), keys)
+        out, _ = dynamics.run_many(eqx.Partial(cb.run_sgd, inst, cfg=sgd_cfg), keys)
         sgd[eta] = out
     panels = [
         ("dist_V", r"$\|V - P\|_F$"),
@@ -215,7 +216,7 @@ def phase(out_dir: Path, full: bool) -> list[Path]:
     gd = cb.population_gd(inst, cb.scratch_init(inst), 0.5, 300)
     cfg = cb.SGD(kind="projected", eta=eta, batch=256, num_steps=steps, every=10)
     seeds = 8 if full else 4
-    sims, _ = dynamics.run_many(lambda k: cb.run_sgd(inst, k, cfg), dynamics.seed_keys(3, seeds))
+    sims, _ = dynamics.run_many(eqx.Partial(cb.run_sgd, inst, cfg=cfg), dynamics.seed_keys(3, seeds))
     fig, ax = plt.subplots(figsize=(7, 6))
     a, b = np.meshgrid(np.linspace(-0.5, 1.6, 25), np.linspace(-0.5, 1.6, 25))
     field = np.asarray(

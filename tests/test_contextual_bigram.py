@@ -4,6 +4,7 @@ gradients against exact enumeration, Algorithm 1 pieces."""
 import dataclasses
 import math
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -181,7 +182,7 @@ def test_softmax_model_near_uniform_is_linear_model(tiny):
 def test_algorithm_runs_batched_and_recovers_small():
     inst = cb.random_instance(0, 3, 2, 8)
     cfg = cb.Algorithm1(T=8, batch=256, stage2_steps=300, every=100, stage1_max_steps=60)
-    out, ok = dynamics.run_many(lambda k: cb.run_algorithm(inst, k, cfg), dynamics.seed_keys(0, 2))
+    out, ok = dynamics.run_many(eqx.Partial(cb.run_algorithm, inst, cfg=cfg), dynamics.seed_keys(0, 2))
     assert ok.all()
     assert np.all(out["tau1"] < cfg.stage1_max_steps)
     assert np.all(out["final_metrics"]["dist_Q"] < 0.1)

@@ -2,6 +2,7 @@
 are the population process (rounding, proximal population GD, least squares), and with a small batch
 their spread matches real mini-batches."""
 
+import equinox as eqx
 import jax
 import numpy as np
 import pytest
@@ -34,8 +35,8 @@ def test_surrogate_later_stages_spread_like_mini_batches():
         out, _ = dynamics.run_many(run, keys)
         return np.asarray(out["stage2_metrics"]["alpha"])
 
-    real = final_alpha(lambda k: cb.run_later_stages(inst, start, k, cfg))
-    surrogate = final_alpha(lambda k: cb.run_later_stages_surrogate(inst, start, k, cfg, probes=64))
+    real = final_alpha(eqx.Partial(cb.run_later_stages, inst, start, cfg=cfg))
+    surrogate = final_alpha(eqx.Partial(cb.run_later_stages_surrogate, inst, start, cfg=cfg, probes=64))
     se = np.sqrt((real.var(ddof=1) + surrogate.var(ddof=1)) / len(keys))
     assert abs(real.mean() - surrogate.mean()) < 4 * se
     assert 0.5 < surrogate.std() / real.std() < 2.0

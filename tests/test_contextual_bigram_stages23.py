@@ -2,6 +2,7 @@
 equals Stage 1 followed by `run_later_stages` on the same keys, and the T-exponent fit recovers a
 known power law with an interval that covers it."""
 
+import equinox as eqx
 import jax
 import numpy as np
 import pytest
@@ -43,7 +44,9 @@ def test_later_stages_from_the_end_of_stage1_on_the_lines_recover_the_task():
     inst = cb.default_instance(50)
     cfg = cb.Algorithm1(stage2_steps=2000, every=2000)
     start = cb.on_line(cfg.delta1, cfg.delta1, inst)
-    out, _ = dynamics.run_many(lambda k: cb.run_later_stages(inst, start, k, cfg), dynamics.seed_keys(0, 4))
+    out, _ = dynamics.run_many(
+        eqx.Partial(cb.run_later_stages, inst, start, cfg=cfg), dynamics.seed_keys(0, 4)
+    )
     assert np.all(np.asarray(out["final_metrics"]["dist_Q"]) < 0.1)
 
 

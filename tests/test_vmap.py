@@ -1,11 +1,12 @@
 """Many runs at once: vmap over seeds equals a loop, chunks and shards change nothing."""
 
-import functools
 import os
 import subprocess
 import sys
 import textwrap
+from typing import ClassVar
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -13,6 +14,19 @@ import numpy as np
 import dynamics
 
 from .helpers import tree_allclose
+
+
+class Decay(dynamics.AbstractSimulation):
+    """dy/dt = -rate y from a random start; counts its traces."""
+
+    rate: float = dynamics.param(1.0, dynamics.Interval(0, low_open=True), doc="r")
+    dtype: str = dynamics.dtype_param("float32")
+    traces: ClassVar[int] = 0
+
+    def run(self, key):
+        type(self).traces += 1
+        y0 = 1.0 + jax.random.uniform(key, (), self.dtype)
+        return dynamics.ode_flow(lambda t, y, args: -self.rate * y, y0, t1=1.0)
 
 
 def noisy_regression_run(key, rate):
@@ -108,43 +122,46 @@ def test_sharded_run_equals_unsharded_on_four_cpu_devices():
     assert "sharded ok (10, 3)" in result.stdout
 
 
-def test_run_many_reuses_its_compiled_function_across_calls():
-    def run(rate):
-        return dynamics.train(lambda w: 0.5 * w**2, jnp.array(1.0), dynamics.gd(rate), num_steps=5)
-
-    from dynamics._batch import _batched
-
-    dynamics.run_many(run, jnp.array([0.1, 0.2]))
-    hits = _batched.cache_info().hits
-    dynamics.run_many(run, jnp.array([0.3, 0.4]))
-    assert _batched.cache_info().hits == hits + 1
-
-
 _TRACES = []
 
 
-def scaled_sum(scale, x):
+def scaled_sum(scale, data, x):
     _TRACES.append(None)  # runs once per trace
-    return scale * jnp.sum(x)
+    return scale * jnp.sum(x + data["shift"])
 
 
-def test_a_fresh_lambda_over_new_arrays_reuses_the_compilation_and_sees_the_new_arrays():
+def test_a_pytree_callable_over_new_arrays_reuses_the_compilation_and_sees_the_new_arrays():
     traces = _TRACES
     traces.clear()
 
     def one_call(data, scale):
-        return dynamics.run_many(lambda x: scaled_sum(scale, x + data["shift"]), jnp.ones((3, 2)))[0]
+        return dynamics.run_many(eqx.Partial(scaled_sum, scale, data), jnp.ones((3, 2)))[0]
 
     first = one_call({"shift": jnp.array([0.0, 1.0])}, 2.0)
     second = one_call({"shift": jnp.array([5.0, 5.0])}, 2.0)
-    partial = dynamics.run_many(functools.partial(scaled_sum, 2.0), jnp.ones((3, 2)))[0]
-    assert len(traces) == 2  # the lambda's code once, the partial once
+    assert len(traces) == 1
     np.testing.assert_allclose(first, 2.0 * 3.0)
     np.testing.assert_allclose(second, 2.0 * 12.0)
-    np.testing.assert_allclose(partial, 2.0 * 2.0)
-    one_call({"shift": jnp.array([0.0, 1.0])}, 3.0)  # a new captured constant compiles anew
-    one_call({"shift": jnp.array([0.0, 1.0])}, 3)  # an int equal to it is not the same constant
-    assert len(traces) == 4
+    one_call({"shift": jnp.array([0.0, 1.0])}, 3.0)  # a new static value compiles anew
+    assert len(traces) == 2
+
+
+def test_a_simulations_run_is_compiled_once_for_every_seed_batch_of_the_same_size():
+    sim = Decay(rate=2.0)
+    dynamics.run_many(sim.run, dynamics.seed_keys(0, 3))
+    traces = Decay.traces
+    dynamics.run_many(Decay(rate=2.0).run, dynamics.seed_keys(5, 3))
+    assert Decay.traces == traces
+    dynamics.run_many(Decay(rate=3.0).run, dynamics.seed_keys(5, 3))
+    assert Decay.traces == traces + 1
+
+
+def test_a_plain_function_sees_the_arrays_it_captures():
+    def one_call(shift):
+        return dynamics.run_many(lambda x: jnp.sum(x + shift), jnp.ones((3, 2)))[0]
+
+    np.testing.assert_allclose(one_call(jnp.array([0.0, 1.0])), 3.0)
+    np.testing.assert_allclose(one_call(jnp.array([5.0, 5.0])), 12.0)
 
 
 def test_a_function_reading_its_captured_arrays_with_numpy_still_runs():

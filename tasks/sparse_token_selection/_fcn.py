@@ -3,8 +3,6 @@ that sees X only through a linear first layer, the first layers that attain or m
 bound (derived; see "Training dynamics" on the sparse_token_selection page of the documentation),
 and trained ReLU MLPs of a given width."""
 
-import functools
-
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -127,6 +125,6 @@ def trained_fcn_losses(
     **Returns:** `(loss, standard error)`, one per seed.
     """
     options = {"num_steps": num_steps, "batch_size": batch_size, "lr": lr, "num_eval": num_eval}
-    fn = functools.partial(_final_loss, task, width, options)
+    fn = eqx.Partial(_final_loss, task, width, options)
     (mean, se), _ = dynamics.run_many(fn, dynamics.seed_keys(seed, num_seeds))
     return np.asarray(mean, float), np.asarray(se, float)

@@ -9,6 +9,7 @@ paper's definitions and checked numerically; `recon` = a reconstruction of a los
 import functools
 
 import diffrax
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -357,14 +358,14 @@ def _alg_results_cached(quick: bool):
     seeds = 8 if quick else 32
     cfg = cb.Algorithm1(stage2_steps=1000 if quick else 4000)
     keys = dynamics.seed_keys(0, seeds)
-    alg, _ = dynamics.run_many(lambda k: cb.run_algorithm(inst, k, cfg), keys)
+    alg, _ = dynamics.run_many(eqx.Partial(cb.run_algorithm, inst, cfg=cfg), keys)
     n_sgd = cfg.stage2_steps + cfg.every * int(np.ceil(np.median(alg["tau1"]) / cfg.every))
     sgd = {}
     for eta in (cfg.eta1, cfg.eta2):
         sgd_cfg = cb.SGD(
             kind="vanilla", eta=eta, batch=cfg.batch, num_steps=n_sgd, every=cfg.every, c_f=cfg.c_f
         )
-        sgd[eta], _ = dynamics.run_many(lambda k: cb.run_sgd(inst, k, sgd_cfg), keys)
+        sgd[eta], _ = dynamics.run_many(eqx.Partial(cb.run_sgd, inst, cfg=sgd_cfg), keys)
     return inst, cfg, alg, sgd, n_sgd
 
 
@@ -402,7 +403,7 @@ def l1_reduces_off_support(quick: bool) -> Check:
     mass, alpha = {}, {}
     for lam in (0.0, 1e-3):
         cfg = cb.Algorithm1(lam=lam, stage2_steps=steps)
-        out, _ = dynamics.run_many(lambda k: cb.run_algorithm(inst, k, cfg), keys)
+        out, _ = dynamics.run_many(eqx.Partial(cb.run_algorithm, inst, cfg=cfg), keys)
         mass[lam] = float(np.median(out["stage2_metrics"]["off_support"]))
         alpha[lam] = float(np.median(out["stage2_metrics"]["alpha"]))
     ratio = mass[1e-3] / mass[0.0]
@@ -554,6 +555,12 @@ def transfer_setup(T: int):
     return inst, V_pre, rho, 0.5 / (TRANSFER_DELTA * rho)
 
 
+def _transfer_reaches_positive_branch(inst, V_pre, key, *, delta, eta0, batch):
+    """Whether one transfer step from `V_pre` on a batch of `batch` reaches α > 0."""
+    model = cb.transfer_init(inst, V_pre, key, delta=delta, eta0=eta0, batch0=batch)
+    return cb.line_coordinates(model, inst)["alpha"] > 0
+
+
 def transfer_skips_stage1(quick: bool) -> Check:
     """Thm 4.1 (paper): with a correlated pre-trained V (ρ > 0), the one-step transfer initialisation
     reaches the positive branch at a batch size where Stage 1 from scratch fails."""
@@ -562,11 +569,8 @@ def transfer_skips_stage1(quick: bool) -> Check:
     inst, V_pre, rho, eta0 = transfer_setup(T)
     delta = TRANSFER_DELTA
 
-    def one(k):
-        model = cb.transfer_init(inst, V_pre, k, delta=delta, eta0=eta0, batch0=batch)
-        return cb.line_coordinates(model, inst)["alpha"] > 0
-
-    out, finite = dynamics.run_many(one, dynamics.seed_keys(7, seeds))
+    reaches = eqx.Partial(_transfer_reaches_positive_branch, inst, V_pre, delta=delta, eta0=eta0, batch=batch)
+    out, finite = dynamics.run_many(reaches, dynamics.seed_keys(7, seeds))
     s_transfer = float((np.asarray(out) & np.asarray(finite)).mean())
     s_scratch = float(stage1_success(T, batch, seeds).mean())
     return within(
@@ -615,9 +619,23 @@ def normalisation_error() -> Check:
     )
 
 
-def _stage1_line_stats(fn, keys) -> np.ndarray:
-    out, _ = dynamics.run_many(fn, keys)
-    return np.asarray(out)
+def _line_stats(model, inst) -> jax.Array:
+    """(α, β, ‖ΔQ‖, ‖ΔV‖) of `model` on the population lines."""
+    line = cb.line_coordinates(model, inst)
+    return jnp.stack([line["alpha"], line["beta"], line["dQ_norm"], line["dV_norm"]])
+
+
+def _stage1_line_stats(inst, key, cfg) -> jax.Array:
+    """[`_line_stats`][] after Stage 1 of real mini-batch SGD."""
+    return _line_stats(cb.run_stage1(inst, key, cfg)[0], inst)
+
+
+def _surrogate_line_stats(inst, key, *, eta, batch, steps, covariance) -> jax.Array:
+    """[`_line_stats`][] after the same steps with the Gaussian-noise surrogate."""
+    model = cb.surrogate_stage(
+        inst, cb.scratch_init(inst), key, eta=eta, lam=0.0, batch=batch, steps=steps, covariance=covariance
+    )
+    return _line_stats(model, inst)
 
 
 def surrogate_matches_minibatch(quick: bool) -> Check:
@@ -626,23 +644,14 @@ def surrogate_matches_minibatch(quick: bool) -> Check:
     seeds = 16 if quick else 128
     steps, eta, batch = 15, 0.5, 64
     cfg = cb.Algorithm1(switch="fixed", tau1=steps, batch=batch)
-
-    def stats(m):
-        line = cb.line_coordinates(m, inst)
-        return jnp.stack([line["alpha"], line["beta"], line["dQ_norm"], line["dV_norm"]])
-
-    def real(k):
-        return stats(cb.run_stage1(inst, k, cfg)[0])
-
-    def surrogate(k, covariance):
-        m = cb.surrogate_stage(
-            inst, cb.scratch_init(inst), k, eta=eta, lam=0.0, batch=batch, steps=steps, covariance=covariance
-        )
-        return stats(m)
-
-    r = _stage1_line_stats(real, dynamics.seed_keys(0, seeds))
-    s = _stage1_line_stats(lambda k: surrogate(k, "full"), dynamics.seed_keys(1, seeds))
-    d = _stage1_line_stats(lambda k: surrogate(k, "diagonal"), dynamics.seed_keys(1, seeds))
+    sizes = {"eta": eta, "batch": batch, "steps": steps}
+    r, _ = dynamics.run_many(eqx.Partial(_stage1_line_stats, inst, cfg=cfg), dynamics.seed_keys(0, seeds))
+    s, _ = dynamics.run_many(
+        eqx.Partial(_surrogate_line_stats, inst, covariance="full", **sizes), dynamics.seed_keys(1, seeds)
+    )
+    d, _ = dynamics.run_many(
+        eqx.Partial(_surrogate_line_stats, inst, covariance="diagonal", **sizes), dynamics.seed_keys(1, seeds)
+    )
 
     def zmax(a, b):
         se = np.sqrt(a.var(axis=0, ddof=1) / len(a) + b.var(axis=0, ddof=1) / len(b))

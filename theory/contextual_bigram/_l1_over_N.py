@@ -2,6 +2,7 @@
 is small against T. Small N runs real mini-batches, larger N the Gaussian-noise surrogate, as the
 paper does; at N = 3 both run and must agree."""
 
+import equinox as eqx
 import numpy as np
 
 import dynamics
@@ -28,9 +29,9 @@ def _stages23(inst, batch: int, lam: float, keys, steps: int, surrogate: bool) -
     cfg = cb.Algorithm1(N=inst.N, T=inst.T, batch=batch, lam=lam, stage2_steps=steps, every=steps)
     start = cb.on_line(cfg.delta1, cfg.delta1, inst)
     if surrogate:
-        run = lambda k: cb.run_later_stages_surrogate(inst, start, k, cfg, probes=SURROGATE_PROBES)  # noqa: E731
+        run = eqx.Partial(cb.run_later_stages_surrogate, inst, start, cfg=cfg, probes=SURROGATE_PROBES)
     else:
-        run = lambda k: cb.run_later_stages(inst, start, k, cfg)  # noqa: E731
+        run = eqx.Partial(cb.run_later_stages, inst, start, cfg=cfg)
     out, _ = dynamics.run_many(run, keys)
     return float(np.mean(out["final_metrics"]["dist_Q"])), float(np.mean(out["stage2_metrics"]["alpha"]))
 

@@ -4,6 +4,8 @@
 import dataclasses
 import functools
 
+import equinox as eqx
+import jax
 import numpy as np
 from scipy.optimize import minimize
 from scipy.special import expit
@@ -14,6 +16,12 @@ import tasks.contextual_bigram as cb
 STAGE1_STEPS = 40
 """Stage-1 length of the success-rate experiments (η₁ = 0.5): twice the population exit time at
 T = 200 on the default instances."""
+
+
+def _stage1_reaches_positive_branch(inst, key, cfg) -> jax.Array:
+    """Whether Stage 1 of `cfg` from scratch ends with α > 0."""
+    model, _ = cb.run_stage1(inst, key, cfg)
+    return cb.line_coordinates(model, inst)["alpha"] > 0
 
 
 def stage1_success(T: int, batch: int, seeds: int, steps: int = STAGE1_STEPS, eta: float = 0.5) -> np.ndarray:
@@ -29,11 +37,8 @@ def stage1_success(T: int, batch: int, seeds: int, steps: int = STAGE1_STEPS, et
     inst = cb.default_instance(T)
     cfg = cb.Algorithm1(T=T, batch=batch, eta1=eta, switch="fixed", tau1=steps)
 
-    def one(k):
-        model, _ = cb.run_stage1(inst, k, cfg)
-        return cb.line_coordinates(model, inst)["alpha"] > 0
-
-    out, finite = dynamics.run_many(one, dynamics.seed_keys(T * 1000 + batch, seeds))
+    reaches = eqx.Partial(_stage1_reaches_positive_branch, inst, cfg=cfg)
+    out, finite = dynamics.run_many(reaches, dynamics.seed_keys(T * 1000 + batch, seeds))
     return np.asarray(out) & np.asarray(finite)
 
 

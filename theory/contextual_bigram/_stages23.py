@@ -6,6 +6,7 @@ end no worse than Algorithm 1 from scratch at that batch."""
 
 import dataclasses
 
+import equinox as eqx
 import numpy as np
 
 import dynamics
@@ -70,7 +71,7 @@ def _later_stage_errors(base, Ts, batch: int, seeds: int, steps: int) -> tuple[l
         inst = cb.extend_context(base, T)
         cfg = cb.Algorithm1(T=T, batch=batch, stage2_steps=steps, every=steps)
         start = cb.on_line(cfg.delta1, cfg.delta1, inst)
-        out, _ = dynamics.run_many(lambda k: cb.run_later_stages(inst, start, k, cfg), keys)
+        out, _ = dynamics.run_many(eqx.Partial(cb.run_later_stages, inst, start, cfg=cfg), keys)
         final.append(np.asarray(out["final_metrics"]["dist_Q"]))
         off_entries = float(np.sum(np.asarray(inst.Q_star) == 0))
         noise.append(float(np.mean(out["stage2_metrics"]["off_support"])) / off_entries)
@@ -150,9 +151,9 @@ def transfer_then_stages23(quick: bool) -> Check:
     cfg = cb.Algorithm1(T=T, batch=batch, stage2_steps=steps, every=steps)
     keys = dynamics.seed_keys(7, seeds)
     transfer, _ = dynamics.run_many(
-        lambda k: cb.run_transfer(inst, V_pre, k, cfg, delta=delta, eta0=eta0, batch0=batch), keys
+        eqx.Partial(cb.run_transfer, inst, V_pre, cfg=cfg, delta=delta, eta0=eta0, batch0=batch), keys
     )
-    scratch, _ = dynamics.run_many(lambda k: cb.run_algorithm(inst, k, cfg), keys)
+    scratch, _ = dynamics.run_many(eqx.Partial(cb.run_algorithm, inst, cfg=cfg), keys)
 
     def medians(out, stage):
         return {name: float(np.median(out[stage][name])) for name in ("dist_Q", "dist_V")}

@@ -176,7 +176,7 @@ def _l0_query_row(key: PRNGKeyArray, num_context, *, batch_size: int) -> Float[A
 @functools.cache
 def _l0_runner(batch_size: int):
     """One `_l0_query_row` per batch size (a stable function, so `run_many` compiles it once)."""
-    return functools.partial(_l0_query_row, batch_size=batch_size)
+    return eqx.Partial(_l0_query_row, batch_size=batch_size)
 
 
 @eqx.filter_jit

@@ -4,8 +4,8 @@ a quick mode is `name(quick) -> Check` (`quick` shrinks simulations, never a tol
 others are `name() -> Check`."""
 
 import dataclasses
-import functools
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -553,7 +553,7 @@ def theorem2_bank_invariance(quick: bool = False) -> Check:
     seeds = 4 if quick else 16
     medians = []
     for bank in THEOREM2_BANKS:
-        out, _ = dynamics.run_many(functools.partial(_off_manifold, bank), dynamics.seed_keys(0, seeds))
+        out, _ = dynamics.run_many(eqx.Partial(_off_manifold, bank), dynamics.seed_keys(0, seeds))
         medians.append(float(np.median(out)))
     slope = float(np.polyfit(np.log(THEOREM2_BANKS), np.log(medians), 1)[0])
     task = THEOREM2_TASK
