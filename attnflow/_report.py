@@ -82,10 +82,10 @@ def reproduce(out: Path, *, full: bool, metadata: dict, jobs: int) -> int:
 
 def _index_page(checks: dict, figure_files: dict, out: Path, metadata: dict) -> str:
     esc = html.escape
-    verdicts = theory.VERDICTS
+    verdicts = list(theory.Verdict)
     summary = "\n".join(
         f"<tr><td><a href='#{esc(name)}'>{esc(name)}</a></td><td>{esc(papers()[name].title)}</td>"
-        + "".join(f"<td class='{v}'>{sum(c.verdict == v for c in paper_checks)}</td>" for v in verdicts)
+        + "".join(f"<td class='{v}'>{sum(c.verdict is v for c in paper_checks)}</td>" for v in verdicts)
         + "</tr>"
         for name, paper_checks in checks.items()
     )
@@ -117,14 +117,11 @@ img {{ max-width: 100%; border: 1px solid #eee; }}
 """
 
 
-_BOUND_SIGNS = {"lower": "≥", "upper": "≤"}
-
-
 def _predicted(check) -> str:
     """The predicted cell: the value, or `bound ≥ x` / `bound ≤ x` where it is a bound."""
     if check.bound is None:
         return f"{check.predicted:.6g}"
-    return f"bound {_BOUND_SIGNS[check.bound]} {check.predicted:.6g}"
+    return f"bound {check.bound.sign} {check.predicted:.6g}"
 
 
 def _check_table(checks: list) -> str:

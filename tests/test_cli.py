@@ -177,6 +177,24 @@ def test_a_check_that_raises_is_a_failure():
     assert check.verdict == "fail" and "solver exploded" in check.note
 
 
+@pytest.mark.parametrize(
+    ("field", "value", "allowed", "word", "member"),
+    [
+        ("verdict", "ok", "one of 'pass', 'fail', 'deviation'", "deviation", theory.Verdict.deviation),
+        ("bound", "above", "None or one of 'lower', 'upper'", "upper", theory.Bound.upper),
+        ("provenance", "folklore", "one of 'paper', 'derived', 'recon'", "recon", theory.Provenance.recon),
+    ],
+)
+def test_a_check_takes_the_words_of_its_kinds_and_refuses_others(field, value, allowed, word, member):
+    fields = dict(
+        paper="x", name="x", claim="c", predicted=1.0, simulated=1.0, error=0.0, tolerance=0.0, verdict="pass"
+    )
+    with pytest.raises(ValueError, match=f"^{field} must be {allowed}, got '{value}'$"):
+        theory.Check(**fields | {field: value})
+    check = theory.Check(**fields | {field: word})
+    assert getattr(check, field) is member and check.to_dict()[field] == word
+
+
 def test_a_bound_reads_as_a_relation_in_the_table_json_and_page(tmp_path, monkeypatch, capsys):
     from attnflow._report import _check_table
 

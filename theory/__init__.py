@@ -6,10 +6,10 @@ functions, in order) and its public `closed_forms`; [`check_makers`][] binds a p
 """
 
 from ._check import (
-    BOUNDS,
-    PROVENANCES,
-    VERDICTS,
+    Bound,
     Check,
+    Provenance,
+    Verdict,
     check_makers,
     format_table,
     relative_error,
@@ -19,10 +19,10 @@ from ._check import (
 )
 
 __all__ = [
-    "BOUNDS",
-    "PROVENANCES",
-    "VERDICTS",
+    "Bound",
     "Check",
+    "Provenance",
+    "Verdict",
     "check_makers",
     "format_table",
     "relative_error",

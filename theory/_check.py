@@ -1,6 +1,7 @@
 """A theorem check: the paper's claim, its predicted value, the simulated value, and a verdict."""
 
 import dataclasses
+import enum
 import functools
 import inspect
 import json
@@ -13,19 +14,55 @@ import jax
 
 import dynamics
 
-VERDICTS = ("pass", "fail", "deviation")
-"""`pass`: the simulation agrees with the prediction within the tolerance. `fail`: it does not.
-`deviation`: it does not, and the specification documents why (the reason is in `note`);
-reported with its numbers, never counted as a pass."""
 
-BOUNDS = {"lower": ">=", "upper": "<="}
-"""What `Check.bound` may be (besides `None`), and the relation it asks of the simulated value:
-`"lower"`: `predicted` is a lower bound, simulated ≥ predicted; `"upper"`: an upper bound,
-simulated ≤ predicted."""
+class Verdict(enum.StrEnum):
+    """How a check came out. `passed` (`"pass"`): the simulation agrees with the prediction within
+    the tolerance. `failed` (`"fail"`): it does not. `deviation`: it does not, for a known,
+    documented reason (given in the check's note); reported with its numbers, never counted as a
+    pass."""
 
-PROVENANCES = ("paper", "derived", "recon")
-"""Where a check's claim comes from: the paper's text, a derivation of ours from its definitions
-(checked numerically), or our reconstruction of something the paper does not state."""
+    passed = "pass"
+    failed = "fail"
+    deviation = "deviation"
+
+
+class Bound(enum.StrEnum):
+    """What a check's `predicted` is when it is a bound, not a value to match: `lower`
+    (simulated ≥ predicted) or `upper` (simulated ≤ predicted)."""
+
+    lower = "lower"
+    upper = "upper"
+
+    @property
+    def relation(self) -> str:
+        """The relation asked of the simulated value, `>=` or `<=`."""
+        return ">=" if self is Bound.lower else "<="
+
+    @property
+    def sign(self) -> str:
+        """[`Bound.relation`][] as one sign, `≥` or `≤`."""
+        return "≥" if self is Bound.lower else "≤"
+
+
+class Provenance(enum.StrEnum):
+    """Where a check's claim comes from: the paper's text (`paper`), a derivation of ours from its
+    definitions, checked numerically (`derived`), or our reconstruction of something the paper
+    does not state (`recon`)."""
+
+    paper = "paper"
+    derived = "derived"
+    recon = "recon"
+
+
+def _member(kind: type[enum.StrEnum], field: str, value, optional: bool = False) -> enum.StrEnum | None:
+    """`value` as a member of `kind` (given as the member or its string; `None` if `optional`)."""
+    if optional and value is None:
+        return None
+    try:
+        return kind(value)
+    except ValueError:
+        allowed = ("None or " if optional else "") + "one of " + ", ".join(repr(m.value) for m in kind)
+        raise ValueError(f"{field} must be {allowed}, got {value!r}") from None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,14 +78,15 @@ class Check:
     - `simulated`: the value measured on a simulation.
     - `error`: the discrepancy measure compared with `tolerance` (e.g. a relative error).
     - `tolerance`: the largest `error` that passes.
-    - `verdict`: one of [`VERDICTS`][].
-    - `bound`: `None` when `predicted` is a value to match; `"lower"` or `"upper"` when it is a
-      bound (see [`BOUNDS`][]). Where the claim is an interval, the bound `predicted` holds; the
-      note gives the other end.
-    - `provenance`: where the claim and tolerance come from, one of [`PROVENANCES`][]: `paper`,
-      `derived` or `recon` (our reconstruction of something the paper does not state).
+    - `verdict`: a [`Verdict`][].
+    - `bound`: `None` when `predicted` is a value to match; a [`Bound`][] when it is a bound.
+      Where the claim is an interval, the bound `predicted` holds; the note gives the other end.
+    - `provenance`: where the claim and tolerance come from, a [`Provenance`][].
     - `note`: anything a reader needs: the settings, a documented deviation, a reference number.
     - `seconds`: the wall time the check took.
+
+    `verdict`, `bound` and `provenance` may be given as their members' strings (`"pass"`,
+    `"lower"`, `"paper"`); any other value is refused (`ValueError`).
     """
 
     paper: str
@@ -58,24 +96,21 @@ class Check:
     simulated: float
     error: float
     tolerance: float
-    verdict: str
-    bound: str | None = None
-    provenance: str = "paper"
+    verdict: Verdict
+    bound: Bound | None = None
+    provenance: Provenance = Provenance.paper
     note: str = ""
     seconds: float = 0.0
 
     def __post_init__(self):
-        if self.verdict not in VERDICTS:
-            raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
-        if self.bound is not None and self.bound not in BOUNDS:
-            raise ValueError(f"bound must be None or one of {tuple(BOUNDS)}, got {self.bound!r}")
-        if self.provenance not in PROVENANCES:
-            raise ValueError(f"provenance must be one of {PROVENANCES}, got {self.provenance!r}")
+        object.__setattr__(self, "verdict", _member(Verdict, "verdict", self.verdict))
+        object.__setattr__(self, "bound", _member(Bound, "bound", self.bound, optional=True))
+        object.__setattr__(self, "provenance", _member(Provenance, "provenance", self.provenance))
 
     @property
     def passed(self) -> bool:
         """True unless the verdict is `fail`."""
-        return self.verdict != "fail"
+        return self.verdict is not Verdict.failed
 
     def to_dict(self) -> dict:
         """JSON-ready: non-finite numbers become strings."""
@@ -95,8 +130,8 @@ def within(
     simulated: float,
     error: float,
     tolerance: float,
-    bound: str | None = None,
-    provenance: str = "paper",
+    bound: Bound | str | None = None,
+    provenance: Provenance | str = Provenance.paper,
     note: str = "",
     expected_deviation: str | None = None,
 ) -> Check:
@@ -110,7 +145,7 @@ def within(
     **Returns:** a [`Check`][].
     """
     ok = bool(error <= tolerance)
-    verdict = "pass" if ok else ("deviation" if expected_deviation else "fail")
+    verdict = Verdict.passed if ok else (Verdict.deviation if expected_deviation else Verdict.failed)
     if expected_deviation and not ok:
         note = f"{note} Expected deviation: {expected_deviation}".strip()
     return Check(
@@ -204,7 +239,7 @@ def run_checks(
                 simulated=math.nan,
                 error=math.nan,
                 tolerance=math.nan,
-                verdict="fail",
+                verdict=Verdict.failed,
                 note=f"{type(err).__name__}: {err}",
             )
         checks.append(dataclasses.replace(check, seconds=time.perf_counter() - start))
@@ -227,15 +262,16 @@ def format_table(checks: list[Check]) -> str:
         if c.bound is None:
             values = f"{c.predicted:>14.5g} {c.simulated:>14.5g}"
         else:
-            relation = f"{c.simulated:.5g} {BOUNDS[c.bound]} bound {c.predicted:.5g}"
+            relation = f"{c.simulated:.5g} {c.bound.relation} bound {c.predicted:.5g}"
             values = f"{relation:>29}"
         lines.append(
             f"{c.verdict.upper():<9} {c.paper:<12.12} {c.name:<40.40} {values}"
             f" {c.error:>10.3g} {c.tolerance:>9.2g}"
         )
-    counts = {v: sum(c.verdict == v for c in checks) for v in VERDICTS}
+    counts = {v: sum(c.verdict is v for c in checks) for v in Verdict}
     lines.append(
-        f"checks: {counts['pass']} pass, {counts['fail']} fail, {counts['deviation']} expected deviation(s)"
+        f"checks: {counts[Verdict.passed]} pass, {counts[Verdict.failed]} fail, "
+        f"{counts[Verdict.deviation]} expected deviation(s)"
     )
     return "\n".join(lines)
 
