@@ -4,8 +4,10 @@ the command line and dispatches to them."""
 import argparse
 import dataclasses
 import hashlib
+import inspect
 import json
 import os
+import re
 import time
 from pathlib import Path
 
@@ -260,6 +262,17 @@ def sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+_REFERENCE = re.compile(r"\[(`?[^\]`]+`?)\]\[[^\]]*\]")
+"""A cross-reference of the documentation, `[`SGD`][]` or `[text][target]`."""
+
+
+def _first_paragraph(doc: str | None) -> str:
+    """The first paragraph of a docstring as one line of plain text: its line breaks and
+    indentation folded, its cross-references reduced to their text (`[`SGD`][]` -> `SGD`)."""
+    paragraph = inspect.cleandoc(doc or "").split("\n\n")[0]
+    return " ".join(_REFERENCE.sub(r"\1", paragraph).split())
+
+
 def listing(args: argparse.Namespace) -> int:
     """`attnflow list`: the papers, or the fields of a paper's levels (or of a user's class)."""
     from .papers import load_simulation, papers
@@ -279,8 +292,7 @@ def listing(args: argparse.Namespace) -> int:
 
         classes = paper(args.target).simulations
     for level, cls in classes.items():
-        summary = (cls.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
-        print(f"{level}: {cls.path()}\n  {summary}")
+        print(f"{level}: {cls.path()}\n  {_first_paragraph(cls.__doc__)}")
         for info in cls.params():
             traced = ", traced" if info.traced else ""
             default = "(required)" if info.default is dataclasses.MISSING else repr(info.default)

@@ -124,6 +124,12 @@ def test_list_documents_every_level(capsys):
     assert "L0: tasks.scan_snap:SGD" in out
     assert "eta_z = 1.0  (float, traced; a finite number > 0)" in out
     assert "optimizer = 'momentum'  (str; one of 'sgd', 'momentum', 'adam')" in out
+    # each level's summary is one line of plain text: "saves as [`SGD`][] does" in the docstring
+    assert "saves as `SGD` does, at `num_saves` equally spaced times." in out
+    for name in papers():
+        assert cli.main(["list", name]) == 0
+        summaries = [line for line in capsys.readouterr().out.splitlines() if not line.startswith("   ")]
+        assert not [line for line in summaries if "][" in line or "  " in line.strip()], name
 
 
 def test_figures_list(capsys):
