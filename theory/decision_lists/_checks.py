@@ -510,9 +510,9 @@ def _joint_note(runs) -> str:
 
 
 def section7_joint_kappa(quick: bool = False) -> Check:
-    """The joint variant of the conclusion's empirical claim (spec §7): GD on `(W, V)` jointly
-    from a small random start still moves every column's largest entry of V to π(b) (acceptance,
-    recon, as `section7_kappa`: κ reaches 1).
+    """The joint variant of the empirical claim of the paper's conclusion (Sec. II): GD on `(W, V)`
+    jointly from a small random start still moves every column's largest entry of V to π(b)
+    (acceptance, recon, as `section7_kappa`: κ reaches 1).
 
     **Returns:** the [`Check`][]: 1 − min over configs of max_t κ(V_t).
     """

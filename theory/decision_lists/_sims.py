@@ -246,8 +246,8 @@ def _bracket(saves: dict[str, np.ndarray], ts: np.ndarray):
 
 
 def enumerated_time(t: dl.DecisionLists, c: float, t1: float) -> EnumeratedTime:
-    """τ, the first time Result 1's flow classifies perfectly, by the enumeration predicate (spec:
-    the route when `μ(W) > 0` does not decide, e.g. under `D = iid`).
+    """τ, the first time Result 1's flow classifies perfectly, by the enumeration predicate (the
+    route when `μ(W) > 0` does not decide, e.g. under `D = iid`).
 
     The predicate (every margin of every enumerated sequence `> TAU_TIE`) is evaluated at the saves
     of a first grid ([`ENUMERATED_SAVES`][] times up to `t1`, read from the solver's dense output);
@@ -520,9 +520,9 @@ def joint_attention(
     seed: int = 0,
     every: int = 10,
 ):
-    """The joint variant of the uniform-attention claim (spec §7): full-batch GD on `(W, V)` from
-    [`joint_start`][], saving the loss, `μ(W)`, `κ(V)`, `ρ(V)` and perfect classification
-    (enumerated) every `every` steps.
+    """The joint variant of the uniform-attention claim (the paper's Sec. II, Conclusion):
+    full-batch GD on `(W, V)` from [`joint_start`][], saving the loss, `μ(W)`, `κ(V)`, `ρ(V)` and
+    perfect classification (enumerated) every `every` steps.
 
     **Returns:** `(steps, values dict of numpy arrays)`.
     """
