@@ -13,6 +13,8 @@ import tempfile
 import jax
 import pytest
 
+from attnflow import _runtime
+
 _MADE_CACHE = "ATTNFLOW_TEST_COMPILE_CACHE" not in os.environ
 if _MADE_CACHE:  # the first process of the session makes it, and removes it at the end
     os.environ["ATTNFLOW_TEST_COMPILE_CACHE"] = tempfile.mkdtemp(prefix="attnflow-tests-jax-")
@@ -20,8 +22,7 @@ os.environ["ATTNFLOW_CACHE_DIR"] = os.environ["ATTNFLOW_TEST_COMPILE_CACHE"]  # 
 os.environ["JAX_COMPILATION_CACHE_DIR"] = os.environ["ATTNFLOW_TEST_COMPILE_CACHE"]  # other subprocesses
 os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
 if os.environ.get("PYTEST_XDIST_WORKER"):  # as many workers as cores: one thread each
-    one_thread = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
-    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {one_thread}".strip()
+    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_runtime.ONE_THREAD}".strip()
 
 jax.config.update("jax_enable_x64", True)
 jax.config.update("jax_compilation_cache_dir", os.environ["ATTNFLOW_TEST_COMPILE_CACHE"])
@@ -60,8 +61,6 @@ def _no_compile_cache_in_process(monkeypatch):
     """The command line, called in-process by a test, would point JAX's persistent compilation
     cache at the user's cache folder for the rest of the test session; tests keep the session's.
     A test of the cache itself patches `use_compile_cache` over this."""
-    from attnflow import _runtime
-
     monkeypatch.setattr(_runtime, "use_compile_cache", lambda directory: None)
 
 
