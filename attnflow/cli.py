@@ -1,9 +1,14 @@
 """The `attnflow` command line: it parses and dispatches to the commands (`attnflow._commands`):
 verify, simulate, sweep, check, list, figures, reproduce."""
 
+import _thread
 import argparse
+import functools
+import os
 import signal
 import sys
+import threading
+import time
 import warnings
 
 from . import _commands, _runtime
@@ -163,9 +168,33 @@ EXIT_CODES = {
 """The exit status of every command."""
 
 
+class _Terminated(BaseException):
+    """Raised by SIGTERM: the command unwinds (removing its temporary files and releasing its
+    locks) and the process then ends."""
+
+
 def _terminate(signum, frame) -> None:
-    """SIGTERM ends the command like Ctrl-C does: temporary files are removed on the way out."""
-    raise SystemExit(128 + signum)
+    raise _Terminated
+
+
+def _redeliver(previous_hook, unraisable) -> None:
+    """A Ctrl-C or SIGTERM whose exception was raised inside a finaliser or a garbage-collection
+    callback, where Python can only print it and carry on, is sent again (from another thread, so
+    that it lands after the finaliser): the command then ends, instead of running on to the end."""
+    exc = unraisable.exc_value
+    if isinstance(exc, KeyboardInterrupt):
+        signum = signal.SIGINT
+    elif isinstance(exc, _Terminated):
+        signum = signal.SIGTERM
+    else:
+        previous_hook(unraisable)
+        return
+    _thread.start_new_thread(_send_soon, (signum,))
+
+
+def _send_soon(signum: int) -> None:
+    time.sleep(0.01)
+    os.kill(os.getpid(), signum)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -178,6 +207,8 @@ def main(argv: list[str] | None = None) -> int:
     import dynamics
 
     previous = signal.signal(signal.SIGTERM, _terminate) if _in_main_thread() else None
+    previous_hook = sys.unraisablehook
+    sys.unraisablehook = functools.partial(_redeliver, previous_hook)
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning
@@ -194,7 +225,15 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("attnflow: interrupted; what was written stays (rerun to resume)", file=sys.stderr)
         return 130
+    except _Terminated:
+        print("attnflow: terminated; what was written stays (rerun to resume)", file=sys.stderr)
+        sys.stderr.flush()
+        sys.stdout.flush()
+        # the process ends now, as SIGTERM asks: a compilation still running in XLA's threads
+        # would crash against an interpreter that shuts down around it
+        os._exit(143)
     finally:
+        sys.unraisablehook = previous_hook
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
 
@@ -205,8 +244,6 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
 
 
 def _in_main_thread() -> bool:
-    import threading
-
     return threading.current_thread() is threading.main_thread()
 
 

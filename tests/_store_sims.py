@@ -1,6 +1,7 @@
 """A small simulation for the sweep-store tests, importable by the subprocesses they start."""
 
 import functools
+import os
 import time
 
 import jax
@@ -14,6 +15,12 @@ def _pause(seconds):
     time.sleep(float(seconds))
 
 
+def _hold(path):
+    deadline = time.monotonic() + 300
+    while os.path.exists(path) and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
 def _log(path, rate, scale, seed):
     with open(path, "a") as f:
         f.write(f"{float(rate)} {float(scale)} {int(seed)}\n")
@@ -21,17 +28,22 @@ def _log(path, rate, scale, seed):
 
 class SlowDecay(dynamics.AbstractSimulation):
     """y(t) = y0 e^{−rate t} from y0 ~ N(0, scale²), saved at 4 times, after a host-side pause of
-    `pause` seconds per run (so a test can stop a sweep between two of its blocks); with `log`,
-    each run appends its rate, scale and seed to that file (so a test can count the runs)."""
+    `pause` seconds per run (so a test can stop a sweep between two of its blocks); with `hold`,
+    each run waits while that file exists (so a test can keep a writer busy for as long as it
+    needs); with `log`, each run appends its rate, scale and seed to that file (so a test can
+    count the runs)."""
 
     rate: float = param(1.0, Interval(0, low_open=True), doc="decay rate", traced=True)
     scale: float = param(1.0, Interval(0, low_open=True), doc="initial spread (one program per value)")
     pause: float = param(0.0, Interval(0), doc="seconds of pause per run")
+    hold: str = param("", doc="a file each run waits on while it exists")
     log: str = param("", doc="a file each run appends its rate, scale and seed to")
     dtype: str = dynamics.dtype_param("float64")
 
     def run(self, key):
         jax.debug.callback(_pause, self.pause)
+        if self.hold:
+            jax.debug.callback(functools.partial(_hold, self.hold))
         if self.log:
             jax.debug.callback(
                 functools.partial(_log, self.log), self.rate, self.scale, dynamics.key_seed(key)

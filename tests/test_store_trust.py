@@ -3,10 +3,12 @@ lost, truncated or edited file, a second writer and a failing disk are each name
 repairs what can be repaired to the uninterrupted result bit for bit."""
 
 import errno
+import functools
 import importlib
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import textwrap
@@ -158,15 +160,16 @@ def test_a_saved_sweep_and_a_trajectory_are_checked_when_read(tmp_path):
 # -- writers: one replaces only alone, several share the blocks ----------------------------------
 
 
-def _writer(store: Path, overwrite=False, log="", pause=0.0) -> subprocess.Popen:
+def _writer(store: Path, overwrite=False, log="", pause=0.0, hold="") -> subprocess.Popen:
     script = textwrap.dedent(
         f"""
         import jax
         jax.config.update("jax_enable_x64", True)
         import dynamics
         from tests._store_sims import SlowDecay
-        dynamics.sweep(SlowDecay(pause={pause}, log={log!r}), {GRID!r}, num_seeds=6, chunk_size=2,
-                       store={str(store)!r}, overwrite={overwrite})
+        sim = SlowDecay(pause={pause}, log={log!r}, hold={hold!r})
+        dynamics.sweep(sim, {GRID!r}, num_seeds=6, chunk_size=2, store={str(store)!r},
+                       overwrite={overwrite})
         """
     )
     return subprocess.Popen(
@@ -188,11 +191,17 @@ def _wait_for_a_block(store: Path, process: subprocess.Popen) -> None:
 
 
 def test_overwrite_is_refused_while_another_process_writes(tmp_path):
-    store = tmp_path / "s.zarr"
-    first = _writer(store, pause=0.3)
-    _wait_for_a_block(store, first)
+    store, hold = tmp_path / "s.zarr", tmp_path / "hold"
+    hold.touch()  # the first writer's runs wait until the refusal is seen
+    first = _writer(store, hold=str(hold))
+    writers = store / ".attnflow_writers"
+    deadline = time.monotonic() + 240
+    while not (writers.is_dir() and any(writers.iterdir())) and time.monotonic() < deadline:
+        assert first.poll() is None, first.communicate()[1][-2000:]
+        time.sleep(0.05)
     with pytest.raises(ValueError, match=rf"is being written by pid {first.pid} on .*overwrite replaces"):
-        dynamics.sweep(SlowDecay(pause=0.3), GRID, num_seeds=6, chunk_size=2, store=store, overwrite=True)
+        dynamics.sweep(SlowDecay(), GRID, num_seeds=6, chunk_size=2, store=store, overwrite=True)
+    hold.unlink()
     _, err = first.communicate(timeout=300)
     assert first.returncode == 0, err[-2000:]
     assert dynamics.check_store(store).state == "complete"
@@ -486,6 +495,39 @@ def test_sigterm_ends_the_command_and_leaves_no_temporaries(tmp_path):
     assert "Traceback" not in err and not _leftovers(out)
     written, total = dynamics.sweep_progress(out / "sweep.zarr")
     assert 1 <= written < total
+
+
+@pytest.mark.parametrize(
+    "exception, signum", [(cli._Terminated, signal.SIGTERM), (KeyboardInterrupt, signal.SIGINT)]
+)
+def test_a_signal_raised_inside_a_finaliser_is_sent_again(exception, signum, monkeypatch):
+    # Python can only print an exception raised in a finaliser (or JAX's garbage-collection
+    # callback) and carries on; the command line sends the signal again so that it ends
+    sent, other = [], []
+    monkeypatch.setattr(os, "kill", lambda pid, s: sent.append((pid, s)))
+    monkeypatch.setattr(sys, "unraisablehook", functools.partial(cli._redeliver, other.append))
+
+    class Finalised:
+        def __del__(self):
+            raise exception
+
+    Finalised()
+    deadline = time.monotonic() + 10
+    while not sent and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert sent == [(os.getpid(), signum)] and not other
+
+
+def test_any_other_exception_in_a_finaliser_goes_to_the_previous_hook(monkeypatch):
+    other = []
+    monkeypatch.setattr(sys, "unraisablehook", functools.partial(cli._redeliver, other.append))
+
+    class Finalised:
+        def __del__(self):
+            raise RuntimeError("in a finaliser")
+
+    Finalised()
+    assert [type(u.exc_value) for u in other] == [RuntimeError]
 
 
 def test_check_repairs_a_users_module_from_the_working_directory(tmp_path, monkeypatch):
