@@ -9,9 +9,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from jaxtyping import PyTree
-from tqdm.auto import tqdm
 
-from ._progress import progress_inside
+from ._progress import inner_meters, progress_inside, progress_over
 from ._run import Run, StopReason
 
 SEEDS_AXIS = "seeds"
@@ -120,8 +119,9 @@ def run_many(
     - `*batched_args`: PyTrees whose leaves have the run axis first.
     - `chunk_size`: runs per compiled call; default all at once.
     - `devices`: devices to shard over; default `jax.local_devices()`.
-    - `progress`: show a progress bar over chunks (when there are several), and one inside each
-      flow or scan (see [`progress_inside`][]).
+    - `progress`: show progress over the chunks (when there are several) and, on a terminal, a
+      bar inside each flow or scan (see [`progress_inside`][]); where stderr is not a terminal
+      (a log, a pipe), one line per chunk and nothing inside.
     - `description`: the progress bar's label.
 
     **Returns:** `(outputs, finite)`: the outputs stacked along the run axis as numpy arrays,
@@ -150,12 +150,15 @@ def run_many(
     sharding = NamedSharding(Mesh(np.asarray(devices), (SEEDS_AXIS,)), PartitionSpec(SEEDS_AXIS))
     pieces = []
     starts = range(0, num_runs, chunk)
-    for start in tqdm(starts, desc=description, disable=not progress or len(starts) == 1, unit="chunk"):
-        stop = min(start + chunk, num_runs)
-        index = np.minimum(np.arange(start, start + chunk), stop - 1)
-        args = jax.tree.map(lambda x: jax.device_put(jnp.asarray(x)[index], sharding), batched_args)
-        out = jax.device_get(_batched(fn, args, progress))
-        pieces.append(jax.tree.map(lambda x: np.asarray(x)[: stop - start], out))
+    meters = inner_meters(progress)
+    with progress_over(len(starts), description, "chunk", progress and len(starts) > 1) as bar:
+        for start in starts:
+            stop = min(start + chunk, num_runs)
+            index = np.minimum(np.arange(start, start + chunk), stop - 1)
+            args = jax.tree.map(lambda x: jax.device_put(jnp.asarray(x)[index], sharding), batched_args)
+            out = jax.device_get(_batched(fn, args, meters))
+            pieces.append(jax.tree.map(lambda x: np.asarray(x)[: stop - start], out))
+            bar.update()
     outputs = jax.tree.map(lambda *xs: np.concatenate(xs), *pieces)
     return outputs, _finite_runs(outputs, num_runs)
 

@@ -1,5 +1,7 @@
 """Progress inside long runs: a bar over the time of a flow (Diffrax's own meter) or over the steps
-of a scan, switched on for the duration of a [`progress_inside`][] block.
+of a scan, switched on for the duration of a [`progress_inside`][] block; and progress over the
+blocks of a sweep or the chunks of a batch (`progress_over`): a bar on a terminal, one line
+per block in a log.
 
 The switch is read when a run is traced, so a compiled run keeps the meters it was traced with:
 [`run_many`][] compiles one program with meters and one without, and uses the one asked for.
@@ -8,6 +10,8 @@ The switch is read when a run is traced, so a compiled run keeps the meters it w
 import contextlib
 import contextvars
 import itertools
+import sys
+import time
 from collections.abc import Iterator
 
 import diffrax
@@ -79,3 +83,47 @@ def scan_ticker(num_steps: int):
         jax.lax.cond(due, lambda: jax.debug.callback(update, step), lambda: None)
 
     return tick
+
+
+def on_terminal() -> bool:
+    """Whether progress goes to a terminal (stderr is one), where bars redraw in place."""
+    return sys.stderr.isatty()
+
+
+def inner_meters(progress: bool) -> bool:
+    """Whether runs asked for `progress` carry bars inside (see [`progress_inside`][]): only on a
+    terminal; in a log, each redraw of a bar would leave a line."""
+    return progress and on_terminal()
+
+
+class _Lines:
+    """Progress as one line per finished piece, `blocks: 3/8 done (12.4 s)`, for a log or a pipe,
+    where a bar's redraws would each leave a line."""
+
+    def __init__(self, total: int, desc: str):
+        self.total, self.desc, self.n, self.start = total, desc, 0, time.perf_counter()
+
+    def update(self, n: int = 1) -> None:
+        self.n += n
+        seconds = time.perf_counter() - self.start
+        print(f"{self.desc}: {self.n}/{self.total} done ({seconds:.1f} s)", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def progress_over(total: int, desc: str, unit: str, enabled: bool):
+    """Progress over `total` pieces (the blocks of a sweep, the chunks of a batch): a tqdm bar on a
+    terminal, one line per piece elsewhere (`on_terminal`), nothing unless `enabled`.
+
+    **Returns:** an object with `update()` and `close()`, usable as a context manager.
+    """
+    if enabled and not on_terminal():
+        return _Lines(total, desc)
+    return tqdm(total=total, desc=desc, unit=unit, disable=not enabled)

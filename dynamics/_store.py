@@ -31,7 +31,6 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 import zarr
-from tqdm.auto import tqdm
 
 from ._batch import run_many
 from ._files import alive, atomic_write, prepare_folder, remove_stale_temporaries, temporary_path
@@ -50,6 +49,7 @@ from ._integrity import (
     unit_damage,
 )
 from ._lock import Held, file_lock, store_lock_path
+from ._progress import progress_over
 from ._run import STOP_REASONS, Run
 from ._simulation import AbstractSimulation, batched_run, traced_arrays
 from ._trajectory import named_leaves
@@ -525,7 +525,8 @@ def write_sweep(
       code), or `None` for a store in memory.
     - `event_names`: the simulation's event names, recorded in the attributes.
     - `shard`: `(i, n)`: run only the blocks `u` with `u % n == i`.
-    - `progress`: progress bars over the blocks and inside each run.
+    - `progress`: progress over the blocks (a bar on a terminal, one line per block in a log)
+      and, on a terminal, inside each run.
     - `attrs`: more attributes recorded when the store is created (e.g. provenance).
     - `overwrite`: replace the store at `store` (refused while another process writes it).
 
@@ -536,8 +537,10 @@ def write_sweep(
         target = zarr.storage.MemoryStore()
         _create(target, plan, variables_of_a_run, event_names, attrs or {})
         blocks = _Blocks(plan, list(variables_of_a_run), target, None, progress)
-        for u in tqdm(range(len(plan.units)), desc="blocks", unit="block", disable=not progress):
-            blocks.run(u)
+        with progress_over(len(plan.units), "blocks", "block", progress) as bar:
+            for u in range(len(plan.units)):
+                blocks.run(u)
+                bar.update()
         if blocks.identical is not None:
             warn_seeds_identical(blocks.identical, stacklevel=3)  # the caller of `sweep`
         return open_store(target)
@@ -569,7 +572,7 @@ def _run_blocks(blocks: _Blocks, path: Path, shard: tuple[int, int]) -> None:
     index, count = shard
     mine = [u for u in range(len(blocks.plan.units)) if u % count == index]
     waiting = []
-    with tqdm(total=len(mine), desc="blocks", unit="block", disable=not blocks.progress) as bar:
+    with progress_over(len(mine), "blocks", "block", blocks.progress) as bar:
         for u in mine:
             with file_lock(path / CLAIMS / str(u), blocking=False) as lock:
                 if lock.held:

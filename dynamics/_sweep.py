@@ -81,7 +81,8 @@ def simulate(
     - `num_seeds`: the number of runs (>= 1).
     - `seed`: the first run's integer seed (>= 0).
     - `chunk_size`: runs per compiled call.
-    - `progress`: show progress bars: over chunks of runs, and inside each flow or scan.
+    - `progress`: show progress over chunks of runs and, on a terminal, inside each flow or
+      scan; in a log (stderr not a terminal), one line per chunk.
     - `max_bytes`: the most the results may take (default 16 GiB; `None`: no limit).
 
     **Returns:** a [`Trajectory`][] whose config is `sim.describe()` with the seeds.
@@ -171,7 +172,8 @@ def sweep(
     - `seed`: the first run's integer seed (>= 0).
     - `chunk_size`: runs per compiled call and per written block (a store resumes only with the
       chunk size that made it).
-    - `progress`: progress bars over blocks and inside each flow or scan.
+    - `progress`: show progress over the blocks and, on a terminal, inside each flow or scan;
+      in a log (stderr not a terminal), one line per block: `blocks: 3/8 done (12.4 s)`.
     - `store`: a directory for the zarr store (created, or resumed when it holds this same sweep);
       default: in memory.
     - `shard`: `(i, n)`: this process's share of the blocks (`0 <= i < n`).

@@ -107,8 +107,9 @@ def test_sweep_writes_a_labelled_store_and_plots(tmp_path, capsys):
 
 def test_a_users_class_sweeps_from_the_command_line(tmp_path, monkeypatch):
     monkeypatch.chdir(__import__("pathlib").Path(__file__).parents[1])
-    argv = ["sweep", "examples.custom_model:Retrieval", "--grid", "eta_w=0.5,2", "--grid", "tokens=3,4"]
-    argv += ["--seeds", "2", "--set", "samples=16", "--set", "t1=20", "--out", str(tmp_path)]
+    # the settings of test_examples' sweep from Python: the programs compiled for one are loaded by the other
+    argv = ["sweep", "examples.custom_model:Retrieval", "--grid", "eta_w=0.5,4", "--grid", "tokens=3,6"]
+    argv += ["--seeds", "4", "--set", "samples=32", "--set", "t1=100", "--out", str(tmp_path)]
     assert cli.main(argv) == 0
     ds = dynamics.load_sweep(tmp_path / "sweep.zarr")
     assert ds["loss"].dims == ("eta_w", "tokens", "seed", "save")
