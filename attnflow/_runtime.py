@@ -3,6 +3,8 @@ before a piece runs: float64 available, XLA's backend optimisation level, JAX's 
 compilation cache, one XLA thread per worker where workers fill the cores."""
 
 import os
+import threading
+import time
 from pathlib import Path
 
 import jax
@@ -52,9 +54,19 @@ def use_backend_optimization() -> None:
 
 def set_up_worker(compile_cache: str | None, one_thread: bool) -> None:
     """The command line's runtime in a fresh worker process: float64, the compilation cache
-    `compile_cache` (`None`: none) and, with `one_thread`, XLA on one thread."""
+    `compile_cache` (`None`: none) and, with `one_thread`, XLA on one thread. The worker ends when
+    the process that started it does, however that ends (even killed, when nothing can tell the
+    worker): it does not compute on for nobody."""
+    threading.Thread(target=_exit_with, args=(os.getppid(),), daemon=True).start()
     if one_thread:  # read when JAX first computes, which no worker has done yet
         os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {ONE_THREAD}".strip()
     enable_float64()
     if compile_cache is not None:
         use_compile_cache(compile_cache)
+
+
+def _exit_with(parent: int) -> None:
+    """End this process once `parent` is no longer its parent (it ended; checked every second)."""
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os._exit(1)

@@ -44,11 +44,19 @@ def run_pieces(pieces: Sequence[Piece], jobs: int, compile_cache_dir: str | None
     if jobs == 1 or len(pieces) <= 1:
         return [function(*args) for function, args in pieces]
     workers = min(jobs, len(pieces))
-    with ProcessPoolExecutor(
+    pool = ProcessPoolExecutor(
         max_workers=workers,
         mp_context=multiprocessing.get_context("spawn"),  # JAX's threads do not survive a fork
         initializer=set_up_worker,
         initargs=(compile_cache_dir, workers >= default_jobs()),
-    ) as pool:
+    )
+    try:
         futures = [pool.submit(function, *args) for function, args in pieces]
-        return [future.result() for future in futures]
+        results = [future.result() for future in futures]
+    except BaseException:
+        # a failed piece, Ctrl-C or SIGTERM: the pieces not started are dropped and this process
+        # goes on unwinding without waiting for the running ones (their workers end with it)
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
+    return results

@@ -1,6 +1,10 @@
 """`attnflow._workers`: the pieces of `verify` and `reproduce` run side by side in worker processes."""
 
 import os
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import jax
 import pytest
@@ -29,6 +33,41 @@ def test_workers_return_results_in_order_with_the_command_line_settings(tmp_path
 def test_an_error_in_a_worker_reaches_the_caller():
     with pytest.raises(ZeroDivisionError):
         run_pieces([(divmod, (1, 1)), (divmod, (1, 0))], 2, None)
+
+
+@pytest.mark.parametrize("jobs", [0, -3])
+def _sleep_long(path: str) -> None:
+    Path(path).write_text(str(os.getpid()))
+    time.sleep(600)
+
+
+def _running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state not in ("Z", "X")  # a zombie has ended; only its entry waits to be reaped
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads process states from /proc")
+def test_workers_end_when_the_process_that_started_them_is_killed(tmp_path):
+    files = [str(tmp_path / name) for name in ("a", "b")]
+    code = (
+        "from attnflow._workers import run_pieces; from tests.test_workers import _sleep_long; "
+        f"run_pieces([(_sleep_long, (f,)) for f in {files!r}], 2, None)"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", code], cwd=Path(__file__).parents[1])
+    deadline = time.monotonic() + 120
+    while not all(Path(f).exists() for f in files) and time.monotonic() < deadline:
+        assert parent.poll() is None
+        time.sleep(0.1)
+    parent.kill()  # nothing can tell the workers
+    parent.wait()
+    workers = [int(Path(f).read_text()) for f in files]
+    deadline = time.monotonic() + 15
+    while any(map(_running, workers)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(map(_running, workers))
 
 
 @pytest.mark.parametrize("jobs", [0, -3])
