@@ -2,6 +2,7 @@
 simulate and sweep outputs that load with their config, and verify's exit code."""
 
 import importlib
+import inspect
 import json
 import os
 import pkgutil
@@ -107,9 +108,8 @@ def test_sweep_writes_a_labelled_store_and_plots(tmp_path, capsys):
 
 def test_a_users_class_sweeps_from_the_command_line(tmp_path, monkeypatch):
     monkeypatch.chdir(__import__("pathlib").Path(__file__).parents[1])
-    # the settings of test_examples' sweep from Python: the programs compiled for one are loaded by the other
-    argv = ["sweep", "examples.custom_model:Retrieval", "--grid", "eta_w=0.5,4", "--grid", "tokens=3,6"]
-    argv += ["--seeds", "4", "--set", "samples=32", "--set", "t1=100", "--out", str(tmp_path)]
+    argv = ["sweep", "examples.custom_model:Retrieval", "--grid", "eta_w=0.5,2", "--grid", "tokens=3,4"]
+    argv += ["--seeds", "2", "--set", "samples=16", "--set", "t1=20", "--out", str(tmp_path)]
     assert cli.main(argv) == 0
     ds = dynamics.load_sweep(tmp_path / "sweep.zarr")
     assert ds["loss"].dims == ("eta_w", "tokens", "seed", "save")
@@ -154,13 +154,13 @@ def _toy(*checks) -> Paper:
 
 
 def test_verify_exit_code_and_json_follow_the_checks(tmp_path, monkeypatch, capsys):
+    @theory.claim("1 = 1", tolerance=1e-12)
     def good():
-        return theory.within("x", "x", "1 = 1", predicted=1.0, simulated=1.0, error=0.0, tolerance=1e-12)
+        return theory.Measured(predicted=1.0, simulated=1.0, error=0.0)
 
+    @theory.claim("1 = 2", tolerance=1e-12, quick_mode=True)
     def bad(quick: bool):
-        return theory.within(
-            "x", "x", "1 = 2", predicted=1.0, simulated=2.0 + quick, error=1.0, tolerance=1e-12
-        )
+        return theory.Measured(predicted=1.0, simulated=2.0 + quick, error=1.0)
 
     monkeypatch.setitem(papers(), "toy", _toy(good))
     assert cli.main(["verify", "--paper", "toy", "--json", str(tmp_path / "ok.json")]) == 0
@@ -202,21 +202,83 @@ def test_a_check_takes_the_words_of_its_kinds_and_refuses_others(field, value, a
     assert getattr(check, field) is member and check.to_dict()[field] == word
 
 
+def test_a_declared_check_is_named_after_its_function_and_judged_by_its_declaration():
+    calls = []
+
+    @theory.claim("x is 1", tolerance=0.1, provenance="derived", bound="upper", quick_mode=True)
+    def x_is_one(quick: bool = False, *, x: float = 1.05) -> theory.Measured:
+        calls.append(quick)
+        return theory.Measured(1.0, x, theory.relative_error(1.0, x), note=f"x={x}")
+
+    check = x_is_one()
+    assert (check.name, check.claim, check.tolerance, check.note) == ("x_is_one", "x is 1", 0.1, "x=1.05")
+    assert check.verdict is theory.Verdict.passed and check.error == pytest.approx(0.05)
+    assert check.provenance is theory.Provenance.derived and check.bound is theory.Bound.upper
+    assert x_is_one(x=1.5).verdict is theory.Verdict.failed  # a keyword of the function under test
+    (made,) = theory.check_makers("p", [x_is_one], quick=True)
+    assert (made.__name__, made().paper, calls[-1]) == ("x_is_one", "p", True)
+
+
+def test_a_declared_check_without_a_quick_mode_is_not_given_quick_and_may_deviate():
+    @theory.claim("y is 0", tolerance=0.0, expected_deviation="y is 1 here, for a reason")
+    def y_is_zero() -> theory.Measured:
+        return theory.Measured(0.0, 1.0, 1.0)
+
+    (made,) = theory.check_makers("p", [y_is_zero], quick=True)
+    check = made()
+    assert check.verdict is theory.Verdict.deviation and "for a reason" in check.note
+
+    @theory.claim("w is 0", tolerance=0.5)
+    def w_is_zero(w: float = 2.0) -> theory.Measured:
+        # a reason known only once measured takes the place of a declared one
+        return theory.Measured(0.0, w, w, deviation=f"w is {w} here")
+
+    assert w_is_zero().verdict is theory.Verdict.deviation and "w is 2.0 here" in w_is_zero().note
+    assert w_is_zero(w=0.25).verdict is theory.Verdict.passed and "here" not in w_is_zero(w=0.25).note
+
+
+def test_the_example_of_claim_runs():
+    import doctest
+
+    from theory import _check
+
+    assert doctest.testmod(_check).failed == 0
+
+
+def test_every_check_of_every_paper_is_declared_and_takes_quick_as_declared():
+    for name, paper in papers().items():
+        for fn in paper.checks:
+            takes_quick = "quick" in inspect.signature(fn).parameters
+            assert takes_quick == fn.declaration.quick_mode, (name, fn.__name__)
+    with pytest.raises(ValueError, match=r"^not declared with theory.claim: _undeclared \(checks of p\)$"):
+        theory.check_makers("p", [*papers()["scan_snap"].checks, _undeclared], quick=True)
+
+
+def _undeclared():
+    """An undeclared function named like a check."""
+
+
+def test_a_declaration_refuses_bad_words_before_anything_runs():
+    with pytest.raises(
+        ValueError, match="^provenance must be one of 'paper', 'derived', 'recon', got 'lore'$"
+    ):
+        theory.claim("z", tolerance=0.0, provenance="lore")
+
+
 def test_a_bound_reads_as_a_relation_in_the_table_json_and_page(tmp_path, monkeypatch, capsys):
     from attnflow._report import _check_table
 
+    @theory.claim("r in [0.5, 1]", tolerance=0.0, bound="lower", quick_mode=True)
     def above(quick: bool):
-        return theory.within(
-            "x", "x", "r in [0.5, 1]", predicted=0.5, simulated=0.96, error=0.0, tolerance=0.0, bound="lower"
-        )
+        return theory.Measured(predicted=0.5, simulated=0.96, error=0.0)
 
+    @theory.claim("r <= 1", tolerance=0.0, bound="upper")
     def below():
-        return theory.within(
-            "x", "x", "r <= 1", predicted=1.0, simulated=1.25, error=0.25, tolerance=0.0, bound="upper"
-        )
+        return theory.Measured(predicted=1.0, simulated=1.25, error=0.25)
 
+    @theory.claim("1 = 1", tolerance=1e-12)
     def equal():
-        return theory.within("x", "x", "1 = 1", predicted=1.0, simulated=1.0, error=0.0, tolerance=1e-12)
+        return theory.Measured(predicted=1.0, simulated=1.0, error=0.0)
 
     monkeypatch.setitem(papers(), "toy", _toy(above, below, equal))
     assert cli.main(["verify", "--paper", "toy", "--json", str(tmp_path / "bounds.json")]) == 1

@@ -48,14 +48,12 @@ import theory
 from tasks.toy_paper import Decay
 
 
+@theory.claim("y(1) = y(0) e^{-k}", tolerance=1e-6, provenance="derived", quick_mode=True)
 def decay_is_exponential(quick: bool):
     run = dynamics.simulate(Decay(k=2.0), num_seeds=2 if quick else 8)
     simulated = float(np.mean(run.values["y"][:, -1] / run.values["y"][:, 0]))
     predicted = float(np.exp(-2.0))
-    return theory.within(
-        "toy_paper", "decay_is_exponential", "y(1) = y(0) e^{-k}", predicted=predicted, simulated=simulated,
-        error=abs(simulated - predicted) / predicted, tolerance=1e-6, provenance="derived",
-    )
+    return theory.Measured(predicted, simulated, theory.relative_error(predicted, simulated))
 
 
 CHECKS = [decay_is_exponential]

@@ -1,16 +1,20 @@
 """Closed-form predictions of the papers and the checks that hold them against simulation.
 
 One package per paper (`theory.scan_snap`, ...) exports `PAPER` (its name), `CHECKS` (its check
-functions, in order) and its public `closed_forms`; [`check_makers`][] binds a paper's checks and
-[`run_checks`][] runs them into [`Check`][]s. The registry of papers is `attnflow.papers`.
+functions, in order, each declared with [`claim`][]: what it claims, its tolerance and provenance,
+while the function measures) and its public `closed_forms`; [`check_makers`][] binds a paper's
+checks and [`run_checks`][] runs them into [`Check`][]s. The registry of papers is `attnflow.papers`.
 """
 
 from ._check import (
     Bound,
     Check,
+    Declaration,
+    Measured,
     Provenance,
     Verdict,
     check_makers,
+    claim,
     format_table,
     relative_error,
     run_checks,
@@ -21,9 +25,12 @@ from ._check import (
 __all__ = [
     "Bound",
     "Check",
+    "Declaration",
+    "Measured",
     "Provenance",
     "Verdict",
     "check_makers",
+    "claim",
     "format_table",
     "relative_error",
     "run_checks",

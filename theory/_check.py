@@ -3,7 +3,6 @@
 import dataclasses
 import enum
 import functools
-import inspect
 import json
 import math
 import time
@@ -163,6 +162,108 @@ def within(
     )
 
 
+@dataclasses.dataclass(frozen=True)
+class Measured:
+    """What a declared check ([`claim`][]) measures on its simulation.
+
+    **Fields:** `predicted`, `simulated`, `error`, `note`: as in [`Check`][]; `deviation`: the
+    documented reason a failure is expected, where it depends on what was measured (it takes the
+    place of the declaration's `expected_deviation`).
+    """
+
+    predicted: float
+    simulated: float
+    error: float
+    note: str = ""
+    deviation: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Declaration:
+    """What a check states before it runs: the arguments of [`theory.claim`][] (see there)."""
+
+    claim: str
+    tolerance: float
+    provenance: Provenance = Provenance.paper
+    bound: Bound | None = None
+    quick_mode: bool = False
+    expected_deviation: str | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "provenance", _member(Provenance, "provenance", self.provenance))
+        object.__setattr__(self, "bound", _member(Bound, "bound", self.bound, optional=True))
+
+
+def claim(
+    statement: str,
+    *,
+    tolerance: float,
+    provenance: Provenance | str = Provenance.paper,
+    bound: Bound | str | None = None,
+    quick_mode: bool = False,
+    expected_deviation: str | None = None,
+) -> Callable[[Callable[..., Measured]], Callable[..., Check]]:
+    """Declare a check: the decorated function measures, the declaration states what is claimed.
+
+    The check is named after the function and belongs to the paper whose `theory` package holds
+    it. Calling the decorated function runs the measurement and returns the [`Check`][]; it takes
+    `quick` (ignored without a quick mode) and any keyword the function takes (e.g. a formula
+    under test).
+
+    **Arguments:**
+
+    - `statement`: the claim, with the paper's equation number ([`Check`][]'s `claim`).
+    - `tolerance`: the largest `error` that passes.
+    - `provenance`, `bound`: as in [`Check`][].
+    - `quick_mode`: the function takes `quick: bool`, which shrinks its simulations (fewer draws,
+      steps or tasks), never the tolerance.
+    - `expected_deviation`: the documented reason a failure is expected (see [`within`][]).
+
+    **Returns:** the decorator.
+
+    **Example:**
+
+        >>> import theory
+        >>> @theory.claim("exp(1) is 2.71828 to six digits", tolerance=1e-6, provenance="derived")
+        ... def e_to_six_digits() -> theory.Measured:
+        ...     import math
+        ...     return theory.Measured(2.71828, math.e, theory.relative_error(2.71828, math.e))
+        >>> check = e_to_six_digits()
+        >>> check.name, check.verdict.value, check.tolerance
+        ('e_to_six_digits', 'pass', 1e-06)
+    """
+    declaration = Declaration(statement, tolerance, provenance, bound, quick_mode, expected_deviation)
+
+    def decorate(measure: Callable[..., Measured]) -> Callable[..., Check]:
+        @functools.wraps(measure)
+        def run(quick: bool = False, **options) -> Check:
+            measured = measure(quick=quick, **options) if quick_mode else measure(**options)
+            return within(
+                _paper_of(measure),
+                measure.__name__,
+                declaration.claim,
+                predicted=measured.predicted,
+                simulated=measured.simulated,
+                error=measured.error,
+                tolerance=declaration.tolerance,
+                bound=declaration.bound,
+                provenance=declaration.provenance,
+                note=measured.note,
+                expected_deviation=measured.deviation or declaration.expected_deviation,
+            )
+
+        run.declaration = declaration
+        return run
+
+    return decorate
+
+
+def _paper_of(fn: Callable) -> str:
+    """The paper of a check defined in `theory.<paper>...` (`""` elsewhere)."""
+    parts = fn.__module__.split(".")
+    return parts[1] if len(parts) > 1 and parts[0] == "theory" and not parts[1].startswith("_") else ""
+
+
 def relative_error(predicted, simulated) -> float:
     """|simulated − predicted| / |predicted| (absolute error where predicted is 0)."""
     scale = abs(float(predicted))
@@ -175,33 +276,31 @@ def check_makers(
 ) -> list[Callable[[], Check]]:
     """The checks of `paper` as zero-argument makers, each reporting under its function's name.
 
-    A check function takes `quick` (smaller simulations, same tolerances) only when it has a quick
-    mode; the others take no argument.
-
     **Arguments:**
 
     - `paper`: the paper's name, attached to each maker as `maker.paper` and to each check.
-    - `check_fns`: functions `name(quick) -> Check` or `name() -> Check`.
-    - `quick`: smaller simulations (same tolerances).
+    - `check_fns`: checks declared with [`claim`][].
+    - `quick`: smaller simulations (same tolerances), for the checks with a quick mode.
 
-    **Returns:** one zero-argument maker per check function, in order, named after it.
+    **Returns:** one zero-argument maker per check, in order, named after it.
 
     **Raises:** `ValueError` unless float64 is enabled (`jax_enable_x64`): checks compare with
-    closed forms at tolerances float32 cannot reach.
+    closed forms at tolerances float32 cannot reach; or for a function not declared with
+    [`claim`][].
     """
     if not jax.config.read("jax_enable_x64"):
         raise ValueError(
             f"the {paper} checks need float64: call jax.config.update('jax_enable_x64', True) first"
         )
+    undeclared = [fn.__name__ for fn in check_fns if not hasattr(fn, "declaration")]
+    if undeclared:
+        raise ValueError(f"not declared with theory.claim: {', '.join(undeclared)} (checks of {paper})")
     return [_maker(paper, fn, quick) for fn in check_fns]
 
 
 def _maker(paper: str, fn: Callable[..., Check], quick: bool) -> Callable[[], Check]:
-    takes_quick = "quick" in inspect.signature(fn).parameters
-
     def make() -> Check:
-        check = fn(quick=quick) if takes_quick else fn()
-        return dataclasses.replace(check, paper=paper, name=fn.__name__)
+        return dataclasses.replace(fn(quick=quick), paper=paper)
 
     maker = functools.update_wrapper(make, fn)
     maker.paper = paper

@@ -17,7 +17,7 @@ import numpy as np
 import dynamics
 import tasks.contextual_bigram as cb
 
-from .._check import Check, relative_error, within
+from .._check import Measured, claim, relative_error
 from . import closed_forms as cf
 from ._stage1 import STAGE1_STEPS, batch_for_success, fit_batch_exponent, stage1_success, success_rates
 
@@ -47,7 +47,12 @@ def _max_tree(tree) -> float:
     return float(max(np.max(np.abs(np.asarray(x))) for x in jax.tree.leaves(tree)))
 
 
-def lemma_b8_enumeration() -> Check:
+@claim(
+    "Lemma B.8: E G_V, E G_Q (closed form) = enumeration over all N^(T+1) sequences (max abs diff)",
+    tolerance=1e-12,
+    provenance="derived",
+)
+def lemma_b8_enumeration() -> Measured:
     """Lemma B.8: the expected preconditioned gradients equal exact enumeration (N=3, T=4)."""
     inst = cb.random_instance(1, 3, 2, 4, cb.Assumption(sparsity=2, k_p_min=0.0))
     model = _off_line_point(inst, 7)
@@ -55,20 +60,21 @@ def lemma_b8_enumeration() -> Check:
     exact = cb.precondition(grads, inst.mu)
     formula = cf.expected_preconditioned(model, inst)
     err = _max_tree(jax.tree.map(jnp.subtract, exact, formula))
-    return within(
-        PAPER,
-        "lemma_b8_enumeration",
-        "Lemma B.8: E G_V, E G_Q (closed form) = enumeration over all N^(T+1) sequences (max abs diff)",
+    return Measured(
         predicted=float(formula.Q[0, 0]),
         simulated=float(exact.Q[0, 0]),
         error=err,
-        tolerance=1e-12,
-        provenance="derived",
         note=f"{_inst_note(inst)} Random unit-column-sum point; predicted/simulated: E G_Q[0,0].",
     )
 
 
-def lemma_b8_monte_carlo(quick: bool) -> Check:
+@claim(
+    "Lemma B.8: Monte-Carlo mean of per-sample G = closed-form E G (max |z| over all entries)",
+    tolerance=5.0,
+    provenance="derived",
+    quick_mode=True,
+)
+def lemma_b8_monte_carlo(quick: bool) -> Measured:
     """Lemma B.8 vs a Monte-Carlo average of per-sample preconditioned gradients (default instance)."""
     inst = cb.default_instance()
     model = _off_line_point(inst, 3)
@@ -83,43 +89,45 @@ def lemma_b8_monte_carlo(quick: bool) -> Check:
         se = g.std(axis=0) / np.sqrt(M)
         z.append(np.abs(g.mean(axis=0) - np.asarray(f)) / se)
     zmax = float(max(np.max(x) for x in z))
-    return within(
-        PAPER,
-        "lemma_b8_monte_carlo",
-        "Lemma B.8: Monte-Carlo mean of per-sample G = closed-form E G (max |z| over all entries)",
+    return Measured(
         predicted=float(formula.V[0, 0]),
         simulated=float(np.asarray(G.V)[:, 0, 0].mean()),
         error=zmax,
-        tolerance=5.0,
-        provenance="derived",
         note=f"{_inst_note(inst)} {M} samples; error = max over {sum(x.size for x in z)} entries of "
         "|mean - formula| / standard error (tolerance 5 standard errors (recon)); "
         "predicted/simulated: G_V[0,0].",
     )
 
 
-def population_lines(quick: bool) -> Check:
+@claim(
+    "Eqn 7: population Algorithm-1 iterates from (mu1^T, 11^T/T) stay on the lines (max "
+    "||DeltaV||_mu, ||DeltaQ||_mu)",
+    tolerance=1e-12,
+    provenance="paper",
+    quick_mode=True,
+)
+def population_lines(quick: bool) -> Measured:
     """Eqn 7 (paper): from the scratch init, population GD stays on the two lines."""
     inst = cb.default_instance()
     steps = 100 if quick else 400
     run = cb.population_gd(inst, cb.scratch_init(inst), 0.5, steps)
     off = float(max(np.max(np.asarray(run.values["dV_norm"])), np.max(np.asarray(run.values["dQ_norm"]))))
-    return within(
-        PAPER,
-        "population_lines",
-        "Eqn 7: population Algorithm-1 iterates from (mu1^T, 11^T/T) stay on the lines (max "
-        "||DeltaV||_mu, ||DeltaQ||_mu)",
+    return Measured(
         predicted=0.0,
         simulated=off,
         error=off,
-        tolerance=1e-12,
-        provenance="paper",
         note=f"{_inst_note(inst)} eta=0.5, {steps} steps of the engine's preconditioned projected step "
         "on the exact population loss.",
     )
 
 
-def line_recursion(quick: bool) -> Check:
+@claim(
+    "Eqn 7: (alpha, beta) of the matrix population GD = scalar recursion (max abs diff)",
+    tolerance=1e-10,
+    provenance="derived",
+    quick_mode=True,
+)
+def line_recursion(quick: bool) -> Measured:
     """Eqn 7: the line coordinates of the matrix population GD follow the scalar recursion."""
     inst = cb.default_instance()
     steps = 100 if quick else 400
@@ -127,20 +135,20 @@ def line_recursion(quick: bool) -> Check:
     run = cb.population_gd(inst, cb.scratch_init(inst), 0.5, steps)
     rec = cf.line_recursion(0.0, 0.0, KP, KQ, T, 0.5, steps)
     sim = np.stack([np.asarray(run.values["alpha"]), np.asarray(run.values["beta"])], axis=1)
-    return within(
-        PAPER,
-        "line_recursion",
-        "Eqn 7: (alpha, beta) of the matrix population GD = scalar recursion (max abs diff)",
+    return Measured(
         predicted=float(rec[-1, 0]),
         simulated=float(sim[-1, 0]),
         error=float(np.max(np.abs(sim - rec))),
-        tolerance=1e-10,
-        provenance="derived",
         note=f"{_inst_note(inst)} eta=0.5, {steps} steps; predicted/simulated: final alpha.",
     )
 
 
-def ode_first_order() -> Check:
+@claim(
+    "Eqn 8: max |recursion - ODE| over t in [0, 40] is O(eta): error(0.1)/error(0.05) = 2",
+    tolerance=0.05,
+    provenance="derived",
+)
+def ode_first_order() -> Measured:
     """Eqn 8: the recursion approaches the 2-D ODE at first order in η (error halves with η)."""
     inst = cb.default_instance()
     KP, KQ, T = _consts(inst)
@@ -151,21 +159,22 @@ def ode_first_order() -> Check:
         ode = cf.solve_line_ode([0.0, 0.0], KP, KQ, T, eta * np.arange(steps + 1))
         errs.append(float(np.max(np.abs(ode - rec))))
     ratio = errs[0] / errs[1]
-    return within(
-        PAPER,
-        "ode_first_order",
-        "Eqn 8: max |recursion - ODE| over t in [0, 40] is O(eta): error(0.1)/error(0.05) = 2",
+    return Measured(
         predicted=2.0,
         simulated=ratio,
         error=relative_error(2.0, ratio),
-        tolerance=0.05,
-        provenance="derived",
         note=f"{_inst_note(inst)} errors {errs[0]:.3e} (eta=0.1), {errs[1]:.3e} (eta=0.05); "
         "Diffrax Dopri8 rtol 1e-10.",
     )
 
 
-def matrix_flow_on_lines(quick: bool) -> Check:
+@claim(
+    "Eqn 8: matrix flow dtheta/dt = -E G stays on the lines and its (alpha, beta) = 2-D ODE (max abs diff)",
+    tolerance=1e-7,
+    provenance="paper",
+    quick_mode=True,
+)
+def matrix_flow_on_lines(quick: bool) -> Measured:
     """Eqn 8: the matrix population flow (Diffrax) stays on the lines and matches the 2-D ODE."""
     inst = cb.default_instance()
     KP, KQ, T = _consts(inst)
@@ -175,22 +184,22 @@ def matrix_flow_on_lines(quick: bool) -> Check:
     sim = np.stack([np.asarray(run.values["alpha"]), np.asarray(run.values["beta"])], axis=1)
     err = float(np.max(np.abs(sim - ode)))
     off = float(max(np.max(np.asarray(run.values["dV_norm"])), np.max(np.asarray(run.values["dQ_norm"]))))
-    return within(
-        PAPER,
-        "matrix_flow_on_lines",
-        "Eqn 8: matrix flow dtheta/dt = -E G stays on the lines and its (alpha, beta) = 2-D ODE (max "
-        "abs diff)",
+    return Measured(
         predicted=float(ode[-1, 1]),
         simulated=float(sim[-1, 1]),
         error=max(err, off),
-        tolerance=1e-7,
-        provenance="paper",
         note=f"{_inst_note(inst)} t in [0, {ts[-1]:g}], both Dopri8 rtol 1e-10; off-line norm {off:.2e}; "
         "predicted/simulated: final beta.",
     )
 
 
-def lyapunov() -> Check:
+@claim(
+    "Eqn 8 is preconditioned gradient flow of L(alpha, beta): L never increases (max step increase)",
+    tolerance=1e-12,
+    provenance="derived",
+    bound="lower",
+)
+def lyapunov() -> Measured:
     """Eqn 8: the line-restricted loss decreases monotonically along the ODE."""
     inst = cb.default_instance()
     KP, KQ, T = _consts(inst)
@@ -200,22 +209,21 @@ def lyapunov() -> Check:
     L = cf.line_loss(ode[:, 0], ode[:, 1], KP, KQ, T, mu_sq)
     rise = float(max(np.max(np.diff(L)), 0.0))
     L_star = 0.5 * (1 - mu_sq - KP * (1 / T + KQ))
-    return within(
-        PAPER,
-        "lyapunov",
-        "Eqn 8 is preconditioned gradient flow of L(alpha, beta): L never increases (max step increase)",
+    return Measured(
         predicted=L_star,
         simulated=float(L[-1]),
         error=rise,
-        tolerance=1e-12,
-        bound="lower",
-        provenance="derived",
         note=f"{_inst_note(inst)} 2001 saves on [0, 200]; predicted/simulated: Bayes risk L* (a lower bound "
         "of L) vs L(t=200).",
     )
 
 
-def error_dynamics() -> Check:
+@claim(
+    "Lemmas C.5-C.6: alpha+, beta+, DeltaV+, DeltaQ+ of one population step off the lines (max abs diff)",
+    tolerance=1e-12,
+    provenance="derived",
+)
+def error_dynamics() -> Measured:
     """Lemmas C.5-C.6: one population step off the lines = the scalar/matrix error formulas."""
     inst = cb.default_instance()
     model = _off_line_point(inst, 5, scale=0.1)
@@ -230,20 +238,20 @@ def error_dynamics() -> Check:
         float(np.max(np.abs(dV - np.asarray(after["dV"])))),
         float(np.max(np.abs(dQ - np.asarray(after["dQ"])))),
     )
-    return within(
-        PAPER,
-        "error_dynamics",
-        "Lemmas C.5-C.6: alpha+, beta+, DeltaV+, DeltaQ+ of one population step off the lines (max abs diff)",
+    return Measured(
         predicted=a,
         simulated=float(after["alpha"]),
         error=err,
-        tolerance=1e-12,
-        provenance="derived",
         note=f"{_inst_note(inst)} random unit-column-sum point, eta={eta}; predicted/simulated: alpha+.",
     )
 
 
-def stage1_linearisation() -> Check:
+@claim(
+    "Stage 1: time for min(alpha, beta) to reach 0.1, population recursion vs x(t) = A^-1 (e^{At} - I) b",
+    tolerance=0.02,
+    provenance="derived",
+)
+def stage1_linearisation() -> Measured:
     """Stage 1: exit time of the population recursion vs the linearised closed form."""
     inst = cb.default_instance()
     KP, KQ, T = _consts(inst)
@@ -253,20 +261,20 @@ def stage1_linearisation() -> Check:
     lin = cf.stage1_linear(ts, KP, KQ, T)
     predicted = cf.first_crossing(ts, lin.min(axis=1), delta)
     simulated = cf.first_crossing(ts, rec.min(axis=1), delta)
-    return within(
-        PAPER,
-        "stage1_linearisation",
-        "Stage 1: time for min(alpha, beta) to reach 0.1, population recursion vs x(t) = A^-1 (e^{At} - I) b",
+    return Measured(
         predicted=predicted,
         simulated=simulated,
         error=relative_error(predicted, simulated),
-        tolerance=0.02,
-        provenance="derived",
         note=f"{_inst_note(inst)} recursion with eta={eta} (t = eta * steps).",
     )
 
 
-def stage1_log_time() -> Check:
+@claim(
+    "Stage 1: time for max(alpha, beta) to reach 0.2 ~ (1/w) ln(2 T delta min(K_Q, w)), w = sqrt(K_P K_Q)",
+    tolerance=0.1,
+    provenance="derived",
+)
+def stage1_log_time() -> Measured:
     """Stage 1: t₁ ≈ (1/w) ln(2 T δ₁ min(K_Q, w)) for the first of α, β to reach δ₁."""
     inst = cb.default_instance()
     KP, KQ, T = _consts(inst)
@@ -275,22 +283,22 @@ def stage1_log_time() -> Check:
     ts = eta * np.arange(3001)
     simulated = cf.first_crossing(ts, rec.max(axis=1), delta)
     predicted = cf.stage1_exit_time_log(delta, KP, KQ, T)
-    return within(
-        PAPER,
-        "stage1_log_time",
-        "Stage 1: time for max(alpha, beta) to reach 0.2 ~ (1/w) ln(2 T delta min(K_Q, w)), w = "
-        "sqrt(K_P K_Q)",
+    return Measured(
         predicted=predicted,
         simulated=simulated,
         error=relative_error(predicted, simulated),
-        tolerance=0.1,
-        provenance="derived",
         note=f"{_inst_note(inst)} asymptotic estimate (needs 2 T delta min(K_Q, w) >> 1; here "
         f"{2 * T * delta * min(KQ, np.sqrt(KP * KQ)):.2f}); tolerance 10% (recon).",
     )
 
 
-def near_optimum_rates() -> Check:
+@claim(
+    "Near (1,1): decay rates along the eigenvectors = eigenvalues of -[[K_P, K_P],[K_Q, K_Q + "
+    "1/T]] (max rel. err)",
+    tolerance=1e-3,
+    provenance="derived",
+)
+def near_optimum_rates() -> Measured:
     """Decay rates of Eqn 8 near (1, 1) = eigenvalues of the Jacobian (fast and slow)."""
     inst = cb.default_instance()
     KP, KQ, T = _consts(inst)
@@ -307,22 +315,22 @@ def near_optimum_rates() -> Check:
         rates.append(rate)
         errs.append(relative_error(-lam, rate))
     slow = int(np.argmin(np.abs(values)))
-    return within(
-        PAPER,
-        "near_optimum_rates",
-        "Near (1,1): decay rates along the eigenvectors = eigenvalues of -[[K_P, K_P],[K_Q, K_Q + "
-        "1/T]] (max rel. err)",
+    return Measured(
         predicted=float(-values[slow]),
         simulated=float(rates[slow]),
         error=float(max(errs)),
-        tolerance=1e-3,
-        provenance="derived",
         note=f"{_inst_note(inst)} eigenvalues {values[0]:.4g}, {values[1]:.4g}; displacement 1e-6, run for "
         "1/|lambda|; predicted/simulated: the slow rate (~K_P/(T(K_P+K_Q))).",
     )
 
 
-def transfer_alpha1() -> Check:
+@claim(
+    "Transfer (Theorem 4.1 setting): one population Q-step from V0 = mu1^T + delta (V~ - mu1^T) gives "
+    "alpha_1 = eta0 beta0 K_P",
+    tolerance=1e-12,
+    provenance="derived",
+)
+def transfer_alpha1() -> Measured:
     """Theorem 4.1 setting: the transfer step gives α₁ = η₀ β₀ K_P (population step)."""
     inst = cb.default_instance()
     V_pre = np.asarray(cb.related_transition(inst))
@@ -333,16 +341,10 @@ def transfer_alpha1() -> Check:
     beta0 = float(cb.line_coordinates(cb.LinearSCB(V=jnp.asarray(V0), Q=model.Q), inst)["beta"])
     predicted = eta0 * beta0 * KP
     simulated = float(cb.line_coordinates(model, inst)["alpha"])
-    return within(
-        PAPER,
-        "transfer_alpha1",
-        "Transfer (Theorem 4.1 setting): one population Q-step from V0 = mu1^T + delta (V~ - mu1^T) gives "
-        "alpha_1 = eta0 beta0 K_P",
+    return Measured(
         predicted=predicted,
         simulated=simulated,
         error=abs(predicted - simulated),
-        tolerance=1e-12,
-        provenance="derived",
         note=f"{_inst_note(inst)} V~ = (P + P_reversed)/2 (shares mu; rho = "
         f"{beta0 * KP / delta:.4f}), delta={delta}, eta0={eta0}; beta0={beta0:.4f}.",
     )
@@ -369,21 +371,22 @@ def _alg_results_cached(quick: bool):
     return inst, cfg, alg, sgd, n_sgd
 
 
-def algorithm1_recovers(quick: bool) -> Check:
+@claim(
+    "Thm 3.1: Algorithm 1 (3 stages) recovers (P, Q*): medians of ||Q - Q*||_F and ||V - P||_F after "
+    "Stage 3 <= 0.1",
+    tolerance=0.1,
+    provenance="paper",
+    quick_mode=True,
+)
+def algorithm1_recovers(quick: bool) -> Measured:
     """Theorem 3.1 / Fig. 1 (paper): Algorithm 1 recovers (P, Q*) on the default instance."""
     inst, cfg, alg, _, _ = _alg_results(quick)
     dV = float(np.median(alg["final_metrics"]["dist_V"]))
     dQ = float(np.median(alg["final_metrics"]["dist_Q"]))
-    return within(
-        PAPER,
-        "algorithm1_recovers",
-        "Thm 3.1: Algorithm 1 (3 stages) recovers (P, Q*): medians of ||Q - Q*||_F and ||V - P||_F after "
-        "Stage 3 <= 0.1",
+    return Measured(
         predicted=0.0,
         simulated=dQ,
         error=max(dQ, dV),
-        tolerance=0.1,
-        provenance="paper",
         note=f"{_inst_note(inst)} {len(alg['tau1'])} seeds, B={cfg.batch}, eta1={cfg.eta1} (oracle switch at "
         f"min(alpha,beta)>={cfg.delta1}, median tau1={np.median(alg['tau1']):.0f}), eta2={cfg.eta2}, "
         f"lambda={cfg.lam}, {cfg.stage2_steps} Stage-2 steps, Stage 3 = population least-squares V "
@@ -395,7 +398,20 @@ def algorithm1_recovers(quick: bool) -> Check:
     )
 
 
-def l1_reduces_off_support(quick: bool) -> Check:
+@claim(
+    "Stage 2: off-support mass sum_{t not in S_k} |Q[t,k]| with lambda=1e-3 is much smaller than with "
+    "lambda=0 (ratio of medians <= 0.5)",
+    tolerance=0.5,
+    provenance="derived",
+    expected_deviation="per step the soft threshold shrinks an entry by only eta2*lambda = 5e-5, "
+    "far below the mini-batch noise per entry, and the affine re-projection after the prox "
+    "(recon) returns the removed mass to every entry of the column alike; off-support entries "
+    "therefore stay near (1-alpha)/T plus noise. A lambda large enough to matter biases alpha "
+    "(with the loss constant 1/2, lambda >= 1e-2 already pulls alpha to about 0.7 when K_P is "
+    "about 0.1).",
+    quick_mode=True,
+)
+def l1_reduces_off_support(quick: bool) -> Measured:
     """Stage 2: with λ > 0 the off-support attention mass is much smaller than with λ = 0."""
     inst = cb.default_instance()
     seeds, steps = (4, 1000) if quick else (16, 4000)
@@ -408,48 +424,28 @@ def l1_reduces_off_support(quick: bool) -> Check:
         alpha[lam] = float(np.median(out["stage2_metrics"]["alpha"]))
     ratio = mass[1e-3] / mass[0.0]
     line_part = (1.0 - alpha[1e-3]) / inst.T * float(np.sum(np.asarray(inst.Q_star) == 0))
-    return within(
-        PAPER,
-        "l1_reduces_off_support",
-        "Stage 2: off-support mass sum_{t not in S_k} |Q[t,k]| with lambda=1e-3 is much smaller than with "
-        "lambda=0 (ratio of medians <= 0.5)",
+    return Measured(
         predicted=mass[0.0],
         simulated=mass[1e-3],
         error=ratio,
-        tolerance=0.5,
-        provenance="derived",
         note=f"{_inst_note(inst)} {seeds} seeds, B=256, {steps} Stage-2 steps; median alpha {alpha[0.0]:.3f} "
         f"(lambda=0), {alpha[1e-3]:.3f} (lambda=1e-3); the line part (1-alpha)/T of the off-support entries "
         f"alone sums to {line_part:.3f}.",
-        expected_deviation="per step the soft threshold shrinks an entry by only eta2*lambda = 5e-5, "
-        "far below the mini-batch noise per entry, and the affine re-projection after the prox "
-        "(recon) returns the removed mass to every entry of the column alike; off-support entries "
-        "therefore stay near (1-alpha)/T plus noise. A lambda large enough to matter biases alpha "
-        "(with the loss constant 1/2, lambda >= 1e-2 already pulls alpha to about 0.7 when K_P is "
-        "about 0.1).",
     )
 
 
-def _sgd_check(quick: bool, which: str) -> Check:
+def _sgd_measured(quick: bool, eta: float) -> Measured:
     inst, cfg, alg, sgd, n_sgd = _alg_results(quick)
-    eta = cfg.eta1 if which == "large" else cfg.eta2
     s = sgd[eta]["final_metrics"]
     sgd_total = np.asarray(s["dist_V"]) + np.asarray(s["dist_Q"])
     sgd_total = np.where(np.isfinite(sgd_total), sgd_total, np.inf)
     alg_total = np.asarray(alg["stage2_metrics"]["dist_V"]) + np.asarray(alg["stage2_metrics"]["dist_Q"])
     a, b = float(np.median(alg_total)), float(np.median(sgd_total))
     diverged = int(np.sum(np.asarray(sgd[eta]["stop"]) == dynamics.StopReason.nonfinite))
-    return within(
-        PAPER,
-        f"sgd_{which}_step_worse",
-        f"Fig. 1: vanilla SGD at eta={eta} ends farther from (P, Q*) than Algorithm 1 "
-        "(ratio of medians of ||V-P||_F + ||Q-Q*||_F, un-normalised, < 1)",
+    return Measured(
         predicted=a,
         simulated=b,
         error=a / b if b > 0 else float("inf"),
-        tolerance=1.0,
-        bound="lower",
-        provenance="paper",
         note=f"{_inst_note(inst)} {len(alg['tau1'])} seeds, B={cfg.batch}; SGD {n_sgd} steps, Algorithm 1 "
         f"tau1 + {cfg.stage2_steps} steps (before normalisation). SGD runs diverged (non-finite): "
         f"{diverged}. "
@@ -458,32 +454,42 @@ def _sgd_check(quick: bool, which: str) -> Check:
     )
 
 
-def sgd_large_step_worse(quick: bool) -> Check:
+_SGD_WORSE = (
+    "Fig. 1: vanilla SGD at eta={eta} ends farther from (P, Q*) than Algorithm 1 "
+    "(ratio of medians of ||V-P||_F + ||Q-Q*||_F, un-normalised, < 1)"
+)
+"""The claim of the `sgd_*_step_worse` checks, at Algorithm 1's large and small step sizes."""
+
+
+@claim(_SGD_WORSE.format(eta=cb.Algorithm1.eta1), tolerance=1.0, bound="lower", quick_mode=True)
+def sgd_large_step_worse(quick: bool) -> Measured:
     """Fig. 1 (paper): SGD at the large step does not converge (noise)."""
-    return _sgd_check(quick, "large")
+    return _sgd_measured(quick, cb.Algorithm1.eta1)
 
 
-def sgd_small_step_worse(quick: bool) -> Check:
+@claim(_SGD_WORSE.format(eta=cb.Algorithm1.eta2), tolerance=1.0, bound="lower", quick_mode=True)
+def sgd_small_step_worse(quick: bool) -> Measured:
     """Fig. 1 (paper): SGD at the small step is slower."""
-    return _sgd_check(quick, "small")
+    return _sgd_measured(quick, cb.Algorithm1.eta2)
 
 
-def stage1_needs_poly_T(quick: bool) -> Check:
+@claim(
+    "Stage 1 needs poly(T) samples: the batch B90 giving 90% Stage-1 success grows from T=50 to "
+    "T=200 (error = B90(50)/B90(200) <= 1/2)",
+    tolerance=0.5,
+    provenance="paper",
+    quick_mode=True,
+)
+def stage1_needs_poly_T(quick: bool) -> Measured:
     """Stage 1 needs poly(T) samples (paper): the batch for 90% success grows with T."""
     seeds = 32 if quick else 128
     batches = [8, 16, 32, 64, 128] if quick else [8, 16, 32, 64, 128, 256, 512]
     b50, r50 = batch_for_success(50, batches, seeds)
     b200, r200 = batch_for_success(200, batches, seeds)
-    return within(
-        PAPER,
-        "stage1_needs_poly_T",
-        "Stage 1 needs poly(T) samples: the batch B90 giving 90% Stage-1 success grows from T=50 to "
-        "T=200 (error = B90(50)/B90(200) <= 1/2)",
+    return Measured(
         predicted=b50,
         simulated=b200,
         error=b50 / b200,
-        tolerance=0.5,
-        provenance="paper",
         note=f"default instances (seed 0, N=3, Q=2) at T=50 and T=200; {seeds} seeds per B; success = "
         f"alpha > 0 after {STAGE1_STEPS} steps at eta1=0.5. B grid {batches}; rates T=50 "
         f"{np.round(r50, 3).tolist()}, T=200 {np.round(r200, 3).tolist()}. At least one doubling demanded "
@@ -491,7 +497,15 @@ def stage1_needs_poly_T(quick: bool) -> Check:
     )
 
 
-def stage1_batch_exponent(quick: bool) -> Check:
+@claim(
+    "Stage 1 needs poly(T) samples: the batch for a given success level grows as T^p with p > 0 "
+    "(the lower end of p's 95% interval is > 0)",
+    tolerance=0.0,
+    provenance="paper",
+    bound="lower",
+    quick_mode=True,
+)
+def stage1_batch_exponent(quick: bool) -> Measured:
     """Stage 1 needs poly(T) samples (paper): the batch giving any Stage-1 success level grows as
     T^p, p fitted with its 95% interval (recon), which must lie above 0."""
     if quick:
@@ -500,17 +514,10 @@ def stage1_batch_exponent(quick: bool) -> Check:
         Ts, batches, seeds = (25, 50, 100, 200, 400), (4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048), 128
     rates = {T: success_rates(T, batches, seeds) for T in Ts}
     fit = fit_batch_exponent(rates, batches, seeds)
-    return within(
-        PAPER,
-        "stage1_batch_exponent",
-        "Stage 1 needs poly(T) samples: the batch for a given success level grows as T^p with p > 0 "
-        "(the lower end of p's 95% interval is > 0)",
+    return Measured(
         predicted=0.0,
         simulated=fit.low,
         error=-fit.low,
-        tolerance=0.0,
-        bound="lower",
-        provenance="paper",
         note=f"p = {fit.exponent:.3f}, 95% interval [{fit.low:.3f}, {fit.high:.3f}] (parametric bootstrap); "
         f"success model 1/2 + 1/2 sigmoid(b (log B - p log T - c)), b = {fit.sharpness:.3g}, "
         f"c = {fit.offset:.3g}, fitted by maximum likelihood (recon). T in {list(Ts)}, B in {list(batches)}, "
@@ -519,19 +526,20 @@ def stage1_batch_exponent(quick: bool) -> Check:
     )
 
 
-def stage1_large_batch(quick: bool) -> Check:
+@claim(
+    "Stage 1 at T=200 ends on the positive branch with a large batch (B=1024): success rate >= 0.9",
+    tolerance=0.1,
+    provenance="paper",
+    quick_mode=True,
+)
+def stage1_large_batch(quick: bool) -> Measured:
     """Algorithm 1 (paper): Stage 1 succeeds at T=200 once B is large (B=1024)."""
     seeds = 16 if quick else 128
     s = float(stage1_success(200, 1024, seeds).mean())
-    return within(
-        PAPER,
-        "stage1_large_batch",
-        "Stage 1 at T=200 ends on the positive branch with a large batch (B=1024): success rate >= 0.9",
+    return Measured(
         predicted=1.0,
         simulated=s,
         error=1.0 - s,
-        tolerance=0.1,
-        provenance="paper",
         note=f"{seeds} seeds; success = alpha > 0 after {STAGE1_STEPS} steps at eta1=0.5; the batch 1024 and "
         "the 0.9 success rate are ours (Algorithm 1 asks for a poly(T) batch in Stage 1).",
     )
@@ -539,6 +547,8 @@ def stage1_large_batch(quick: bool) -> Check:
 
 TRANSFER_DELTA = 0.3
 """δ of the transfer checks: V₀ = μ1ᵀ + δ(Ṽ − μ1ᵀ)."""
+TRANSFER_T, TRANSFER_BATCH = 200, 16
+"""T and the batch of the transfer checks: where Stage 1 from scratch fails."""
 
 
 def transfer_setup(T: int):
@@ -561,10 +571,17 @@ def _transfer_reaches_positive_branch(inst, V_pre, key, *, delta, eta0, batch):
     return cb.line_coordinates(model, inst)["alpha"] > 0
 
 
-def transfer_skips_stage1(quick: bool) -> Check:
+@claim(
+    f"Thm 4.1: at T={TRANSFER_T}, B={TRANSFER_BATCH} the transfer step reaches alpha > 0 in >= 90% of "
+    "seeds while Stage 1 from scratch does not (error = max(0.9 - transfer rate, scratch rate - 0.9) <= 0)",
+    tolerance=0.0,
+    provenance="paper",
+    quick_mode=True,
+)
+def transfer_skips_stage1(quick: bool) -> Measured:
     """Thm 4.1 (paper): with a correlated pre-trained V (ρ > 0), the one-step transfer initialisation
     reaches the positive branch at a batch size where Stage 1 from scratch fails."""
-    T, batch = 200, 16
+    T, batch = TRANSFER_T, TRANSFER_BATCH
     seeds = 32 if quick else 128
     inst, V_pre, rho, eta0 = transfer_setup(T)
     delta = TRANSFER_DELTA
@@ -573,16 +590,10 @@ def transfer_skips_stage1(quick: bool) -> Check:
     out, finite = dynamics.run_many(reaches, dynamics.seed_keys(7, seeds))
     s_transfer = float((np.asarray(out) & np.asarray(finite)).mean())
     s_scratch = float(stage1_success(T, batch, seeds).mean())
-    return within(
-        PAPER,
-        "transfer_skips_stage1",
-        f"Thm 4.1: at T={T}, B={batch} the transfer step reaches alpha > 0 in >= 90% of seeds while Stage 1 "
-        "from scratch does not (error = max(0.9 - transfer rate, scratch rate - 0.9) <= 0)",
+    return Measured(
         predicted=s_scratch,
         simulated=s_transfer,
         error=max(0.9 - s_transfer, s_scratch - 0.9),
-        tolerance=0.0,
-        provenance="paper",
         note=f"{_inst_note(inst)} V~ = (P + P_reversed)/2 (shares mu, rho = {rho:.4f}), delta={delta}, "
         f"eta0 = 0.5/(delta rho) = {eta0:.3g}, one Q step on a batch of {batch}, then rounding 1->2; "
         "scratch: "
@@ -591,7 +602,12 @@ def transfer_skips_stage1(quick: bool) -> Check:
     )
 
 
-def normalisation_error() -> Check:
+@claim(
+    "Lemma F.1: max over alpha in [0.5, 2] of T ||Qhat - Q*||_inf is T-independent (ratio T=800 vs T=50 = 1)",
+    tolerance=np.log(2.0),
+    provenance="derived",
+)
+def normalisation_error() -> Measured:
     """Stage 3 (Lemma F.1): renormalising Q on the line (α ∈ [0.5, 2]) gives ‖Q̂ − Q*‖_∞ = O(1/T)."""
     vals = {}
     for T in (50, 800):
@@ -603,16 +619,10 @@ def normalisation_error() -> Check:
         ]
         vals[T] = T * max(errs)
     ratio = vals[800] / vals[50]
-    return within(
-        PAPER,
-        "normalisation_error",
-        "Lemma F.1: max over alpha in [0.5, 2] of T ||Qhat - Q*||_inf is T-independent (ratio T=800 "
-        "vs T=50 = 1)",
+    return Measured(
         predicted=1.0,
         simulated=ratio,
         error=abs(np.log(ratio)),
-        tolerance=np.log(2.0),
-        provenance="derived",
         note=f"T * error: {vals[50]:.4g} (T=50), {vals[800]:.4g} (T=800); theta3 = c_F/Q with the "
         f"default c_F = {cb.Algorithm1().c_f} (recon); O(1/T) means the "
         "product stays within a factor 2 (recon).",
@@ -638,7 +648,14 @@ def _surrogate_line_stats(inst, key, *, eta, batch, steps, covariance) -> jax.Ar
     return _line_stats(model, inst)
 
 
-def surrogate_matches_minibatch(quick: bool) -> Check:
+@claim(
+    "Appendix I: Gaussian surrogate (full empirical covariance) = mini-batch runs: means of alpha, beta, "
+    "||DeltaQ||_mu, ||DeltaV||_mu after Stage 1 (max |z|)",
+    tolerance=4.0,
+    provenance="recon",
+    quick_mode=True,
+)
+def surrogate_matches_minibatch(quick: bool) -> Measured:
     """Appendix I: the Gaussian-noise surrogate reproduces real mini-batch runs at small N."""
     inst = cb.default_instance()
     seeds = 16 if quick else 128
@@ -657,16 +674,10 @@ def surrogate_matches_minibatch(quick: bool) -> Check:
         se = np.sqrt(a.var(axis=0, ddof=1) / len(a) + b.var(axis=0, ddof=1) / len(b))
         return float(np.max(np.abs(a.mean(axis=0) - b.mean(axis=0)) / se))
 
-    return within(
-        PAPER,
-        "surrogate_matches_minibatch",
-        "Appendix I: Gaussian surrogate (full empirical covariance) = mini-batch runs: means of alpha, beta, "
-        "||DeltaQ||_mu, ||DeltaV||_mu after Stage 1 (max |z|)",
+    return Measured(
         predicted=float(r[:, 0].mean()),
         simulated=float(s[:, 0].mean()),
         error=zmax(r, s),
-        tolerance=4.0,
-        provenance="recon",
         note=f"{_inst_note(inst)} {seeds} seeds each, {steps} steps, eta={eta}, B={batch}, 512 probe "
         f"gradients per step; predicted/simulated: mean alpha. Std of alpha: real {r[:, 0].std():.4f}, "
         f"surrogate {s[:, 0].std():.4f}. The diagonal-covariance variant gives mean alpha "

@@ -8,8 +8,8 @@ import numpy as np
 import dynamics
 import tasks.contextual_bigram as cb
 
-from .._check import Check, within
-from ._checks import PAPER, _inst_note
+from .._check import Measured, claim
+from ._checks import _inst_note
 
 T = 400
 """The context length of the sweep: long enough that B = 32 is small against it."""
@@ -48,7 +48,16 @@ def _with_and_without_l1(inst, keys, steps: int, surrogate: bool, batch: int) ->
     )
 
 
-def l1_needed_small_batch(quick: bool) -> Check:
+@claim(
+    f"Appendix I: at a batch small against T (B={SMALL_BATCH}, T={T}), Stages 2-3 with l1 "
+    f"(lambda={L1_WEIGHT:g}) end closer to Q* than without, at every N (max over N of the ratio of mean "
+    "final ||Q - Q*||_F, with over without, < 1)",
+    tolerance=1.0,
+    provenance="paper",
+    bound="upper",
+    quick_mode=True,
+)
+def l1_needed_small_batch(quick: bool) -> Measured:
     """Appendix I (paper): over several N, the l1 prox is needed when the batch is small.
 
     For each N a random instance (`random_instance(0, N, Q=2, T=400)`); every run starts where
@@ -77,18 +86,10 @@ def l1_needed_small_batch(quick: bool) -> Check:
         )
     _, cross = _with_and_without_l1(cb.random_instance(0, 3, 2, T), keys, steps, True, SMALL_BATCH)
     worst = max(small_batch_ratios)
-    return within(
-        PAPER,
-        "l1_needed_small_batch",
-        f"Appendix I: at a batch small against T (B={SMALL_BATCH}, T={T}), Stages 2-3 with l1 "
-        f"(lambda={L1_WEIGHT:g}) end closer to Q* than without, at every N (max over N of the ratio of mean "
-        "final ||Q - Q*||_F, with over without, < 1)",
+    return Measured(
         predicted=1.0,
         simulated=worst,
         error=worst,
-        tolerance=1.0,
-        bound="upper",
-        provenance="paper",
         note=f"{seeds} seeds, {steps} Stage-2 steps from alpha=beta=0.2 on the population lines, eta2=0.05. "
         + " ".join(notes)
         + f" Cross-check, N=3 on the surrogate: {cross}. Without l1 the off-support noise accumulates over "

@@ -12,8 +12,8 @@ import numpy as np
 import dynamics
 import tasks.contextual_bigram as cb
 
-from .._check import Check, within
-from ._checks import PAPER, TRANSFER_DELTA, _inst_note, transfer_setup
+from .._check import Measured, claim
+from ._checks import TRANSFER_BATCH, TRANSFER_DELTA, TRANSFER_T, _inst_note, transfer_setup
 
 FLAT_EXPONENT = 0.25
 """The "flat in T" criterion: the upper end of the 95% interval of the fitted exponent q (final
@@ -78,7 +78,15 @@ def _later_stage_errors(base, Ts, batch: int, seeds: int, steps: int) -> tuple[l
     return final, noise
 
 
-def stages23_flat_in_T(quick: bool) -> Check:
+@claim(
+    "After Stage 1, Stages 2-3 need poly(N, Q) log T samples, not poly(T): at B=256 the final "
+    "||Q - Q*||_F ~ T^q with the upper end of q's 95% interval <= 0.25",
+    tolerance=0.0,
+    provenance="paper",
+    bound="upper",
+    quick_mode=True,
+)
+def stages23_flat_in_T(quick: bool) -> Measured:
     """After Stage 1 the samples needed grow only by log T factors (paper): Stages 2-3 at a fixed
     batch from the end of Stage 1 reach the same final error at every T.
 
@@ -104,17 +112,10 @@ def stages23_flat_in_T(quick: bool) -> Check:
     def per_T(values):
         return ", ".join(f"{v:.4f}" for v in values)
 
-    return within(
-        PAPER,
-        "stages23_flat_in_T",
-        "After Stage 1, Stages 2-3 need poly(N, Q) log T samples, not poly(T): at B=256 the final "
-        "||Q - Q*||_F ~ T^q with the upper end of q's 95% interval <= 0.25",
+    return Measured(
         predicted=0.0,
         simulated=fit.high,
         error=fit.high - FLAT_EXPONENT,
-        tolerance=0.0,
-        bound="upper",
-        provenance="paper",
         note=f"{_inst_note(base)} P and Q* weights fixed, T in {list(Ts)}; {seeds} seeds, {steps} Stage-2 "
         f"steps from alpha=beta=0.2 on the population lines. B=256: mean final ||Q-Q*||_F "
         f"{per_T(fit.means)}, q = {fit.exponent:.3f}, 95% interval [{fit.low:.3f}, {fit.high:.3f}] "
@@ -130,7 +131,15 @@ def stages23_flat_in_T(quick: bool) -> Check:
     )
 
 
-def transfer_then_stages23(quick: bool) -> Check:
+@claim(
+    f"Thm 4.1: at T={TRANSFER_T}, B={TRANSFER_BATCH} transfer + Stages 2-3 end no worse than Algorithm 1 "
+    "from scratch (median final ||Q - Q*||_F, transfer - scratch <= 0)",
+    tolerance=0.0,
+    provenance="paper",
+    bound="upper",
+    quick_mode=True,
+)
+def transfer_then_stages23(quick: bool) -> Measured:
     """Thm 4.1 (paper): after the transfer step, Algorithm 1 from Stage 2 recovers (P, Q*) with
     poly(N, Q, 1/ε) samples, no poly(T) stage. At T = 200 and the batch B = 16 where Stage 1 from
     scratch fails (`transfer_skips_stage1`), transfer followed by Stages 2-3 must end no worse than
@@ -144,7 +153,7 @@ def transfer_then_stages23(quick: bool) -> Check:
     **Returns:** the [`Check`][]: the median final ‖Q − Q*‖_F after transfer minus that from
     scratch (upper bound 0).
     """
-    T, batch = 200, 16
+    T, batch = TRANSFER_T, TRANSFER_BATCH
     seeds, steps = (16 if quick else 64), 4000
     inst, V_pre, rho, eta0 = transfer_setup(T)
     delta = TRANSFER_DELTA
@@ -162,17 +171,10 @@ def transfer_then_stages23(quick: bool) -> Check:
     t_stage2 = float(np.median(transfer["stage2_metrics"]["dist_Q"]))
     s_stage2 = float(np.median(scratch["stage2_metrics"]["dist_Q"]))
     s_blown = float(np.mean(~(np.asarray(scratch["stage2_metrics"]["dist_Q"]) <= 10.0)))
-    return within(
-        PAPER,
-        "transfer_then_stages23",
-        f"Thm 4.1: at T={T}, B={batch} transfer + Stages 2-3 end no worse than Algorithm 1 from scratch "
-        "(median final ||Q - Q*||_F, transfer - scratch <= 0)",
+    return Measured(
         predicted=s_final["dist_Q"],
         simulated=t_final["dist_Q"],
         error=t_final["dist_Q"] - s_final["dist_Q"],
-        tolerance=0.0,
-        bound="upper",
-        provenance="paper",
         note=f"{_inst_note(inst)} transfer as transfer_skips_stage1 (rho = {rho:.4f}, delta={delta}, "
         f"eta0={eta0:.3g}, one step on a batch of {batch}); scratch: Algorithm 1's defaults (oracle switch); "
         f"{steps} Stage-2 steps, B={batch}, {seeds} seeds each. Median final ||Q-Q*||_F / ||V-P||_F: "

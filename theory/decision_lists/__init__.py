@@ -18,7 +18,8 @@ the acceptance thresholds of the uniform-attention checks. `quick` shrinks the s
 a tolerance. Everything runs in float64.
 
 `CHECKS` are the check functions in order and `PAPER` the paper's name, for
-`theory.check_makers(PAPER, CHECKS, quick)`.
+`theory.check_makers(PAPER, CHECKS, quick)`; each is declared with `theory.claim` (its claim, tolerance and
+provenance).
 """
 
 from . import closed_forms

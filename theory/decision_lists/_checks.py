@@ -12,10 +12,9 @@ from jax.flatten_util import ravel_pytree
 import dynamics
 import tasks.decision_lists as dl
 
-from .._check import Check
+from .._check import Measured, claim
 from . import _sims as sims
 from . import closed_forms
-from ._sims import check
 
 OURS = "δ, γ (recon): γ = min_{a,k≤m_a} P(a ∈ s, a_k ∈ s, a_1..a_{k−1} ∉ s), δ := γ; D = distinct (recon)."
 
@@ -33,7 +32,13 @@ def _sizes(runs) -> str:
     )
 
 
-def result1_time_within_bound(quick: bool = False) -> Check:
+@claim(
+    "Result 1: tau (first perfect classification of the W flow) <= 4M/(log(L) gamma); error = max tau/bound",
+    tolerance=1.0,
+    bound="upper",
+    quick_mode=True,
+)
+def result1_time_within_bound(quick: bool = False) -> Measured:
     """Result 1: gradient flow on W from 0 with V = cP, c = 4n log(L)/δ, reaches perfect
     classification within 4M/(log(L) γ).
 
@@ -41,22 +46,22 @@ def result1_time_within_bound(quick: bool = False) -> Check:
     """
     runs = _result1_runs(quick)
     worst = max(runs, key=lambda r: r.tau / r.bound)
-    return check(
-        "result1_time_within_bound",
-        "Result 1: tau (first perfect classification of the W flow) <= 4M/(log(L) gamma);"
-        " error = max tau/bound",
+    return Measured(
         predicted=worst.bound,
         simulated=worst.tau,
         error=max(r.tau / r.bound for r in runs),
-        tolerance=1.0,
-        bound="upper",
         note=f"{_sizes(runs)}. {OURS} Diffrax Tsit5 rtol=1e-6 atol=1e-9; tau = where mu(W) turns positive"
         " (equivalent to perfect classification at V = cP), located by the flow's event (root finding"
         " on the solver's dense interpolant).",
     )
 
 
-def result1_perfect_reached(quick: bool = False) -> Check:
+@claim(
+    "Result 1: W after the event classifies every sequence perfectly (enumerated) and stays so to the bound",
+    tolerance=0.0,
+    quick_mode=True,
+)
+def result1_perfect_reached(quick: bool = False) -> Measured:
     """Result 1: after τ the flow's W is perfect by enumeration of every sequence, and it stays
     perfect to the bound (`μ > 0` at 12 log-spaced saves after τ, the first also enumerated; at τ
     itself `μ = 0`: a score ties).
@@ -71,20 +76,22 @@ def result1_perfect_reached(quick: bool = False) -> Check:
         failures += not sims.perfect_at(r.task, run.values["W"][1], r.c)
         failures += int(np.sum(np.asarray(run.values["mu"])[1:] <= 0))
         saves += len(ts) - 1
-    return check(
-        "result1_perfect_reached",
-        "Result 1: W after the event classifies every sequence perfectly (enumerated)"
-        " and stays so to the bound",
+    return Measured(
         predicted=0.0,
         simulated=float(failures),
         error=float(failures),
-        tolerance=0.0,
         note=f"{len(runs)} tasks, {saves} saves after the event (mu > 0 <=> perfect at V = cP, derived)."
         f" {OURS}",
     )
 
 
-def result1_loss_monotone(quick: bool = False) -> Check:
+@claim(
+    "Result 1 flow: the population loss is non-increasing (max relative increase between saves)",
+    tolerance=1e-12,
+    provenance="derived",
+    quick_mode=True,
+)
+def result1_loss_monotone(quick: bool = False) -> Measured:
     """The population loss is non-increasing along Result 1's flow (gradient flow).
 
     **Returns:** the [`Check`][]: the largest relative increase between consecutive saves.
@@ -95,19 +102,21 @@ def result1_loss_monotone(quick: bool = False) -> Check:
         ts = np.linspace(0.0, max(4.0 * r.tau, 1e-3 * r.bound), 201)
         losses = np.asarray(sims.result1_dense(r.task, r.c, ts).values["loss"])
         worst = max(worst, float(np.max(np.diff(losses) / losses[:-1])))
-    return check(
-        "result1_loss_monotone",
-        "Result 1 flow: the population loss is non-increasing (max relative increase between saves)",
+    return Measured(
         predicted=0.0,
         simulated=max(worst, 0.0),
         error=max(worst, 0.0),
-        tolerance=1e-12,
-        provenance="derived",
         note=f"{len(runs)} tasks, 201 saves on [0, max(4 tau, bound/1000)] each.",
     )
 
 
-def result1_gd_limit(quick: bool = False) -> Check:
+@claim(
+    "Result 1: tau_GD(h) = k h -> tau as h -> 0 (relative error at the smallest h; halving change < 5%)",
+    tolerance=0.05,
+    provenance="derived",
+    quick_mode=True,
+)
+def result1_gd_limit(quick: bool = False) -> Measured:
     """Small-step GD on W gives τ_GD(h) = k·h → τ as h → 0 (the explicit Euler
     scheme converges to the flow; halving h changes τ_GD by less than 5% at the smallest h).
 
@@ -117,20 +126,22 @@ def result1_gd_limit(quick: bool = False) -> Check:
     steps = [r.tau / 50 * 2.0**-i for i in range(3 if quick else 4)]
     times = [sims.result1_gd_time(r.task, r.c, h) for h in steps]
     halving = abs(times[-1] - times[-2]) / r.tau
-    return check(
-        "result1_gd_limit",
-        "Result 1: tau_GD(h) = k h -> tau as h -> 0 (relative error at the smallest h; halving change < 5%)",
+    return Measured(
         predicted=r.tau,
         simulated=times[-1],
         error=max(abs(times[-1] - r.tau) / r.tau, halving),
-        tolerance=0.05,
-        provenance="derived",
         note=f"L=8,n=3,M=2; h = {', '.join(f'{h:.3g}' for h in steps)}; tau_GD = "
         f"{', '.join(f'{t:.5g}' for t in times)}; flow tau = {r.tau:.5g}; halving change {halving:.2g}.",
     )
 
 
-def result1_list_length_scaling() -> Check:
+@claim(
+    "Result 1 scaling (recon): tau(m) <= 4m/(log(L) gamma_m) for a fixed list length m = 1..4 (c fixed)",
+    tolerance=1.0,
+    provenance="recon",
+    bound="upper",
+)
+def result1_list_length_scaling() -> Measured:
     """Scaling study (recon): L, n and c fixed, one list length m for every
     token, m = 1..4: τ(m) obeys the bound's form 4m/(log(L) γ_m) for each m (γ_m of that task).
     The curve τ(m) itself is a finding (see the note).
@@ -146,15 +157,10 @@ def result1_list_length_scaling() -> Check:
     taus = [sims.result1_fixed_c(t, c, b) for t, b in zip(tasks, bounds)]
     ratios = [tau / b for tau, b in zip(taus, bounds)]
     worst = int(np.argmax(ratios))
-    return check(
-        "result1_list_length_scaling",
-        "Result 1 scaling (recon): tau(m) <= 4m/(log(L) gamma_m) for a fixed list length m = 1..4 (c fixed)",
+    return Measured(
         predicted=bounds[worst],
         simulated=taus[worst],
         error=max(ratios),
-        tolerance=1.0,
-        bound="upper",
-        provenance="recon",
         note=f"L={L}, n={n}, c={c:.4g} (Result 1's c for m=4);"
         f" tau(m) = {', '.join(f'{t:.4g}' for t in taus)}; "
         f"bound(m) = {', '.join(f'{b:.4g}' for b in bounds)}. tau = 0 means the gradient at W = 0 already "
@@ -162,7 +168,12 @@ def result1_list_length_scaling() -> Check:
     )
 
 
-def result1_c_monotone() -> Check:
+@claim(
+    "Result 1 scaling (recon): tau decreases as c grows (number of increases along c x 1/2, 1, 2, 4)",
+    tolerance=0.0,
+    provenance="recon",
+)
+def result1_c_monotone() -> Measured:
     """Scaling study (recon): with the task fixed, τ decreases as c grows.
 
     **Returns:** the [`Check`][]: the number of increases of τ along c × (1/2, 1, 2, 4).
@@ -171,14 +182,10 @@ def result1_c_monotone() -> Check:
     scales = (0.5, 1.0, 2.0, 4.0)
     taus = [sims.result1(t, s).tau for s in scales]
     increases = int(np.sum(np.diff(taus) >= 0))
-    return check(
-        "result1_c_monotone",
-        "Result 1 scaling (recon): tau decreases as c grows (number of increases along c x 1/2, 1, 2, 4)",
+    return Measured(
         predicted=0.0,
         simulated=float(increases),
         error=float(increases),
-        tolerance=0.0,
-        provenance="recon",
         note=f"L=8,n=3,M=2; tau = {', '.join(f'{x:.4g}' for x in taus)}.",
     )
 
@@ -221,7 +228,14 @@ def _iid_sizes(runs, quick: bool) -> str:
     )
 
 
-def result1_time_within_bound_iid(quick: bool = False) -> Check:
+@claim(
+    "Result 1 under D = iid: tau (first perfect classification, enumerated) <= 4M/(log(L) gamma);"
+    " error = max tau/bound",
+    tolerance=1.0,
+    bound="upper",
+    quick_mode=True,
+)
+def result1_time_within_bound_iid(quick: bool = False) -> Measured:
     """Result 1 under `D = iid` (i.i.d. uniform tokens, repeats allowed): gradient flow on W from 0
     with V = cP, c = 4n log(L)/δ, reaches perfect classification within 4M/(log(L) γ), with δ, γ
     evaluated under `iid`. The criterion μ(W) > 0 does not decide under `iid`: τ is located by the
@@ -233,15 +247,10 @@ def result1_time_within_bound_iid(quick: bool = False) -> Check:
     """
     runs = _result1_iid_runs(quick)
     worst = max(runs, key=lambda r: r.time.tau / r.bound)
-    return check(
-        "result1_time_within_bound_iid",
-        "Result 1 under D = iid: tau (first perfect classification, enumerated) <= 4M/(log(L) gamma);"
-        " error = max tau/bound",
+    return Measured(
         predicted=worst.bound,
         simulated=worst.time.tau,
         error=max(r.time.tau / r.bound for r in runs),
-        tolerance=1.0,
-        bound="upper",
         note=f"{_iid_sizes(runs, quick)}. {OURS_IID} Diffrax Tsit5 rtol=1e-6 atol=1e-9; perfect = every"
         f" margin of every multiset > 1e-9, evaluated on {sims.ENUMERATED_SAVES} saves (t=0, log-spaced"
         f" 1e-8 bound..bound, from the solver's dense output); tau = the first perfect save after"
@@ -252,7 +261,13 @@ def result1_time_within_bound_iid(quick: bool = False) -> Check:
     )
 
 
-def result1_perfect_reached_iid(quick: bool = False) -> Check:
+@claim(
+    "Result 1 under D = iid: the W flow classifies every sequence perfectly (enumerated) from tau"
+    " on, up to the bound; error = tasks never perfect + saves after tau not perfect",
+    tolerance=0.0,
+    quick_mode=True,
+)
+def result1_perfect_reached_iid(quick: bool = False) -> Measured:
     """Result 1 under `D = iid`: the flow reaches perfect classification (enumerated) and stays
     perfect at every save of the first grid from τ to the bound.
 
@@ -263,14 +278,10 @@ def result1_perfect_reached_iid(quick: bool = False) -> Check:
     never = sum(not math.isfinite(r.time.tau) for r in runs)
     failures = sum(r.time.failures_after() for r in runs if math.isfinite(r.time.tau))
     saves = sum(int(np.sum(r.time.ts >= r.time.tau)) for r in runs)
-    return check(
-        "result1_perfect_reached_iid",
-        "Result 1 under D = iid: the W flow classifies every sequence perfectly (enumerated) from tau"
-        " on, up to the bound; error = tasks never perfect + saves after tau not perfect",
+    return Measured(
         predicted=0.0,
         simulated=float(never + failures),
         error=float(never + failures),
-        tolerance=0.0,
         note=f"{len(runs)} tasks, {never} never perfect by the bound, {failures} of {saves} saves in"
         f" [tau, bound] not perfect; smallest label margin at the bound:"
         f" {', '.join(f'{r.time.margin[-1]:.4g}' for r in runs)}; tau:"
@@ -299,48 +310,56 @@ def _setting_note(r) -> str:
     )
 
 
-def result2_perfect_within_window() -> Check:
+@claim(
+    "Result 2 (conclusion, small config outside the hypotheses): some t <= T = eps/(2 eta)"
+    " classifies perfectly",
+    tolerance=0.0,
+    provenance="recon",
+    bound="upper",
+)
+def result2_perfect_within_window() -> Measured:
     """Result 2's conclusion: GD on (W, V) from W = 0, V_0 = cP + U, η = 1/λ_max, classifies
     perfectly at some t ≤ T = ⌊ε/(2η)⌋ (enumerated).
 
     **Returns:** the [`Check`][]: error = max(first perfect step − T, 0).
     """
     r = _result2_small()
-    return check(
-        "result2_perfect_within_window",
-        "Result 2 (conclusion, small config outside the hypotheses): some t <= T = eps/(2 eta)"
-        " classifies perfectly",
+    return Measured(
         predicted=float(r.setting.T_max),
         simulated=r.first_perfect,
         error=max(r.first_perfect - r.setting.T_max, 0.0),
-        tolerance=0.0,
-        bound="upper",
-        provenance="recon",
         note=_setting_note(r),
     )
 
 
-def result2_V_stays_near_cP() -> Check:
+@claim(
+    "Result 2: ||V_t - cP||_max <= eps for t <= eps/(2 eta) (max over every step, divided by eps)",
+    tolerance=1.0,
+    provenance="derived",
+    bound="upper",
+)
+def result2_V_stays_near_cP() -> Measured:
     """Result 2 (derived): every entry of ∇_V 𝓛 is at most 1 in absolute value, so
     ‖V_t − cP‖_max ≤ ε/2 + tη ≤ ε for t ≤ ε/(2η).
 
     **Returns:** the [`Check`][]: max over t ≤ T of ‖V_t − cP‖_max / ε and of max |∇_V 𝓛| (≤ 1).
     """
     r = _result2_small()
-    return check(
-        "result2_V_stays_near_cP",
-        "Result 2: ||V_t - cP||_max <= eps for t <= eps/(2 eta) (max over every step, divided by eps)",
+    return Measured(
         predicted=r.setting.eps,
         simulated=r.max_dist_cP,
         error=max(r.max_dist_cP / r.setting.eps, r.max_grad_V),
-        tolerance=1.0,
-        bound="upper",
-        provenance="derived",
         note=f"max |grad_V L| along the run = {r.max_grad_V:.3g} (bound 1); {_setting_note(r)}",
     )
 
 
-def result2_step_below_curvature() -> Check:
+@claim(
+    "Result 2: eta = 1/lambda_max(0) satisfies eta <= 1/lambda_max(t) along the run (max lambda_max(t) eta)",
+    tolerance=1.0,
+    provenance="recon",
+    bound="upper",
+)
+def result2_step_below_curvature() -> Measured:
     """η = 1/λ_max(0) stays ≤ 1/λ_max along the run (λ_max re-estimated along the run, recon:
     the abstract does not say where λ_max is taken).
 
@@ -348,22 +367,24 @@ def result2_step_below_curvature() -> Check:
     """
     r = _result2_small()
     worst = float(np.max(r.lambdas)) * r.setting.eta
-    return check(
-        "result2_step_below_curvature",
-        "Result 2: eta = 1/lambda_max(0) satisfies eta <= 1/lambda_max(t) along the run"
-        " (max lambda_max(t) eta)",
+    return Measured(
         predicted=1.0,
         simulated=worst,
         error=worst,
-        tolerance=1.0,
-        bound="upper",
-        provenance="recon",
         note=f"lambda_max at steps {', '.join(str(int(s)) for s in r.steps)}: "
         f"{', '.join(f'{x:.4g}' for x in r.lambdas)}. {_setting_note(r)}",
     )
 
 
-def result2_within_hypotheses(quick: bool = False) -> Check:
+@claim(
+    "Result 2 inside its hypotheses: some t <= T = eps/(2 eta) is certified perfect"
+    " ((c/n)(1 - exp(-mu)) > 2 ||V - cP||_max) and ||V_t - cP||_max <= eps;"
+    " error = number of violated conditions",
+    tolerance=0.0,
+    bound="upper",
+    quick_mode=True,
+)
+def result2_within_hypotheses(quick: bool = False) -> Measured:
     """Result 2 inside its hypotheses: with `𝓛_0 − 6ε/n > A > 0`, `A² > 4m𝓛_0/ε` (checked on the
     frozen population used), GD on `(W, V)` from `W = 0`, `V_0 = cP + U`, `η = 1/λ_max`, has a step
     `t ≤ T = ⌊ε/(2η)⌋` certified (`tasks.decision_lists.certified`) to classify every sequence of
@@ -384,16 +405,10 @@ def result2_within_hypotheses(quick: bool = False) -> Check:
     certified = math.isfinite(r.first_certified) and r.first_certified <= s.T_max
     violated = (not s.feasible) + (not certified) + (r.max_dist_cP > s.eps)
     at = int(r.first_certified) if math.isfinite(r.first_certified) else r.num_steps
-    return check(
-        "result2_within_hypotheses",
-        "Result 2 inside its hypotheses: some t <= T = eps/(2 eta) is certified perfect"
-        " ((c/n)(1 - exp(-mu)) > 2 ||V - cP||_max) and ||V_t - cP||_max <= eps;"
-        " error = number of violated conditions",
+    return Measured(
         predicted=float(s.T_max),
         simulated=r.first_certified,
         error=float(violated),
-        tolerance=0.0,
-        bound="upper",
         note=f"L={r.task.L},n={r.task.n},M={r.task.M}, eps={s.eps} (lower end of the feasible interval: the"
         f" certificate asks mu > -log(1 - 2n||V - cP||_max/c), smaller for smaller eps);"
         f" D = distinct, frozen Monte-Carlo population K={r.K} (seed 0), U ~ Uniform[-eps/2, eps/2];"
@@ -414,7 +429,13 @@ def _section7_runs(quick: bool):
     return [(size, *sims.uniform_attention(sims.task(*size, 0))) for size in sizes]
 
 
-def section7_kappa(quick: bool = False) -> Check:
+@claim(
+    "Conclusion: uniform attention pushes V toward P: kappa (column argmax = pi(b)) reaches 1",
+    tolerance=0.0,
+    provenance="recon",
+    quick_mode=True,
+)
+def section7_kappa(quick: bool = False) -> Measured:
     """The conclusion's empirical claim: with uniform attention (W = 0), GD on V moves every
     column's largest entry to π(b) (acceptance, recon: κ reaches 1).
 
@@ -425,14 +446,10 @@ def section7_kappa(quick: bool = False) -> Check:
     first = [
         int(steps[np.argmax(v["kappa"] >= 1.0)]) if np.any(v["kappa"] >= 1.0) else -1 for _, steps, v in runs
     ]
-    return check(
-        "section7_kappa",
-        "Conclusion: uniform attention pushes V toward P: kappa (column argmax = pi(b)) reaches 1",
+    return Measured(
         predicted=1.0,
         simulated=min(best),
         error=1.0 - min(best),
-        tolerance=0.0,
-        provenance="recon",
         note="; ".join(
             f"L,n,M={s}: max kappa={b:.3g}, first step with kappa=1: {f}"
             for (s, _, _), b, f in zip(runs, best, first)
@@ -441,7 +458,14 @@ def section7_kappa(quick: bool = False) -> Check:
     )
 
 
-def section7_rho(quick: bool = False) -> Check:
+@claim(
+    "Conclusion: centred cosine rho(V_T, P) > 0.5 after 2000 GD steps on V with W = 0",
+    tolerance=0.0,
+    bound="lower",
+    provenance="recon",
+    quick_mode=True,
+)
+def section7_rho(quick: bool = False) -> Measured:
     """The conclusion's empirical claim: the centred cosine ρ(V, P) is above 0.5 at the end
     (acceptance, recon).
 
@@ -449,31 +473,24 @@ def section7_rho(quick: bool = False) -> Check:
     """
     runs = _section7_runs(quick)
     return _final_rho_above_half(
-        "section7_rho",
-        "Conclusion: centred cosine rho(V_T, P) > 0.5 after 2000 GD steps on V with W = 0",
         runs,
         [f"L,n,M={s}: final rho={v['rho'][-1]:.3g}, peak rho={np.max(v['rho']):.3g}" for s, _, v in runs],
     )
 
 
-def _final_rho_above_half(name: str, claim: str, runs, per_run: list[str], note: str = "") -> Check:
+def _final_rho_above_half(runs, per_run: list[str], note: str = "") -> Measured:
     """The acceptance of the `rho` checks (recon): the smallest final ρ over the runs is above 0.5.
 
-    **Arguments:** `name`, `claim`; `runs`: `(setting, task, values)` with a `rho` curve each;
-    `per_run`: one note entry per run; `note`: appended after them.
+    **Arguments:** `runs`: `(setting, task, values)` with a `rho` curve each; `per_run`: one note
+    entry per run; `note`: appended after them.
 
-    **Returns:** the [`Check`][]: max(0.5 − min final ρ, 0).
+    **Returns:** the measurement: max(0.5 − min final ρ, 0).
     """
     final = min(float(v["rho"][-1]) for _, _, v in runs)
-    return check(
-        name,
-        claim,
+    return Measured(
         predicted=0.5,
         simulated=final,
         error=max(0.5 - final, 0.0),
-        tolerance=0.0,
-        bound="lower",
-        provenance="recon",
         note="; ".join(per_run) + note,
     )
 
@@ -509,7 +526,14 @@ def _joint_note(runs) -> str:
     )
 
 
-def section7_joint_kappa(quick: bool = False) -> Check:
+@claim(
+    "Conclusion, joint variant: GD on (W, V) from a small random start; kappa (column argmax of V"
+    " = pi(b)) reaches 1",
+    tolerance=0.0,
+    provenance="recon",
+    quick_mode=True,
+)
+def section7_joint_kappa(quick: bool = False) -> Measured:
     """The joint variant of the empirical claim of the paper's conclusion (Sec. II): GD on `(W, V)`
     jointly from a small random start still moves every column's largest entry of V to π(b)
     (acceptance, recon, as `section7_kappa`: κ reaches 1).
@@ -518,20 +542,22 @@ def section7_joint_kappa(quick: bool = False) -> Check:
     """
     runs = _joint_runs(quick)
     best = [float(np.max(v["kappa"])) for _, _, v in runs]
-    return check(
-        "section7_joint_kappa",
-        "Conclusion, joint variant: GD on (W, V) from a small random start; kappa (column argmax of V"
-        " = pi(b)) reaches 1",
+    return Measured(
         predicted=1.0,
         simulated=min(best),
         error=1.0 - min(best),
-        tolerance=0.0,
-        provenance="recon",
         note=_joint_note(runs),
     )
 
 
-def section7_joint_rho(quick: bool = False) -> Check:
+@claim(
+    "Conclusion, joint variant: centred cosine rho(V_T, P) > 0.5 after 2000 joint GD steps on (W, V)",
+    tolerance=0.0,
+    bound="lower",
+    provenance="recon",
+    quick_mode=True,
+)
+def section7_joint_rho(quick: bool = False) -> Measured:
     """The joint variant of the conclusion's empirical claim: the centred cosine ρ(V, P) is above
     0.5 at the end of joint GD on `(W, V)` (acceptance, recon, as `section7_rho`).
 
@@ -539,8 +565,6 @@ def section7_joint_rho(quick: bool = False) -> Check:
     """
     runs = _joint_runs(quick)
     return _final_rho_above_half(
-        "section7_joint_rho",
-        "Conclusion, joint variant: centred cosine rho(V_T, P) > 0.5 after 2000 joint GD steps on (W, V)",
         runs,
         [
             f"L,n,M={s}: final rho={v['rho'][-1]:.3g}, peak rho={np.max(v['rho']):.3g}, "
@@ -552,7 +576,12 @@ def section7_joint_rho(quick: bool = False) -> Check:
     )
 
 
-def hessian_lanczos_vs_dense() -> Check:
+@claim(
+    "lambda_max of the Hessian of the population loss in (W, V): Lanczos on HVPs vs dense jax.hessian",
+    tolerance=1e-8,
+    provenance="derived",
+)
+def hessian_lanczos_vs_dense() -> Measured:
     """The engine's λ_max (Lanczos on Hessian-vector products) equals the largest eigenvalue of
     the dense Hessian of the population loss in (W, V) on a small task.
 
@@ -572,13 +601,9 @@ def hessian_lanczos_vs_dense() -> Check:
     lanczos = float(
         dynamics.hessian_max_eigenvalue(lambda m: dl.population_loss(m, pop), model, num_iters=72)
     )
-    return check(
-        "hessian_lanczos_vs_dense",
-        "lambda_max of the Hessian of the population loss in (W, V): Lanczos on HVPs vs dense jax.hessian",
+    return Measured(
         predicted=dense,
         simulated=lanczos,
         error=abs(lanczos - dense) / abs(dense),
-        tolerance=1e-8,
-        provenance="derived",
         note="L=6, n=3, M=2, 72 parameters, 72 Lanczos steps (full re-orthogonalisation).",
     )

@@ -19,7 +19,6 @@ import numpy as np
 import dynamics
 import tasks.decision_lists as dl
 
-from .._check import Check, within
 from . import closed_forms
 
 PAPER = "decision_lists"
@@ -34,11 +33,6 @@ RESULT1_SIZES = {
 """Result 1's tasks `(L, n, M, seed)`: the test sizes, plus the standard and larger sizes in full.
 (With `V = cP` the loss splits over the columns of `W`, one per query token, and a column's flow
 depends on its list only through its length: τ depends on a task only through its list lengths.)"""
-
-
-def check(name: str, claim: str, **fields) -> Check:
-    """A decision-list [`Check`][] (see [`within`][] for the fields)."""
-    return within(PAPER, name, claim, **fields)
 
 
 def f64(x) -> jax.Array:

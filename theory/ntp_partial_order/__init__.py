@@ -4,7 +4,8 @@ Proposition 2), stage 1 (Proposition 1, Lemma 3, Corollary 1), stage 2 (Theorems
 Example 2 on SVOP and Theorem 1 over many random datasets.
 
 [`CHECKS`][] lists the check functions in paper order; the registry runs them through
-`theory.check_makers(PAPER, CHECKS, quick)`. A check with a quick mode takes `quick: bool`,
+`theory.check_makers(PAPER, CHECKS, quick)`. Each is declared with `theory.claim` (its claim, tolerance
+and provenance); one with a quick mode takes `quick: bool`,
 which uses fewer datasets, never a looser tolerance; the others take no argument. Everything
 runs in float64 and `W*_kq` is the QP solution of Eqn 3 (Proposition 2's closed form is checked
 only where its Hall-type condition holds). The max-margin solutions and closed forms are in

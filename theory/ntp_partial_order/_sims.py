@@ -11,7 +11,6 @@ import numpy as np
 
 import tasks.ntp_partial_order as ntp
 
-from .._check import Check, within
 from .closed_forms import MaxMargin, w_kq_star_qp, w_ov_star_closed
 
 PAPER = "ntp_partial_order"
@@ -23,11 +22,6 @@ VERY_LONG_STEPS = 100_000
 """Stage-2 steps of the run that follows Theorem 1's direction far into saturation (recon)."""
 VERY_LONG_EVERY = 100
 """Its save period."""
-
-
-def check(name: str, claim: str, **kwargs) -> Check:
-    """`within` for this paper."""
-    return within(PAPER, name, claim, **kwargs)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -5,9 +5,9 @@ import numpy as np
 
 import tasks.ntp_partial_order as ntp
 
-from .._check import Check
+from .._check import Measured, claim
 from ._maxmargin import least_distance
-from ._sims import STEPS, check, cosines, figure_run
+from ._sims import STEPS, cosines, figure_run
 from .closed_forms import (
     eqn3_constraints,
     hall_columns,
@@ -29,7 +29,13 @@ def _datasets(quick: bool) -> list[ntp.Dataset]:
     )
 
 
-def eqn2_closed_form_vs_qp(quick: bool) -> Check:
+@claim(
+    "Eqn 2: W*_ov = P_n - J/|V| (max |QP - closed form| over datasets)",
+    tolerance=1e-7,
+    provenance="derived",
+    quick_mode=True,
+)
+def eqn2_closed_form_vs_qp(quick: bool) -> Measured:
     """Eqn 2's QP solution equals `(P_n − J/|V|)` column by column, norm `√(|V|−1)`."""
     diffs, kkt = [], []
     for d in _datasets(quick):
@@ -37,20 +43,22 @@ def eqn2_closed_form_vs_qp(quick: bool) -> Check:
         diffs.append(np.abs(mm.W - w_ov_star_closed(d)).max())
         kkt.append(mm.kkt)
     d = ntp.RecipeB().build(0)
-    return check(
-        "eqn2_closed_form_vs_qp",
-        "Eqn 2: W*_ov = P_n - J/|V| (max |QP - closed form| over datasets)",
+    return Measured(
         predicted=np.sqrt(d.vocab_size - 1),
         simulated=np.linalg.norm(w_ov_star_qp(d).W),
         error=max(diffs),
-        tolerance=1e-7,
-        provenance="derived",
         note=f"{len(diffs)} datasets (SVOP, Recipe B, Recipe B complete, Recipe A); max KKT residual "
         f"{max(kkt):.2e}. predicted/simulated: ||W*_ov|| = sqrt(|V|-1) vs the QP's, Recipe B seed 0.",
     )
 
 
-def eqn3_qp_kkt_and_second_solver(quick: bool) -> Check:
+@claim(
+    "Eqn 3: per-column QP (Clarabel) satisfies KKT to 1e-8; LDP/NNLS agrees to 1e-6",
+    tolerance=1.0,
+    provenance="derived",
+    quick_mode=True,
+)
+def eqn3_qp_kkt_and_second_solver(quick: bool) -> Measured:
     """Eqn 3 solved per query column: KKT residuals ≤ 1e-8 and agreement with LDP/NNLS ≤ 1e-6."""
     kkt, agree, columns = 0.0, 0.0, 0
     for d in _datasets(quick):
@@ -61,20 +69,22 @@ def eqn3_qp_kkt_and_second_solver(quick: bool) -> Check:
             if G.shape[0]:
                 columns += 1
                 agree = max(agree, np.abs(least_distance(G, np.ones(G.shape[0])) - mm.W[:, q]).max())
-    return check(
-        "eqn3_qp_kkt_and_second_solver",
-        "Eqn 3: per-column QP (Clarabel) satisfies KKT to 1e-8; LDP/NNLS agrees to 1e-6",
+    return Measured(
         predicted=0.0,
         simulated=kkt,
         error=max(kkt / 1e-8, agree / 1e-6),
-        tolerance=1.0,
-        provenance="derived",
         note=f"{columns} query columns; max KKT residual {kkt:.2e} (tol 1e-8); max |Clarabel - NNLS| "
         f"{agree:.2e} (tol 1e-6). error = max of the two ratios to their tolerances.",
     )
 
 
-def prop2_closed_form_where_valid(quick: bool) -> Check:
+@claim(
+    "Prop. 2: W*_kq column = (m/(k+m), -k/(k+m), 0) where the Hall-type condition holds",
+    tolerance=1e-6,
+    provenance="paper",
+    quick_mode=True,
+)
+def prop2_closed_form_where_valid(quick: bool) -> Measured:
     """Proposition 2 where the Hall-type condition holds; recorded (not applicable) elsewhere."""
     ok_diff, bad_diff, n_ok, n_bad, zero = 0.0, 0.0, 0, 0, 0.0
     for d in _datasets(quick):
@@ -89,14 +99,10 @@ def prop2_closed_form_where_valid(quick: bool) -> Check:
                 n_ok, ok_diff = n_ok + 1, max(ok_diff, diff)
             else:
                 n_bad, bad_diff = n_bad + 1, max(bad_diff, diff)
-    return check(
-        "prop2_closed_form_where_valid",
-        "Prop. 2: W*_kq column = (m/(k+m), -k/(k+m), 0) where the Hall-type condition holds",
+    return Measured(
         predicted=0.0,
         simulated=ok_diff,
         error=max(ok_diff, zero),
-        tolerance=1e-6,
-        provenance="paper",
         note=f"closed form applies to {n_ok} query columns (max |QP - closed| {ok_diff:.2e}); not applicable "
         f"to {n_bad} columns violating the Hall-type condition "
         f"(there max |QP - closed| = {bad_diff:.3g}, the QP "
@@ -104,7 +110,12 @@ def prop2_closed_form_where_valid(quick: bool) -> Check:
     )
 
 
-def prop1_norm_linear() -> Check:
+@claim(
+    "Prop. 1: t eta0/(2||W*_ov||) <= ||W_ov(t)|| <= t eta0; (derived) equality (max rel. error)",
+    tolerance=1e-10,
+    provenance="derived",
+)
+def prop1_norm_linear() -> Measured:
     """Proposition 1: `tη_0/(2‖W*_ov‖) ≤ ‖W_ov^(t)‖ ≤ tη_0`, and (derived) `= tη_0` exactly."""
     sim = figure_run()
     t = np.arange(STEPS + 1)
@@ -113,41 +124,42 @@ def prop1_norm_linear() -> Check:
     lower = t * sim.eta0 / (2 * star)
     bounds_ok = np.all(norms[2:] >= lower[2:]) and np.all(norms[2:] <= t[2:] * sim.eta0 * (1 + 1e-12))
     rel = np.abs(norms[1:] - t[1:] * sim.eta0) / (t[1:] * sim.eta0)
-    return check(
-        "prop1_norm_linear",
-        "Prop. 1: t eta0/(2||W*_ov||) <= ||W_ov(t)|| <= t eta0; (derived) equality (max rel. error)",
+    return Measured(
         predicted=STEPS * sim.eta0,
         simulated=norms[-1],
         error=rel.max() if bounds_ok else np.inf,
-        tolerance=1e-10,
-        provenance="derived",
         note=f"Recipe B seed 0, |V|=20, eta0=0.2/sqrt(20), t=0..{STEPS}; "
         f"bounds hold at every t>=2: {bounds_ok}.",
     )
 
 
-def prop1_direction() -> Check:
+@claim(
+    "Prop. 1: 1 - cos(W_ov(t), W*_ov) <= 12||W*||^3 log(2|V|) log t/(t eta0); (derived) exactly 0",
+    tolerance=1e-10,
+    provenance="derived",
+    bound="upper",
+)
+def prop1_direction() -> Measured:
     """Proposition 1's direction: `1 − cos ≤ 12‖W*‖³ log(2|V|) log t/(tη_0)`; (derived) ≈ 0."""
     sim = figure_run()
     t = np.arange(2, STEPS + 1)
     gap = 1 - cosines(sim.W_ov, sim.star_ov)[2:]
     star = np.linalg.norm(sim.star_ov)
     bound = 12 * star**3 * np.log(2 * sim.dataset.vocab_size) * np.log(t) / (t * sim.eta0)
-    return check(
-        "prop1_direction",
-        "Prop. 1: 1 - cos(W_ov(t), W*_ov) <= 12||W*||^3 log(2|V|) log t/(t eta0); (derived) exactly 0",
+    return Measured(
         predicted=bound[-1],
         simulated=gap[-1],
         error=np.abs(gap).max() if np.all(gap <= bound) else np.inf,
-        tolerance=1e-10,
-        bound="upper",
-        provenance="derived",
         note="the bound holds at every t>=2 (it exceeds 1 until t is astronomically large, i.e. is vacuous "
         "here); error = max |1 - cos| over t = 2..900.",
     )
 
 
-def lemma3_equal_nontarget_logits() -> Check:
+@claim(
+    "Lemma 3: (e_i - e_i')^T W_ov(t) x = 0 for i, i' != n(x) (max spread / largest logit)",
+    tolerance=1e-10,
+)
+def lemma3_equal_nontarget_logits() -> Measured:
     """Lemma 3: from zero, every column's non-target logits stay equal."""
     sim = figure_run()
     nxt = sim.dataset.collocation()
@@ -158,18 +170,20 @@ def lemma3_equal_nontarget_logits() -> Check:
         spread = max(
             spread, (np.ptp(others, axis=1) / np.maximum(np.abs(sim.W_ov[:, :, x]).max(axis=1), 1e-300)).max()
         )
-    return check(
-        "lemma3_equal_nontarget_logits",
-        "Lemma 3: (e_i - e_i')^T W_ov(t) x = 0 for i, i' != n(x) (max spread / largest logit)",
+    return Measured(
         predicted=0.0,
         simulated=spread,
         error=spread,
-        tolerance=1e-10,
         note="all t = 0..900, all columns.",
     )
 
 
-def prop1_loss_closed_form() -> Check:
+@claim(
+    "Prop. 1 (derived): L_0(t) = |V| log(1 + (|V|-1) exp(-t eta0/sqrt(|V|-1))) (max rel. error)",
+    tolerance=1e-9,
+    provenance="derived",
+)
+def prop1_loss_closed_form() -> Measured:
     """(derived) `L_0(W_ov^(t)) = |V| log(1 + (|V|−1) exp(−tη_0/√(|V|−1)))`; Prop. 1 envelope."""
     sim = figure_run()
     V = sim.dataset.vocab_size
@@ -179,14 +193,10 @@ def prop1_loss_closed_form() -> Check:
     rate = sim.eta0 / (4 * np.linalg.norm(sim.star_ov) ** 2)
     ratio = sim.L0 * np.exp(rate * t)
     envelope_ok = bool(np.all(np.diff(ratio) <= 1e-12 * ratio[:-1]))
-    return check(
-        "prop1_loss_closed_form",
-        "Prop. 1 (derived): L_0(t) = |V| log(1 + (|V|-1) exp(-t eta0/sqrt(|V|-1))) (max rel. error)",
+    return Measured(
         predicted=closed[-1],
         simulated=sim.L0[-1],
         error=rel.max() if envelope_ok else np.inf,
-        tolerance=1e-9,
-        provenance="derived",
         note="Prop. 1 envelope L_0 <= C exp(-eta0 t/(4||W*_ov||^2)): L_0(t) exp(+eta0 t/(4||W*||^2)) is "
         f"non-increasing on 0..900 ({envelope_ok}), so it holds with C = L_0(0) = |V| log|V|.",
     )
@@ -198,39 +208,41 @@ def _gap(sim) -> float:
     return min(W[nxt[x], x] - np.delete(W[:, x], nxt[x]).max() for x in range(sim.dataset.vocab_size))
 
 
-def cor1_gap_lower_end() -> Check:
+@claim(
+    "Cor. 1: target-vs-other logit gap of W_ov(T) > A = T eta0/(4||W*_ov||^2)",
+    tolerance=0.0,
+    bound="lower",
+)
+def cor1_gap_lower_end() -> Measured:
     """Corollary 1's lower end: every target logit gap of `W_ov^(T)` exceeds `A = Tη_0/(4‖W*‖²)`."""
     sim = figure_run()
     A = STEPS * sim.eta0 / (4 * np.linalg.norm(sim.star_ov) ** 2)
     g = _gap(sim)
-    return check(
-        "cor1_gap_lower_end",
-        "Cor. 1: target-vs-other logit gap of W_ov(T) > A = T eta0/(4||W*_ov||^2)",
+    return Measured(
         predicted=A,
         simulated=g,
         error=max(0.0, A - g),
-        tolerance=0.0,
-        bound="lower",
         note=f"T = {STEPS}; the corollary's premise T >= 384||W*||^5 log(2|V|) log T/eta0 is far from met "
         f"(right side {384 * np.linalg.norm(sim.star_ov) ** 5 * np.log(40) * np.log(STEPS) / sim.eta0:.3g}).",
     )
 
 
-def cor1_gap_upper_end() -> Check:
+@claim(
+    "Cor. 1: target-vs-other logit gap of W_ov(T) < 3A",
+    tolerance=0.0,
+    provenance="derived",
+    bound="upper",
+    expected_deviation="the exact stage-1 trajectory W_ov(t) = t eta0 W*/||W*|| gives the gap "
+    "t eta0/||W*_ov||, above 3A = 3 t eta0/(4||W*||^2) whenever ||W*_ov|| > 3/4 (derived).",
+)
+def cor1_gap_upper_end() -> Measured:
     """Corollary 1's upper end `gap < 3A`: contradicted by the exact stage-1 trajectory (derived)."""
     sim = figure_run()
     A = STEPS * sim.eta0 / (4 * np.linalg.norm(sim.star_ov) ** 2)
     g = _gap(sim)
-    return check(
-        "cor1_gap_upper_end",
-        "Cor. 1: target-vs-other logit gap of W_ov(T) < 3A",
+    return Measured(
         predicted=3 * A,
         simulated=g,
         error=max(0.0, g - 3 * A),
-        tolerance=0.0,
-        bound="upper",
-        provenance="derived",
         note=f"derived gap T eta0/||W*_ov|| = {STEPS * sim.eta0 / np.linalg.norm(sim.star_ov):.6g}.",
-        expected_deviation="the exact stage-1 trajectory W_ov(t) = t eta0 W*/||W*|| gives the gap "
-        "t eta0/||W*_ov||, above 3A = 3 t eta0/(4||W*||^2) whenever ||W*_ov|| > 3/4 (derived).",
     )

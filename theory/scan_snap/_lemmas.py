@@ -11,10 +11,10 @@ import numpy as np
 
 import tasks.scan_snap as ss
 
-from .._check import Check
+from .._check import Measured, claim
 from . import _sims as sims
 from . import closed_forms as cf
-from ._sims import check, outside
+from ._sims import outside
 
 # --------------------------------------------------------------------------------------
 # Lemma 1: Eqns 3-4 and the conserved row sums
@@ -42,7 +42,12 @@ def _lemma1_pair(key):
     )
 
 
-def lemma1_autograd(quick: bool = False) -> Check:
+@claim(
+    "Lemma 1, Eqns 3-4: Y_dot, Z_dot equal the autograd gradient of J (max abs difference)",
+    tolerance=1e-12,
+    quick_mode=True,
+)
+def lemma1_autograd(quick: bool = False) -> Measured:
     """Lemma 1 (Eqns 3-4) equals the gradient of J computed by `jax.grad`.
 
     **Arguments:** `quick`: 8 random draws instead of 64.
@@ -52,19 +57,21 @@ def lemma1_autograd(quick: bool = False) -> Check:
     draws = 8 if quick else 64
     (Y_dot, Z_dot), grad = jax.vmap(_lemma1_pair)(jax.random.split(jax.random.PRNGKey(0), draws))
     error = max(float(jnp.max(jnp.abs(Y_dot - grad.Y))), float(jnp.max(jnp.abs(Z_dot - grad.Z))))
-    return check(
-        "lemma1_autograd",
-        "Lemma 1, Eqns 3-4: Y_dot, Z_dot equal the autograd gradient of J (max abs difference)",
+    return Measured(
         predicted=float(jnp.sqrt(jnp.sum(Y_dot**2) + jnp.sum(Z_dot**2))),
         simulated=float(jnp.sqrt(jnp.sum(grad.Y**2) + jnp.sum(grad.Z**2))),
         error=error,
-        tolerance=1e-12,
         note=f"M=12, T=40, Y and Z entries N(0,1), {draws} random sequences; predicted/simulated: "
         "Frobenius norm of (Y_dot, Z_dot) from Eqns 3-4 / from jax.grad. Expected: error ~ 1e-16.",
     )
 
 
-def lemma1_row_sums(quick: bool = False) -> Check:
+@claim(
+    "Lemma 1: row sums of Y and Z stay 0 from Y = Z = 0 (max |row sum|)",
+    tolerance=1e-10,
+    quick_mode=True,
+)
+def lemma1_row_sums(quick: bool = False) -> Measured:
     """Lemma 1: Ẏ 1 = Ż 1 = 0, so the row sums of Y and Z stay at their initial 0.
 
     **Arguments:** `quick`: 500 batch-1 SGD steps instead of 5000.
@@ -80,13 +87,10 @@ def lemma1_row_sums(quick: bool = False) -> Check:
         float(np.max(np.abs(np.concatenate([models.Y.sum(axis=-1), models.Z.sum(axis=-1)]))))
         for _, models in (sims.reference_l1(0.1), sims.reference_l1(1.0))
     )
-    return check(
-        "lemma1_row_sums",
-        "Lemma 1: row sums of Y and Z stay 0 from Y = Z = 0 (max |row sum|)",
+    return Measured(
         predicted=0.0,
         simulated=max(sgd, flows),
         error=max(sgd, flows),
-        tolerance=1e-10,
         note=f"L0: Syn-Small (M=34), batch-1 plain SGD, T=128, eta_Y=eta_Z=1, {steps} steps: {sgd:.1e}. "
         f"L1: reference instance, eta_Y=1, eta_Z in (0.1, 1), t<=2000: {flows:.1e}.",
     )
@@ -127,7 +131,12 @@ def _lemma2_draws(quick: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.n
     return np.asarray(lengths), deviation, q, classes.probs[cls]
 
 
-def lemma2_rate(quick: bool = False) -> Check:
+@claim(
+    "Lemma 2 (finite T, Lemma 18): ||X^T b_T - c_n||_inf ~ (T-1)^(-1/2) (log-log slope)",
+    tolerance=0.1,
+    quick_mode=True,
+)
+def lemma2_rate(quick: bool = False) -> Measured:
     """Lemma 2 at finite T (Lemma 18): ||X^T b_T − c_n||_∞ decays like (T − 1)^{−1/2}.
 
     **Arguments:** `quick`: 64 draws at 4 lengths instead of 512 at 7.
@@ -137,19 +146,23 @@ def lemma2_rate(quick: bool = False) -> Check:
     lengths, deviation, _, _ = _lemma2_draws(quick)
     mean = deviation.mean(axis=0)
     slope = sims.log_log_slope(lengths, mean)
-    return check(
-        "lemma2_rate",
-        "Lemma 2 (finite T, Lemma 18): ||X^T b_T - c_n||_inf ~ (T-1)^(-1/2) (log-log slope)",
+    return Measured(
         predicted=-0.5,
         simulated=slope,
         error=abs(slope + 0.5),
-        tolerance=0.1,
         note=f"Reference instance (K=3, M=17), z ~ 0.5 N(0,1) fixed, {deviation.shape[0]} sequences, "
         f"prefixes T-1 = {lengths.tolist()}, mean deviation {', '.join(f'{m:.3g}' for m in mean)}.",
     )
 
 
-def lemma2_hoeffding(quick: bool = False) -> Check:
+@claim(
+    "Lemma 18: |q_l - P(l|n)| <= sqrt(ln(2/delta)/(2(T-1))) w.p. >= 1-delta (coverage)",
+    tolerance=0.0,
+    provenance="derived",
+    bound="lower",
+    quick_mode=True,
+)
+def lemma2_hoeffding(quick: bool = False) -> Measured:
     """Lemma 18's band: |q_l − P(l|n)| ≤ sqrt(ln(2/δ) / (2(T − 1))) with probability ≥ 1 − δ.
 
     **Arguments:** `quick`: as [`lemma2_rate`][].
@@ -161,15 +174,10 @@ def lemma2_hoeffding(quick: bool = False) -> Check:
     band = cf.hoeffding_band(lengths, _HOEFFDING_DELTA)[None, :, None]
     inside = (np.abs(q - probs[:, None, :]) <= band)[np.broadcast_to(probs[:, None, :] > 0, q.shape)]
     coverage = float(np.mean(inside))
-    return check(
-        "lemma2_hoeffding",
-        "Lemma 18: |q_l - P(l|n)| <= sqrt(ln(2/delta)/(2(T-1))) w.p. >= 1-delta (coverage)",
+    return Measured(
         predicted=1 - _HOEFFDING_DELTA,
         simulated=coverage,
         error=max(1 - _HOEFFDING_DELTA - coverage, 0.0),
-        tolerance=0.0,
-        bound="lower",
-        provenance="derived",
         note=f"delta={_HOEFFDING_DELTA}, the draws of lemma2_rate; tokens of the class's support only.",
     )
 
@@ -187,7 +195,12 @@ def _single_class_model() -> tuple[ss.ClassArrays, ss.YZModel, int]:
     return classes.arrays(), ss.YZModel(Y=jnp.zeros_like(Z), Z=Z), int(classes.next_token[0])
 
 
-def lemma5_discrete(quick: bool = False) -> Check:
+@claim(
+    "Lemma 5, Eqn 33: SGD on one class gives w_n(s) = (M-1) h*(s) zeta_n (max abs difference)",
+    tolerance=1e-12,
+    quick_mode=True,
+)
+def lemma5_discrete(quick: bool = False) -> Measured:
     """Lemma 5 (Eqn 33): after s batch-1 steps on class n alone, w_n(s) = (M − 1) h*(s) ζ_n.
 
     **Arguments:** `quick`: 200 steps instead of 2000.
@@ -199,20 +212,21 @@ def lemma5_discrete(quick: bool = False) -> Check:
     M = model.M
     w = np.asarray(sims.lemma5_discrete_run(model, arrays, sims.f64(eta_y), steps))
     predicted = (M - 1) * np.asarray(cf.h_discrete(steps, M, eta_y))[:, None] * np.asarray(cf.zeta(n, M))
-    return check(
-        "lemma5_discrete",
-        "Lemma 5, Eqn 33: SGD on one class gives w_n(s) = (M-1) h*(s) zeta_n (max abs difference)",
+    return Measured(
         predicted=float(predicted[-1, n]),
         simulated=float(w[-1, n]),
         error=float(np.max(np.abs(w - predicted))),
-        tolerance=1e-12,
         note=f"Y/Z model on class 0 of the reference instance (M=17), Y(0)=0, random frozen Z, "
         f"eta_Y={eta_y}, {steps} plain GD steps on its population loss (= batch-1 SGD on that class); "
         "predicted/simulated: w_nn at the last step.",
     )
 
 
-def lemma5_continuous() -> Check:
+@claim(
+    "Lemma 5 (continuous): gradient flow on one class gives w_n(t) = (M-1) h(t) zeta_n",
+    tolerance=1e-8,
+)
+def lemma5_continuous() -> Measured:
     """Lemma 5, continuous: the flow ẇ = η_Y (e_n − softmax(w)) from 0 is (M − 1) h(t) ζ_n.
 
     **Returns:** the [`Check`][]: max |w_n(t) − (M − 1) h(t) ζ_n| over the saves.
@@ -225,13 +239,10 @@ def lemma5_continuous() -> Check:
     c = ss.class_attention(model, arrays)[0]
     w = np.asarray(run.values.Y.transpose(0, 2, 1) @ (c / jnp.linalg.norm(c)))
     predicted = (M - 1) * np.asarray(cf.h_continuous(ts, M, eta_y))[:, None] * np.asarray(cf.zeta(n, M))
-    return check(
-        "lemma5_continuous",
-        "Lemma 5 (continuous): gradient flow on one class gives w_n(t) = (M-1) h(t) zeta_n",
+    return Measured(
         predicted=float(predicted[-1, n]),
         simulated=float(w[-1, n]),
         error=float(np.max(np.abs(w - predicted))),
-        tolerance=1e-8,
         note="L1 flow (dynamics.ode_flow, Tsit5, rtol=1e-10, atol=1e-12) with eta_Z=0 on class 0 of the "
         f"reference instance (M=17), random frozen Z, eta_Y={eta_y}, t in [0, 200]; "
         "predicted/simulated: w_nn at t=200.",
@@ -248,7 +259,11 @@ def _h_trajectory(M: int, eta_y: float) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(ts), np.asarray(sims.h_run(sims.f64(M), sims.f64(eta_y), ts).values)
 
 
-def lemma6_closed_form(*, formula: Callable = cf.h_continuous) -> Check:
+@claim(
+    "Lemma 6, Eqn 45: h(t) closed form vs Diffrax integration of Eqn 44 (max relative error)",
+    tolerance=1e-7,
+)
+def lemma6_closed_form(*, formula: Callable = cf.h_continuous) -> Measured:
     """Lemma 6 (Eqn 45): the solution of dh/dt = η_Y / ((M − 1) + e^{Mh}) solves
     e^{Mh} + (M − 1) M h = M η_Y t + 1.
 
@@ -263,13 +278,10 @@ def lemma6_closed_form(*, formula: Callable = cf.h_continuous) -> Check:
         rel = np.abs(h[1:] - closed) / np.abs(closed)
         if rel.max() >= worst:
             worst, at = float(rel.max()), (closed[-1], h[-1])
-    return check(
-        "lemma6_closed_form",
-        "Lemma 6, Eqn 45: h(t) closed form vs Diffrax integration of Eqn 44 (max relative error)",
+    return Measured(
         predicted=at[0],
         simulated=at[1],
         error=worst,
-        tolerance=1e-7,
         note=f"(M, eta_Y) in {_H_CONFIGS}, t in [1e-3, 1e4] (log grid), Tsit5 rtol=1e-10, atol=1e-14 "
         "(atol=1e-10 is coarse for h ~ 1e-4: its integration error alone reaches 1.8e-7 at "
         "M=1000, 4.4e-7 at M=1e4); predicted/simulated: h(1e4) of the worst configuration.",
@@ -279,7 +291,12 @@ def lemma6_closed_form(*, formula: Callable = cf.h_continuous) -> Check:
 _LEMMA7_CONFIGS = ((50, 2.0), (1000, 4.0), (1000, 0.5))
 
 
-def lemma7_gap() -> Check:
+@claim(
+    "Lemma 7(a): 0 <= h*(s) - h(s) <= 2 eta_Y / M for s = 0..2000 (violation / bound)",
+    tolerance=1e-10,
+    bound="upper",
+)
+def lemma7_gap() -> Measured:
     """Lemma 7(a): 0 ≤ h*(s) − h(s) ≤ 2η_Y/M for every integer s.
 
     **Returns:** the [`Check`][]: the largest violation of either bound, relative to 2η_Y/M,
@@ -297,14 +314,10 @@ def lemma7_gap() -> Check:
         parts.append(
             f"(M={M}, eta_Y={eta_y}): max gap {gap.max():.2g} (bound {bound:.2g}), gap(2000) {gap[-1]:.2g}"
         )
-    return check(
-        "lemma7_gap",
-        "Lemma 7(a): 0 <= h*(s) - h(s) <= 2 eta_Y / M for s = 0..2000 (violation / bound)",
+    return Measured(
         predicted=1.0,
         simulated=max_ratio,
         error=worst,
-        tolerance=1e-10,
-        bound="upper",
         note="predicted: the upper bound (1 = 2 eta_Y/M; the lower end 0 enters the error); "
         "simulated: largest gap / bound. "
         + "; ".join(parts)
@@ -325,21 +338,22 @@ def _lemma9_ratios() -> tuple[np.ndarray, np.ndarray, np.ndarray, float, float]:
     return t, early, late, t0_prime, t0
 
 
-def lemma9_early() -> Check:
+@claim(
+    "Lemma 9: gamma(t) / (eta_Y t / K) in [0.5, 1] for t <= t'_0/2 (distance outside)",
+    tolerance=0.0,
+    bound="lower",
+)
+def lemma9_early() -> Measured:
     """Lemma 9, scanning stage: γ(t) = O(η_Y t/K); the ratio γ/(η_Y t/K) ∈ [0.5, 1] for t ≤ t'_0/2.
 
     **Returns:** the [`Check`][]: how far the ratio leaves [0.5, 1] (0 when inside).
     """
     t, early, _, t0_prime, _ = _lemma9_ratios()
     ratio = early[t <= t0_prime / 2]
-    return check(
-        "lemma9_early",
-        "Lemma 9: gamma(t) / (eta_Y t / K) in [0.5, 1] for t <= t'_0/2 (distance outside)",
+    return Measured(
         predicted=0.5,
         simulated=float(ratio.min()),
         error=outside(ratio, 0.5, 1.0),
-        tolerance=0.0,
-        bound="lower",
         note=f"M=1000, K=10, eta_Y=0.5, t'_0={t0_prime:.1f}; gamma from the integrated h (Eqn 44); "
         f"ratio in [{ratio.min():.4f}, {ratio.max():.4f}] over {ratio.size} times "
         "(reference values: 0.998 at t=1, 0.86 at t=100); predicted: the lower end of the interval "
@@ -347,7 +361,12 @@ def lemma9_early() -> Check:
     )
 
 
-def lemma9_late() -> Check:
+@claim(
+    "Lemma 9: gamma(t) / (K ln(M eta_Y t/K) / (eta_Y t)) in [1, 2] for t0 <= t <= 1e5",
+    tolerance=0.0,
+    bound="lower",
+)
+def lemma9_late() -> Measured:
     """Lemma 9, snapping stage: γ(t) = O(K ln(Mη_Y t/K)/(η_Y t)); the ratio ∈ [1, 2] for
     t_0 ≤ t ≤ 1e5.
 
@@ -355,14 +374,10 @@ def lemma9_late() -> Check:
     """
     t, _, late, _, t0 = _lemma9_ratios()
     ratio = late[t >= t0]
-    return check(
-        "lemma9_late",
-        "Lemma 9: gamma(t) / (K ln(M eta_Y t/K) / (eta_Y t)) in [1, 2] for t0 <= t <= 1e5",
+    return Measured(
         predicted=1.0,
         simulated=float(ratio.min()),
         error=outside(ratio, 1.0, 2.0),
-        tolerance=0.0,
-        bound="lower",
         note=f"M=1000, K=10, eta_Y=0.5, t_0={t0:.1f}; ratio in [{ratio.min():.4f}, {ratio.max():.4f}] "
         "(reference values: 1.67 at t_0, 1.001 at 1e5); predicted: the lower end of the interval "
         "(the upper end 2 enters the error). Its limit is ((M-1)/M)^2 < 1, reached past t ~ 1.3e5.",

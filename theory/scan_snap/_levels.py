@@ -17,9 +17,8 @@ from jaxtyping import Array, Float, PRNGKeyArray
 import dynamics
 import tasks.scan_snap as ss
 
-from .._check import Check
+from .._check import Measured, claim
 from . import _sims as sims
-from ._sims import check
 
 # --------------------------------------------------------------------------------------
 # L1 ≈ L2 when η_Y/η_Z is large
@@ -74,7 +73,20 @@ def _relative(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.linalg.norm(a - b) / np.linalg.norm(b))
 
 
-def levels_L1_vs_L2(quick: bool = False) -> Check:
+@claim(
+    "Levels: L1 ~ L2 when eta_Y/eta_Z is large (relative gap of the query row's z_dot -> 0)",
+    tolerance=0.05,
+    provenance="recon",
+    expected_deviation="L2 is built on the modified decoder update (Eqn 26), whose back-propagated "
+    "gradient (Eqn 9) couples class n to the other classes through beta_nn' ~ E'_nn' ~ rho, while the "
+    "true gradient flow (Eqn 7, L1) carries only the q_0 ~ -1/M coupling (with Eqn 7, Eqn 9 holds only "
+    "up to O(|lambda_1|) in g). P^perp_{f_n} removes the common f_n part of g, so that O(|lambda_1|) "
+    "relative difference in g becomes an O(rho M) difference in z_dot (L2 faster by ~1 + rho M at "
+    "early times). It is a property of the decoder, present with frozen attention, so it does not "
+    "vanish as eta_Z/eta_Y -> 0.",
+    quick_mode=True,
+)
+def levels_L1_vs_L2(quick: bool = False) -> Measured:
     """Levels: L1 (population flow, the true decoder) ≈ L2 (decoupled theory flow, the
     Theorem 1 decoder) when η_Y/η_Z is large.
 
@@ -114,14 +126,10 @@ def levels_L1_vs_L2(quick: bool = False) -> Check:
     padded_listing = ", ".join(f"{a:.2f} vs {b:.2f} at M = {M}" for M, (a, b) in padded.items())
     listing = ", ".join(f"{r}: {g:.3f}" for r, g in zip(_RATIOS, gaps))
     late_listing = ", ".join(f"{g:.3f}" for g in late_gaps)
-    return check(
-        "levels_L1_vs_L2",
-        "Levels: L1 ~ L2 when eta_Y/eta_Z is large (relative gap of the query row's z_dot -> 0)",
+    return Measured(
         predicted=0.0,
         simulated=gaps[-1],
         error=gaps[-1],
-        tolerance=0.05,
-        provenance="recon",
         note="Reference instance (K=3, M=17); L1 vs class-weighted L2 (pi_n = 1/K)"
         f", Y=Z=0, eta_Y=1, shared reference runs on t in [0, 2000]. Gap := "
         f"||z_dot_L1 - z_dot_L2|| / ||z_dot_L1|| over the query row at t = {ts[i_mid]:.1f} (the save "
@@ -130,13 +138,6 @@ def levels_L1_vs_L2(quick: bool = False) -> Check:
         f"largest ratios). At t = {ts[i_early]:g}, eta_Y/eta_Z = {_RATIOS[-1]}: "
         f"||z_dot_L2|| / ||z_dot_L1|| = {speedup:.3f} vs 1 + rho M = {1 + rho * 17:.3f} (rho = E_nn' = "
         f"{rho:.4f}, M = 17); with the vocabulary padded by unused tokens ({source}): {padded_listing}.",
-        expected_deviation="L2 is built on the modified decoder update (Eqn 26), whose back-propagated "
-        "gradient (Eqn 9) couples class n to the other classes through beta_nn' ~ E'_nn' ~ rho, while the "
-        "true gradient flow (Eqn 7, L1) carries only the q_0 ~ -1/M coupling (with Eqn 7, Eqn 9 holds only "
-        "up to O(|lambda_1|) in g). P^perp_{f_n} removes the common f_n part of g, so that O(|lambda_1|) "
-        "relative difference in g becomes an O(rho M) difference in z_dot (L2 faster by ~1 + rho M at "
-        "early times). It is a property of the decoder, present with frozen attention, so it does not "
-        "vanish as eta_Z/eta_Y -> 0.",
     )
 
 
@@ -194,7 +195,13 @@ def _population_gd_row(arrays: ss.ClassArrays) -> Float[Array, " M"]:
     return run.values[-1]
 
 
-def levels_L0_to_L1(quick: bool = False) -> Check:
+@claim(
+    "Levels: L0 -> L1 as T -> inf, gap ~ 1/T (log-log slope of the query-row gap vs T)",
+    tolerance=0.3,
+    provenance="recon",
+    quick_mode=True,
+)
+def levels_L0_to_L1(quick: bool = False) -> Measured:
     """Levels: L0 (finite-T mini-batch plain SGD) → L1 (population flow) as T → ∞, with the
     gap shrinking as 1/T (the O(1/T) bias of E[LN(X^T b_T)] against its limit f_n).
 
@@ -238,14 +245,10 @@ def levels_L0_to_L1(quick: bool = False) -> Check:
     listing = ", ".join(f"{T}: {g:.4f}" for T, g in zip(Ts, gaps))
     gd_listing = ", ".join(f"{g:.4f}" for g in gd_gaps)
     sd = np.array2string(spread.std(axis=0, ddof=1), precision=3)
-    return check(
-        "levels_L0_to_L1",
-        "Levels: L0 -> L1 as T -> inf, gap ~ 1/T (log-log slope of the query-row gap vs T)",
+    return Measured(
         predicted=-1.0,
         simulated=slope,
         error=abs(slope + 1.0),
-        tolerance=0.3,
-        provenance="recon",
         note=f"{setting} Gap := ||seed-mean z_L0 - z_L1|| / ||z_L1|| (||z_L1|| = {norm:.4f}); T -> gap: "
         f"{listing}; per-seed gap sd {sd}. The T, B -> inf limit at this eta is population GD, "
         f"{_relative(z_gd, z_l1):.4f} from L1 (the Euler floor, removed only as eta -> 0); gap to GD: "

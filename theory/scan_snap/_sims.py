@@ -18,7 +18,6 @@ from jaxtyping import Array, Float, PRNGKeyArray
 import dynamics
 import tasks.scan_snap as ss
 
-from .._check import Check, within
 from . import closed_forms as cf
 
 PAPER = "scan_snap"
@@ -61,11 +60,6 @@ def reference_classes(class_probs=None) -> ss.SequenceClasses:
     for n in range(K):
         probs[n, dt_block(n)] = 0.9 * DT_WEIGHTS / DT_WEIGHTS.sum()
     return ss.SequenceClasses(probs, np.full(K, QUERY), np.arange(14, 17), class_probs=class_probs)
-
-
-def check(name: str, claim: str, **fields) -> Check:
-    """A Scan and Snap [`Check`][] (see [`within`][] for the fields)."""
-    return within(PAPER, name, claim, **fields)
 
 
 def outside(values, lo: float, hi: float) -> float:

@@ -16,8 +16,7 @@ import numpy as np
 import dynamics
 import tasks.scan_snap as ss
 
-from .._check import Check
-from ._sims import check
+from .._check import Measured, claim
 
 SEED_RHO_MAX = -0.8
 """Every seed's rank correlation must be at most −0.8 (at most two adjacent swaps of five)."""
@@ -39,7 +38,14 @@ def spearman(x, y) -> float:
     return float(np.sum(rx * ry) / np.sqrt(np.sum(rx**2) * np.sum(ry**2)))
 
 
-def fig10_entropy_falls_with_lr(quick: bool = False) -> Check:
+@claim(
+    "Fig. 10: validation attention entropy decreases in the learning rate "
+    "(Spearman rho of the mean = -1, every seed's <= -0.8)",
+    tolerance=0.0,
+    bound="upper",
+    quick_mode=True,
+)
+def fig10_entropy_falls_with_lr(quick: bool = False) -> Measured:
     """Fig. 10: the average attention entropy on the validation set after training falls as the
     learning rate grows. Every (η, seed) of η ∈ {1, ..., 5} trains in one batched sweep.
 
@@ -57,22 +63,29 @@ def fig10_entropy_falls_with_lr(quick: bool = False) -> Check:
     rho_seeds = [spearman(ss.FIG10_LRS, entropy[:, s]) for s in range(seeds)]
     error = max(rho_mean + 1.0, max(rho_seeds) - SEED_RHO_MAX, 0.0)
     per_lr = ", ".join(f"{lr:g}: {m:.3f} ± {s:.3f}" for lr, m, s in zip(ss.FIG10_LRS, mean, std))
-    return check(
-        "fig10_entropy_falls_with_lr",
-        "Fig. 10: validation attention entropy decreases in the learning rate "
-        "(Spearman rho of the mean = -1, every seed's <= -0.8)",
+    return Measured(
         predicted=-1.0,
         simulated=rho_mean,
         error=error,
-        tolerance=0.0,
-        bound="upper",
         note=f"1-layer TextSGD on the quick corpus (first {ss.QUICK_LINES} lines), d_model 200, batch 20, "
         f"bptt 35, dropout 0.2, clip 0.5, {steps} steps, {seeds} seeds; entropy per lr (mean ± std): "
         f"{per_lr}; rho per seed: {', '.join(f'{r:.2f}' for r in rho_seeds)}. The thresholds are ours.",
     )
 
 
-def fig7_attention_freezes(quick: bool = False) -> Check:
+@claim(
+    "Fig. 7: the first layer's attention freezes at a constant learning rate "
+    "(late / early change rate <= 0.1)",
+    tolerance=0.0,
+    bound="upper",
+    expected_deviation="on this corpus the attention becomes sparse within 100 steps and grows "
+    "sparser, but the positions it attends to keep moving at a steady rate. The same holds on the "
+    "whole quick corpus, at lr 1, and at the settings of the official Fig. 7 notebook (numbers on "
+    "the scan_snap documentation page). The paper's evidence is four snapshots on WikiText-2, which "
+    "is not bundled.",
+    quick_mode=True,
+)
+def fig7_attention_freezes(quick: bool = False) -> Measured:
     """Fig. 7 / Sec. 6.6: the first layer's attention "freezes (and becomes sparse) at some point,
     even if the learning rate remains the same". A 1-layer model at lr = 5 saves its attention
     map on one validation sequence every 50 steps; the change rate
@@ -93,23 +106,13 @@ def fig7_attention_freezes(quick: bool = False) -> Check:
     early, late = rates[ends <= steps / 3].mean(), rates[ends > 2 * steps / 3].mean()
     entropy = np.asarray(ds["probe_entropy"].values[0])
     ratio = float(late / early)
-    return check(
-        "fig7_attention_freezes",
-        "Fig. 7: the first layer's attention freezes at a constant learning rate "
-        "(late / early change rate <= 0.1)",
+    return Measured(
         predicted=FREEZE_FACTOR,
         simulated=ratio,
         error=max(ratio - FREEZE_FACTOR, 0.0),
-        tolerance=0.0,
-        bound="upper",
         note=f"1-layer TextSGD on the quick corpus (first {ss.QUICK_LINES} lines), lr 5, {steps} steps, map "
         f"on validation window 100 saved every 50 steps; change rate (mean row L1 change per step) "
         f"{early:.4f} over steps 0-{steps // 3}, {late:.4f} over {2 * steps // 3}-{steps}; the map's mean "
         f"row entropy {entropy[0]:.2f} at step 0, {entropy[len(entropy) // 3]:.2f} at {steps // 3}, "
         f"{entropy[-1]:.2f} at {steps}. The factor 10 and the thirds are ours.",
-        expected_deviation="on this corpus the attention becomes sparse within 100 steps and grows "
-        "sparser, but the positions it attends to keep moving at a steady rate. The same holds on the "
-        "whole quick corpus, at lr 1, and at the settings of the official Fig. 7 notebook (numbers on "
-        "the scan_snap documentation page). The paper's evidence is four snapshots on WikiText-2, which "
-        "is not bundled.",
     )

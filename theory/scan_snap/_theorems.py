@@ -1,7 +1,6 @@
 """Scan and Snap checks of the theorems: Theorem 1 (Eqn 9) on the decoder dynamics, Theorems
 2-3 on the reference instance in the L1 and L2 flows, Theorem 4 on the L3 model and in L2."""
 
-import dataclasses
 import functools
 from collections.abc import Callable
 
@@ -11,10 +10,9 @@ import numpy as np
 
 import tasks.scan_snap as ss
 
-from .._check import Check
+from .._check import Measured, claim
 from . import _sims as sims
 from . import closed_forms as cf
-from ._sims import check
 
 # --------------------------------------------------------------------------------------
 # Theorem 1: the back-propagated gradient (Eqn 9)
@@ -50,7 +48,12 @@ def _theorem1_run() -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
     return np.asarray(ts), np.asarray(G), np.asarray(F), info
 
 
-def theorem1_backprop_gradient(*, formula: Callable = cf.backprop_gradient) -> Check:
+@claim(
+    "Theorem 1, Eqn 9: Y(e_n - alpha_n) = gamma(t) F (I - E') Q e_n (max relative error, t >> K^2)",
+    tolerance=1e-6,
+    provenance="derived",
+)
+def theorem1_backprop_gradient(*, formula: Callable = cf.backprop_gradient) -> Measured:
     """Theorem 1 (Eqn 9), deterministic form: with Z frozen and the expected modified decoder
     update (Eqn 26), g_n = Y(e_n − α_n) = γ(t) F (I − E') Q e_n.
 
@@ -62,14 +65,10 @@ def theorem1_backprop_gradient(*, formula: Callable = cf.backprop_gradient) -> C
     predicted = np.stack([np.asarray(formula(t, jnp.asarray(F), info["eta_y"])) for t in ts])
     rel = np.linalg.norm(G - predicted, axis=1) / np.linalg.norm(predicted, axis=1)
     lam = np.abs(info["lambda"])
-    return check(
-        "theorem1_backprop_gradient",
-        "Theorem 1, Eqn 9: Y(e_n - alpha_n) = gamma(t) F (I - E') Q e_n (max relative error, t >> K^2)",
+    return Measured(
         predicted=float(np.linalg.norm(predicted[-1, :, 0])),
         simulated=float(np.linalg.norm(G[-1, :, 0])),
         error=float(rel.max()),
-        tolerance=1e-6,
-        provenance="derived",
         note=f"K={info['K']}, M={info['M']}, eta_Y={info['eta_y']}, Y(0)=0, pi_n=1/K, Tsit5 rtol=1e-11, "
         f"t in {ts.tolist()}; Assumption 2: |lambda_1|={lam.max():.3f} < 1/K={1 / info['K']:.3f}, "
         f"min|lambda_i|={lam.min():.3f} >= sqrt(6/M)={np.sqrt(6 / info['M']):.3f}. "
@@ -77,7 +76,11 @@ def theorem1_backprop_gradient(*, formula: Callable = cf.backprop_gradient) -> C
     )
 
 
-def theorem1_xi_positive() -> Check:
+@claim(
+    "Theorem 1(a): xi_n > 0 at every saved time (fraction positive)",
+    tolerance=0.0,
+)
+def theorem1_xi_positive() -> Measured:
     """Theorem 1(a): ξ_n = γ Σ_{n'≠n} β_{nn'} f_n^T f_{n'} > 0, with β read off the simulated g_n.
 
     **Returns:** the [`Check`][]: the fraction of (time, n) with ξ_n > 0 (must be 1).
@@ -87,13 +90,10 @@ def theorem1_xi_positive() -> Check:
     coefficients = np.linalg.lstsq(F, G.transpose(1, 0, 2).reshape(F.shape[0], -1), rcond=None)[0]
     coefficients = coefficients.reshape(F.shape[1], len(ts), F.shape[1]).transpose(1, 0, 2)  # g_n = F c_n
     xi = -np.einsum("nk,tkn->tn", E, coefficients)  # ξ_n = -Σ_{n'≠n} c_n[n'] E_{nn'}
-    return check(
-        "theorem1_xi_positive",
-        "Theorem 1(a): xi_n > 0 at every saved time (fraction positive)",
+    return Measured(
         predicted=1.0,
         simulated=float(np.mean(xi > 0)),
         error=float(1 - np.mean(xi > 0)),
-        tolerance=0.0,
         note=f"the theorem1_backprop_gradient run; beta from g_n = F c_n (least squares); "
         f"xi in [{xi.min():.3g}, {xi.max():.3g}].",
     )
@@ -127,42 +127,44 @@ def _l1_z_dot(models: ss.YZModel, eta_z: float) -> np.ndarray:
     return eta_z * np.asarray(Z_dot)[:, sims.QUERY]
 
 
-def _fates_check(name: str, level: str, z_dots: list[np.ndarray]) -> Check:
+_FATES = "Theorem 2 ({level}): z_dot > 0 on every distinct token, < 0 on the common token (fraction right)"
+"""The claim of the `theorem2_fates_*` checks, in the level named."""
+
+
+def _fates(z_dots: list[np.ndarray], level_note: str) -> Measured:
     """Theorem 2's signs over the query rows ż (time, M) of several runs."""
     dt = [z_dot[:, 1:13] for z_dot in z_dots]
     ct = [z_dot[:, sims.CT] for z_dot in z_dots]
     fraction = _sign_fraction(dt, ct)
-    return check(
-        name,
-        f"Theorem 2 ({level}): z_dot > 0 on every distinct token, < 0 on the common token (fraction right)",
+    return Measured(
         predicted=1.0,
         simulated=fraction,
         error=1 - fraction,
-        tolerance=0.0,
-        note=f"eta_Z in {_ETA_Z}, {sims.NUM_SAVES} saves; |z_dot| < 1e-12 counts as either sign "
+        note=f"{level_note}, "
+        f"eta_Z in {_ETA_Z}, {sims.NUM_SAVES} saves; |z_dot| < 1e-12 counts as either sign "
         f"(z_dot = 0 at t=0); for t > 0 min DT z_dot {min(np.min(d[1:]) for d in dt):.2g}, max CT z_dot "
         f"{max(np.max(c[1:]) for c in ct):.2g}.",
     )
 
 
-def theorem2_fates_L1() -> Check:
+@claim(_FATES.format(level="L1 population flow"), tolerance=0.0)
+def theorem2_fates_L1() -> Measured:
     """Theorem 2 in L1: every distinct token's logit grows (ż > 0), the common token's shrinks.
 
     **Returns:** the [`Check`][]: the fraction of (η_Z, time, token) entries with the right sign.
     """
     z_dots = [_l1_z_dot(sims.reference_l1(eta_z)[1], eta_z) for eta_z in _ETA_Z]
-    result = _fates_check("theorem2_fates_L1", "L1 population flow", z_dots)
-    return dataclasses.replace(result, note=f"L1, {_REFERENCE}, {result.note}")
+    return _fates(z_dots, f"L1, {_REFERENCE}")
 
 
-def theorem2_fates_L2() -> Check:
+@claim(_FATES.format(level="L2 theory flow, Eqns 98-100"), tolerance=0.0)
+def theorem2_fates_L2() -> Measured:
     """Theorem 2 in L2 (Eqns 98-100): distinct tokens grow, the single common token shrinks.
 
     **Returns:** the [`Check`][]: the fraction of (η_Z, time, token) entries with the right sign.
     """
     z_dots = [sims.reference_l2(1.0, eta_z)[2] for eta_z in _ETA_Z]
-    result = _fates_check("theorem2_fates_L2", "L2 theory flow, Eqns 98-100", z_dots)
-    return dataclasses.replace(result, note=f"{_L2}, {result.note}")
+    return _fates(z_dots, _L2)
 
 
 def _dominant_pair(f: np.ndarray, z: np.ndarray) -> tuple[float, float]:
@@ -172,7 +174,11 @@ def _dominant_pair(f: np.ndarray, z: np.ndarray) -> tuple[float, float]:
     return float(r0 * cf.growth_factor(z[-1, 4], z[0, 4])), float(f[-1, 4, 0] ** 2 / f[-1, 1, 0] ** 2 - 1)
 
 
-def theorem3_eqn11_L2() -> Check:
+@claim(
+    "Theorem 3, Eqn 11 (L2): r(t) = r(0) chi_l(t) for every DT pair (max relative error)",
+    tolerance=1e-6,
+)
+def theorem3_eqn11_L2() -> Measured:
     """Theorem 3, Eqn 11 in L2: r_{l/l'|n}(t) = r_{l/l'|n}(0) χ_l(t) exactly.
 
     **Returns:** the [`Check`][]: max relative error over ordered DT pairs, classes, times, η_Z.
@@ -180,20 +186,22 @@ def theorem3_eqn11_L2() -> Check:
     runs = [sims.reference_l2(1.0, eta_z)[1] for eta_z in _ETA_Z]
     runs = [(sims.features(states.Z), states.Z[:, sims.QUERY]) for states in runs]
     predicted, simulated = _dominant_pair(*runs[-1])
-    return check(
-        "theorem3_eqn11_L2",
-        "Theorem 3, Eqn 11 (L2): r(t) = r(0) chi_l(t) for every DT pair (max relative error)",
+    return Measured(
         predicted=predicted,
         simulated=simulated,
         error=max(float(sims.eqn11_errors(f, z).max()) for f, z in runs),
-        tolerance=1e-6,
         note=f"{_L2}, eta_Z in {_ETA_Z}, all 12 ordered DT pairs of each class; predicted/simulated: "
         "r(0) chi_l / r at t=2000 for the dominant vs the least likely DT of class 1, eta_Z=1. "
         "Reference value: <= 2e-15.",
     )
 
 
-def theorem3_eqn12_L2() -> Check:
+@claim(
+    "Theorem 3, Eqn 12 (L2): exp(2 f_l0(0)^2 B_n) <= chi_l0 <= exp(2 B_n) (largest violation)",
+    tolerance=1e-8,
+    bound="upper",
+)
+def theorem3_eqn12_L2() -> Measured:
     """Theorem 3, Eqn 12 in L2: e^{2 f_{nl0}(0)² B_n(t)} ≤ χ_{l0}(t) ≤ e^{2 B_n(t)}.
 
     **Returns:** the [`Check`][]: the largest violation of either bound (0 when both hold),
@@ -209,65 +217,62 @@ def theorem3_eqn12_L2() -> Check:
             lower, upper = cf.eqn12_bounds(f[0, l0, n], states.B[:, n])
             slack = min(slack, float(np.min(chi - lower)), float(np.min(upper - chi)))
             gap = max(gap, float(upper[-1] - lower[-1]))
-    return check(
-        "theorem3_eqn12_L2",
-        "Theorem 3, Eqn 12 (L2): exp(2 f_l0(0)^2 B_n) <= chi_l0 <= exp(2 B_n) (largest violation)",
+    return Measured(
         predicted=float(upper[-1]),
         simulated=float(chi[-1]),
         error=max(0.0, -slack),
-        tolerance=1e-8,
-        bound="upper",
         note=f"{_L2}, eta_Z in {_ETA_Z}, B_n integrated in the ODE state; min slack {slack:.3g} (0 at t=0); "
         f"largest final gap between the bounds {gap:.3g}; predicted/simulated: the upper bound / chi_l0 "
         "of class 3 at t=2000, eta_Z=1 (the lower bound exp(2 f_l0(0)^2 B_n) enters the error).",
     )
 
 
-def _eqn11_l1_check(name: str, eta_z: float, reference: str, **fields) -> Check:
+_EQN11_L1 = "Theorem 3, Eqn 11 (L1, eta_Y/eta_Z = {ratio:g}): r(t) = r(0) chi_l(t) (max relative error)"
+"""The claim of the `theorem3_eqn11_L1*` checks, at the ratio of rates named."""
+
+
+def _eqn11_l1(eta_z: float, reference: str) -> Measured:
     """Eqn 11 in L1: max relative error over DT pairs and times, plus one reference pair at t = 2000."""
     _, models = sims.reference_l1(eta_z)
     f, z = sims.features(models.Z), models.Z[:, sims.QUERY]
     errors = sims.eqn11_errors(f, z)
     predicted, simulated = _dominant_pair(f, z)
-    return check(
-        name,
-        f"Theorem 3, Eqn 11 (L1, eta_Y/eta_Z = {1 / eta_z:g}): r(t) = r(0) chi_l(t) (max relative error)",
+    return Measured(
         predicted=predicted,
         simulated=simulated,
         error=float(errors.max()),
-        tolerance=1e-2,
-        provenance="recon",
         note=f"L1, {_REFERENCE}, eta_Z={eta_z}, all 12 ordered DT pairs of each class. The (dominant, least "
         f"likely) pair of class 1 at t=2000 (predicted/simulated: its r(0) chi_l / r): error "
         f"{errors[0, 3, 0, -1]:.2g} (reference value: {reference}). "
         "Tolerance 1e-2 for eta_Y/eta_Z >= 10 (recon).",
-        **fields,
     )
 
 
-def theorem3_eqn11_L1() -> Check:
+@claim(_EQN11_L1.format(ratio=10), tolerance=1e-2, provenance="recon")
+def theorem3_eqn11_L1() -> Measured:
     """Theorem 3, Eqn 11 in L1 with η_Y/η_Z = 10 (approximate: the rows of the true Y are not
     exactly proportional to the current f_n).
 
     **Returns:** the [`Check`][]: max relative error over ordered DT pairs and times.
     """
-    return _eqn11_l1_check("theorem3_eqn11_L1", 0.1, "8e-4")
+    return _eqn11_l1(0.1, "8e-4")
 
 
-def theorem3_eqn11_L1_eta_z_1() -> Check:
+@claim(
+    _EQN11_L1.format(ratio=1),
+    tolerance=1e-2,
+    provenance="recon",
+    expected_deviation="in L1 Eqn 11 is only approximate (the rows of the true Y are not exactly "
+    "proportional to the current f_n), with an error that grows with "
+    "eta_Z/eta_Y; the 1e-2 tolerance is for eta_Y/eta_Z >= 10 and this run has eta_Y/eta_Z = 1.",
+)
+def theorem3_eqn11_L1_eta_z_1() -> Measured:
     """Theorem 3, Eqn 11 in L1 with η_Y = η_Z = 1, outside Assumption 1(c): reported with its
     error, expected to exceed the η_Y/η_Z ≥ 10 tolerance.
 
     **Returns:** the [`Check`][]: max relative error over ordered DT pairs and times.
     """
-    return _eqn11_l1_check(
-        "theorem3_eqn11_L1_eta_z_1",
-        1.0,
-        "1.7e-2",
-        expected_deviation="in L1 Eqn 11 is only approximate (the rows of the true Y are not exactly "
-        "proportional to the current f_n), with an error that grows with "
-        "eta_Z/eta_Y; the 1e-2 tolerance is for eta_Y/eta_Z >= 10 and this run has eta_Y/eta_Z = 1.",
-    )
+    return _eqn11_l1(1.0, "1.7e-2")
 
 
 # --------------------------------------------------------------------------------------
@@ -292,7 +297,13 @@ def _l3_B(M, K, eta_y, eta_z, C0, save_ts) -> np.ndarray:
     return np.asarray(run.values.B)
 
 
-def theorem4_B_closed_form(quick: bool = False, *, formula: Callable = cf.phase_B_exact) -> Check:
+@claim(
+    "Theorem 4: L3 B_n(t) = 1/4 ln(1 + 4 Gamma(t)/C_0) (max relative error)",
+    tolerance=1e-8,
+    provenance="derived",
+    quick_mode=True,
+)
+def theorem4_B_closed_form(quick: bool = False, *, formula: Callable = cf.phase_B_exact) -> Measured:
     """Theorem 4 (Eqns 124-129): the L3 model ż = −C_0^{−1} η_Z γ e^{4z}, Ḃ = −ż integrates to
     B_n(t) = ¼ ln(1 + 4Γ(t)/C_0).
 
@@ -312,14 +323,10 @@ def theorem4_B_closed_form(quick: bool = False, *, formula: Callable = cf.phase_
         rel = np.abs(B[1:] - closed[1:]) / np.abs(closed[1:])
         if rel.max() >= worst:
             worst, at = float(rel.max()), (closed[-1], B[-1])
-    return check(
-        "theorem4_B_closed_form",
-        "Theorem 4: L3 B_n(t) = 1/4 ln(1 + 4 Gamma(t)/C_0) (max relative error)",
+    return Measured(
         predicted=at[0],
         simulated=at[1],
         error=worst,
-        tolerance=1e-8,
-        provenance="derived",
         note=f"M={M}, K={K}, eta_Y=eta_Z={eta}, C_0 in {_C0_VALUES}, t in [1, 2e4], Tsit5 rtol=1e-12, "
         "atol=1e-14; predicted/simulated: B_n(2e4) of the worst C_0. The paper's printed "
         "1/4 ln(C_0 + 4 Gamma) (Eqns 124, 129) differs by 1/4 ln C_0 (they agree for C_0 = 1).",
@@ -355,76 +362,60 @@ def _regimes(quick: bool) -> dict[tuple, dict[str, tuple[float, float, float]]]:
     return out
 
 
-def _regime_check(quick: bool, regime: str, name: str, claim: str, tolerance: float, reference: str) -> Check:
+def _regime(quick: bool, regime: str, reference: str) -> Measured:
     per_config = {cfg: parts[regime] for cfg, parts in _regimes(quick).items()}
     worst = max(per_config, key=lambda cfg: per_config[cfg][0])
     error, formula, exact = per_config[worst]
     listing = ", ".join(f"{cfg}: {v[0]:.2%}" for cfg, v in per_config.items())
-    return check(
-        name,
-        claim,
+    return Measured(
         predicted=formula,
         simulated=exact,
         error=error,
-        tolerance=tolerance,
         note=f"(M, K, eta_Y) -> max relative error: {listing}; eta_Z=0.5, C_0=1, B_n from L3 (Tsit5, "
         f"rtol=1e-12); predicted/simulated: formula / L3 at the worst point, of {worst}. "
         f"Reference: {reference}",
     )
 
 
-def theorem4_early_regime(quick: bool = False) -> Check:
+@claim("Theorem 4, Eqn 14 (t <= t'_0/3): early formula vs L3 B_n", tolerance=0.02, quick_mode=True)
+def theorem4_early_regime(quick: bool = False) -> Measured:
     """Eqn 14, scanning phase: B_n ≈ ¼ ln(C_0 + 2(M−1)²/(KM²) η_Y η_Z t²) for t ≤ t'_0/3.
 
     **Arguments:** `quick`: fewer save times.
 
     **Returns:** the [`Check`][]: max relative error over the grid of configurations and times.
     """
-    return _regime_check(
-        quick,
-        "early",
-        "theorem4_early_regime",
-        "Theorem 4, Eqn 14 (t <= t'_0/3): early formula vs L3 B_n",
-        0.02,
-        "within 1.3%.",
-    )
+    return _regime(quick, "early", "within 1.3%.")
 
 
-def theorem4_late_regime_t0(quick: bool = False) -> Check:
+@claim("Theorem 4, Eqn 14 (t = t_0): late formula vs L3 B_n", tolerance=0.05, quick_mode=True)
+def theorem4_late_regime_t0(quick: bool = False) -> Measured:
     """Eqn 14, snapping phase at its start t = t_0 = 2(1 + ω_1) K ln M/η_Y.
 
     **Arguments:** `quick`: fewer save times.
 
     **Returns:** the [`Check`][]: max relative error over the configurations.
     """
-    return _regime_check(
-        quick,
-        "t0",
-        "theorem4_late_regime_t0",
-        "Theorem 4, Eqn 14 (t = t_0): late formula vs L3 B_n",
-        0.05,
-        "within 4.5%.",
-    )
+    return _regime(quick, "t0", "within 4.5%.")
 
 
-def theorem4_late_regime(quick: bool = False) -> Check:
+@claim("Theorem 4, Eqn 14 (3 t_0 <= t <= 1e4 t_0): late formula vs L3 B_n", tolerance=0.015, quick_mode=True)
+def theorem4_late_regime(quick: bool = False) -> Measured:
     """Eqn 14, snapping phase: B_n ≈ ¼ ln(C_0 + 2K(M−1)²/M² (η_Z/η_Y) ln²(Mη_Y t/K)) for t ≥ 3t_0.
 
     **Arguments:** `quick`: fewer save times.
 
     **Returns:** the [`Check`][]: max relative error over the configurations and 3t_0 ≤ t ≤ 1e4 t_0.
     """
-    return _regime_check(
-        quick,
-        "late",
-        "theorem4_late_regime",
-        "Theorem 4, Eqn 14 (3 t_0 <= t <= 1e4 t_0): late formula vs L3 B_n",
-        0.015,
-        "within 1.2%, -> exact as t -> inf.",
-    )
+    return _regime(quick, "late", "within 1.2%, -> exact as t -> inf.")
 
 
-def theorem4_fixed_nu_invariance(quick: bool = False) -> Check:
+@claim(
+    "Theorem 4: B_n(t_0) identical across eta_Z at fixed nu = eta_Y/eta_Z (largest spread)",
+    tolerance=1e-10,
+    quick_mode=True,
+)
+def theorem4_fixed_nu_invariance(quick: bool = False) -> Measured:
     """Theorem 4: at fixed ν = η_Y/η_Z, B_n(t_0) depends on K, M, ν only, not on η_Z (Fig. 9 dots).
 
     **Arguments:** `quick`: fewer save times.
@@ -443,13 +434,10 @@ def theorem4_fixed_nu_invariance(quick: bool = False) -> Check:
         f"spread {np.ptp(values):.1e}"
         for (M, K, nu), (closed, values) in zip(_NU_CONFIGS, results)
     ]
-    return check(
-        "theorem4_fixed_nu_invariance",
-        "Theorem 4: B_n(t_0) identical across eta_Z at fixed nu = eta_Y/eta_Z (largest spread)",
+    return Measured(
         predicted=results[0][0],
         simulated=results[0][1][0],
         error=max(float(np.ptp(values)) for _, values in results),
-        tolerance=1e-10,
         note=f"L3 integrated to t_0 = 2(1+omega_1) K ln M / eta_Y for eta_Z in {_INVARIANCE_ETA_Z}, C_0=1; "
         + "; ".join(parts)
         + ". predicted/simulated: closed form / integrated B(t_0) of the first configuration (Fig. 9 left).",
@@ -474,7 +462,12 @@ def _fall_time(ts: np.ndarray, rate: np.ndarray, fraction: float) -> float:
     return float(np.exp(np.log(ts[j - 1]) + weight * (np.log(ts[j]) - np.log(ts[j - 1]))))
 
 
-def theorem4_snap_scaling() -> Check:
+@claim(
+    "Theorem 4: snap time of the dominant DT's logit ~ 1/eta_Y at fixed eta_Z (fitted exponent)",
+    tolerance=0.15,
+    provenance="recon",
+)
+def theorem4_snap_scaling() -> Measured:
     """Theorem 4(a): the transition ("snap") time scales as 1/η_Y at fixed η_Z.
 
     The snap time is measured in L2 as the first time after its peak at which the growth
@@ -490,14 +483,10 @@ def theorem4_snap_scaling() -> Check:
     times = np.asarray(times)
     slope = sims.log_log_slope(_SNAP_ETA_Y, times)
     scaled = times * np.asarray(_SNAP_ETA_Y) / (3 * np.log(17))
-    return check(
-        "theorem4_snap_scaling",
-        "Theorem 4: snap time of the dominant DT's logit ~ 1/eta_Y at fixed eta_Z (fitted exponent)",
+    return Measured(
         predicted=-1.0,
         simulated=slope,
         error=abs(slope + 1),
-        tolerance=0.15,
-        provenance="recon",
         note=f"L2 class-weighted theory flow, reference instance (K=3, M=17), Z(0)=0, eta_Z={_SNAP_ETA_Z}, "
         f"eta_Y in {_SNAP_ETA_Y}. Snap time := the first time after its peak at which z_dot of the dominant "
         f"DT of class 1 falls to {_SNAP_FRACTION} of the peak (log-linear interpolation between "

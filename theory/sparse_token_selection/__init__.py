@@ -8,7 +8,8 @@ claim text names the paper's statement (paper) it supports. A check with a quick
 `quick` (smaller simulations, never a looser tolerance). Everything runs in float64 (online runs
 in float32, as the experiments).
 
-- [`CHECKS`][]: the check functions in order; `theory.check_makers(PAPER, CHECKS, quick)` runs them.
+- [`CHECKS`][]: the check functions in order, each declared with `theory.claim`;
+  `theory.check_makers(PAPER, CHECKS, quick)` runs them.
 - [`closed_forms`][]: the closed forms the checks, figures and benchmark compare against
   (re-exported here).
 """

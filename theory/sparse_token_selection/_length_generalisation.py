@@ -14,10 +14,9 @@ import numpy as np
 import dynamics
 import tasks.sparse_token_selection as sts
 
-from .._check import Check, relative_error
+from .._check import Measured, claim, relative_error
 from . import closed_forms as F
 from ._checks import ONLINE
-from ._sims import check
 
 PAPER_ONLINE = dataclasses.replace(ONLINE, d=10, T=200, pe_dim=400)
 """The paper's Fig. 2 size: T = 200, q = 3, T_test = 250..400 (paper); d = 10, N = 400 slots (recon)."""
@@ -139,25 +138,30 @@ def _matching_steps(steps: np.ndarray, path: np.ndarray, final: np.ndarray) -> l
     return matched
 
 
-def _follows(
-    name: str, claim: str, simulated: np.ndarray, closed: np.ndarray, note: str, expected_deviation=None
-) -> Check:
+def _follows(simulated: np.ndarray, closed: np.ndarray, note: str, deviation: str | None = None) -> Measured:
+    """The worst relative error over T_test between the final online losses and their closed form."""
     errors = [relative_error(c, s) for c, s in zip(closed, simulated)]
     worst = int(np.argmax(errors))
-    return check(
-        name,
-        claim + " (worst relative error over T_test, end of training)",
+    return Measured(
         predicted=float(closed[worst]),
         simulated=float(simulated[worst]),
         error=float(errors[worst]),
-        tolerance=FOLLOWS_TOLERANCE,
-        provenance="derived",
         note=note + ".",
-        expected_deviation=expected_deviation,
+        deviation=deviation,
     )
 
 
-def fig2_stochastic_follows_theorem3(quick: bool = False) -> Check:
+_FOLLOWS = " (worst relative error over T_test, end of training)"
+
+
+@claim(
+    "Fig. 2 (paper): stochastic PE generalises to T_test > T; Theorem 3 (derived): its loss at T_test is "
+    "L_{T',q}(g, a) along population GD" + _FOLLOWS,
+    tolerance=FOLLOWS_TOLERANCE,
+    provenance="derived",
+    quick_mode=True,
+)
+def fig2_stochastic_follows_theorem3(quick: bool = False) -> Measured:
     """Fig. 2 with stochastic PE: the online loss at every T_test at the end of training against
     Theorem 3's closed form L_{T',q}(γ_k, a_k) along population GD at the same step. A miss is an
     expected deviation only when the online run of Definition 4's model (only W_EE and V_X trained,
@@ -170,14 +174,11 @@ def fig2_stochastic_follows_theorem3(quick: bool = False) -> Check:
     def4_errors = [relative_error(c, s) for c, s in zip(closed, r["definition4"][-1])]
     explained = full_error > FOLLOWS_TOLERANCE and max(def4_errors) <= FOLLOWS_TOLERANCE
     return _follows(
-        "fig2_stochastic_follows_theorem3",
-        "Fig. 2 (paper): stochastic PE generalises to T_test > T; Theorem 3 (derived): its loss at T_test is "
-        "L_{T',q}(g, a) along population GD",
         r["stochastic"][-1],
         closed,
         f"{r['note']}; the final online losses are the closed form's at steps {steps} of population GD; "
         f"Definition 4's model is within {_rounded(def4_errors)} of the closed form",
-        expected_deviation=(
+        deviation=(
             "mini-batch noise in the token-key block W_XE (zero population gradient) tilts the attention "
             "output on the plateau and lowers the value scale, which slows the growth of a "
             "(fig2_token_key_noise); Definition 4's model, trained on the same batches without that block, "
@@ -188,21 +189,32 @@ def fig2_stochastic_follows_theorem3(quick: bool = False) -> Check:
     )
 
 
-def fig2_fixed_follows_closed_form(quick: bool = False) -> Check:
+@claim(
+    "Fig. 2 (paper): fixed PE does not generalise to T_test > T; its loss at T_test is the closed form "
+    "of fixed_pe_loss along population GD (derived)" + _FOLLOWS,
+    tolerance=FOLLOWS_TOLERANCE,
+    provenance="derived",
+    quick_mode=True,
+)
+def fig2_fixed_follows_closed_form(quick: bool = False) -> Measured:
     """Fig. 2 with fixed PE: the online loss at every T_test at the end of training against
     `closed_forms.fixed_pe_loss` along population GD at the same step."""
     r = _runs(quick)
     return _follows(
-        "fig2_fixed_follows_closed_form",
-        "Fig. 2 (paper): fixed PE does not generalise to T_test > T; its loss at T_test is the closed form "
-        "of fixed_pe_loss along population GD (derived)",
         r["fixed"][-1],
         r["fixed_closed"],
         r["note"],
     )
 
 
-def fig2_stochastic_converges(quick: bool = False) -> Check:
+@claim(
+    f"Fig. 2 (paper): stochastic PE converges within about 1e4 steps on every T_test (largest final "
+    f"loss_T / (d/2q) over T_test, at most {CONVERGED})",
+    tolerance=CONVERGED,
+    provenance="recon",
+    quick_mode=True,
+)
+def fig2_stochastic_converges(quick: bool = False) -> Measured:
     """Fig. 2: the stochastic-PE loss at every T_test ends below `CONVERGED` · L_0 (the largest
     over T_test). A miss is an expected deviation only when Theorem 3's closed form along population
     GD is itself above `CONVERGED` · L_0 at the run's last step."""
@@ -211,27 +223,29 @@ def fig2_stochastic_converges(quick: bool = False) -> Check:
     final = r["stochastic"][-1]
     closed_max = float(np.max(r["stochastic_closed"]))
     k = _steps_to_converge(sim, longest)
-    return check(
-        "fig2_stochastic_converges",
-        f"Fig. 2 (paper): stochastic PE converges within about 1e4 steps on every T_test (largest final "
-        f"loss_T / (d/2q) over T_test, at most {CONVERGED})",
+    return Measured(
         predicted=0.0,
         simulated=float(np.max(final)),
         error=float(np.max(final)),
-        tolerance=CONVERGED,
-        provenance="recon",
         note=f"{r['note']}; the closed form at T_test={longest} reaches {CONVERGED} L_0 after {k} steps.",
-        expected_deviation=(
-            f"by Theorem 3 the loss at T_test is a growing multiple of the training-length loss (the ratio "
-            f"tends to R), which falls like (N-1)/(4 eta k): after {sim.num_steps} steps the closed form "
-            f"itself is {closed_max:.3f} L_0 at T_test={longest}, still falling like 1/k"
-            if closed_max > CONVERGED
-            else None
-        ),
+        deviation=f"by Theorem 3 the loss at T_test is a growing multiple of the training-length loss (the "
+        f"ratio tends to R), which falls like (N-1)/(4 eta k): after {sim.num_steps} steps the closed form "
+        f"itself is {closed_max:.3f} L_0 at T_test={longest}, still falling like 1/k"
+        if closed_max > CONVERGED
+        else None,
     )
 
 
-def fig2_fixed_stays_above_constant(quick: bool = False) -> Check:
+@claim(
+    "Fig. 2 (paper): fixed PE's loss stays above a positive constant on every T_test; the constant is "
+    "the minimum of fixed_pe_loss along population GD (derived) (smallest saved loss / constant, "
+    "lower bound)",
+    tolerance=0.1,
+    provenance="derived",
+    bound="lower",
+    quick_mode=True,
+)
+def fig2_fixed_stays_above_constant(quick: bool = False) -> Measured:
     """Fig. 2: the fixed-PE loss at every T_test stays above a positive constant: the smallest value
     of the closed form over the whole population-GD path (`FIXED_HORIZON` steps, past its minimum,
     on to the floor). Compares the smallest saved online loss with it (lower bound, worst T_test)."""
@@ -245,24 +259,26 @@ def fig2_fixed_stays_above_constant(quick: bool = False) -> Check:
     at_minimum = r["fixed_steps"][path.argmin(axis=0)].tolist()
     ratios = lowest / constant
     worst = int(np.argmin(ratios))
-    return check(
-        "fig2_fixed_stays_above_constant",
-        "Fig. 2 (paper): fixed PE's loss stays above a positive constant on every T_test; the constant is "
-        "the minimum of fixed_pe_loss along population GD (derived) (smallest saved loss / constant, "
-        "lower bound)",
+    return Measured(
         predicted=float(constant[worst]),
         simulated=float(lowest[worst]),
         error=max(0.0, 1.0 - float(ratios[worst])),
-        tolerance=0.1,
-        bound="lower",
-        provenance="derived",
         note=f"{r['note']}; smallest saved fixed loss_T / (d/2q) {_rounded(lowest)}, the constant "
         f"{_rounded(constant)} (closed-form minimum at step {at_minimum}), "
         f"which then rises to the floor {_rounded(floors)} as a grows.",
     )
 
 
-def fig4_unseen_q_follows_speed(quick: bool = False) -> Check:
+@claim(
+    "Fig. 4 bottom (paper): both PE types reach 0 on unseen q_test, stochastic slightly faster; "
+    "derived: at the training length both follow L_{T,q'}(g, a) along their own population GD, "
+    "fixed PE ahead (ratio of fixed to stochastic loss at q_test, worst relative error over q_test, "
+    "end of training)",
+    tolerance=FOLLOWS_TOLERANCE,
+    provenance="derived",
+    quick_mode=True,
+)
+def fig4_unseen_q_follows_speed(quick: bool = False) -> Measured:
     """Fig. 4, bottom: at the training length T, the ratio of the fixed-PE to the stochastic-PE loss
     at each unseen q_test at the end of training, against the same ratio of the closed forms
     L_{T,q'}(γ_k, a_k) along each PE type's own population GD. Both read the same closed form at
@@ -278,30 +294,21 @@ def fig4_unseen_q_follows_speed(quick: bool = False) -> Check:
     def4_errors = [relative_error(c, s) for c, s in zip(closed, def4)]
     worst = int(np.argmax(errors))
     explained = max(errors) > FOLLOWS_TOLERANCE and max(def4_errors) <= FOLLOWS_TOLERANCE
-    return check(
-        "fig4_unseen_q_follows_speed",
-        "Fig. 4 bottom (paper): both PE types reach 0 on unseen q_test, stochastic slightly faster; "
-        "derived: at the training length both follow L_{T,q'}(g, a) along their own population GD, "
-        "fixed PE ahead (ratio of fixed to stochastic loss at q_test, worst relative error over q_test, "
-        "end of training)",
+    return Measured(
         predicted=float(closed[worst]),
         simulated=float(simulated[worst]),
         error=float(errors[worst]),
-        tolerance=FOLLOWS_TOLERANCE,
-        provenance="derived",
         note=f"{r['note']}; q_test={list(r['q_tests'])}: final loss_q / (d/2q) stochastic "
         f"{_rounded(r['stochastic_q'][-1])}, its closed form {_rounded(r['stochastic_q_closed'])}; "
         f"Definition 4's model {_rounded(r['definition4_q'][-1])}; fixed {_rounded(r['fixed_q'][-1])}, "
         f"its closed form {_rounded(r['fixed_q_closed'])}; ratio fixed / stochastic {_rounded(simulated)} "
         f"(with Definition 4's model {_rounded(def4)}), closed forms {_rounded(closed)}.",
-        expected_deviation=(
-            "the full stochastic-PE model lags population GD by the mini-batch noise in W_XE "
-            "(fig2_token_key_noise), which widens fixed PE's lead; with Definition 4's model, trained on "
-            f"the same batches without that block, the ratio is within {max(def4_errors):.3f} of the "
-            "closed forms'"
-            if explained
-            else None
-        ),
+        deviation="the full stochastic-PE model lags population GD by the mini-batch noise in W_XE "
+        "(fig2_token_key_noise), which widens fixed PE's lead; with Definition 4's model, trained on "
+        f"the same batches without that block, the ratio is within {max(def4_errors):.3f} of the "
+        "closed forms'"
+        if explained
+        else None,
     )
 
 
@@ -332,7 +339,15 @@ def _plateau_run(batch_size: int, blocks: str, num_steps: int) -> dict[str, floa
     return {"gamma": float(gamma), "a": float(a), "bias": F.token_key_bias(model.W[:d, d:], N, task.q)}
 
 
-def fig2_token_key_noise(quick: bool = False) -> Check:
+@claim(
+    "derived: mini-batch noise in W_XE lowers the plateau's value scale to p_in / (q p_in^2 + "
+    "(T - q) p_out^2 + E||W_XE s_y||^2 / d); without W_XE (Definition 4) it is population GD's (worst "
+    "relative error over batch sizes and models)",
+    tolerance=0.1,
+    provenance="derived",
+    quick_mode=True,
+)
+def fig2_token_key_noise(quick: bool = False) -> Measured:
     """Why the full model's online run lags population GD at the paper's size (derived): with
     x_query = 0 the token-key block W_XE gets no population gradient, but mini-batch GD leaves noise
     in it; the score of token i gains x_iᵀ W_XE s_y, which tilts the attention output by W_XE s_y. On
@@ -362,16 +377,10 @@ def fig2_token_key_noise(quick: bool = False) -> Check:
                 f"a {r['a']:.4f}"
             )
     error, predicted, simulated = max(predictions)
-    return check(
-        "fig2_token_key_noise",
-        "derived: mini-batch noise in W_XE lowers the plateau's value scale to p_in / (q p_in^2 + "
-        "(T - q) p_out^2 + E||W_XE s_y||^2 / d); without W_XE (Definition 4) it is population GD's (worst "
-        "relative error over batch sizes and models)",
+    return Measured(
         predicted=predicted,
         simulated=simulated,
         error=error,
-        tolerance=0.1,
-        provenance="derived",
         note=f"d={task.d}, T={task.T}, q={task.q}, dictionary_onehot N={task.pe_dim}, GD lr 1, zero init, "
         f"{num_steps} steps, 1 seed, float32; signal d/T = {task.d / task.T:.3f}; {'; '.join(rows)}; "
         f"population GD: gamma {pop_gamma:.3f}, a {pop_a:.4f}. The prediction is first order in the bias; "

@@ -9,8 +9,6 @@ import numpy as np
 import dynamics
 import tasks.sparse_token_selection as sts
 
-from .._check import Check, within
-
 PAPER = "sparse_token_selection"
 
 PAPER_SIZE = sts.STSConfig(d=10, T=200, q=3, pe_sampler="onehot")
@@ -21,11 +19,6 @@ SMALL = sts.STSConfig(d=3, T=8, q=2, pe_sampler="onehot")
 
 FLOW_T1 = 1e7
 FLOW_EPS = 1e-5
-
-
-def check(name: str, claim: str, **kwargs) -> Check:
-    """[`within`][] for this paper."""
-    return within(PAPER, name, claim, **kwargs)
 
 
 @functools.cache
