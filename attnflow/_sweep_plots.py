@@ -1,5 +1,7 @@
-"""The standard plots of a sweep: each saved scalar against time with seed bands per grid point,
-and the final value against one grid axis (a line) or two (a heat map)."""
+"""The standard plots of a sweep: each saved scalar against time (a flow's time, or a discrete
+run's steps) with seed bands per grid point and the runs' stop times marked, the final value
+against one grid axis (a line) or two (a heat map), and, when runs stop early, the stop time
+`t_stop` itself."""
 
 import warnings
 from pathlib import Path
@@ -34,22 +36,42 @@ def plot_sweep(ds: xr.Dataset, axes: list[str], out_dir: Path) -> list[Path]:
     - `out_dir`: the folder (created).
 
     **Returns:** the files written: `<metric>_time.png` for every scalar metric, and with one or two
-    grid axes `<metric>_final.png`.
+    grid axes `<metric>_final.png`; where some run stopped before its end (an event, a
+    divergence, the step budget), `t_stop_final.png` too.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     dynamics.remove_stale_temporaries(out_dir)  # of a plot a killed process was writing
     paths = []
     time = ds["time"].where(np.isfinite(ds["time"])).median(SEED_DIM)
     points = ds["time"].isel({SEED_DIM: 0, SAVE_DIM: 0}).stack(point=axes) if axes else None
+    stopped = _stopped_early(ds)
+    clock = "step" if np.issubdtype(ds["time"].dtype, np.integer) else "time"
     for name in scalar_metrics(ds, axes):
         values = ds[name].where(np.isfinite(ds[name]))
-        paths.append(_against_time(values, time, points, name, out_dir))
-        final = _last_finite(ds[name])
-        if len(axes) == 1:
-            paths.append(_final_line(final, axes[0], name, out_dir))
-        elif len(axes) == 2:
-            paths.append(_final_heatmap(final, axes, name, out_dir))
+        paths.append(_against_time(values, time, points, name, clock, stopped, out_dir))
+        paths += _finals(_last_finite(ds[name]), axes, name, f"{name} at each run's last save", out_dir)
+    if stopped is not None:
+        paths += _finals(stopped, axes, "t_stop", f"the {clock} of each run that stopped early", out_dir)
     return paths
+
+
+def _stopped_early(ds: xr.Dataset) -> xr.DataArray | None:
+    """`t_stop` where some run stopped before its end (NaN for the runs that completed), or None."""
+    if "stop" not in ds or "t_stop" not in ds:
+        return None
+    early = ds["stop"] > int(dynamics.StopReason.completed)  # −1: a block not written
+    if not bool(early.any()):
+        return None
+    return ds["t_stop"].astype(float).where(early)
+
+
+def _finals(final, axes: list[str], name: str, what: str, out_dir: Path) -> list[Path]:
+    """`final` against one grid axis (a line) or two (a heat map); nothing for other grids."""
+    if len(axes) == 1:
+        return [_final_line(final, axes[0], name, what, out_dir)]
+    if len(axes) == 2:
+        return [_final_heatmap(final, axes, name, what, out_dir)]
+    return []
 
 
 def _last_finite(values: xr.DataArray) -> xr.DataArray:
@@ -62,7 +84,7 @@ def _last_finite(values: xr.DataArray) -> xr.DataArray:
     return values.isel({SAVE_DIM: -1}).copy(data=np.squeeze(picked, save_axis))
 
 
-def _against_time(values, time, points, name: str, out_dir: Path) -> Path:
+def _against_time(values, time, points, name: str, clock: str, stopped, out_dir: Path) -> Path:
     fig, ax = plt.subplots(figsize=(6, 4))
     labels = [None] if points is None else list(points["point"].values)[:_MAX_LINES]
     for i, label in enumerate(labels):
@@ -74,11 +96,26 @@ def _against_time(values, time, points, name: str, out_dir: Path) -> Path:
         text = "median" if label is None else ", ".join(f"{k}={x}" for k, x in select.items())
         ax.plot(t.values, mid, color=f"C{i % 10}", label=text)
         ax.fill_between(t.values, low, high, color=f"C{i % 10}", alpha=0.2, linewidth=0)
+        if stopped is not None:  # each early stop, as a tick on the time axis in the run's colour
+            stops = stopped.sel(select).values.ravel()
+            stops = stops[np.isfinite(stops)]
+            ax.plot(
+                stops,
+                np.zeros_like(stops),
+                "|",
+                color=f"C{i % 10}",
+                markersize=12,
+                clip_on=False,
+                transform=ax.get_xaxis_transform(),
+            )
     _scale(ax.set_xscale, time.values)
     _scale(ax.set_yscale, values.values)
-    ax.set_xlabel("time (steps for discrete training)")
+    ax.set_xlabel(clock)
     ax.set_ylabel(name)
-    ax.set_title(f"{name}: median over seeds, band 10-90 %", fontsize=9)
+    title = f"{name}: median over seeds, band 10-90 %"
+    if stopped is not None:
+        title += f"; ticks: the {clock} each run stopped early (its curve ends at its last save)"
+    ax.set_title(title, fontsize=8)
     ax.legend(fontsize=7)
     return _save(fig, out_dir / f"{name}_time.png")
 
@@ -95,19 +132,19 @@ def _scale(set_scale, x: np.ndarray) -> None:
         set_scale("log")
 
 
-def _final_line(final, axis: str, name: str, out_dir: Path) -> Path:
+def _final_line(final, axis: str, name: str, what: str, out_dir: Path) -> Path:
     fig, ax = plt.subplots(figsize=(5, 3.5))
     mean, std = final.mean(SEED_DIM), final.std(SEED_DIM)
     x = np.arange(final.sizes[axis])
     ax.errorbar(x, mean.values, yerr=std.values, marker="o", capsize=3)
     ax.set_xticks(x, [str(v) for v in final[axis].values])
     ax.set_xlabel(axis)
-    ax.set_ylabel(f"final {name}")
-    ax.set_title(f"{name} at each run's last save: mean ± std over seeds", fontsize=9)
+    ax.set_ylabel(name)
+    ax.set_title(f"{what}: mean ± std over seeds", fontsize=9)
     return _save(fig, out_dir / f"{name}_final.png")
 
 
-def _final_heatmap(final, axes: list[str], name: str, out_dir: Path) -> Path:
+def _final_heatmap(final, axes: list[str], name: str, what: str, out_dir: Path) -> Path:
     fig, ax = plt.subplots(figsize=(5, 4))
     mean = final.mean(SEED_DIM).transpose(*axes)
     image = ax.imshow(mean.values, origin="lower", aspect="auto", cmap="viridis")
@@ -115,7 +152,9 @@ def _final_heatmap(final, axes: list[str], name: str, out_dir: Path) -> Path:
     ax.set_xticks(range(mean.shape[1]), [str(v) for v in mean[axes[1]].values])
     ax.set_ylabel(axes[0])
     ax.set_xlabel(axes[1])
-    fig.colorbar(image, ax=ax, label=f"{name} at the last save (mean over seeds)")
+    fig.colorbar(image, ax=ax, label=f"{what} (mean over seeds)")
+    if np.isnan(mean.values).any():
+        ax.set_title("blank: no run of that point gave a value", fontsize=8)
     return _save(fig, out_dir / f"{name}_final.png")
 
 
@@ -123,7 +162,7 @@ def _save(fig, path: Path) -> Path:
     """Write the figure whole or not at all, and close it."""
     try:
         with dynamics.atomic_write(path, "wb") as f:
-            fig.savefig(f, format="png", dpi=110, bbox_inches="tight")
+            fig.savefig(f, format="png", dpi=160, bbox_inches="tight")
     finally:
         plt.close(fig)
     return path
