@@ -108,21 +108,18 @@ class _Lines:
         seconds = time.perf_counter() - self.start
         print(f"{self.desc}: {self.n}/{self.total} done ({seconds:.1f} s)", file=sys.stderr, flush=True)
 
-    def close(self) -> None:
-        pass
-
     def __enter__(self):
         return self
 
     def __exit__(self, *exc) -> None:
-        self.close()
+        pass
 
 
 def progress_over(total: int, desc: str, unit: str, enabled: bool):
     """Progress over `total` pieces (the blocks of a sweep, the chunks of a batch): a tqdm bar on a
     terminal, one line per piece elsewhere (`on_terminal`), nothing unless `enabled`.
 
-    **Returns:** an object with `update()` and `close()`, usable as a context manager.
+    **Returns:** a context manager whose `update()` counts one piece done.
     """
     if enabled and not on_terminal():
         return _Lines(total, desc)
