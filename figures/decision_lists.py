@@ -184,7 +184,7 @@ def flow_one_task(out_dir: Path, full: bool) -> list[Path]:
         )
     )(_f64(c), _f64(ts))
     column = np.asarray(run.values["column"])
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), layout="constrained")
     axes[0].plot(ts[1:], np.asarray(run.values["loss"])[1:])
     axes[0].set(xscale="log", xlabel="t", ylabel="population loss", title="loss along the W flow")
     axes[1].plot(ts[1:], np.asarray(run.values["mu"])[1:])
@@ -196,7 +196,8 @@ def flow_one_task(out_dir: Path, full: bool) -> list[Path]:
     axes[2].set(xscale="log", xlabel="t", ylabel="score", title=f"query a={a}, list {entries}")
     axes[2].legend(fontsize=8)
     for ax in axes:
-        ax.axvline(tau, color="r", lw=0.8, ls=":")
+        ax.axvline(tau, color="r", lw=0.8, ls=":", label=f"τ = {tau:.3g}: first perfect classification")
+    axes[0].legend(fontsize=8)
     config = {
         "L": L,
         "n": n,
