@@ -8,6 +8,8 @@ import numpy as np
 import dynamics
 from dynamics import _progress
 
+from .test_dynamics_simulation import Decay
+
 
 def _flow(rate):
     return dynamics.ode_flow(lambda t, y, args: -rate * y, jnp.array(1.0), t1=5.0)
@@ -15,17 +17,6 @@ def _flow(rate):
 
 def _scan(rate):
     return dynamics.train(lambda w: 0.5 * w**2, jnp.array(1.0), dynamics.gd(rate), num_steps=250, every=50)
-
-
-class _Decay(dynamics.AbstractSimulation):
-    """y' = −rate y from y0 ~ N(1, 0.1²), to t = 5."""
-
-    rate: float = dynamics.param(1.0, dynamics.Interval(0, low_open=True), doc="rate", traced=True)
-    dtype: str = dynamics.dtype_param("float64")
-
-    def run(self, key):
-        y0 = 1.0 + 0.1 * jax.random.normal(key, (), self.dtype)
-        return dynamics.ode_flow(lambda t, y, args: -self.rate * y, y0, t1=5.0)
 
 
 def test_meters_change_no_number(monkeypatch):
@@ -58,8 +49,7 @@ def test_meters_are_off_by_default_and_a_flow_shows_diffrax_bar(capsys):
 
 
 def test_a_sweep_in_a_log_writes_one_line_per_block_and_no_bar(capsys):
-    sim = _Decay()
-    dynamics.sweep(sim, {"rate": [0.5, 1.0, 2.0]}, num_seeds=2, chunk_size=1, progress=True)
+    dynamics.sweep(Decay(), {"rate": [0.5, 1.0, 2.0]}, num_seeds=2, chunk_size=1, progress=True)
     err = capsys.readouterr().err
     assert "\r" not in err and "%" not in err
     lines = err.splitlines()
@@ -69,6 +59,6 @@ def test_a_sweep_in_a_log_writes_one_line_per_block_and_no_bar(capsys):
 
 def test_a_sweep_on_a_terminal_draws_its_bars(capsys, monkeypatch):
     monkeypatch.setattr(_progress, "on_terminal", lambda: True)
-    dynamics.sweep(_Decay(), {"rate": [0.5, 1.0, 2.0]}, num_seeds=2, chunk_size=1, progress=True)
+    dynamics.sweep(Decay(), {"rate": [0.5, 1.0, 2.0]}, num_seeds=2, chunk_size=1, progress=True)
     err = capsys.readouterr().err
     assert "blocks: 100%" in err and "100.00%" in err  # the blocks' bar and a flow's own
