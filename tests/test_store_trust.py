@@ -182,23 +182,23 @@ def _writer(store: Path, overwrite=False, log="", pause=0.0, hold="") -> subproc
     )
 
 
-def _wait_for_a_block(store: Path, process: subprocess.Popen) -> None:
-    done = store / ".attnflow_units_done"
+def _wait_for_an_entry(folder: Path, process: subprocess.Popen) -> None:
+    """Wait (at most 4 minutes) until `folder` holds a file, while `process` runs."""
     deadline = time.monotonic() + 240
-    while not (done.exists() and any(done.iterdir())) and time.monotonic() < deadline:
+    while not (folder.is_dir() and any(folder.iterdir())) and time.monotonic() < deadline:
         assert process.poll() is None, process.communicate()[1][-2000:]
         time.sleep(0.05)
+
+
+def _wait_for_a_block(store: Path, process: subprocess.Popen) -> None:
+    _wait_for_an_entry(store / ".attnflow_units_done", process)
 
 
 def test_overwrite_is_refused_while_another_process_writes(tmp_path):
     store, hold = tmp_path / "s.zarr", tmp_path / "hold"
     hold.touch()  # the first writer's runs wait until the refusal is seen
     first = _writer(store, hold=str(hold))
-    writers = store / ".attnflow_writers"
-    deadline = time.monotonic() + 240
-    while not (writers.is_dir() and any(writers.iterdir())) and time.monotonic() < deadline:
-        assert first.poll() is None, first.communicate()[1][-2000:]
-        time.sleep(0.05)
+    _wait_for_an_entry(store / ".attnflow_writers", first)  # the first writer is registered
     with pytest.raises(ValueError, match=rf"is being written by pid {first.pid} on .*overwrite replaces"):
         dynamics.sweep(SlowDecay(), GRID, num_seeds=6, chunk_size=2, store=store, overwrite=True)
     hold.unlink()
