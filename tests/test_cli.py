@@ -154,11 +154,11 @@ def _toy(*checks) -> Paper:
 
 
 def test_verify_exit_code_and_json_follow_the_checks(tmp_path, monkeypatch, capsys):
-    @theory.claim("1 = 1", tolerance=1e-12)
+    @theory.claim("1 = 1", method="by hand", tolerance=1e-12)
     def good():
         return theory.Measured(predicted=1.0, simulated=1.0, error=0.0)
 
-    @theory.claim("1 = 2", tolerance=1e-12, quick_mode=True)
+    @theory.claim("1 = 2", method="by hand", tolerance=1e-12, quick_mode=True)
     def bad(quick: bool):
         return theory.Measured(predicted=1.0, simulated=2.0 + quick, error=1.0)
 
@@ -205,7 +205,9 @@ def test_a_check_takes_the_words_of_its_kinds_and_refuses_others(field, value, a
 def test_a_declared_check_is_named_after_its_function_and_judged_by_its_declaration():
     calls = []
 
-    @theory.claim("x is 1", tolerance=0.1, provenance="derived", bound="upper", quick_mode=True)
+    @theory.claim(
+        "x is 1", method="by hand", tolerance=0.1, provenance="derived", bound="upper", quick_mode=True
+    )
     def x_is_one(quick: bool = False, *, x: float = 1.05) -> theory.Measured:
         calls.append(quick)
         return theory.Measured(1.0, x, theory.relative_error(1.0, x), note=f"x={x}")
@@ -220,7 +222,7 @@ def test_a_declared_check_is_named_after_its_function_and_judged_by_its_declarat
 
 
 def test_a_declared_check_without_a_quick_mode_is_not_given_quick_and_may_deviate():
-    @theory.claim("y is 0", tolerance=0.0, expected_deviation="y is 1 here, for a reason")
+    @theory.claim("y is 0", method="by hand", tolerance=0.0, expected_deviation="y is 1 here, for a reason")
     def y_is_zero() -> theory.Measured:
         return theory.Measured(0.0, 1.0, 1.0)
 
@@ -228,7 +230,7 @@ def test_a_declared_check_without_a_quick_mode_is_not_given_quick_and_may_deviat
     check = made()
     assert check.verdict is theory.Verdict.deviation and "for a reason" in check.note
 
-    @theory.claim("w is 0", tolerance=0.5)
+    @theory.claim("w is 0", method="by hand", tolerance=0.5)
     def w_is_zero(w: float = 2.0) -> theory.Measured:
         # a reason known only once measured takes the place of a declared one
         return theory.Measured(0.0, w, w, deviation=f"w is {w} here")
@@ -262,21 +264,21 @@ def test_a_declaration_refuses_bad_words_before_anything_runs():
     with pytest.raises(
         ValueError, match="^provenance must be one of 'paper', 'derived', 'recon', got 'lore'$"
     ):
-        theory.claim("z", tolerance=0.0, provenance="lore")
+        theory.claim("z", method="by hand", tolerance=0.0, provenance="lore")
 
 
 def test_a_bound_reads_as_a_relation_in_the_table_json_and_page(tmp_path, monkeypatch, capsys):
     from attnflow._report import _check_table
 
-    @theory.claim("r in [0.5, 1]", tolerance=0.0, bound="lower", quick_mode=True)
+    @theory.claim("r in [0.5, 1]", method="by hand", tolerance=0.0, bound="lower", quick_mode=True)
     def above(quick: bool):
         return theory.Measured(predicted=0.5, simulated=0.96, error=0.0)
 
-    @theory.claim("r <= 1", tolerance=0.0, bound="upper")
+    @theory.claim("r <= 1", method="by hand", tolerance=0.0, bound="upper")
     def below():
         return theory.Measured(predicted=1.0, simulated=1.25, error=0.25)
 
-    @theory.claim("1 = 1", tolerance=1e-12)
+    @theory.claim("1 = 1", method="by hand", tolerance=1e-12)
     def equal():
         return theory.Measured(predicted=1.0, simulated=1.0, error=0.0)
 

@@ -1,38 +1,68 @@
-"""Each paper's page lists its checks as they are declared: one row per check in the "Checks"
-section, with the declared tolerance and provenance, and no row for a check that does not exist."""
+"""Each paper's page shows its checks as they are declared: the site's hook writes the table from
+the declarations (`theory.claim`) where the page says so, and no page keeps a table of its own."""
 
+import importlib.util
 import math
 import re
 from pathlib import Path
 
 import pytest
 
+import theory
 from attnflow.papers import papers
 
-PAGES = Path(__file__).parents[1] / "docs" / "papers"
-ROW = re.compile(r"^\| `(?P<name>[A-Za-z0-9_]+)` \|(?P<cells>.*)\|\s*$")
+DOCS = Path(__file__).parents[1] / "docs"
+ROW = re.compile(
+    r'^\| <a id="check-(?P<name>[A-Za-z0-9_]+)"></a><code>(?P<shown>[A-Za-z0-9_<>]+)</code><br>'
+    r"tolerance (?P<tolerance>[^<]+)<br>"
+    r"(?P<provenance>[a-z]+) \|(?P<cells>.*)\|$"
+)
 
 
-def _check_rows(paper: str) -> dict[str, list[str]]:
-    """The rows of the page's "Checks" section, by check name: their cells after the name."""
-    text = (PAGES / f"{paper}.md").read_text()
-    section = text.split("\n## Checks", 1)[1].split("\n## ", 1)[0]
-    rows = {}
-    for line in section.splitlines():
-        match = ROW.match(line)
-        if match:
-            assert match["name"] not in rows, f"{paper}: two rows for {match['name']}"
-            rows[match["name"]] = [cell.strip() for cell in match["cells"].split("|")]
-    return rows
+def _hook():
+    spec = importlib.util.spec_from_file_location("papers_hook", DOCS / "hooks" / "papers.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.mark.parametrize("paper", sorted(papers()))
-def test_the_checks_table_of_a_paper_page_is_its_declared_checks(paper):
-    rows = _check_rows(paper)
-    declared = {fn.__name__: fn.declaration for fn in papers()[paper].checks}
-    assert sorted(rows) == sorted(declared)
-    for name, declaration in declared.items():
-        tolerance, provenance = rows[name][-2:]
-        shown = float(tolerance.split()[0])  # a note may follow: "0 (lower bound)", "0.693 ($\ln 2$)"
-        assert math.isclose(shown, declaration.tolerance, rel_tol=1e-3), (name, tolerance)
-        assert provenance == declaration.provenance.value, (name, provenance)
+def test_a_paper_page_has_the_generated_checks_table_and_none_of_its_own(paper):
+    text = (DOCS / "papers" / f"{paper}.md").read_text()
+    checks = text.split("\n## Checks", 1)[1].split("\n## ", 1)[0]
+    assert checks.count(_hook().CHECKS_MARKER) == 1
+    assert not [line for line in checks.splitlines() if line.startswith("|")]
+
+
+@pytest.mark.parametrize("paper", sorted(papers()))
+def test_the_checks_table_is_the_declared_checks_in_order(paper):
+    lines = _hook().checks_table(paper).splitlines()[2:-2]  # inside <div class="checks" markdown>
+    assert lines[0].startswith("| check | claim |") and set(lines[1]) <= set("|-")
+    rows = [ROW.match(line) for line in lines[2:]]
+    assert all(rows), [line for line, row in zip(lines[2:], rows) if not row]
+    declared = papers()[paper].checks
+    assert [row["name"] for row in rows] == [fn.__name__ for fn in declared]
+    assert [row["shown"].replace("<wbr>", "") for row in rows] == [row["name"] for row in rows]
+    for row, fn in zip(rows, declared):
+        claim, method = (cell.strip() for cell in row["cells"].split("|"))
+        tolerance, provenance = row["tolerance"], row["provenance"]
+        declaration = fn.declaration
+        assert (claim, method) == (declaration.claim, declaration.method)
+        assert claim and method, fn.__name__
+        assert math.isclose(float(tolerance.split()[0]), declaration.tolerance, rel_tol=1e-5)
+        bound = declaration.bound
+        assert tolerance.endswith(" bound)") == (bound is not None)
+        assert bound is None or tolerance.endswith(f"({bound.value} bound)")
+        assert provenance == declaration.provenance.value
+
+
+def test_a_claim_that_would_break_the_table_is_refused(monkeypatch):
+    hook = _hook()
+
+    @theory.claim(r"$\|x\| = 1$", method="by hand", tolerance=0.0)
+    def norm_is_one():
+        raise AssertionError("not run")
+
+    monkeypatch.setattr(hook, "_papers", lambda: {"toy": type("Paper", (), {"checks": (norm_is_one,)})})
+    with pytest.raises(Exception, match=r"claim of the check toy.norm_is_one has a '\|'"):
+        hook.checks_table("toy")

@@ -48,7 +48,7 @@ import theory
 from tasks.toy_paper import Decay
 
 
-@theory.claim("y(1) = y(0) e^{-k}", tolerance=1e-6, provenance="derived", quick_mode=True)
+@theory.claim("y(1) = y(0) e^{-k}", method="by hand", tolerance=1e-6, provenance="derived", quick_mode=True)
 def decay_is_exponential(quick: bool):
     run = dynamics.simulate(Decay(k=2.0), num_seeds=2 if quick else 8)
     simulated = float(np.mean(run.values["y"][:, -1] / run.values["y"][:, 0]))

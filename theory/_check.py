@@ -183,6 +183,7 @@ class Declaration:
     """What a check states before it runs: the arguments of [`theory.claim`][] (see there)."""
 
     claim: str
+    method: str
     tolerance: float
     provenance: Provenance = Provenance.paper
     bound: Bound | None = None
@@ -197,6 +198,7 @@ class Declaration:
 def claim(
     statement: str,
     *,
+    method: str,
     tolerance: float,
     provenance: Provenance | str = Provenance.paper,
     bound: Bound | str | None = None,
@@ -212,7 +214,10 @@ def claim(
 
     **Arguments:**
 
-    - `statement`: the claim, with the paper's equation number ([`Check`][]'s `claim`).
+    - `statement`: the claim, with the paper's equation number ([`Check`][]'s `claim`): one line
+      of Markdown, maths in `$…$`.
+    - `method`: how the prediction and the simulated value are obtained and what `error` is
+      (Markdown, maths in `$…$`); the docs' table of the paper's checks shows it beside the claim.
     - `tolerance`: the largest `error` that passes.
     - `provenance`, `bound`: as in [`Check`][].
     - `quick_mode`: the function takes `quick: bool`, which shrinks its simulations (fewer draws,
@@ -224,7 +229,12 @@ def claim(
     **Example:**
 
         >>> import theory
-        >>> @theory.claim("exp(1) is 2.71828 to six digits", tolerance=1e-6, provenance="derived")
+        >>> @theory.claim(
+        ...     "$e$ is 2.71828 to six digits",
+        ...     method="`math.e` against 2.71828: relative error",
+        ...     tolerance=1e-6,
+        ...     provenance="derived",
+        ... )
         ... def e_to_six_digits() -> theory.Measured:
         ...     import math
         ...     return theory.Measured(2.71828, math.e, theory.relative_error(2.71828, math.e))
@@ -232,7 +242,7 @@ def claim(
         >>> check.name, check.verdict.value, check.tolerance
         ('e_to_six_digits', 'pass', 1e-06)
     """
-    declaration = Declaration(statement, tolerance, provenance, bound, quick_mode, expected_deviation)
+    declaration = Declaration(statement, method, tolerance, provenance, bound, quick_mode, expected_deviation)
 
     def decorate(measure: Callable[..., Measured]) -> Callable[..., Check]:
         @functools.wraps(measure)

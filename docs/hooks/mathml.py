@@ -28,6 +28,11 @@ _MATRIX_CLOSE = re.compile(r"</mtable><mo>(&#x0005D;|&#x00029;|&#x0007C;)</mo>")
 browser then draws at the text's height: marked stretchy, so that they span the matrix."""
 _LEFTOVER = re.compile(r"\\[A-Za-z]+")
 """A TeX command that `latex2mathml` did not translate."""
+_VERBATIM = re.compile(r"<(pre|code|math|script|style)\b.*?</\1>", re.DOTALL)
+"""Elements whose text is shown as written (code) or is no longer TeX (MathML)."""
+_RAW_MARKUP = re.compile(r"\$|\\[A-Za-z]+|^\s*\|.*\|\s*$", re.MULTILINE)
+"""What a page's text must not show once built: a `$` or a TeX command that was not read as maths,
+or a table row that was not read as a table."""
 
 
 def _as_array(match: re.Match) -> str:
@@ -51,8 +56,8 @@ def to_mathml(tex: str, display: bool) -> str:
 
     **Raises:**
 
-    `ValueError` when the formula does not convert, or a TeX command or an `&` is left in the
-    output.
+    `ValueError` when the formula does not convert, or a TeX command, an `&` or a backtick is left
+    in the output.
     """
     tex = _ALIGNED.sub(_as_array, _OPERATOR_NAME.sub(r"\\mathrm{", tex.strip()))
     mathml = convert(tex, display="block" if display else "inline")
@@ -61,6 +66,8 @@ def to_mathml(tex: str, display: bool) -> str:
         raise ValueError(f"untranslated TeX {sorted(set(leftover))}")
     mathml = _MATRIX_OPEN.sub(r'<mo stretchy="true" fence="true" form="prefix">\1</mo><mtable', mathml)
     mathml = _MATRIX_CLOSE.sub(r'</mtable><mo stretchy="true" fence="true" form="postfix">\1</mo>', mathml)
+    if "`" in mathml:
+        raise ValueError("a code span inside maths: write \\mathtt{…}")
     if "<mi>&</mi>" in mathml:
         raise ValueError("an alignment `&` outside an environment that aligns")
     return mathml
@@ -78,4 +85,22 @@ def on_page_content(html_text, page, **kwargs):
             raise PluginError(f"{page.file.src_path}: cannot render {tex!r} as MathML: {error}") from error
         return f'<{match["tag"]} class="math">{mathml}</{match["tag"]}>'
 
-    return _MATH.sub(replace, html_text)
+    html_text = _MATH.sub(replace, html_text)
+    raw = unrendered(html_text)
+    if raw:
+        raise PluginError(f"{page.file.src_path}: markup shown as text: {raw[:3]}")
+    return html_text
+
+
+def unrendered(html_text: str) -> list[str]:
+    """The TeX (a `$`, a `\\command`) and table rows left as text in a built page's HTML, each with
+    a little of the text around it; code and MathML are not looked at.
+
+    **Example:**
+
+        >>> unrendered("<p>so $1 - $ rate</p><pre>echo $HOME</pre>")
+        ['so $1 - $ rate']
+    """
+    text = html.unescape(re.sub(r"<[^>]+>", "", _VERBATIM.sub("", html_text)))
+    around = (text[max(0, m.start() - 30) : m.end() + 30].strip() for m in _RAW_MARKUP.finditer(text))
+    return list(dict.fromkeys(around))

@@ -1,13 +1,16 @@
 """The papers in the site, found where every command finds them (`attnflow.papers.papers()`): the
 "Papers" section of the navigation (one page per paper, `papers/<name>.md`, labelled with its
-declared label) and the API reference of each paper's package, written where a page says
-`<!-- attnflow: the papers' packages -->`. No list of papers is kept in the site's sources."""
+declared label), the API reference of each paper's package, written where a page says
+`<!-- attnflow: the papers' packages -->`, and the table of a paper's checks, written where its
+page says `<!-- attnflow: checks -->`, from the checks' declarations (`theory.claim`). No list of
+papers or of checks is kept in the site's sources."""
 
 from pathlib import Path
 
 from mkdocs.exceptions import PluginError
 
 MARKER = "<!-- attnflow: the papers' packages -->"
+CHECKS_MARKER = "<!-- attnflow: checks -->"
 
 
 def _papers():
@@ -30,8 +33,50 @@ def on_config(config):
     return config
 
 
+def _tolerance(tolerance: float) -> str:
+    """A tolerance as the tables show it: `1e-8`, `0.05`, `4`."""
+    return f"{tolerance:.6g}".replace("e-0", "e-").replace("e+0", "e+")
+
+
+def checks_table(paper: str) -> str:
+    """The Markdown table of a paper's checks, in the order `attnflow verify` runs them, as
+    declared: in the first column each check's name (breaking after an underscore where the
+    column is narrow; an anchor, `#check-<name>`, that the report
+    links to), tolerance (with the bound it is, if one) and provenance; then its claim and how the
+    prediction and the simulated value are obtained.
+
+    **Raises:** `PluginError` for a declared text that would break the table (a `|` or a line
+    break), naming the check.
+    """
+    rows = ["| check | claim | prediction and simulated value |", "|---|---|---|"]
+    for check in _papers()[paper].checks:
+        name, declared = check.__name__, check.declaration
+        for field in ("claim", "method"):
+            text = getattr(declared, field)
+            if "|" in text or "\n" in text:
+                raise PluginError(
+                    f"the {field} of the check {paper}.{name} has a '|' or a line break, which would "
+                    "break the table of checks: write \\lvert, \\Vert or one line"
+                )
+        tolerance = _tolerance(declared.tolerance)
+        if declared.bound is not None:
+            tolerance += f" ({declared.bound.value} bound)"
+        about = f"tolerance {tolerance}<br>{declared.provenance.value}"
+        rows.append(
+            f'| <a id="check-{name}"></a><code>{name.replace("_", "_<wbr>")}</code><br>{about} '
+            f"| {declared.claim} | {declared.method} |"
+        )
+    return '<div class="checks" markdown>\n\n' + "\n".join(rows) + "\n\n</div>"
+
+
 def on_page_markdown(markdown, page, config, files):
-    """Each paper's package in the API reference, in the registry's order."""
-    if MARKER not in markdown:
-        return markdown
-    return markdown.replace(MARKER, "\n".join(f"::: tasks.{name}" for name in _papers()))
+    """Each paper's package in the API reference, in the registry's order; a paper's checks on its
+    page."""
+    if MARKER in markdown:
+        markdown = markdown.replace(MARKER, "\n".join(f"::: tasks.{name}" for name in _papers()))
+    if CHECKS_MARKER in markdown:
+        paper = Path(page.file.src_uri).stem
+        if not page.file.src_uri.startswith("papers/") or paper not in _papers():
+            raise PluginError(f"{page.file.src_uri}: {CHECKS_MARKER} belongs on a paper's page")
+        markdown = markdown.replace(CHECKS_MARKER, checks_table(paper))
+    return markdown

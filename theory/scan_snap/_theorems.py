@@ -49,7 +49,9 @@ def _theorem1_run() -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
 
 
 @claim(
-    "Theorem 1, Eqn 9: Y(e_n - alpha_n) = gamma(t) F (I - E') Q e_n (max relative error, t >> K^2)",
+    r"Theorem 1, Eqn 9: $Y(e_n - \alpha_n) = \gamma F(I - E')Qe_n$",
+    method=r"expected Eqn 26 with $Z$ frozen ($K = 3$, $M = 600$, satisfying Assumption 2), $t \in "
+    r"[10^2, 10^4]$, against `backprop_gradient`: max relative error",
     tolerance=1e-6,
     provenance="derived",
 )
@@ -77,7 +79,9 @@ def theorem1_backprop_gradient(*, formula: Callable = cf.backprop_gradient) -> M
 
 
 @claim(
-    "Theorem 1(a): xi_n > 0 at every saved time (fraction positive)",
+    r"Theorem 1(a): $\xi_n > 0$",
+    method=r"$\beta$ read off the simulated $g_n$ by least squares: fraction of (time, $n$) with "
+    r"$\xi_n > 0$, against 1",
     tolerance=0.0,
 )
 def theorem1_xi_positive() -> Measured:
@@ -127,10 +131,6 @@ def _l1_z_dot(models: ss.YZModel, eta_z: float) -> np.ndarray:
     return eta_z * np.asarray(Z_dot)[:, sims.QUERY]
 
 
-_FATES = "Theorem 2 ({level}): z_dot > 0 on every distinct token, < 0 on the common token (fraction right)"
-"""The claim of the `theorem2_fates_*` checks, in the level named."""
-
-
 def _fates(z_dots: list[np.ndarray], level_note: str) -> Measured:
     """Theorem 2's signs over the query rows ż (time, M) of several runs."""
     dt = [z_dot[:, 1:13] for z_dot in z_dots]
@@ -147,7 +147,12 @@ def _fates(z_dots: list[np.ndarray], level_note: str) -> Measured:
     )
 
 
-@claim(_FATES.format(level="L1 population flow"), tolerance=0.0)
+@claim(
+    r"Theorem 2 in L1: $\dot z > 0$ on DTs, $< 0$ on the CT",
+    method=r"L1 reference runs, $\eta_Z \in \{0.1, 1\}$: fraction of entries with the right sign "
+    r"($\lvert\dot z\rvert < 10^{-12}$ counts as either)",
+    tolerance=0.0,
+)
 def theorem2_fates_L1() -> Measured:
     """Theorem 2 in L1: every distinct token's logit grows (ż > 0), the common token's shrinks.
 
@@ -157,7 +162,11 @@ def theorem2_fates_L1() -> Measured:
     return _fates(z_dots, f"L1, {_REFERENCE}")
 
 
-@claim(_FATES.format(level="L2 theory flow, Eqns 98-100"), tolerance=0.0)
+@claim(
+    r"Theorem 2 in L2 (Eqns 98-100): $\dot z > 0$ on DTs, $< 0$ on the CT",
+    method="as above on L2",
+    tolerance=0.0,
+)
 def theorem2_fates_L2() -> Measured:
     """Theorem 2 in L2 (Eqns 98-100): distinct tokens grow, the single common token shrinks.
 
@@ -175,7 +184,8 @@ def _dominant_pair(f: np.ndarray, z: np.ndarray) -> tuple[float, float]:
 
 
 @claim(
-    "Theorem 3, Eqn 11 (L2): r(t) = r(0) chi_l(t) for every DT pair (max relative error)",
+    r"Theorem 3, Eqn 11: $r(t) = r(0)\chi_l(t)$",
+    method=r"L2, $\eta_Z \in \{0.1, 1\}$, all 12 ordered DT pairs per class: max relative error",
     tolerance=1e-6,
 )
 def theorem3_eqn11_L2() -> Measured:
@@ -197,7 +207,8 @@ def theorem3_eqn11_L2() -> Measured:
 
 
 @claim(
-    "Theorem 3, Eqn 12 (L2): exp(2 f_l0(0)^2 B_n) <= chi_l0 <= exp(2 B_n) (largest violation)",
+    r"Theorem 3, Eqn 12: $e^{2f_{nl_0}^2(0)B_n} \le \chi_{l_0} \le e^{2B_n}$",
+    method="L2 with $B_n$ in the ODE state: largest violation of either bound",
     tolerance=1e-8,
     bound="upper",
 )
@@ -227,10 +238,6 @@ def theorem3_eqn12_L2() -> Measured:
     )
 
 
-_EQN11_L1 = "Theorem 3, Eqn 11 (L1, eta_Y/eta_Z = {ratio:g}): r(t) = r(0) chi_l(t) (max relative error)"
-"""The claim of the `theorem3_eqn11_L1*` checks, at the ratio of rates named."""
-
-
 def _eqn11_l1(eta_z: float, reference: str) -> Measured:
     """Eqn 11 in L1: max relative error over DT pairs and times, plus one reference pair at t = 2000."""
     _, models = sims.reference_l1(eta_z)
@@ -248,7 +255,12 @@ def _eqn11_l1(eta_z: float, reference: str) -> Measured:
     )
 
 
-@claim(_EQN11_L1.format(ratio=10), tolerance=1e-2, provenance="recon")
+@claim(
+    r"Theorem 3, Eqn 11 in L1 with $\eta_Y/\eta_Z = 10$: $r(t) = r(0)\chi_l(t)$ approximately",
+    method=r"L1 reference run, $\eta_Z = 0.1$: max relative error",
+    tolerance=1e-2,
+    provenance="recon",
+)
 def theorem3_eqn11_L1() -> Measured:
     """Theorem 3, Eqn 11 in L1 with η_Y/η_Z = 10 (approximate: the rows of the true Y are not
     exactly proportional to the current f_n).
@@ -259,7 +271,9 @@ def theorem3_eqn11_L1() -> Measured:
 
 
 @claim(
-    _EQN11_L1.format(ratio=1),
+    r"Theorem 3, Eqn 11 in L1 with $\eta_Y = \eta_Z = 1$, outside Assumption 1(c): $r(t) = "
+    r"r(0)\chi_l(t)$ approximately",
+    method=r"as above, $\eta_Z = 1$",
     tolerance=1e-2,
     provenance="recon",
     expected_deviation="in L1 Eqn 11 is only approximate (the rows of the true Y are not exactly "
@@ -298,7 +312,9 @@ def _l3_B(M, K, eta_y, eta_z, C0, save_ts) -> np.ndarray:
 
 
 @claim(
-    "Theorem 4: L3 B_n(t) = 1/4 ln(1 + 4 Gamma(t)/C_0) (max relative error)",
+    r"Theorem 4: $B_n = \frac14\ln(1 + 4\Gamma/C_0)$",
+    method=r"L3 ($M = 1000$, $K = 10$, $\eta_Y = \eta_Z = 0.5$, $C_0 \in \{1, 5.68\cdot 10^{-3}\}$, "
+    r"$t \le 2\cdot 10^4$, 41 / 161 saves) against `phase_B_exact`: max relative error",
     tolerance=1e-8,
     provenance="derived",
     quick_mode=True,
@@ -377,7 +393,14 @@ def _regime(quick: bool, regime: str, reference: str) -> Measured:
     )
 
 
-@claim("Theorem 4, Eqn 14 (t <= t'_0/3): early formula vs L3 B_n", tolerance=0.02, quick_mode=True)
+@claim(
+    r"Eqn 14, scanning phase ($t \le t_0'/3$): $B_n \approx \frac14\ln(C_0 + 2(M-1)^2\eta_Y\eta_Z "
+    r"t^2/(KM^2))$",
+    method=r"`phase_B_early` against L3 for $(M, K, \eta_Y) \in \{(100, 2, 1), (1000, 10, 0.5), "
+    r"(1000, 10, 5), (10^4, 20, 0.1)\}$, $\eta_Z = 0.5$, $C_0 = 1$: max relative error",
+    tolerance=0.02,
+    quick_mode=True,
+)
 def theorem4_early_regime(quick: bool = False) -> Measured:
     """Eqn 14, scanning phase: B_n ≈ ¼ ln(C_0 + 2(M−1)²/(KM²) η_Y η_Z t²) for t ≤ t'_0/3.
 
@@ -388,7 +411,13 @@ def theorem4_early_regime(quick: bool = False) -> Measured:
     return _regime(quick, "early", "within 1.3%.")
 
 
-@claim("Theorem 4, Eqn 14 (t = t_0): late formula vs L3 B_n", tolerance=0.05, quick_mode=True)
+@claim(
+    r"Eqn 14, snapping phase at its start $t = t_0$: $B_n \approx \frac14\ln(C_0 + "
+    r"2K(M-1)^2(\eta_Z/\eta_Y)\ln^2(M\eta_Y t/K)/M^2)$",
+    method="`phase_B_late` against L3 at $t_0$, same configurations",
+    tolerance=0.05,
+    quick_mode=True,
+)
 def theorem4_late_regime_t0(quick: bool = False) -> Measured:
     """Eqn 14, snapping phase at its start t = t_0 = 2(1 + ω_1) K ln M/η_Y.
 
@@ -399,7 +428,13 @@ def theorem4_late_regime_t0(quick: bool = False) -> Measured:
     return _regime(quick, "t0", "within 4.5%.")
 
 
-@claim("Theorem 4, Eqn 14 (3 t_0 <= t <= 1e4 t_0): late formula vs L3 B_n", tolerance=0.015, quick_mode=True)
+@claim(
+    r"Eqn 14, snapping phase for $3t_0 \le t \le 10^4 t_0$: $B_n \approx \frac14\ln(C_0 + "
+    r"2K(M-1)^2(\eta_Z/\eta_Y)\ln^2(M\eta_Y t/K)/M^2)$",
+    method="as above",
+    tolerance=0.015,
+    quick_mode=True,
+)
 def theorem4_late_regime(quick: bool = False) -> Measured:
     """Eqn 14, snapping phase: B_n ≈ ¼ ln(C_0 + 2K(M−1)²/M² (η_Z/η_Y) ln²(Mη_Y t/K)) for t ≥ 3t_0.
 
@@ -411,7 +446,9 @@ def theorem4_late_regime(quick: bool = False) -> Measured:
 
 
 @claim(
-    "Theorem 4: B_n(t_0) identical across eta_Z at fixed nu = eta_Y/eta_Z (largest spread)",
+    r"Theorem 4: $B_n(t_0)$ depends on $K, M, \nu$ only (Fig. 9 dots)",
+    method=r"L3 to $t_0$ for $\eta_Z \in \{0.5, 1, 2, 4, 8\}$ at $(M, K, \nu) \in \{(100, 1, 10), "
+    r"(10^4, 1, 1), (1000, 10, 1)\}$: largest spread",
     tolerance=1e-10,
     quick_mode=True,
 )
@@ -463,7 +500,9 @@ def _fall_time(ts: np.ndarray, rate: np.ndarray, fraction: float) -> float:
 
 
 @claim(
-    "Theorem 4: snap time of the dominant DT's logit ~ 1/eta_Y at fixed eta_Z (fitted exponent)",
+    r"Theorem 4(a): snap time $\propto 1/\eta_Y$",
+    method=r"L2, $\eta_Z = 0.1$, $\eta_Y \in \{0.5, 1, 2, 4\}$; snap time = first time after its peak "
+    r"that $\dot z$ of the dominant DT falls to half the peak: fitted exponent against $-1$",
     tolerance=0.15,
     provenance="recon",
 )

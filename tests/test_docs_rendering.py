@@ -1,0 +1,49 @@
+"""The site's build refuses markup its pages would show as text: TeX outside maths, a table row not
+read as a table, a code span inside maths."""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("latex2mathml")  # the docs extra
+
+
+def _mathml_hook():
+    path = Path(__file__).parents[1] / "docs" / "hooks" / "mathml.py"
+    spec = importlib.util.spec_from_file_location("mathml_hook", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize(
+    "html",
+    [
+        "<p>so $1 - $ rate</p>",
+        "<p>$$\n\\frac{dW}{dt} = 0\n$$</p>",
+        "<p>a \\lVert W \\rVert norm</p>",
+        "<p>| `fig7_attention_freezes` | a claim | 0 | paper |</p>",
+    ],
+)
+def test_markup_left_as_text_is_found(html):
+    assert _mathml_hook().unrendered(html)
+
+
+@pytest.mark.parametrize(
+    "html",
+    [
+        "<p>a price of 5 in <code>$HOME</code></p>",
+        "<pre><code>echo $OUT | tee log</code></pre>",
+        '<p>the norm <span class="math"><math><mi>W</mi></math></span> grows</p>',
+        "<table><tr><td>a</td><td>b</td></tr></table>",
+    ],
+)
+def test_code_maths_and_tables_are_not_flagged(html):
+    assert _mathml_hook().unrendered(html) == []
+
+
+def test_a_code_span_inside_maths_is_refused():
+    with pytest.raises(ValueError, match="code span inside maths"):
+        _mathml_hook().to_mathml(r"x \quad \text{(Eqn 33, `h_discrete`)}", display=True)
+    assert "<math" in _mathml_hook().to_mathml(r"x \quad \mathtt{h\_discrete}", display=True)
