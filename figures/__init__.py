@@ -1,9 +1,10 @@
 """Paper figures: one module per paper (`figures.<paper>`), one function per figure, each
-writing PNG + PDF + the JSON data behind it. Each module's `FIGURES` (made by [`named_figures`][])
-maps a figure's name, `<paper>_<function>`, to `fn(out_dir, full) -> list[Path]`; the registry of
-papers (`attnflow.papers`) finds them by the paper's name.
+declared with its [`caption`][] and writing PNG + PDF + the JSON data behind it. Each module's
+`FIGURES` (made by [`named_figures`][]) maps a figure's name, `<paper>_<function>`, to
+`fn(out_dir, full) -> list[Path]`; the registry of papers (`attnflow.papers`) finds them by the
+paper's name.
 """
 
-from ._save import named_figures, save_figure
+from ._save import caption, named_figures, save_figure
 
-__all__ = ["named_figures", "save_figure"]
+__all__ = ["caption", "named_figures", "save_figure"]

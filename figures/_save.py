@@ -56,16 +56,41 @@ def save_figure(fig: plt.Figure, out_dir: Path, name: str, *, data: dict, config
     return paths
 
 
+def caption(text: str) -> Callable[[Callable], Callable]:
+    """Declare what a figure shows and what to look for in it: the caption that the report of
+    `attnflow reproduce` and the paper's page in the docs show under it.
+
+    **Arguments:**
+
+    - `text`: one line of Markdown, maths in `$…$`; it begins with the paper's figure number
+      ("Fig. 3: …") where it reproduces one, and says what to look for ("Look for …").
+
+    **Returns:** the decorator; it sets the function's `caption` and returns the function.
+    """
+
+    def declare(draw: Callable) -> Callable:
+        draw.caption = text
+        return draw
+
+    return declare
+
+
 def named_figures(module_name: str, functions: Iterable[Callable]) -> dict[str, Callable]:
     """A paper's figures by name, `<paper>_<function name>`, from its module `figures.<paper>`
     (pass `__name__`): the prefix is written nowhere by hand.
 
+    **Raises:** `ValueError` for a function without a [`caption`][].
+
     **Example:**
 
-        >>> from figures import named_figures
-        >>> def fig1(out_dir, full): ...
+        >>> from figures import caption, named_figures
+        >>> @caption("The curve $y = x^2$. Look for a parabola.")
+        ... def fig1(out_dir, full): ...
         >>> list(named_figures("figures.toy", [fig1]))
         ['toy_fig1']
     """
     paper = module_name.rpartition(".")[2]
+    uncaptioned = [function.__name__ for function in functions if not getattr(function, "caption", "")]
+    if uncaptioned:
+        raise ValueError(f"figures without a caption (figures.caption): {', '.join(uncaptioned)} ({paper})")
     return {f"{paper}_{function.__name__}": function for function in functions}

@@ -29,7 +29,7 @@ from tasks.scan_snap import (
     detect_wikitext_variant,
 )
 
-from ._save import save_figure
+from ._save import caption, save_figure
 
 FIG10_EPOCHS = 5
 """Fig. 10 trains 5 epochs at full size (the paper's config)."""
@@ -69,6 +69,14 @@ def fig7_simulation(full: bool, num_layers: int) -> TextSGD:
     )
 
 
+@caption(
+    r"Fig. 10: the average attention entropy over the validation set after training against the "
+    r"learning rate $\eta \in \{1, \dots, 5\}$ (a single rate), 1-layer `text` model, mean $\pm$ std "
+    r"over seeds, every $(\eta, \text{seed})$ in one sweep. Look for the entropy falling as $\eta$ "
+    r"grows. Quick: the first 2,000 lines of each split of the quick corpus, 150 steps, 3 seeds "
+    r"(about a minute on two cores); `--full`: 5 epochs of the whole corpus and 5 seeds, the paper's "
+    r"(WikiText-2 with `--data`: about 15,000 steps per run, hours per run on a CPU)."
+)
 def fig10(out_dir: Path, full: bool) -> list[Path]:
     """Fig. 10: average attention entropy on the validation set after training against the
     learning rate (mean ± std over seeds); every (lr, seed) trains in one batched call.
@@ -109,6 +117,16 @@ def fig10(out_dir: Path, full: bool) -> list[Path]:
     )
 
 
+@caption(
+    r"Fig. 7: the first layer's attention map (35 $\times$ 35, head-averaged) on validation window "
+    r"100, column 0, at four iterations, top a 1-layer and bottom a 3-layer `text` model, SGD at lr "
+    r"5; each title gives the map's mean row entropy $H$, and the JSON the change rate between the "
+    r"panels. Look for the causal, nearly uniform map at iteration 0 turning into a few bright "
+    r"entries per row: sparse. Quick: the first 2,000 lines of each split of the quick corpus, "
+    r"iterations 0, 100, 200, 300; `--full`: the whole corpus (the `--data` directory, or the quick "
+    r"corpus), iterations 0, 500, 1000, 1500, the paper's. On the quick corpus the bright entries "
+    r"move between panels (see `fig7_attention_freezes`)."
+)
 def fig7(out_dir: Path, full: bool) -> list[Path]:
     """Fig. 7: the first layer's attention map (35 × 35) on validation window 100, column 0, at
     four iterations, for a 1-layer and a 3-layer model at lr = 5. Each panel's title gives the

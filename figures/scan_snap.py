@@ -44,7 +44,7 @@ from tasks.scan_snap import (
     transition_times,
 )
 
-from ._save import named_figures, save_figure
+from ._save import caption, named_figures, save_figure
 from ._scan_snap_sweep import SweepConfig, SweepResult, load_or_run_sweep
 from ._scan_snap_text import fig7, fig10
 
@@ -107,6 +107,13 @@ def _integrate_B(ts: np.ndarray, M: float, K: float, eta_ys, eta_zs, C0: float) 
     return np.asarray(B)
 
 
+@caption(
+    r"Fig. 3: the growth factor $\chi_{l_0}(t) = e^{2B_n(t)}$ from the L3 model, $\eta_Z = 0.5$, "
+    r"$\eta_Y \in \{0.5, 1, 2, 5\}$, $K = 10$, $M = 1000$, $C_0 = 5.68\cdot 10^{-3}$, $t \le 700$, "
+    r"dotted lines at $t_0$. Look for large $\eta_Y$ rising first and small $\eta_Y$ overtaking it "
+    r"later (ending near 600 for $\eta_Y = 0.5$): smaller $\eta_Y$ means a later transition and "
+    r"sparser attention."
+)
 def fig3(out_dir: Path, full: bool) -> list[Path]:
     """Fig. 3: the growth factor χ_{l0}(t) = e^{2 B_n(t)} (upper bound of Eqn 12)
     for η_Z = 0.5 and η_Y ∈ {0.5, 1, 2, 5}, K = 10, M = 1000, with dotted lines at
@@ -174,6 +181,12 @@ def fig3(out_dir: Path, full: bool) -> list[Path]:
     )
 
 
+@caption(
+    r"Fig. 9: $B_n(t)$ from L3 at fixed $\nu = \eta_Y/\eta_Z$ for $\eta_Z \in \{0.5, 1, 2, 4, 8\}$, "
+    r"$K = C_0 = 1$; left $\nu = 10$, $M = 100$, $t \le 5$; right $\nu = 1$, $M = 10^4$, $t \le 50$; "
+    r"dotted lines at $t_0$, a dot at $B_n(t_0)$. Look for the dots all at the same height: "
+    r"$B_n(t_0)$ does not depend on $\eta_Z$ at fixed $\nu$, while larger rates reach it sooner."
+)
 def fig9(out_dir: Path, full: bool) -> list[Path]:
     """Fig. 9: B_n(t) at fixed ν = η_Y/η_Z for several η_Z, paper convention
     B = ¼ ln(C_0 + 4Γ) with K = 1 and C_0 = 1 (where it equals the exact integral), integrated
@@ -254,6 +267,12 @@ def fig9(out_dir: Path, full: bool) -> list[Path]:
 # --------------------------------------------------------------------------------------
 
 
+@caption(
+    r"Fig. 8: $h^*(s)$ (stairs, Eqn 33) and $h(t)$ (smooth, Eqn 45), $K = 1$; left $M = 50$, $\eta_Y "
+    r"\in \{0.1, 0.2, 0.5, 1, 2\}$, $t \le 80$; right $M = 1000$, $\eta_Y \in \{0.2, 0.5, 1, 2, 4\}$, "
+    r"$t \le 70$. Look for the stairs lying just above the smooth curve, within $2\eta_Y/M$ (the JSON "
+    r"holds the Lemma 7 gaps)."
+)
 def fig8(out_dir: Path, full: bool) -> list[Path]:
     """Fig. 8: h*(s) (stairs, Eqn 33) and h(t) (smooth, the root of Eqn 45),
     K = 1. Left: M = 50, η_Y ∈ {0.1, 0.2, 0.5, 1, 2}, t ∈ [0, 80]; right: M = 1000,
@@ -442,6 +461,14 @@ def _dt_entropy(attention: np.ndarray, tokens: slice) -> float:
     return float(-np.sum(p * np.log(p)))
 
 
+@caption(
+    r"Fig. 4: $c_n$ on Syn-Small under SGD with momentum 0.9, batch 128, $T = 128$, $Y = Z = 0$, seed "
+    r"2; rows = iterations 0, 2, ..., 10 and Final (100), columns = tokens 0-29, top class 1, bottom "
+    r"class 2; left $\eta_Y = \eta_Z = 1$, right $\eta_Y = 10$, $\eta_Z = 1$. Look for the "
+    r"common-token columns fading and attention concentrating on the most likely distinct tokens (the "
+    r"right end of each block); with $\eta_Y = 10$ the common-token mass stays higher and the "
+    r"distinct tokens flatter."
+)
 def fig4(out_dir: Path, full: bool) -> list[Path]:
     """Fig. 4: c_n (Eqn 5) on Syn-Small under SGD with momentum 0.9, batch 128,
     T = 128, Y = Z = 0, seed 2: rows = iterations 0, 2, ..., 10 and Final, columns = tokens
@@ -494,6 +521,10 @@ def fig4(out_dir: Path, full: bool) -> list[Path]:
     )
 
 
+@caption(
+    r"Fig. 5: as Fig. 4, class 1, tokens 0-19, Adam with $\eta_Y = \eta_Z \in \{0.1, 0.5, 1\}$. Look "
+    r"for different rates concentrating attention on different subsets of the distinct tokens."
+)
 def fig5(out_dir: Path, full: bool) -> list[Path]:
     """Fig. 5: c_n for class 1, tokens 0-19, on Syn-Small under Adam (PyTorch
     defaults) with η_Y = η_Z ∈ {0.1, 0.5, 1}; otherwise as Fig. 4.
@@ -680,6 +711,14 @@ def draw_fig12(out_dir: Path, sweep: SweepResult, cached: bool = False) -> list[
     return _draw_recall(out_dir, sweep, cached, "ratio")
 
 
+@caption(
+    r"Fig. 6: the average distinct-token entropy after 100 steps of L0 (momentum 0.9, batch 128, $T = "
+    r"128$, random init) for `num_last` $\in \{1, 3, 5, 10\}$ (one panel each), $x = \eta_Y/\eta_Z "
+    r"\in \{1, 2, 5, 10\}$, one curve per $\eta_Z \in \{0.5, 1, 2, 3\}$, mean $\pm$ std over seeds. "
+    r"Look for lower entropy (sparser attention) with larger $\eta_Z$, and at fixed $\eta_Z$ entropy "
+    r"rising with $\eta_Y/\eta_Z$ once the ratio passes about 2 (from 1 for small $K$); the initial "
+    r"value is 2.1513."
+)
 def fig6(out_dir: Path, full: bool) -> list[Path]:
     """Fig. 6: average distinct-token entropy over the Syn-Medium sweep,
     num_last ∈ {1, 3, 5, 10}, η_Z ∈ {0.5, 1, 2, 3}, η_Y/η_Z ∈ {1, 2, 5, 10}; 10 seeds when
@@ -691,6 +730,12 @@ def fig6(out_dir: Path, full: bool) -> list[Path]:
     return draw_fig6(out_dir, *load_or_run_sweep(out_dir, SweepConfig.paper(full)))
 
 
+@caption(
+    r"Fig. 11: recall of the distinct tokens against the threshold $\tau$ (around $1/M$, the paper's "
+    r"axis ranges), panels by (`num_last`, $\eta_Z$), curves by $\eta_Y/\eta_Z$, mean over seeds of "
+    r"the Fig. 6 sweep. Look for sparser settings keeping a higher recall at large $\tau$ (the curve "
+    r"descends more slowly)."
+)
 def fig11(out_dir: Path, full: bool) -> list[Path]:
     """Fig. 11: recall vs threshold over the Fig. 6 sweep (reused from
     `out_dir/scan_snap_sweep.npz` when present), panels by (#last/next, η_Z).
@@ -700,6 +745,10 @@ def fig11(out_dir: Path, full: bool) -> list[Path]:
     return draw_fig11(out_dir, *load_or_run_sweep(out_dir, SweepConfig.paper(full)))
 
 
+@caption(
+    r"Fig. 12: as Fig. 11 with panels by (`num_last`, $\eta_Y/\eta_Z$) and curves by $\eta_Z$. Look "
+    r"for larger $\eta_Z$ descending more slowly."
+)
 def fig12(out_dir: Path, full: bool) -> list[Path]:
     """Fig. 12: recall vs threshold over the Fig. 6 sweep (reused from
     `out_dir/scan_snap_sweep.npz` when present), panels by (#last/next, η_Y/η_Z).

@@ -35,7 +35,7 @@ import dynamics
 import tasks.sparse_token_selection as sts
 from theory.sparse_token_selection import closed_forms as F
 
-from ._save import named_figures, save_figure
+from ._save import caption, named_figures, save_figure
 
 
 def _sizes(full: bool) -> dict:
@@ -118,6 +118,13 @@ def _length_data(runs, L0: float) -> dict:
     }
 
 
+@caption(
+    r"Fig. 1: `online` GD (lr 1, zero init, stochastic dictionary one-hot PE) with the median and "
+    r"range over seeds of the loss, of $1/L$ and of `cos_W`, `cos_W_centred`, `cos_V` against the "
+    r"step; the population GD of the reduced recursion dashed and the line $4\eta k/(N-1)$. Look for "
+    r"$1/L$ growing linearly along that line and the cosines rising to 1 (`cos_W` to "
+    r"$\sqrt{(N-1)/N}$)."
+)
 def fig1(out_dir: Path, full: bool) -> list[Path]:
     """Fig. 1: stochastic PE, zero init, mini-batch GD: loss and 1/loss vs step (left) and the
     direction cosines with W*, V* (right); the reduced population dynamics (dashed) for reference.
@@ -169,6 +176,12 @@ def fig1(out_dir: Path, full: bool) -> list[Path]:
     )
 
 
+@caption(
+    r"Fig. 2: the validation loss $/L_0$ at each $T_{\text{test}}$ against the step, stochastic PE "
+    r"(solid) against fixed PE (dashed), GD from zero init. Look for the stochastic curves falling "
+    r"together while the fixed ones level off, higher for longer $T_{\text{test}}$ (the JSON holds "
+    r"the fixed-PE floors of the formula)."
+)
 def fig2(out_dir: Path, full: bool) -> list[Path]:
     """Fig. 2: OOD validation loss at each T_test vs step, stochastic (solid) vs fixed (dashed) PE, GD.
 
@@ -209,6 +222,13 @@ def _fig45(out_dir: Path, full: bool, optimizer: str, name: str) -> list[Path]:
     return save_figure(fig, out_dir, name, data=_length_data(runs, L0), config=runs["config"])
 
 
+@caption(
+    r"Fig. 4: top, as Fig. 2; bottom, the validation loss at unseen $q_{\text{test}} = q+1, q+2, q+3$ "
+    r"at the training length, with a zoom on the last 20% of training; GD. Look for both PE types "
+    r"reaching low loss on $q_{\text{test}}$, each higher for larger $q_{\text{test}}$, and fixed PE "
+    r'below stochastic PE, which learns more slowly at the training length (see "Unseen $q$ and the '
+    r'speed of the two PE types").'
+)
 def fig4(out_dir: Path, full: bool) -> list[Path]:
     """Fig. 4: top, validation loss at T_test; bottom, at unseen q_test (with a zoom), GD.
 
@@ -217,6 +237,10 @@ def fig4(out_dir: Path, full: bool) -> list[Path]:
     return _fig45(out_dir, full, "gd", "sparse_token_selection_fig4")
 
 
+@caption(
+    "Fig. 5: as Fig. 4, trained with Adam (lr 1e-2, random init). Look for the same "
+    "length-generalisation gap."
+)
 def fig5(out_dir: Path, full: bool) -> list[Path]:
     """Fig. 5: as Fig. 4, trained with Adam (lr 1e-2, random init σ_0 = 0.01).
 
@@ -225,6 +249,12 @@ def fig5(out_dir: Path, full: bool) -> list[Path]:
     return _fig45(out_dir, full, "adam", "sparse_token_selection_fig5")
 
 
+@caption(
+    r"Fig. 3: heat maps of $W$ and $V$ at random init ($\sigma_0 = 0.01$) and after Adam (lr 1e-2, "
+    r"batch 128, 2000 / 6000 steps) at $d = 8$, $T = 16$, $q = 3$, $N = 32$. Look for the PE-PE block "
+    r"of $W$ becoming a (centred) identity pattern and the token block of $V$ the identity, every "
+    r"other entry near 0; the title gives the cosines and $L/L_0$."
+)
 def fig3(out_dir: Path, full: bool) -> list[Path]:
     """Fig. 3: heat maps of W and V of the practical model (random init σ_0 = 0.01, stochastic
     dictionary one-hot PE, Adam lr 1e-2) at init and after training; d = 8, T = 16, N = 32.
@@ -286,6 +316,12 @@ def fig3(out_dir: Path, full: bool) -> list[Path]:
     )
 
 
+@caption(
+    r"Not a paper figure: left, $1/L$ against $t$ for the reduced flow ($d = 10$, $T = 200$, $q = 3$, "
+    r"one-hot PE) with the prediction $4t/(T-1)$; right, full-matrix GD on the exact loss against the "
+    r"reduced recursion ($d = 3$, $T = 8$, $q = 2$, $\eta = 0.5$). Look for the flow joining the line "
+    r"after the plateau and the two GD curves coinciding."
+)
 def thm1_rate(out_dir: Path, full: bool) -> list[Path]:
     """Verification figure: 1/L vs t for the reduced gradient flow (T = 200, q = 3, d = 10, one-hot PE)
     with the predicted slope 4/(T − 1), and full-matrix GD vs the reduced recursion on a small instance.
@@ -349,6 +385,12 @@ def thm1_rate(out_dir: Path, full: bool) -> list[Path]:
     )
 
 
+@caption(
+    "Not a paper figure: left, Proposition C's bound against the first-layer width $m$ with the "
+    "exact risks of token-sum (attaining), random Gaussian and coordinate first layers ($d = 3$, $T "
+    "= 12$, $q = 3$); right, trained ReLU MLPs ($d = 4$, $T = 8$, $q = 2$) at $m = Td/8 .. 2Td$ "
+    "against the bound. Look for no point below the bound."
+)
 def fcn_bound(out_dir: Path, full: bool) -> list[Path]:
     """Verification figure (not in the paper): Proposition C's bound vs first-layer width m, the
     exact risks of token-sum, random and coordinate first layers (d = 3, T = 12, q = 3), and trained
@@ -428,6 +470,13 @@ SPHERE_REFERENCE_TABLE = {
 sparse_token_selection page of the documentation; drawn for reference only."""
 
 
+@caption(
+    "Not a paper figure: left, the `iid_sphere` floor $L/L_0$ against $m_E = 16..1024$ for $(T, q) = "
+    "(200, 3), (400, 3), (200, 5)$: the bank formula, the full transformer's Monte-Carlo loss (2 "
+    "standard errors) and the table above (crosses); right, `sphere_flow` from zero init for $m_E = "
+    "32, 64, 128$ settling on its floor (dotted). Look for the three agreeing and the floor halving "
+    "with each doubling of $m_E$."
+)
 def sphere_floor(out_dir: Path, full: bool) -> list[Path]:
     """Verification figure (derived, not in the paper): the smallest loss / (d/2q) reachable with
     `iid_sphere` PE on the invariant set, min_a (1 − q B(a)²/A(a)) on a bank of PE draws, against

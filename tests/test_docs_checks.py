@@ -1,5 +1,6 @@
-"""Each paper's page shows its checks as they are declared: the site's hook writes the table from
-the declarations (`theory.claim`) where the page says so, and no page keeps a table of its own."""
+"""Each paper's page shows its checks and figures as they are declared: the site's hook writes the
+table of checks from their declarations (`theory.claim`) and the list of figures from their
+captions (`figures.caption`) where the page says so, and no page keeps a list of its own."""
 
 import importlib.util
 import math
@@ -66,3 +67,17 @@ def test_a_claim_that_would_break_the_table_is_refused(monkeypatch):
     monkeypatch.setattr(hook, "_papers", lambda: {"toy": type("Paper", (), {"checks": (norm_is_one,)})})
     with pytest.raises(Exception, match=r"claim of the check toy.norm_is_one has a '\|'"):
         hook.checks_table("toy")
+
+
+@pytest.mark.parametrize("paper", sorted(papers()))
+def test_a_paper_page_lists_its_declared_figures_and_none_by_hand(paper):
+    text = (DOCS / "papers" / f"{paper}.md").read_text()
+    section = text.split("\n## Figures", 1)[1].split("\n## ", 1)[0]
+    assert section.count(_hook().FIGURES_MARKER) == 1
+    assert not [line for line in section.splitlines() if line.startswith(f"- `{paper}_")]
+    items = _hook().figures_list(paper).splitlines()
+    declared = papers()[paper].figures
+    assert len(items) == len(declared)
+    for item, (name, draw) in zip(items, declared.items()):
+        assert item == f'- <a id="figure-{name}"></a>`{name}`: {draw.caption} `attnflow figures {name}`'
+        assert "Look for" in draw.caption, name

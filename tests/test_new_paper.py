@@ -63,9 +63,10 @@ FIGURES = """
 import matplotlib.pyplot as plt
 import numpy as np
 
-from figures import named_figures, save_figure
+from figures import caption, named_figures, save_figure
 
 
+@caption("The decay $e^{-t}$ on five points. Look for the curve falling.")
 def fig1(out_dir, full):
     fig, ax = plt.subplots()
     t = np.linspace(0.0, 1.0, 5)

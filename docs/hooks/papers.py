@@ -2,8 +2,9 @@
 "Papers" section of the navigation (one page per paper, `papers/<name>.md`, labelled with its
 declared label), the API reference of each paper's package, written where a page says
 `<!-- attnflow: the papers' packages -->`, and the table of a paper's checks, written where its
-page says `<!-- attnflow: checks -->`, from the checks' declarations (`theory.claim`). No list of
-papers or of checks is kept in the site's sources."""
+page says `<!-- attnflow: checks -->`, from the checks' declarations (`theory.claim`), and the list
+of its figures with their captions (`figures.caption`) where it says `<!-- attnflow: figures -->`.
+No list of papers, checks or figures is kept in the site's sources."""
 
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from mkdocs.exceptions import PluginError
 
 MARKER = "<!-- attnflow: the papers' packages -->"
 CHECKS_MARKER = "<!-- attnflow: checks -->"
+FIGURES_MARKER = "<!-- attnflow: figures -->"
 
 
 def _papers():
@@ -69,14 +71,35 @@ def checks_table(paper: str) -> str:
     return '<div class="checks" markdown>\n\n' + "\n".join(rows) + "\n\n</div>"
 
 
+def figures_list(paper: str) -> str:
+    """The Markdown list of a paper's figures, in the order `attnflow figures` draws them: each
+    figure's name (an anchor, `#figure-<name>`), its caption and the command that draws it.
+
+    **Raises:** `PluginError` for a caption with a line break, naming the figure.
+    """
+    items = []
+    for name, draw in _papers()[paper].figures.items():
+        if "\n" in draw.caption:
+            raise PluginError(f"the caption of the figure {name} has a line break: write one line")
+        items.append(f'- <a id="figure-{name}"></a>`{name}`: {draw.caption} `attnflow figures {name}`')
+    return "\n".join(items)
+
+
+def _paper_of(page) -> str:
+    """The paper whose page `page` is, or a `PluginError`."""
+    paper = Path(page.file.src_uri).stem
+    if not page.file.src_uri.startswith("papers/") or paper not in _papers():
+        raise PluginError(f"{page.file.src_uri}: only a paper's page can list its checks or figures")
+    return paper
+
+
 def on_page_markdown(markdown, page, config, files):
-    """Each paper's package in the API reference, in the registry's order; a paper's checks on its
-    page."""
+    """Each paper's package in the API reference, in the registry's order; a paper's checks and
+    figures on its page."""
     if MARKER in markdown:
         markdown = markdown.replace(MARKER, "\n".join(f"::: tasks.{name}" for name in _papers()))
     if CHECKS_MARKER in markdown:
-        paper = Path(page.file.src_uri).stem
-        if not page.file.src_uri.startswith("papers/") or paper not in _papers():
-            raise PluginError(f"{page.file.src_uri}: {CHECKS_MARKER} belongs on a paper's page")
-        markdown = markdown.replace(CHECKS_MARKER, checks_table(paper))
+        markdown = markdown.replace(CHECKS_MARKER, checks_table(_paper_of(page)))
+    if FIGURES_MARKER in markdown:
+        markdown = markdown.replace(FIGURES_MARKER, figures_list(_paper_of(page)))
     return markdown
