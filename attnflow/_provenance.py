@@ -1,13 +1,18 @@
-"""What made an output, recorded with it: versions, commit, backend, devices, host, date and the
-command line."""
+"""What made an output, recorded with it: versions, commit, backend, devices, machine, precision,
+XLA flags, date and the command line."""
 
 import datetime
+import importlib.metadata
+import os
 import platform
 import subprocess
 import sys
 from pathlib import Path
 
 import jax
+
+LIBRARIES = ("jax", "jaxlib", "diffrax", "equinox", "optax", "numpy")
+"""The libraries whose versions an output records."""
 
 
 def source_commit() -> str | None:
@@ -31,17 +36,42 @@ def source_commit() -> str | None:
     return commit.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
 
 
+def cpu_model() -> str:
+    """The processor's model name (from `/proc/cpuinfo` on Linux), else what `platform` knows."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def provenance() -> dict:
-    """What made an output: versions, commit, backend, devices, host, date and the command line."""
+    """What made an output: versions, commit (`+dirty` with uncommitted changes), backend, devices,
+    machine (host, CPU model, cores), whether float64 is on, the XLA flags (its backend
+    optimisation level among them), date and the command line."""
     from . import __version__
 
     return {
         "attnflow": __version__,
         "commit": source_commit(),
-        "jax": jax.__version__,
+        "versions": {name: _version(name) for name in LIBRARIES} | {"python": platform.python_version()},
         "backend": jax.default_backend(),
         "devices": [str(d) for d in jax.local_devices()],
+        "device_kinds": sorted({d.device_kind for d in jax.local_devices()}),
         "host": platform.node(),
+        "cpu": cpu_model(),
+        "cores": os.cpu_count(),
+        "float64": bool(jax.config.read("jax_enable_x64")),
+        "xla_flags": os.environ.get("XLA_FLAGS", ""),
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "argv": sys.argv[1:],
     }
+
+
+def _version(distribution: str) -> str | None:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None

@@ -2,6 +2,7 @@
 
 import html
 import json
+import re
 import time
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import jax
 import dynamics
 import theory
 
+from ._markup import can_render_maths, inline_html
 from ._workers import run_pieces
 from .papers import papers
 
@@ -80,41 +82,172 @@ def reproduce(out: Path, *, full: bool, metadata: dict, jobs: int) -> int:
     return 0 if all(c.passed for c in every_check) else 1
 
 
+_RESULT = re.compile(
+    r"^(?:Theorem|Lemmas?|Proposition|Corollary|Result|Example|Eqn|Figs?\.|Sec\.|Appendix|Stage"
+    r"|Algorithm|Conclusion)(?: [0-9A-Z][\w.]*(?:-[\w.]+)?)?"
+)
+"""The result a claim begins with ("Theorem 4", "Lemma B.8", "Fig. 2", "Stage 1"): its group in
+the report."""
+
+
+def result_of(claim: str) -> str:
+    """The paper's result a check's claim is about, read from its first words, e.g. `"Theorem 4"`;
+    `"Other"` when it names none.
+
+    **Example:**
+
+        >>> result_of("Theorem 4(a): snap time $\\propto 1/\\eta_Y$"), result_of("P3: $a(t)$")
+        ('Theorem 4', 'Other')
+    """
+    match = _RESULT.match(claim)
+    return match.group(0).rstrip(".") if match else "Other"
+
+
 def _index_page(checks: dict, figure_files: dict, out: Path, metadata: dict) -> str:
-    esc = html.escape
-    verdicts = list(theory.Verdict)
+    """The report: a provenance header, a summary of verdicts per paper, then each paper's verdict
+    summary, figures with their captions and checks grouped by the result they are about."""
     summary = "\n".join(
-        f"<tr><td><a href='#{esc(name)}'>{esc(name)}</a></td><td>{esc(papers()[name].title)}</td>"
-        + "".join(f"<td class='{v}'>{sum(c.verdict is v for c in paper_checks)}</td>" for v in verdicts)
-        + "</tr>"
+        f"<tr><td><a href='#{esc(name)}'>{esc(papers()[name].info.label)}</a></td>"
+        f"<td>{esc(papers()[name].title)}</td>{_counts(paper_checks)}</tr>"
         for name, paper_checks in checks.items()
     )
     sections = "\n".join(
-        f"<section id='{esc(name)}'><h2>{esc(name)}</h2><p>{esc(papers()[name].title)}</p>"
-        f"<h3>Checks</h3>{_check_table(checks[name])}"
-        f"<h3>Figures</h3>{_figures(figure_files[name], out)}</section>"
+        f"<section id='{esc(name)}'><h2>{esc(papers()[name].info.label)}</h2>"
+        f"<p class='title'>{esc(papers()[name].title)}</p>"
+        f"{_verdicts(name, checks[name])}"
+        f"<h3>Figures</h3>{_figures(name, figure_files[name], out)}"
+        f"<h3>Checks</h3>{_check_table(name, checks[name])}</section>"
         for name in checks
     )
     return f"""<!doctype html>
-<html><head><meta charset="utf-8"><title>attnflow reproduce</title>
-<style>
-body {{ font-family: sans-serif; margin: 2em; }}
-table {{ border-collapse: collapse; font-size: 0.85em; }}
-td, th {{ border: 1px solid #ccc; padding: 3px 6px; vertical-align: top; }}
-.pass, tr.pass td:first-child {{ background: #d9f2d9; }}
-.fail, tr.fail td:first-child {{ background: #f7c6c6; }}
-.deviation, tr.deviation td:first-child {{ background: #fbe7b5; }}
-img {{ max-width: 100%; border: 1px solid #eee; }}
-</style></head><body>
-<h1>attnflow: checks and figures</h1>
-<table><tr><th>paper</th><th>title</th>{"".join(f"<th>{v}</th>" for v in verdicts)}</tr>
+<html lang="en"><head><meta charset="utf-8"><title>attnflow reproduce</title>
+<style>{_STYLE}</style></head><body>
+<h1>attnflow: every paper's checks and figures</h1>
+{_made_by(metadata)}
+<table class="summary"><tr><th>paper</th><th>title</th><th>pass</th><th>fail</th><th>deviation</th></tr>
 {summary}
 </table>
+{_maths_note()}
 {sections}
-<h2>How this was made</h2>
+<h2 id="made-by">How this was made, in full</h2>
 <pre>{esc(json.dumps(metadata, indent=1))}</pre>
 </body></html>
 """
+
+
+_STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; padding: 0 1em;
+       line-height: 1.45; color: #222; }
+table { border-collapse: collapse; font-size: 0.88em; width: 100%; }
+td, th { border-bottom: 1px solid #ddd; padding: 4px 6px; vertical-align: top; text-align: left; }
+th { background: #f4f4f4; }
+tr.group th { background: #fafafa; font-weight: 600; border-top: 2px solid #ccc; }
+td.num { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }
+.pass { background: #dcf3dc; } .fail { background: #f7c6c6; } .deviation { background: #fbe7b5; }
+td.verdict { white-space: nowrap; font-weight: 600; }
+.method, .note { color: #555; font-size: 0.92em; }
+.note { max-width: 26em; overflow-wrap: anywhere; }
+.made-by td:first-child { white-space: nowrap; color: #555; width: 11em; }
+.made-by { width: auto; margin-bottom: 1.5em; }
+table.summary { width: auto; margin-bottom: 1em; }
+ul.verdicts li { margin: 0.2em 0; }
+figure { margin: 1.5em 0; } figure img { max-width: 100%; border: 1px solid #eee; }
+figcaption { font-size: 0.92em; color: #333; max-width: 60em; }
+p.title { color: #555; margin-top: -0.5em; }
+code { font-size: 0.92em; background: #f3f3f3; padding: 0 2px; }
+"""
+
+
+def esc(text) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _counts(checks: list) -> str:
+    """A summary row's cells: the number of checks of each verdict, coloured only where not 0."""
+    cells = []
+    for verdict in theory.Verdict:
+        count = sum(c.verdict is verdict for c in checks)
+        cells.append(f"<td class='num{' ' + verdict.value if count else ''}'>{count}</td>")
+    return "".join(cells)
+
+
+def _made_by(metadata: dict) -> str:
+    """The provenance header: what made the page, one row per fact."""
+    commit = metadata.get("commit") or "not a git checkout"
+    if commit.endswith("+dirty"):
+        commit = f"{commit.removesuffix('+dirty')} <strong>with uncommitted changes</strong>"
+    else:
+        commit = f"{commit} (clean)" if metadata.get("commit") else commit
+    options = metadata.get("options", {})
+    versions = ", ".join(f"{k} {v}" for k, v in (metadata.get("versions") or {}).items() if v)
+    rows = [
+        ("sizes", "the papers' (--full)" if options.get("full") else "quick"),
+        ("commit", commit),
+        ("date", esc(metadata.get("date", ""))),
+        ("wall time", f"{metadata.get('wall_seconds', 0):.0f} s with {options.get('jobs', 1)} worker(s)"),
+        (
+            "machine",
+            esc(f"{metadata.get('host', '')}: {metadata.get('cpu', '')}, {metadata.get('cores', '')} cores"),
+        ),
+        ("devices", esc(f"{metadata.get('backend', '')}: {', '.join(metadata.get('devices', []))}")),
+        (
+            "precision",
+            "float64 available (each check's simulations state their dtype)"
+            if metadata.get("float64")
+            else "float32 only",
+        ),
+        ("XLA flags", f"<code>{esc(metadata.get('xla_flags') or '(none)')}</code>"),
+        ("versions", esc(f"attnflow {metadata.get('attnflow', '')}, {versions}")),
+    ]
+    body = "".join(f"<tr><td>{key}</td><td>{value}</td></tr>" for key, value in rows)
+    return f"<table class='made-by'>{body}</table>"
+
+
+def _maths_note() -> str:
+    if can_render_maths():
+        return ""
+    return (
+        "<p class='method'>The claims' maths is shown as TeX: install <code>attnflow[docs]</code> "
+        "(latex2mathml) to see it rendered.</p>"
+    )
+
+
+def _verdicts(paper: str, checks: list) -> str:
+    """A paper's verdict summary: what holds (the results all of whose checks pass), then each
+    failure and each deviation, with its reason, one line each."""
+    groups = _grouped(checks)
+    holding = [
+        result
+        for result, members in groups.items()
+        if all(c.verdict is theory.Verdict.passed for c in members)
+    ]
+    passed = sum(c.verdict is theory.Verdict.passed for c in checks)
+    lines = [
+        f"<li><strong>{passed} of {len(checks)} checks pass.</strong> "
+        + (f"Every check holds for: {esc(', '.join(holding))}." if holding else "")
+        + "</li>"
+    ]
+    for c in checks:
+        if c.verdict is theory.Verdict.failed:
+            lines.append(
+                f"<li class='fail'><strong>Fails</strong>: <a href='#{esc(paper)}-{esc(c.name)}'>"
+                f"<code>{esc(c.name)}</code></a>, {inline_html(c.claim)} (error {c.error:.3g} against "
+                f"tolerance {c.tolerance:.3g})</li>"
+            )
+        elif c.verdict is theory.Verdict.deviation:
+            lines.append(
+                f"<li class='deviation'><strong>Deviates</strong>: <a href='#{esc(paper)}-{esc(c.name)}'>"
+                f"<code>{esc(c.name)}</code></a>, {inline_html(c.claim)}. Why: {esc(c.deviation)}</li>"
+            )
+    return f"<ul class='verdicts'>{''.join(lines)}</ul>"
+
+
+def _grouped(checks: list) -> dict[str, list]:
+    """Checks by the result they are about, in the order each result first appears."""
+    groups: dict[str, list] = {}
+    for c in checks:
+        groups.setdefault(result_of(c.claim), []).append(c)
+    return groups
 
 
 def _predicted(check) -> str:
@@ -124,34 +257,47 @@ def _predicted(check) -> str:
     return f"bound {check.bound.sign} {check.predicted:.6g}"
 
 
-def _check_table(checks: list) -> str:
-    esc = html.escape
-    rows = "\n".join(
-        f"<tr class='{c.verdict}'><td>{c.verdict}</td><td>{esc(c.name)}</td>"
-        f"<td>{esc(c.claim)}</td><td>{esc(_predicted(c))}</td><td>{c.simulated:.6g}</td>"
-        f"<td>{c.error:.3g}</td><td>{c.tolerance:.3g}</td><td>{esc(c.provenance)}</td><td>{esc(c.note)}</td></tr>"
-        for c in checks
-    )
+def _check_table(paper: str, checks: list) -> str:
+    """The checks of a paper, grouped by result: verdict, name, claim and how it is measured,
+    predicted, simulated, error against tolerance, provenance and note."""
+    methods = {fn.__name__: fn.declaration.method for fn in papers()[paper].checks}
+    rows = []
+    for result, members in _grouped(checks).items():
+        rows.append(f"<tr class='group'><th colspan='9'>{esc(result)}</th></tr>")
+        for c in members:
+            method = methods.get(c.name, "")
+            why = f"<br><strong>Why it deviates:</strong> {esc(c.deviation)}" if c.deviation else ""
+            rows.append(
+                f"<tr id='{esc(paper)}-{esc(c.name)}'>"
+                f"<td class='verdict {c.verdict.value}'>{c.verdict.value}</td>"
+                f"<td><code>{esc(c.name)}</code></td>"
+                f"<td>{inline_html(c.claim)}<div class='method'>{inline_html(method)}</div></td>"
+                f"<td class='num'>{esc(_predicted(c))}</td><td class='num'>{c.simulated:.6g}</td>"
+                f"<td class='num'>{c.error:.3g}</td><td class='num'>{c.tolerance:.3g}</td>"
+                f"<td>{esc(c.provenance.value)}</td>"
+                f"<td class='note'>{esc(c.note)}{why}</td></tr>"
+            )
     return (
-        "<table><tr><th>verdict</th><th>check</th><th>claim</th><th>predicted</th><th>simulated</th>"
-        f"<th>error</th><th>tolerance</th><th>provenance</th><th>note</th></tr>{rows}</table>"
+        "<table class='checks'><tr><th>verdict</th><th>check</th><th>claim, and how it is measured</th>"
+        "<th>predicted</th><th>simulated</th><th>error</th><th>tolerance</th><th>provenance</th>"
+        "<th>note</th></tr>" + "\n".join(rows) + "</table>"
     )
 
 
-def _figures(figure_files: dict[str, list[Path]], out: Path) -> str:
-    esc = html.escape
-    sections = []
+def _figures(paper: str, figure_files: dict[str, list[Path]], out: Path) -> str:
+    """Each figure of a paper as its PNG with its caption, and links to its PDF and JSON data."""
+    draws = papers()[paper].figures
+    parts = []
     for name, paths in figure_files.items():
-        links = [(p, esc(str(p.relative_to(out)))) for p in paths]
-        images = "".join(
-            f"<img src='{esc(str(p.relative_to(out)))}' alt='{esc(name)}'>"
-            for p in paths
-            if p.suffix == ".png"
-        )
+        image = next((p for p in paths if p.suffix == ".png"), None)
         links = " · ".join(
-            f"<a href='{esc(str(p.relative_to(out)))}'>{esc(p.suffix[1:])}</a>"
+            f"<a href='{esc(p.relative_to(out))}'>{esc(p.suffix[1:])}</a>"
             for p in paths
             if p.suffix != ".png"
         )
-        sections.append(f"<div><h4>{esc(name)}</h4>{images}<p>{links}</p></div>")
-    return "".join(sections)
+        img = f"<img src='{esc(image.relative_to(out))}' alt='{esc(name)}'>" if image else ""
+        parts.append(
+            f"<figure id='{esc(name)}'>{img}<figcaption><code>{esc(name)}</code>: "
+            f"{inline_html(getattr(draws.get(name), 'caption', ''))} {links}</figcaption></figure>"
+        )
+    return "".join(parts)

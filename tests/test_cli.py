@@ -71,7 +71,7 @@ def test_simulate_writes_a_store_that_loads_with_its_config(tmp_path, capsys):
     config, made_by = json.loads(ds.attrs["config"]), json.loads(ds.attrs["provenance"])
     assert config["simulation"] == "tasks.scan_snap:ScalarFlow" and config["t1"] == 50.0
     assert config["num_seeds"] == 3 and config["dtype"] == "float64" and ds["B"].dtype == np.float64
-    assert made_by["jax"] and made_by["commit"] == _provenance.source_commit()
+    assert made_by["versions"]["jax"] and made_by["commit"] == _provenance.source_commit()
     assert ds["B"].dims == ("seed", "save") and (ds["stop"] == 0).all()
     # L3 from z = 0: B grows and z falls (Theorem 4), identically for every seed.
     B = ds["B"].values
@@ -228,15 +228,15 @@ def test_a_declared_check_without_a_quick_mode_is_not_given_quick_and_may_deviat
 
     (made,) = theory.check_makers("p", [y_is_zero], quick=True)
     check = made()
-    assert check.verdict is theory.Verdict.deviation and "for a reason" in check.note
+    assert check.verdict is theory.Verdict.deviation and check.deviation == "y is 1 here, for a reason"
 
     @theory.claim("w is 0", method="by hand", tolerance=0.5)
     def w_is_zero(w: float = 2.0) -> theory.Measured:
         # a reason known only once measured takes the place of a declared one
         return theory.Measured(0.0, w, w, deviation=f"w is {w} here")
 
-    assert w_is_zero().verdict is theory.Verdict.deviation and "w is 2.0 here" in w_is_zero().note
-    assert w_is_zero(w=0.25).verdict is theory.Verdict.passed and "here" not in w_is_zero(w=0.25).note
+    assert w_is_zero().verdict is theory.Verdict.deviation and w_is_zero().deviation == "w is 2.0 here"
+    assert w_is_zero(w=0.25).verdict is theory.Verdict.passed and w_is_zero(w=0.25).deviation == ""
 
 
 def test_the_example_of_claim_runs():
@@ -298,10 +298,10 @@ def test_a_bound_reads_as_a_relation_in_the_table_json_and_page(tmp_path, monkey
         ("below", "upper"),
         ("equal", None),
     ]
-    page = _check_table([above(quick=True), below(), equal()])
-    assert "<td>bound ≥ 0.5</td><td>0.96</td>" in page
-    assert "<td>bound ≤ 1</td><td>1.25</td>" in page
-    assert "<td>1</td><td>1</td>" in page
+    page = _check_table("toy", [above(quick=True), below(), equal()])
+    assert "<td class='num'>bound ≥ 0.5</td><td class='num'>0.96</td>" in page
+    assert "<td class='num'>bound ≤ 1</td><td class='num'>1.25</td>" in page
+    assert "<td class='num'>1</td><td class='num'>1</td>" in page
     with pytest.raises(ValueError, match="bound must be None or one of"):
         theory.within("x", "x", "?", predicted=0.0, simulated=0.0, error=0.0, tolerance=0.0, bound="both")
 

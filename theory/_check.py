@@ -81,7 +81,8 @@ class Check:
     - `bound`: `None` when `predicted` is a value to match; a [`Bound`][] when it is a bound.
       Where the claim is an interval, the bound `predicted` holds; the note gives the other end.
     - `provenance`: where the claim and tolerance come from, a [`Provenance`][].
-    - `note`: anything a reader needs: the settings, a documented deviation, a reference number.
+    - `note`: anything a reader needs: the settings, a reference number.
+    - `deviation`: the documented reason the check deviates, when the verdict is `deviation`.
     - `seconds`: the wall time the check took.
 
     `verdict`, `bound` and `provenance` may be given as their members' strings (`"pass"`,
@@ -100,6 +101,7 @@ class Check:
     provenance: Provenance = Provenance.paper
     note: str = ""
     seconds: float = 0.0
+    deviation: str = ""
 
     def __post_init__(self):
         object.__setattr__(self, "verdict", _member(Verdict, "verdict", self.verdict))
@@ -145,8 +147,6 @@ def within(
     """
     ok = bool(error <= tolerance)
     verdict = Verdict.passed if ok else (Verdict.deviation if expected_deviation else Verdict.failed)
-    if expected_deviation and not ok:
-        note = f"{note} Expected deviation: {expected_deviation}".strip()
     return Check(
         paper=paper,
         name=name,
@@ -159,6 +159,7 @@ def within(
         bound=bound,
         provenance=provenance,
         note=note,
+        deviation=expected_deviation if verdict is Verdict.deviation else "",
     )
 
 

@@ -1,0 +1,112 @@
+"""The page of `attnflow reproduce`: what made it, a verdict summary per paper, the figures with
+their captions, and the checks grouped by the result they are about."""
+
+import html
+import re
+
+import matplotlib.pyplot as plt
+import pytest
+
+import figures
+import tasks
+import theory
+from attnflow import _provenance
+from attnflow._report import _index_page, result_of
+from attnflow.papers import Paper, papers
+from tests.test_cli import _Still
+
+
+@theory.claim(r"Theorem 1: $x_t \to 1$", method="the last of 10 steps: absolute error", tolerance=1e-6)
+def converges():
+    return theory.Measured(predicted=1.0, simulated=1.0, error=0.0)
+
+
+@theory.claim("Theorem 1: the rate is $1/t$", method="fit on the last decade: relative error", tolerance=0.1)
+def rate():
+    return theory.Measured(predicted=1.0, simulated=1.5, error=0.5)
+
+
+@theory.claim(
+    "Lemma 2: the norm stays below 2",
+    method="largest norm over the run",
+    tolerance=0.0,
+    bound="upper",
+    expected_deviation="the step is outside the lemma's range",
+)
+def norm_bounded():
+    return theory.Measured(predicted=2.0, simulated=2.5, error=0.5)
+
+
+@figures.caption("Fig. 1: $x_t$ against $t$. Look for the curve reaching 1.")
+def fig1(out_dir, full):
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [0, 1])
+    return figures.save_figure(fig, out_dir, "toy_fig1", data={}, config={"full": full})
+
+
+@pytest.fixture
+def page(tmp_path, monkeypatch):
+    draws = figures.named_figures("figures.toy", [fig1])
+    info = tasks.PaperInfo("toy", "A toy paper", {"still": _Still}, label="Toy")
+    monkeypatch.setitem(papers(), "toy", Paper(info, (converges, rate, norm_bounded), draws))
+    checks = {"toy": [converges(), rate(), norm_bounded()]}
+    files = {"toy": {"toy_fig1": fig1(tmp_path / "figures", False)}}
+    metadata = _provenance.provenance() | {"options": {"full": False, "jobs": 2}, "wall_seconds": 12.3}
+    return _index_page(checks, files, tmp_path, metadata)
+
+
+def _text(page_html: str) -> str:
+    return html.unescape(re.sub(r"<[^>]+>", " ", re.sub(r"<math.*?</math>", " MATH ", page_html, flags=re.S)))
+
+
+def test_the_summary_colours_only_the_verdicts_that_occur(page):
+    row = re.search(r"<tr><td><a href='#toy'>Toy</a></td>.*?</tr>", page).group(0)
+    assert "<td class='num pass'>1</td><td class='num fail'>1</td><td class='num deviation'>1</td>" in row
+    only_passes = _index_page({"toy": [converges()]}, {"toy": {}}, None, {})
+    assert "<td class='num pass'>1</td><td class='num'>0</td><td class='num'>0</td>" in only_passes
+
+
+def test_the_verdict_summary_says_what_holds_fails_and_deviates_and_why(page):
+    summary = _text(re.search(r"<ul class='verdicts'>.*?</ul>", page).group(0))
+    assert "1 of 3 checks pass." in summary
+    assert "Fails : rate" in " ".join(summary.split())
+    assert "Why: the step is outside the lemma's range" in summary
+    assert "Every check holds for" not in summary  # Theorem 1 has a failure, Lemma 2 a deviation
+
+
+def test_the_checks_are_grouped_by_result_with_how_they_are_measured(page):
+    table = re.search(r"<table class='checks'>.*?</table>", page, flags=re.S).group(0)
+    groups = re.findall(r"<tr class='group'><th colspan='9'>([^<]+)</th>", table)
+    assert groups == ["Theorem 1", "Lemma 2"]
+    assert "fit on the last decade: relative error" in table
+    assert "bound ≤ 2" in table
+
+
+def test_the_figures_have_their_captions_and_the_header_what_made_them(page):
+    assert "<img src='figures/toy_fig1.png'" in page
+    assert "Look for the curve reaching 1." in _text(page)
+    header = _text(re.search(r"<table class='made-by'>.*?</table>", page).group(0))
+    for fact in ("quick", "12 s with 2 worker(s)", "cores", "XLA flags", "jax "):
+        assert fact in header
+
+
+def test_maths_is_rendered_when_latex2mathml_is_installed(page):
+    pytest.importorskip("latex2mathml")
+    assert "<math" in page and "$" not in _text(page).split("How this was made")[0]
+
+
+@pytest.mark.parametrize(
+    "claim, result",
+    [
+        ("Theorem 4(a): snap", "Theorem 4"),
+        ("Lemma B.8: closed form", "Lemma B.8"),
+        ("Lemmas C.5-C.6: one step", "Lemmas C.5-C.6"),
+        ("Figs. 2, 4: floor", "Figs. 2"),
+        ("Fig. 10: entropy", "Fig. 10"),
+        ("Eqn 14, scanning phase", "Eqn 14"),
+        ("Stage 1 needs poly($T$) samples", "Stage 1"),
+        ("P3: $a(t)$", "Other"),
+    ],
+)
+def test_a_claim_is_grouped_under_the_result_it_begins_with(claim, result):
+    assert result_of(claim) == result
