@@ -322,10 +322,13 @@ def _use_data(directory: str | None) -> None:
 
 
 def figures(args: argparse.Namespace) -> int:
-    """`attnflow figures`: the named figures (or all), PNG, PDF and JSON each."""
+    """`attnflow figures`: the named figures (or all), PNG, PDF and JSON each; the papers' figures
+    side by side in `--jobs` worker processes (one paper's figures in one, as they share runs)."""
     import dynamics
 
-    from .papers import all_figures
+    from ._report import paper_figures, schedule
+    from ._workers import run_pieces
+    from .papers import all_figures, papers
 
     known = all_figures()
     if args.list:
@@ -339,10 +342,10 @@ def figures(args: argparse.Namespace) -> int:
         raise ValueError(f"unknown figure(s) {', '.join(unknown)}; see attnflow figures --list")
     _use_data(args.data)
     out = dynamics.prepare_folder(args.out, "--out")
-    for name in names:
-        start = time.perf_counter()
-        paths = known[name](out, args.full)
-        print(f"{name}: {', '.join(p.name for p in paths)} ({time.perf_counter() - start:.1f} s)")
+    wanted = {paper: [n for n in names if n in each.figures] for paper, each in papers().items()}
+    order = [paper for paper, _ in schedule([p for p, chosen in wanted.items() if chosen], ("figures",))]
+    pieces = [(paper_figures, (paper, out, args.full, wanted[paper])) for paper in order]
+    run_pieces(pieces, args.jobs, jax.config.jax_compilation_cache_dir)
     return 0
 
 

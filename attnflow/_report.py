@@ -32,13 +32,16 @@ def paper_checks(name: str, quick: bool) -> list[theory.Check]:
     )
 
 
-def paper_figures(name: str, out: Path, full: bool) -> dict[str, list[Path]]:
-    """Every figure of paper `name` drawn into `out`, each timed: figure name -> files written."""
+def paper_figures(name: str, out: Path, full: bool, only: list[str] | None = None) -> dict[str, list[Path]]:
+    """The figures of paper `name` (those named in `only`, or all) drawn into `out`, each timed:
+    figure name -> files written."""
     files = {}
     for figure, draw in papers()[name].figures.items():
-        start = time.perf_counter()
-        files[figure] = draw(out, full)
-        print(f"[figure] {figure} ({time.perf_counter() - start:.1f} s)", flush=True)
+        if only is None or figure in only:
+            start = time.perf_counter()
+            files[figure] = draw(out, full)
+            written = ", ".join(path.name for path in files[figure])
+            print(f"[figure] {figure}: {written} ({time.perf_counter() - start:.1f} s)", flush=True)
     return files
 
 
@@ -142,11 +145,13 @@ table { border-collapse: collapse; font-size: 0.88em; width: 100%; }
 td, th { border-bottom: 1px solid #ddd; padding: 4px 6px; vertical-align: top; text-align: left; }
 th { background: #f4f4f4; }
 tr.group th { background: #fafafa; font-weight: 600; border-top: 2px solid #ccc; }
-td.num { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .pass { background: #dcf3dc; } .fail { background: #f7c6c6; } .deviation { background: #fbe7b5; }
 td.verdict { white-space: nowrap; font-weight: 600; }
-.method, .note { color: #555; font-size: 0.92em; }
-.note { max-width: 26em; overflow-wrap: anywhere; }
+table.checks { table-layout: fixed; }
+table.checks td { overflow-wrap: anywhere; }
+.method, .note, .why { color: #555; font-size: 0.92em; margin-top: 0.3em; }
+.note { color: #777; }
 .made-by td:first-child { white-space: nowrap; color: #555; width: 11em; }
 .made-by { width: auto; margin-bottom: 1.5em; }
 table.summary { width: auto; margin-bottom: 1em; }
@@ -219,7 +224,7 @@ def _verdicts(paper: str, checks: list) -> str:
     holding = [
         result
         for result, members in groups.items()
-        if all(c.verdict is theory.Verdict.passed for c in members)
+        if result != "Other" and all(c.verdict is theory.Verdict.passed for c in members)
     ]
     passed = sum(c.verdict is theory.Verdict.passed for c in checks)
     lines = [
@@ -258,29 +263,34 @@ def _predicted(check) -> str:
 
 
 def _check_table(paper: str, checks: list) -> str:
-    """The checks of a paper, grouped by result: verdict, name, claim and how it is measured,
-    predicted, simulated, error against tolerance, provenance and note."""
+    """The checks of a paper, grouped by result: verdict, name, claim with how it is measured and
+    the note, predicted, simulated, error, tolerance and provenance."""
     methods = {fn.__name__: fn.declaration.method for fn in papers()[paper].checks}
     rows = []
     for result, members in _grouped(checks).items():
-        rows.append(f"<tr class='group'><th colspan='9'>{esc(result)}</th></tr>")
+        rows.append(f"<tr class='group'><th colspan='8'>{esc(result)}</th></tr>")
         for c in members:
-            method = methods.get(c.name, "")
-            why = f"<br><strong>Why it deviates:</strong> {esc(c.deviation)}" if c.deviation else ""
+            about = f"<div class='method'>{inline_html(methods.get(c.name, ''))}</div>"
+            about += f"<div class='note'>{esc(c.note)}</div>" if c.note else ""
+            if c.deviation:
+                about += f"<div class='why'><strong>Why it deviates:</strong> {esc(c.deviation)}</div>"
             rows.append(
                 f"<tr id='{esc(paper)}-{esc(c.name)}'>"
                 f"<td class='verdict {c.verdict.value}'>{c.verdict.value}</td>"
-                f"<td><code>{esc(c.name)}</code></td>"
-                f"<td>{inline_html(c.claim)}<div class='method'>{inline_html(method)}</div></td>"
+                f"<td><code>{esc(c.name).replace('_', '_<wbr>')}</code></td>"
+                f"<td>{inline_html(c.claim)}{about}</td>"
                 f"<td class='num'>{esc(_predicted(c))}</td><td class='num'>{c.simulated:.6g}</td>"
                 f"<td class='num'>{c.error:.3g}</td><td class='num'>{c.tolerance:.3g}</td>"
-                f"<td>{esc(c.provenance.value)}</td>"
-                f"<td class='note'>{esc(c.note)}{why}</td></tr>"
+                f"<td>{esc(c.provenance.value)}</td></tr>"
             )
     return (
-        "<table class='checks'><tr><th>verdict</th><th>check</th><th>claim, and how it is measured</th>"
-        "<th>predicted</th><th>simulated</th><th>error</th><th>tolerance</th><th>provenance</th>"
-        "<th>note</th></tr>" + "\n".join(rows) + "</table>"
+        "<table class='checks'><colgroup><col style='width:6%'><col style='width:14%'>"
+        "<col style='width:38%'><col style='width:10%'><col style='width:10%'><col style='width:8%'>"
+        "<col style='width:6%'><col style='width:8%'></colgroup>"
+        "<tr><th>verdict</th><th>check</th><th>claim; how it is measured; note</th><th>predicted</th>"
+        "<th>simulated</th><th>error</th><th>tolerance</th><th>provenance</th></tr>"
+        + "\n".join(rows)
+        + "</table>"
     )
 
 

@@ -146,6 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
     figs.add_argument(
         "--full", action="store_true", help="the papers' sizes (slow) instead of quick defaults"
     )
+    _add_jobs(figs)
     _add_data(figs)
     figs.set_defaults(func=_commands.figures)
 

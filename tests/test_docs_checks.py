@@ -81,3 +81,25 @@ def test_a_paper_page_lists_its_declared_figures_and_none_by_hand(paper):
     for item, (name, draw) in zip(items, declared.items()):
         assert item == f'- <a id="figure-{name}"></a>`{name}`: {draw.caption} `attnflow figures {name}`'
         assert "Look for" in draw.caption, name
+
+
+def test_with_images_each_figure_shows_its_png_beside_the_page():
+    paper = sorted(papers())[0]
+    listed = _hook().figures_list(paper, images=True)
+    for name in papers()[paper].figures:
+        assert f"\n\n    ![{name}, quick sizes](figures/{name}.png)\n" in listed
+
+
+def test_the_figures_are_drawn_for_the_code_that_draws_them(tmp_path, monkeypatch):
+    hook = _hook()
+    for package in hook.SOURCES:
+        (tmp_path / package / "__pycache__").mkdir(parents=True)
+        (tmp_path / package / "__init__.py").write_text("x = 1\n")
+    before = hook.source_digest(tmp_path)
+    (tmp_path / "figures" / "__pycache__" / "a.pyc").write_bytes(b"compiled")
+    (tmp_path / "docs.md").write_text("not code")
+    assert hook.source_digest(tmp_path) == before
+    (tmp_path / "tasks" / "__init__.py").write_text("x = 2\n")
+    assert hook.source_digest(tmp_path) != before
+    monkeypatch.setenv(hook.FIGURES_ENV, "off")
+    assert hook.draw_figures() == {}
