@@ -14,6 +14,8 @@ from ._progress import inner_meters, progress_inside, progress_over
 from ._run import Run, StopReason
 
 SEEDS_AXIS = "seeds"
+"""The name of the device-mesh axis that [`run_many`][] splits the runs over when it shards them
+across several devices."""
 
 
 def _call(fn: Callable, args: tuple) -> PyTree:

@@ -8,6 +8,8 @@ from jax.flatten_util import ravel_pytree
 from jaxtyping import Array, Float, PRNGKeyArray, PyTree
 
 HESSIAN_METHODS = ("lanczos", "power")
+"""The ways [`hessian_max_eigenvalue`][] can estimate λ_max: Lanczos iteration or power iteration,
+both on Hessian-vector products."""
 
 
 def hvp(loss: Callable[[PyTree], Float[Array, ""]], params: PyTree, tangent: PyTree) -> PyTree:

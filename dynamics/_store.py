@@ -55,7 +55,9 @@ from ._simulation import AbstractSimulation, batched_run, traced_arrays
 from ._trajectory import named_leaves
 
 SEED_DIM = "seed"
+"""The dimension of a store's variables that runs over the seeds of each grid point."""
 SAVE_DIM = "save"
+"""The dimension of a store's saved variables that runs over the saves of each run."""
 
 
 @dataclasses.dataclass(frozen=True)
