@@ -3,9 +3,10 @@ runs one at a time through one jitted single-run function.
 
 The sweep: Syn-Medium with `num_last` ∈ {1, 3, 5, 10}; 16 (η_Z, η_Y/η_Z) pairs
 η_Z ∈ {0.5, 1, 2, 3} × ratio ∈ {1, 2, 5, 10}; 10 seeds; 100 steps of SGD with heavy-ball
-momentum 0.9 (L0, `tasks.scan_snap.sgd_run`); batch 128, T = 128; uniform init; float32.
-A run returns its final Fig. 6 distinct-token entropy, so both sides do exactly the same work
-and their entropies are compared.
+momentum 0.9 (L0, `tasks.scan_snap.sgd_run`); batch 128, T = 128; uniform init; float32. A run
+is the figure's own run (`figures._scan_snap_sweep.vocabulary_runs`: final distinct-token
+entropy, recall curve and stop code, seed `s` the official sweep's `seed=s`, seeds 1-10), so both
+sides do exactly the figure's work and their entropies are compared.
 
 Timing (compile excluded from both sides; each side's first, compiling call is untimed and its
 wall time is printed separately):
@@ -28,71 +29,46 @@ import sys
 import time
 from collections.abc import Sequence
 
-import equinox as eqx
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 import dynamics
-from figures._scan_snap_sweep import SweepConfig
-from tasks.scan_snap import Dataset2, YZModel, distinct_token_entropy, sgd_run
+from figures._scan_snap_sweep import SweepConfig, vocabulary_runs
+from tasks.scan_snap import Dataset2
 
 PAPER = SweepConfig.paper(full=True)
 """The paper's sweep, the one `attnflow figures scan_snap_fig6 --full` runs."""
 NUM_LAST, ETA_Z, RATIOS = PAPER.num_lasts, PAPER.eta_zs, PAPER.ratios
 
 
-def _final_entropy(key, eta_z, ratio, arrays, *, steps: int, batch_size: int, T: int):
-    """One run of one vocabulary: its final Fig. 6 distinct-token entropy."""
-    key_init, key_data = jax.random.split(key)
-    model = YZModel.uniform(key_init, arrays.probs.shape[1], arrays.probs.dtype)
-    run = sgd_run(
-        key_data,
-        model,
-        arrays,
-        T=T,
-        batch_size=batch_size,
-        num_steps=steps,
-        every=steps,
-        eta_y=eta_z * ratio,
-        eta_z=eta_z,
-        method="momentum",
-        save=lambda m: distinct_token_entropy(m, arrays),
+def sweep(num_last: int, args: argparse.Namespace):
+    """One vocabulary's runs, as `attnflow figures scan_snap_fig6` runs them: the single-run
+    function, its arguments over every (η_Z, ratio, seed) and the vocabulary's size M."""
+    seeds = tuple(range(args.seed + 1, args.seed + 1 + args.seeds))
+    config = SweepConfig(
+        num_lasts=(num_last,),
+        eta_zs=tuple(args.eta_z),
+        ratios=tuple(args.ratios),
+        seeds=seeds,
+        num_steps=args.steps,
+        batch_size=args.batch_size,
+        T=args.T,
     )
-    return run.values[-1]
-
-
-def make_run(num_last: int, *, steps: int, batch_size: int, T: int, dtype=jnp.float32):
-    """The single-run function of one vocabulary: `(key, eta_z, ratio) -> final DT entropy`.
-
-    The key is split into the init key (uniform U(−1/√M, 1/√M) init) and the mini-batch stream.
-    """
-    dataset = Dataset2.syn_medium(num_last)
-    arrays = dataset.build().arrays(dtype)
-    one = eqx.Partial(_final_entropy, arrays=arrays, steps=steps, batch_size=batch_size, T=T)
-    return one, dataset.M
-
-
-def sweep_args(num_seeds: int, seed: int, eta_z: Sequence[float], ratios: Sequence[float]):
-    """All (η_Z, ratio, seed) runs flattened (seed fastest): keys, η_Z, ratios as numpy arrays.
-    Seed s uses the same key for every pair (as `seed=1..10` in the official sweep)."""
-    points = dynamics.grid(eta_z=eta_z, ratio=ratios, seed=range(num_seeds))
-    seed_keys = np.asarray(dynamics.seed_keys(seed, num_seeds))
-    keys = seed_keys[points["seed"]]
-    return keys, points["eta_z"].astype(np.float32), points["ratio"].astype(np.float32)
+    one, arguments = vocabulary_runs(config, num_last)
+    return one, arguments, Dataset2.syn_medium(num_last).M
 
 
 def _time_batched(one, args, chunk_size):
     start = time.perf_counter()
-    entropies, finite = dynamics.run_many(one, *args, chunk_size=chunk_size)
-    return time.perf_counter() - start, np.asarray(entropies), finite
+    outputs, finite = dynamics.run_many(one, *args, chunk_size=chunk_size)
+    return time.perf_counter() - start, np.asarray(outputs["entropy"]), finite
 
 
 def _time_loop(jitted, args, indices):
     out = np.empty(len(indices), np.float32)
     start = time.perf_counter()
     for j, i in enumerate(indices):
-        out[j] = np.asarray(jitted(*(a[i] for a in args)))
+        out[j] = np.asarray(jitted(*(a[i] for a in args))["entropy"])
     return time.perf_counter() - start, out
 
 
@@ -125,7 +101,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--chunk-size", type=int, default=None, help="run_many chunk size (default: all runs)"
     )
-    parser.add_argument("--seed", type=int, default=0, help="base PRNG seed")
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="the runs use seeds SEED+1 .. SEED+SEEDS (default 0: the paper's 1-10)",
+    )
     args = parser.parse_args(argv)
     if args.seeds < 1 or args.steps < 1 or args.repeats < 1 or args.loop_sample < 0:
         parser.error("--seeds, --steps, --repeats must be >= 1 and --loop-sample >= 0")
@@ -151,8 +132,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
 
     setups = {}
     for num_last in args.num_last:
-        one, M = make_run(num_last, steps=args.steps, batch_size=args.batch_size, T=args.T)
-        run_args = sweep_args(args.seeds, args.seed, args.eta_z, args.ratios)
+        one, run_args, M = sweep(num_last, args)
         num_runs = len(run_args[0])
         if args.loop_sample and args.loop_sample < num_runs:
             indices = np.sort(rng.choice(num_runs, args.loop_sample, replace=False))
@@ -161,7 +141,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         # Warm-ups (untimed): the batched call compiles and gives the reference entropies; the
         # loop's jit compiles on its first call.
         batched_first, entropies, finite = _time_batched(one, run_args, args.chunk_size)
-        jitted = jax.jit(lambda key, eta_z, ratio: one(key, eta_z, ratio))  # a user's jitted closure
+        jitted = jax.jit(lambda seed, eta_z, ratio: one(seed, eta_z, ratio))  # a user's jitted closure
         start = time.perf_counter()
         jax.block_until_ready(jitted(*(a[indices[0]] for a in run_args)))
         loop_first = time.perf_counter() - start

@@ -164,21 +164,30 @@ def _one_run(
     }
 
 
-def _run_vocabulary(config: SweepConfig, num_last: int) -> dict[str, np.ndarray]:
-    """Every (η_Z, ratio, seed) of one vocabulary in one compiled, `vmap`ped call.
+def vocabulary_runs(config: SweepConfig, num_last: int) -> tuple[eqx.Partial, tuple[np.ndarray, ...]]:
+    """The runs of one vocabulary: the sweep's one run function and its arguments.
 
-    **Returns:** `entropy (Z, R, S)`, `recall (Z, R, S, num_taus)`, `completed (Z, R, S)`.
+    **Arguments:** `config`: the sweep; `num_last`: the vocabulary, `Dataset2.syn_medium(num_last)`.
+
+    **Returns:** `(one, (seeds, eta_zs, ratios))`: `one(seed, eta_z, ratio)` is one run
+    (final entropy, recall curve and stop code, as a dict), a PyTree callable for
+    `dynamics.run_many`; the three arrays hold every (η_Z, ratio, seed) of the sweep, seed fastest.
     """
     dtype = jnp.dtype(config.dtype)
     classes = Dataset2.syn_medium(num_last).build().arrays(dtype)
     taus = jnp.asarray(config.taus(num_last), dtype)
     points = dynamics.grid(eta_z=config.eta_zs, ratio=config.ratios, seed=config.seeds)
-    outputs, _ = dynamics.run_many(
-        eqx.Partial(_one_run, classes=classes, taus=taus, config=config),
-        points["seed"],
-        points["eta_z"].astype(dtype),
-        points["ratio"].astype(dtype),
-    )
+    one = eqx.Partial(_one_run, classes=classes, taus=taus, config=config)
+    return one, (points["seed"], points["eta_z"].astype(dtype), points["ratio"].astype(dtype))
+
+
+def _run_vocabulary(config: SweepConfig, num_last: int) -> dict[str, np.ndarray]:
+    """Every (η_Z, ratio, seed) of one vocabulary in one compiled, `vmap`ped call.
+
+    **Returns:** `entropy (Z, R, S)`, `recall (Z, R, S, num_taus)`, `completed (Z, R, S)`.
+    """
+    one, arguments = vocabulary_runs(config, num_last)
+    outputs, _ = dynamics.run_many(one, *arguments)
     shape = (len(config.eta_zs), len(config.ratios), len(config.seeds))
     completed = (outputs["stop"] == dynamics.StopReason.completed) & np.isfinite(outputs["entropy"])
     return {
