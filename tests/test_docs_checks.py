@@ -101,5 +101,34 @@ def test_the_figures_are_drawn_for_the_code_that_draws_them(tmp_path, monkeypatc
     assert hook.source_digest(tmp_path) == before
     (tmp_path / "tasks" / "__init__.py").write_text("x = 2\n")
     assert hook.source_digest(tmp_path) != before
-    monkeypatch.setenv(hook.FIGURES_ENV, "off")
-    assert hook.draw_figures() == {}
+    monkeypatch.setenv(hook.RESULTS_ENV, "off")
+    assert hook.reproduce_results() == {}
+
+
+def test_the_verdict_summary_names_each_failure_and_deviation_with_its_reason():
+    checks = [
+        {"name": "a", "verdict": "pass", "error": 0.0, "tolerance": 1.0, "note": ""},
+        {
+            "name": "b",
+            "verdict": "deviation",
+            "error": 2.0,
+            "tolerance": 1.0,
+            "note": "",
+            "deviation": "eta_Z > 1",
+        },
+        {"name": "c", "verdict": "fail", "error": 3.0, "tolerance": 1.0, "note": ""},
+    ]
+    meta = {"commit": "0123456789abcdef0123456789abcdef01234567+dirty", "date": "2026-11-26T17:00:00"}
+    summary = _hook().verdict_summary("toy", checks, meta).splitlines()
+    assert summary[0] == '!!! failure "1 of 3 checks pass, 1 fail, 1 deviate as documented"'
+    assert "0123456789ab with uncommitted changes, 2026-11-26" in summary[2]
+    assert "    - **Deviates**: [`b`](#check-b): eta\\_Z > 1" in summary
+    assert "    - **Fails**: [`c`](#check-c), error 3 against tolerance 1." in summary
+    assert _hook().verdict_summary("toy", checks[:1], meta).startswith('!!! success "1 of 1 checks pass"')
+
+
+@pytest.mark.parametrize("paper", sorted(papers()))
+def test_a_paper_page_has_its_verdicts_before_its_first_section(paper):
+    text = (DOCS / "papers" / f"{paper}.md").read_text()
+    assert text.count(_hook().VERDICTS_MARKER) == 1
+    assert text.index(_hook().VERDICTS_MARKER) < text.index("\n## ")

@@ -2,11 +2,16 @@
 "Papers" section of the navigation (one page per paper, `papers/<name>.md`, labelled with its
 declared label), the API reference of each paper's package, written where a page says
 `<!-- attnflow: the papers' packages -->`, and the table of a paper's checks, written where its
-page says `<!-- attnflow: checks -->`, from the checks' declarations (`theory.claim`), and the list
-of its figures with their captions (`figures.caption`) where it says `<!-- attnflow: figures -->`.
-No list of papers, checks or figures is kept in the site's sources."""
+page says `<!-- attnflow: checks -->`, from the checks' declarations (`theory.claim`), the list of
+its figures with their captions (`figures.caption`) and images where it says
+`<!-- attnflow: figures -->`, and the verdicts of its quick checks where it says
+`<!-- attnflow: verdicts -->`. No list of papers, checks or figures is kept in the site's sources.
+
+The images and verdicts come from one `attnflow reproduce` (quick sizes) of the code being
+documented, run when the site is built and kept for later builds of the same code."""
 
 import hashlib
+import json
 import logging
 import os
 import subprocess
@@ -19,13 +24,16 @@ from mkdocs.structure.files import File
 MARKER = "<!-- attnflow: the papers' packages -->"
 CHECKS_MARKER = "<!-- attnflow: checks -->"
 FIGURES_MARKER = "<!-- attnflow: figures -->"
-FIGURES_ENV = "ATTNFLOW_DOCS_FIGURES"
-"""Set to `off` for a build without the figures' images (a quick look at the text)."""
+VERDICTS_MARKER = "<!-- attnflow: verdicts -->"
+RESULTS_ENV = "ATTNFLOW_DOCS_RESULTS"
+"""Set to `off` for a build without the figures' images and the checks' verdicts (a quick look at
+the text)."""
 SOURCES = ("dynamics", "tasks", "theory", "figures")
-"""The packages whose files decide what the figures look like."""
+"""The packages whose files decide what the checks and figures give."""
 log = logging.getLogger("mkdocs.hooks.papers")
-_drawn: dict[str, Path] = {}
-"""The PNG of each figure drawn for this build, by figure name."""
+_results: dict = {}
+"""This build's results: `"figures"` (figure name -> PNG), `"checks"` (paper -> the checks as
+JSON) and `"meta"` (what made them)."""
 
 
 def _papers():
@@ -48,28 +56,75 @@ def source_digest(root: Path = REPOSITORY) -> str:
     return digest.hexdigest()[:16]
 
 
-def draw_figures() -> dict[str, Path]:
-    """Every paper's quick figures, drawn by `attnflow figures` into a folder named by the code's
-    [`source_digest`][] (beside the command line's compilation cache), or found there from an
-    earlier build of the same code: figure name -> its PNG. Nothing is drawn, and no image shown,
-    when `ATTNFLOW_DOCS_FIGURES=off`.
+def reproduce_results() -> dict:
+    """The quick checks and figures of the code being documented: one `attnflow reproduce` into a
+    folder named by the code's [`source_digest`][] (beside the command line's compilation cache),
+    or the folder of an earlier build of the same code. Nothing runs, and the pages show no
+    verdicts or images, when `ATTNFLOW_DOCS_RESULTS=off`.
 
-    **Raises:** `PluginError` when drawing fails.
+    **Returns:** `{"figures": name -> PNG, "checks": paper -> list of checks (JSON), "meta": ...}`,
+    or `{}`.
+
+    **Raises:** `PluginError` when the run ends other than with every check run (a failing check
+    is shown on its paper's page, not raised).
     """
-    if os.environ.get(FIGURES_ENV) == "off":
-        log.warning(f"{FIGURES_ENV}=off: the papers' pages are built without their figures")
+    if os.environ.get(RESULTS_ENV) == "off":
+        log.warning(f"{RESULTS_ENV}=off: the papers' pages are built without their verdicts and figures")
         return {}
     from attnflow._runtime import compile_cache_dir
 
-    folder = compile_cache_dir().parent / "docs-figures" / source_digest()
-    names = [name for paper in _papers().values() for name in paper.figures]
-    missing = [name for name in names if not (folder / f"{name}.png").is_file()]
-    if missing:
-        log.info(f"drawing {len(missing)} figures into {folder} (once for this code)")
-        command = [sys.executable, "-m", "attnflow", "figures", *missing, "--out", str(folder)]
-        if subprocess.run(command, cwd=REPOSITORY).returncode != 0:
-            raise PluginError(f"drawing the figures failed: {' '.join(command)}")
-    return {name: folder / f"{name}.png" for name in names}
+    folder = compile_cache_dir().parent / "docs-results" / source_digest()
+    figures = {
+        name: folder / "figures" / f"{name}.png" for paper in _papers().values() for name in paper.figures
+    }
+    report = folder / "verify.json"
+    if not report.is_file() or not all(png.is_file() for png in figures.values()):
+        log.info(f"running attnflow reproduce into {folder} (once for this code)")
+        command = [sys.executable, "-m", "attnflow", "reproduce", "--out", str(folder)]
+        if subprocess.run(command, cwd=REPOSITORY).returncode not in (0, 1):
+            raise PluginError(f"attnflow reproduce failed: {' '.join(command)}")
+    made = json.loads(report.read_text())
+    checks: dict[str, list] = {}
+    for check in made["checks"]:
+        checks.setdefault(check["paper"], []).append(check)
+    return {"figures": figures, "checks": checks, "meta": made["meta"]}
+
+
+def verdict_summary(paper: str, checks: list[dict], meta: dict) -> str:
+    """A paper's verdicts at the top of its page, as an admonition: how many quick checks pass,
+    then each failure and each deviation with its reason, linked to the check's row."""
+    counts = {
+        verdict: sum(c["verdict"] == verdict for c in checks) for verdict in ("pass", "fail", "deviation")
+    }
+    kind = "failure" if counts["fail"] else "note" if counts["deviation"] else "success"
+    title = f"{counts['pass']} of {len(checks)} checks pass"
+    title += f", {counts['fail']} fail" if counts["fail"] else ""
+    title += f", {counts['deviation']} deviate as documented" if counts["deviation"] else ""
+    commit = (meta.get("commit") or "not a git checkout").replace("+dirty", " with uncommitted changes")
+    lines = [
+        f'!!! {kind} "{title}"',
+        "",
+        f"    `attnflow verify --quick --paper {paper}` when this site was built ({commit[:12]}"
+        f"{commit[40:]}, {meta.get('date', '')[:10]}, {meta.get('cpu', '')}).",
+        "",
+    ]
+    for c in checks:
+        if c["verdict"] == "fail":
+            lines.append(
+                f"    - **Fails**: [`{c['name']}`](#check-{c['name']}), error {c['error']:.3g} against "
+                f"tolerance {c['tolerance']:.3g}."
+            )
+        elif c["verdict"] == "deviation":
+            why = _plain(c.get("deviation") or c["note"])
+            lines.append(f"    - **Deviates**: [`{c['name']}`](#check-{c['name']}): {why}")
+    return "\n".join(lines)
+
+
+def _plain(text: str) -> str:
+    """Plain words in Markdown: the characters Markdown would read as markup, escaped."""
+    for character in "\\`*_[]":
+        text = text.replace(character, "\\" + character)
+    return text.replace("<", "&lt;")
 
 
 def on_config(config):
@@ -84,14 +139,14 @@ def on_config(config):
     nav = config["nav"]
     at = next((i for i, item in enumerate(nav) if isinstance(item, dict) and "FAQ" in item), len(nav))
     nav.insert(at, {"Papers": pages})
-    _drawn.clear()
-    _drawn.update(draw_figures())
+    _results.clear()
+    _results.update(reproduce_results())
     return config
 
 
 def on_files(files, config):
     """The figures' PNGs, as files of the site: `papers/figures/<name>.png`."""
-    for name, png in _drawn.items():
+    for name, png in _results.get("figures", {}).items():
         files.append(File.generated(config, f"papers/figures/{name}.png", abs_src_path=str(png)))
     return files
 
@@ -158,12 +213,18 @@ def _paper_of(page) -> str:
 
 
 def on_page_markdown(markdown, page, config, files):
-    """Each paper's package in the API reference, in the registry's order; a paper's checks and
-    figures on its page."""
+    """Each paper's package in the API reference, in the registry's order; a paper's verdicts,
+    checks and figures on its page."""
     if MARKER in markdown:
         markdown = markdown.replace(MARKER, "\n".join(f"::: tasks.{name}" for name in _papers()))
     if CHECKS_MARKER in markdown:
         markdown = markdown.replace(CHECKS_MARKER, checks_table(_paper_of(page)))
     if FIGURES_MARKER in markdown:
-        markdown = markdown.replace(FIGURES_MARKER, figures_list(_paper_of(page), images=bool(_drawn)))
+        markdown = markdown.replace(FIGURES_MARKER, figures_list(_paper_of(page), images=bool(_results)))
+    if VERDICTS_MARKER in markdown:
+        paper = _paper_of(page)
+        summary = (
+            verdict_summary(paper, _results["checks"].get(paper, []), _results["meta"]) if _results else ""
+        )
+        markdown = markdown.replace(VERDICTS_MARKER, summary)
     return markdown
