@@ -164,6 +164,7 @@ code { font-size: 0.92em; background: #f3f3f3; padding: 0 2px; }
 
 
 def esc(text) -> str:
+    """`text` as HTML text or an attribute value."""
     return html.escape(str(text), quote=True)
 
 
@@ -178,11 +179,13 @@ def _counts(checks: list) -> str:
 
 def _made_by(metadata: dict) -> str:
     """The provenance header: what made the page, one row per fact."""
-    commit = metadata.get("commit") or "not a git checkout"
-    if commit.endswith("+dirty"):
+    commit = esc(metadata.get("commit") or "")
+    if not commit:
+        commit = "not a git checkout"
+    elif commit.endswith("+dirty"):
         commit = f"{commit.removesuffix('+dirty')} <strong>with uncommitted changes</strong>"
     else:
-        commit = f"{commit} (clean)" if metadata.get("commit") else commit
+        commit = f"{commit} (clean)"
     options = metadata.get("options", {})
     versions = ", ".join(f"{k} {v}" for k, v in (metadata.get("versions") or {}).items() if v)
     rows = [

@@ -46,8 +46,8 @@ REPOSITORY = Path(__file__).resolve().parents[2]
 
 
 def source_digest(root: Path = REPOSITORY) -> str:
-    """A digest of every file of the packages under `root` that draw the figures ([`SOURCES`][]):
-    the figures of one digest are the figures of that code."""
+    """A digest of every file of the packages under `root` that give the checks and figures
+    ([`SOURCES`][]): the results of one digest are the results of that code."""
     digest = hashlib.sha256()
     for package in SOURCES:
         for path in sorted((root / package).rglob("*")):
@@ -100,19 +100,21 @@ def verdict_summary(paper: str, checks: list[dict], meta: dict) -> str:
     title = f"{counts['pass']} of {len(checks)} checks pass"
     title += f", {counts['fail']} fail" if counts["fail"] else ""
     title += f", {counts['deviation']} deviate as documented" if counts["deviation"] else ""
-    commit = (meta.get("commit") or "not a git checkout").replace("+dirty", " with uncommitted changes")
+    commit = meta.get("commit")
+    if commit:
+        commit = commit[:12] + (" with uncommitted changes" if commit.endswith("+dirty") else "")
     lines = [
         f'!!! {kind} "{title}"',
         "",
-        f"    `attnflow verify --quick --paper {paper}` when this site was built ({commit[:12]}"
-        f"{commit[40:]}, {meta.get('date', '')[:10]}, {meta.get('cpu', '')}).",
+        f"    The quick checks (`attnflow verify --quick --paper {paper}`), run when this site was built"
+        f" ({commit or 'not a git checkout'}, {meta.get('date', '')[:10]}, {meta.get('cpu', '')}).",
         "",
     ]
     for c in checks:
         if c["verdict"] == "fail":
             lines.append(
-                f"    - **Fails**: [`{c['name']}`](#check-{c['name']}), error {c['error']:.3g} against "
-                f"tolerance {c['tolerance']:.3g}."
+                f"    - **Fails**: [`{c['name']}`](#check-{c['name']}), error {float(c['error']):.3g} "
+                f"against tolerance {c['tolerance']:.3g}."
             )
         elif c["verdict"] == "deviation":
             why = _plain(c.get("deviation") or c["note"])
