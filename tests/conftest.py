@@ -1,6 +1,8 @@
-"""Test set-up: float64 everywhere and strict dtype promotion. The process computes at XLA's
-default backend optimisation level, and the command line, called in-process by a test, must not
-change what later tests and the processes they start compute with.
+"""Test set-up: float64 everywhere and strict dtype promotion. The process and the processes it
+starts compute at the command line's XLA backend optimisation level
+(`attnflow._runtime.BACKEND_OPTIMIZATION`, unless `XLA_FLAGS` names one: compiling is most of the
+tests' cost, and faster there than at XLA's default), and the command line, called in-process by a
+test, must not change what later tests and the processes they start compute with.
 
 The tests run in one worker process per core (pytest-xdist), each computing on one thread, and
 share one compilation cache for the session: a program compiled by one worker, one test module or
@@ -21,6 +23,8 @@ if _MADE_CACHE:  # the first process of the session makes it, and removes it at 
 os.environ["ATTNFLOW_CACHE_DIR"] = os.environ["ATTNFLOW_TEST_COMPILE_CACHE"]  # command-line subprocesses
 os.environ["JAX_COMPILATION_CACHE_DIR"] = os.environ["ATTNFLOW_TEST_COMPILE_CACHE"]  # other subprocesses
 os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
+if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_runtime.BACKEND_OPTIMIZATION}".strip()
 if os.environ.get("PYTEST_XDIST_WORKER"):  # as many workers as cores: one thread each
     os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_runtime.ONE_THREAD}".strip()
 

@@ -1,6 +1,7 @@
 """Smoke test of the benchmarks in bench/ at toy sizes: they run, print and return positive
 finite ratios, and the two sides of each comparison do the same work; the PyTorch baseline of the
-Fig. 6 sweep computes the same classes, loss, gradients and entropy as `tasks.scan_snap`."""
+Fig. 6 sweep computes the same classes, loss, gradients and entropy as `tasks.scan_snap`. The Fig. 6
+benchmarks, the headline, run by default; the others under `-m slow`."""
 
 import importlib.util
 import math
@@ -165,6 +166,7 @@ def test_fig6_end_to_end_claims():
     assert e2e.evaluate_claims(mean[:1], (1,), eta_zs, ratios)["min_at_ratio_2"] == (None, [])
 
 
+@pytest.mark.slow
 def test_population_flow_smoke(capsys):
     flow = _load("population_flow")
     result = flow.main(
@@ -189,6 +191,7 @@ def test_population_flow_smoke(capsys):
     assert result["adaptive_evals"] > 6 and (result["adaptive_evals"] - 1) % 6 == 0
 
 
+@pytest.mark.slow
 def test_sparse_token_selection_slots_smoke(capsys):
     slots = _load("sparse_token_selection_slots")
     result = slots.main(
@@ -213,6 +216,7 @@ def test_gradient_evaluation_counter_counts_euler_steps():
     jax.effects_barrier()
 
 
+@pytest.mark.slow
 def test_progress_cost_smoke(capsys):
     bench = _load("progress_cost")
     result = bench.main(["--seeds", "2", "--steps", "20", "--t1", "10", "--repeats", "1"])
@@ -222,6 +226,7 @@ def test_progress_cost_smoke(capsys):
         assert all(_positive_finite(side[key]) for key in ("off", "on", "ratio"))
 
 
+@pytest.mark.slow
 def test_sharding_smoke():
     import subprocess
     import sys

@@ -114,6 +114,7 @@ def _tiny(sim: scan_snap.TextSGD) -> scan_snap.TextSGD:
     )
 
 
+@pytest.mark.slow
 def test_figures_7_and_10_draw_from_a_wikitext_directory(tmp_path, monkeypatch, capsys):
     folder = _write_wikitext(tmp_path / "wikitext", "raw")
     monkeypatch.setenv(scan_snap.TEXT_DATA_ENV, "")  # `--data` sets it; restored after the test

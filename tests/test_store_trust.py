@@ -20,7 +20,7 @@ import pytest
 import xarray as xr
 
 import dynamics
-from attnflow import cli
+from attnflow import _runtime, cli
 
 from ._store_sims import SlowDecay
 
@@ -450,7 +450,7 @@ def _cli_sweep(out: Path, pause: float) -> subprocess.Popen:
     argv += ["--seeds", "3", "--set", f"pause={pause}", "--out", str(out)]
     code = f"import sys; from attnflow.cli import main; sys.exit(main({argv!r}))"
     # at this process's XLA level, so that the blocks it writes equal this process's bit for bit
-    level = "--xla_backend_optimization_level=3"
+    level = _runtime.BACKEND_OPTIMIZATION
     return subprocess.Popen(
         [sys.executable, "-c", code],
         cwd=ROOT,

@@ -125,13 +125,14 @@ def test_only_the_blocks_of_a_shard_run(tmp_path):
     assert np.isnan(final).any() and np.isfinite(final).any()  # the other shard's cells are still empty
 
 
+@pytest.mark.slow
 def test_the_launcher_runs_the_shards_as_local_jobs(tmp_path, monkeypatch):
     pytest.importorskip("submitit")
-    from attnflow import cli
+    from attnflow import _runtime, cli
 
     monkeypatch.chdir(ROOT)
-    # the jobs compile at this process's level (XLA's default), so their numbers equal it bit for bit
-    monkeypatch.setenv("XLA_FLAGS", "--xla_backend_optimization_level=3")
+    # the jobs compile at this process's level, so their numbers equal it bit for bit
+    monkeypatch.setenv("XLA_FLAGS", _runtime.BACKEND_OPTIMIZATION)
     argv = ["sweep", "tests._store_sims:SlowDecay", "--grid", "rate=0.5,2", "--grid", "scale=1,3"]
     argv += ["--seeds", "6", "--out", str(tmp_path), "--launch", "2", "--cluster", "local"]
     assert cli.main(argv) == 0
