@@ -3,7 +3,7 @@
 sampling distribution (`D = distinct`) and our δ, γ (both recon).
 
 - `decision_lists_time_vs_bound`: Result 1, time to perfect classification τ against the bound
-  4M/(log(L) γ) over a grid of (L, M), several random tasks per cell, batched with `vmap`.
+  4M/(log(L) γ) over a grid of (L, M), several random tasks per cell: one sweep of `Result1Flow`.
 - `decision_lists_flow_one_task`: Result 1 on one task: loss, μ(W) and the attention scores of one
   query's list.
 - `decision_lists_uniform_attention`: the conclusion's uniform-attention claim, GD on V with W = 0:
@@ -12,24 +12,17 @@ sampling distribution (`D = distinct`) and our δ, γ (both recon).
 Each `fn(out_dir, full) -> list[Path]` writes PNG, PDF and JSON (numbers plotted + config).
 """
 
+import dataclasses
 from pathlib import Path
 
-import diffrax
-import jax
-import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
 
+import dynamics
 import tasks.decision_lists as dl
 from theory.decision_lists import closed_forms
 
 from ._save import caption, named_figures, save_figure
-
-FLOW_CONTROLLER = diffrax.PIDController(rtol=1e-6, atol=1e-9)
-"""The step-size controller of Result 1's flow (Tsit5)."""
-
-FLOW_CONFIG = {"rtol": FLOW_CONTROLLER.rtol, "atol": FLOW_CONTROLLER.atol}
-"""The flow's tolerances as recorded in the figures' JSON."""
 
 GRID = {
     "quick": {"n": 3, "L": (8, 12, 16), "M": (2, 3, 4), "tasks": 4},
@@ -37,41 +30,25 @@ GRID = {
 }
 """The (L, M) grid of `decision_lists_time_vs_bound`, the sequence length and the random tasks per cell."""
 
-
-def _f64(x):
-    return jnp.asarray(x, jnp.float64)
-
-
-@jax.jit
-def _batched_time(arrays, pops, c, t1):
-    def one(a, p, c, t1):
-        return dl.result1_time(a, p, c, t1=t1, stepsize_controller=FLOW_CONTROLLER)[0]
-
-    return jax.vmap(one)(arrays, pops, c, t1)
+FLOW_CONFIG = {"rtol": dl.FLOW_CONTROLLER.rtol, "atol": dl.FLOW_CONTROLLER.atol}
+"""The tolerances of Result 1's flow (Tsit5), as recorded in the figures' JSON."""
 
 
 def time_vs_bound_grid(n: int, Ls, Ms, num_tasks: int, seed: int = 0) -> dict:
-    """τ and the bound for `num_tasks` random tasks in every (L, M) cell (Result 1); the
-    tasks of one `L` (every `M`) run in one `vmap`.
+    """τ and the bound for `num_tasks` random tasks in every (L, M) cell (Result 1): for each `L`,
+    one sweep of [`Result1Flow`][tasks.decision_lists.Result1Flow] over `M` × seeds (a sweep's
+    points share their shapes, and `W` is L × L), run `s` of a cell on the task
+    `DecisionLists.random(seed + s, L=L, n=n, M=M)`.
 
     **Returns:** a dict of arrays of shape `(len(Ls), len(Ms), num_tasks)`: `tau`, `bound`, `c`,
     `gamma`, `ratio` = τ/bound.
     """
-    shape = (len(Ls), len(Ms), num_tasks)
-    out = {}
-    rows = []
-    for L in Ls:
-        tasks = [dl.DecisionLists.random(seed + s, L=L, n=n, M=M) for M in Ms for s in range(num_tasks)]
-        tokens, weights = dl.support(L, n, "distinct")
-        pops = [dl.make_population(t.arrays(), tokens, weights) for t in tasks]
-        consts = [closed_forms.constants(t, p) for t, p in zip(tasks, pops)]
-        c = np.array([closed_forms.result1_c(n, L, k.delta) for k in consts])
-        bound = np.array([closed_forms.result1_time_bound(t.M, L, k.gamma) for t, k in zip(tasks, consts)])
-        stacked = jax.tree.map(lambda *x: jnp.stack(x), *pops)
-        tau = np.asarray(_batched_time(dl.stack_arrays(tasks), stacked, _f64(c), _f64(bound)))
-        rows.append((tau, bound, c, np.array([k.gamma for k in consts])))
-    for index, key in enumerate(("tau", "bound", "c", "gamma")):
-        out[key] = np.stack([row[index] for row in rows]).reshape(shape)
+    sweeps = [
+        dynamics.sweep(dl.Result1Flow(L=L, n=n), {"M": list(Ms)}, num_seeds=num_tasks, seed=seed) for L in Ls
+    ]
+    out = {
+        key: np.stack([ds[f"final.{key}"].values for ds in sweeps]) for key in ("tau", "bound", "c", "gamma")
+    }
     out["ratio"] = out["tau"] / out["bound"]
     return out
 
@@ -108,7 +85,7 @@ def _mark_zeros(ax, x, values, floor: float, colors) -> None:
 @caption(
     r"Result 1 over a grid of $(L, M)$ with several random tasks per cell ($n = 3$, $L \in \{8, 12, "
     r"16\}$, $M \in \{2, 3, 4\}$, 4 tasks in quick mode; $n = 4$, $L \in \{10, \dots, 24\}$, $M \in "
-    r"\{2, \dots, 5\}$, 8 tasks with `--full`), the tasks of one $L$ batched with `vmap`. Left: "
+    r"\{2, \dots, 5\}$, 8 tasks with `--full`), one sweep of the `result1_flow` level. Left: "
     r"$\tau$/bound (median and range) against $L$; right: median $\tau$ (solid) and bound (dashed). A "
     r"run with $\tau = 0$ is drawn as an open triangle on a dotted floor. Look for every ratio below "
     r"1, usually by orders of magnitude."
@@ -172,37 +149,31 @@ def flow_one_task(out_dir: Path, full: bool) -> list[Path]:
     """Result 1 on one task: the population loss, μ(W) and, for the query with the longest list,
     the scores W[a_k, a] of its list entries against the best score outside the list."""
     L, n, M = (16, 4, 3) if full else (10, 4, 3)
+    level = dl.Result1Flow(L=L, n=n, M=M, task_seed=0)
+    first = dynamics.simulate(level, num_seeds=1)
+    tau, bound, c = (float(first.values[f"final/{key}"][0]) for key in ("tau", "bound", "c"))
     task = dl.DecisionLists.random(0, L=L, n=n, M=M)
-    population = dl.exact_population(task)
-    k = closed_forms.constants(task, population)
-    c = closed_forms.result1_c(n, L, k.delta)
-    bound = closed_forms.result1_time_bound(M, L, k.gamma)
-    arrays = task.arrays()
-    tau, _ = jax.jit(
-        lambda c: dl.result1_time(arrays, population, c, t1=bound, stepsize_controller=FLOW_CONTROLLER)
-    )(_f64(c))
-    tau = float(tau)
+    k = closed_forms.constants(task, dl.exact_population(task))
     a = int(np.argmax([len(e) for e in task.lists]))
     entries = list(task.lists[a])
     outside = np.setdiff1d(np.arange(L), entries)
-    ts = np.concatenate([[0.0], np.geomspace(tau / 100, 20 * tau, 120)])
-    run = jax.jit(
-        lambda c, ts: dl.result1_flow(
-            arrays,
-            population,
-            c,
-            t1=ts[-1],
-            save_ts=ts,
-            stop_at_perfect=False,
-            save=lambda W: {"column": W[:, a]},
-            stepsize_controller=FLOW_CONTROLLER,
-        )
-    )(_f64(c), _f64(ts))
-    column = np.asarray(run.values["column"])
+    # the saves: t = 0, then 120 log-spaced times from τ/100 to 20τ, the flow not stopped at τ
+    long = dataclasses.replace(
+        level,
+        horizon=20 * tau / bound,
+        num_saves=121,
+        first_save=1 / 2000,
+        stop_at_perfect=False,
+        save_W=True,
+    )
+    run = dynamics.simulate(long, num_seeds=1)
+    ts = run.times[0]
+    values = {name: run.values[name][0] for name in ("loss", "mu")}
+    column = run.values["W"][0][:, :, a]
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), layout="constrained")
-    axes[0].plot(ts[1:], np.asarray(run.values["loss"])[1:])
+    axes[0].plot(ts[1:], values["loss"][1:])
     axes[0].set(xscale="log", xlabel="t", ylabel="population loss", title="loss along the W flow")
-    axes[1].plot(ts[1:], np.asarray(run.values["mu"])[1:])
+    axes[1].plot(ts[1:], values["mu"][1:])
     axes[1].axhline(0.0, color="k", lw=0.5)
     axes[1].set(xscale="log", xlabel="t", ylabel="μ(W)", title="μ(W) > 0 ⟺ perfect classification")
     for kk, b in enumerate(entries):
@@ -214,6 +185,7 @@ def flow_one_task(out_dir: Path, full: bool) -> list[Path]:
         ax.axvline(tau, color="r", lw=0.8, ls=":", label=f"τ = {tau:.3g}: first perfect classification")
     axes[0].legend(fontsize=8)
     config = {
+        "simulation": long.describe(),
         "L": L,
         "n": n,
         "M": M,
@@ -229,8 +201,8 @@ def flow_one_task(out_dir: Path, full: bool) -> list[Path]:
     }
     data = {
         "t": ts,
-        "loss": run.values["loss"],
-        "mu": run.values["mu"],
+        "loss": values["loss"],
+        "mu": values["mu"],
         "column": column,
         "query": a,
         "list": entries,
@@ -252,16 +224,13 @@ def uniform_attention(out_dir: Path, full: bool) -> list[Path]:
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
     data = {}
     for L, n, M in sizes:
-        task = dl.DecisionLists.random(0, L=L, n=n, M=M)
-        run = jax.jit(
-            lambda V0, t=task: dl.uniform_attention_gd(
-                t.arrays(), dl.exact_population(t), V0, step=_f64(step_size), num_steps=steps, every=10
-            )
-        )(jnp.zeros((L, L), jnp.float64))
+        level = dl.UniformAttentionGD(L=L, n=n, M=M, task_seed=0, step=step_size, num_steps=steps, every=10)
+        run = dynamics.simulate(level, num_seeds=1)
+        values = {key: run.values[key][0] for key in ("loss", "kappa", "rho")}
         label = f"L={L}, n={n}, M={M}"
         for ax, key in zip(axes, ("kappa", "rho", "loss")):
-            ax.plot(np.asarray(run.ts), np.asarray(run.values[key]), label=label)
-        data[label] = {"step": run.ts, **run.values}
+            ax.plot(run.times[0], values[key], label=label)
+        data[label] = {"step": run.times[0], **values}
     axes[0].set(xlabel="GD step", ylabel="κ(V)", title="column argmax = π(b)")
     axes[1].set(xlabel="GD step", ylabel="ρ(V, P)", title="centred cosine with P")
     axes[2].set(xlabel="GD step", ylabel="population loss", yscale="log", title="loss (W = 0)")

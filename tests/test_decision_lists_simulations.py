@@ -55,6 +55,7 @@ def test_levels_are_the_four_trainings():
         ("result1_flow", {"first_save": 1.0}),
         ("result1_flow", {"gamma_definition": "max"}),
         ("result1_flow", {"distribution": "uniform"}),
+        ("result1_flow", {"save_W": 1}),
         ("result1_flow", {"L": 400}),
         ("result2_gd", {"eps": float("nan")}),
         ("result2_gd", {"population_size": 0}),
@@ -93,6 +94,26 @@ def test_result1_flow_is_the_flow_of_result1():
     assert run["final/bound"] == pytest.approx(bound, rel=1e-12)
     # the stop is the crossing of μ: W there is on the boundary of perfect classification
     assert abs(run["final/margin"]) < dl.TAU_TIE
+
+
+def test_result1_flow_past_tau_saves_W_along_the_flow():
+    """Not stopped at perfect classification, the flow runs on to t1 with τ = inf, and the saved W
+    gives the saved loss and μ; μ is positive from τ on (the stopped run's τ)."""
+    stopped = _first_of_two("result1_flow", 3)
+    sim = dl.Result1Flow(**SMALL["result1_flow"], horizon=0.5, stop_at_perfect=False, save_W=True)
+    runs = dynamics.simulate(sim, num_seeds=2, seed=3)
+    run, times = {name: value[0] for name, value in runs.values.items()}, runs.times[0]
+    task = dl.DecisionLists.random(3, L=8, n=3, M=2)
+    population = dl.exact_population(task)
+    V = float(run["final/c"]) * task.permutation_matrix()
+    losses = [
+        float(dl.population_loss(dl.DecisionListModel(jnp.asarray(W), V), population)) for W in run["W"]
+    ]
+    np.testing.assert_allclose(run["loss"], losses, rtol=1e-12)
+    np.testing.assert_allclose(run["mu"], [float(dl.mu(jnp.asarray(W), task.arrays())) for W in run["W"]])
+    np.testing.assert_allclose(run["W"][-1], run["final/W"], rtol=1e-12)  # the save at t1 is interpolated
+    assert run["final/tau"] == np.inf and np.all(np.isfinite(run["loss"]))
+    assert np.all(run["mu"][times > stopped["final/tau"]] > 0)
 
 
 def test_result1_flow_without_the_mu_criterion_enumerates():

@@ -36,6 +36,7 @@ from ._data import (
     support,
 )
 from ._dynamics import (
+    FLOW_CONTROLLER,
     centred_cosine,
     column_argmax_agreement,
     direction_margin,
@@ -70,6 +71,7 @@ __all__ = [
     "PAPER",
     "DELTA_DEFINITIONS",
     "DISTRIBUTIONS",
+    "FLOW_CONTROLLER",
     "GAMMA_DEFINITIONS",
     "MAX_SUPPORT",
     "SIMULATIONS",

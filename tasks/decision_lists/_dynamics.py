@@ -138,6 +138,7 @@ def result1_time(
     t1: float,
     save_ts: Float[Array, " S"] | None = None,
     mu_event: bool = True,
+    save: Callable[[Float[Array, "L L"]], dict] | None = None,
     stepsize_controller: diffrax.AbstractStepSizeController = FLOW_CONTROLLER,
     max_steps: int = 100_000,
 ) -> tuple[Float[Array, ""], dynamics.Run]:
@@ -151,11 +152,12 @@ def result1_time(
     enumerated test first held: an upper bound on the first time, within one step. `τ = inf` if
     the event did not fire by `t1`.
 
-    **Arguments:** as [`result1_flow`][] (`save_ts`: the saves of the run, default `[0, t1]`).
+    **Arguments:** as [`result1_flow`][] (`save_ts`: the saves of the run, default `[0, t1]`; `save`:
+    extra saved functions of `W`).
 
     **Returns:** `(τ, the run)`.
     """
-    kwargs = dict(mu_event=mu_event, stepsize_controller=stepsize_controller, max_steps=max_steps)
+    kwargs = dict(mu_event=mu_event, save=save, stepsize_controller=stepsize_controller, max_steps=max_steps)
     run = result1_flow(arrays, population, c, t1=t1, save_ts=save_ts, **kwargs)
     tau = jnp.where(run.event == 0, run.t_stop, jnp.inf)
     if mu_event:

@@ -31,6 +31,7 @@ from ._dynamics import (
     joint_gd,
     permutation_matrix,
     perturbation,
+    result1_flow,
     result1_time,
     result2_gd,
     result2_start,
@@ -111,10 +112,12 @@ class Result1Flow(dynamics.AbstractSimulation):
 
     Saves the population loss `loss` and `mu` = `μ(W)` at `t = 0` and at `num_saves − 1` log-spaced
     times from `first_save · t1` to `t1` (`inf` after the stop; τ is often 1e-5 to 1e-2 of the
-    bound). `final` holds `W` at the stop, `tau` (the first time of perfect classification, `inf` if
-    not reached by `t1`; see `result1_time`: where `μ` decides, the root of `μ` located by the event
-    itself, or 0 when the flow classifies perfectly for every `t > 0`; otherwise the end of the
-    solver step where the enumerated test first held), `bound` (the time bound), `c`, `delta`,
+    bound); with `save_W`, `W` itself too. With `stop_at_perfect` off, the run goes on to `t1`
+    without the event. `final` holds `W` at the stop, `tau` (the first time of perfect
+    classification, `inf` if not reached by `t1` or when `stop_at_perfect` is off; see `result1_time`:
+    where `μ` decides, the root of `μ` located by the event itself, or 0 when the flow classifies
+    perfectly for every `t > 0`; otherwise the end of the solver step where the enumerated test
+    first held), `bound` (the time bound), `c`, `delta`,
     `gamma`, and `margin` (the smallest label margin over the population at the stop, enumerated:
     about 0 at a crossing of `μ`, whose `W` lies on the boundary of perfect classification; above
     `TAU_TIE` where the enumerated test stopped the run).
@@ -139,6 +142,8 @@ class Result1Flow(dynamics.AbstractSimulation):
     max_steps: int = param(
         100_000, Interval(1), doc="the solver's step budget (a run that spends it stops with max_steps)"
     )
+    stop_at_perfect: bool = param(True, doc="stop at perfect classification (off: run to t1, tau = inf)")
+    save_W: bool = param(False, doc="also save W at every save (L² numbers per save)")
     dtype: str = dtype_param("float64")
     seed_hint = "task_seed fixes one task for every seed: leave it unset to draw a task per seed"
 
@@ -158,9 +163,18 @@ class Result1Flow(dynamics.AbstractSimulation):
         log_fractions = jnp.linspace(jnp.log(self.first_save), 0.0, self.num_saves - 1, dtype=dtype)
         save_ts = t1 * jnp.concatenate([jnp.zeros(1, dtype), jnp.exp(log_fractions)])
         mu_decides = self.distribution == "distinct" and self.n >= 3 and self.L - self.M >= self.n
-        tau, run = result1_time(
-            arrays, population, c, t1=t1, save_ts=save_ts, mu_event=mu_decides, max_steps=self.max_steps
+        options = dict(
+            t1=t1,
+            save_ts=save_ts,
+            mu_event=mu_decides,
+            save=(lambda W: {"W": W}) if self.save_W else None,
+            max_steps=self.max_steps,
         )
+        if self.stop_at_perfect:
+            tau, run = result1_time(arrays, population, c, **options)
+        else:
+            run = result1_flow(arrays, population, c, stop_at_perfect=False, **options)
+            tau = jnp.asarray(jnp.inf, dtype)
         model = DecisionListModel(run.final, c * permutation_matrix(arrays, dtype))
         final = {
             "W": run.final,
