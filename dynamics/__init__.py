@@ -16,6 +16,15 @@
   [`progress_inside`][]: progress bars inside long flows and scans.
 - [`hessian_max_eigenvalue`][], [`hvp`][]: the largest Hessian eigenvalue from Hessian-vector
   products (Lanczos or power iteration), e.g. for a step size η ≤ 1/λ_max.
+- [`critical_point`][] ([`CriticalPoint`][], [`CriticalPointStatus`][]), [`hessian_spectrum`][]:
+  Newton's method on the gradient polishes a starting point to the critical point near it, minimum
+  or saddle, with the dense Hessian spectrum there, its index and an escape direction; the status
+  says when there is none to find.
+- [`sharpness`][], [`edge_of_stability_save`][], [`gd_flow_gap`][] ([`GDFlowGap`][]): the top
+  Hessian eigenvalue along a run against the edge of stability 2/η, and how far gradient descent
+  drifts from the gradient flow; [`norm_growth`][] ([`NormGrowth`][]), [`direction_convergence`][]
+  ([`DirectionConvergence`][]): how a run ends when the loss's infimum is at infinity, ‖θ‖ growing
+  as log t or as a power of t and θ/‖θ‖ settling on a direction.
 - [`Run`][] (one run, a PyTree) and [`Trajectory`][] (many runs on disk).
 - [`AbstractSimulation`][] with fields declared by [`param`][] ([`Interval`][], [`OneOf`][]): one
   way of training one model as a validated config; [`simulate`][] runs many seeds of it and
@@ -31,6 +40,7 @@
 """
 
 from ._batch import SEEDS_AXIS, grid, run_many, seed_keys
+from ._ending import DirectionConvergence, NormGrowth, direction_convergence, norm_growth
 from ._files import (
     atomic_write,
     describe_os_error,
@@ -42,6 +52,8 @@ from ._files import (
 from ._flow import Crossing, Event, Predicate, Save, gradient_flow, loss_below, ode_flow
 from ._hessian import HESSIAN_METHODS, hessian_max_eigenvalue, hvp
 from ._integrity import StoreReport, check_store
+from ._landscape import critical_point, hessian_spectrum
+from ._landscape_result import CriticalPoint, CriticalPointStatus
 from ._normalized import normalize_by_block, normalized_gd
 from ._params import (
     Interval,
@@ -61,6 +73,7 @@ from ._proximal import Mask, center_columns, project_columns, proximal_l1, scale
 from ._qp import QPSolution, kkt_residuals, solve_qp
 from ._rates import Rates, adam, gd, heavy_ball, scale_by_group_rates, scale_tree
 from ._run import STOP_REASONS, Run, StopReason, all_finite, stop_reason
+from ._sharpness import GDFlowGap, edge_of_stability_save, gd_flow_gap, sharpness
 from ._simulation import AbstractSimulation, key_seed, seed_key
 from ._stages import Stage, train_stages
 from ._store import SAVE_DIM, SEED_DIM, remove_store
@@ -83,7 +96,12 @@ __all__ = [
     "remove_store",
     "temporary_path",
     "Crossing",
+    "CriticalPoint",
+    "CriticalPointStatus",
+    "DirectionConvergence",
     "Event",
+    "GDFlowGap",
+    "NormGrowth",
     "SAVE_DIM",
     "Save",
     "SEED_DIM",
@@ -117,15 +135,21 @@ __all__ = [
     "all_finite",
     "center_columns",
     "check_params",
+    "critical_point",
+    "direction_convergence",
     "dtype_param",
+    "edge_of_stability_save",
     "gd",
+    "gd_flow_gap",
     "gradient_flow",
     "grid",
     "heavy_ball",
     "hessian_max_eigenvalue",
+    "hessian_spectrum",
     "hvp",
     "kkt_residuals",
     "loss_below",
+    "norm_growth",
     "normalize_by_block",
     "normalized_gd",
     "ode_flow",
@@ -138,6 +162,7 @@ __all__ = [
     "scale_columns",
     "scale_tree",
     "seed_keys",
+    "sharpness",
     "soft_threshold",
     "solve_qp",
     "stop_reason",

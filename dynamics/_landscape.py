@@ -1,0 +1,210 @@
+"""Critical points of a loss (minima and saddles alike) and the Hessian spectrum there."""
+
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+from jax.flatten_util import ravel_pytree
+from jaxtyping import Array, Float, PyTree
+
+from ._hessian import hvp
+from ._landscape_result import CriticalPoint, CriticalPointStatus
+
+_ARMIJO = 1e-4
+"""The fraction of the predicted decrease of ‖∇L‖² a Newton step must achieve."""
+_MAX_HALVINGS = 30
+"""How many times the line search halves the Newton step before giving up."""
+_RUNNING = -1
+"""The status of an iteration that has not stopped yet (never returned)."""
+
+
+def hessian_spectrum(
+    loss: Callable[[PyTree], Float[Array, ""]], params: PyTree
+) -> tuple[Float[Array, " n"], Float[Array, "n n"]]:
+    """The eigenvalues (ascending) and eigenvectors of the dense Hessian of `loss` at `params`.
+
+    The Hessian is formed on the parameters flattened by `ravel_pytree`, one Hessian-vector product
+    ([`hvp`][]) per parameter, then diagonalised by `jnp.linalg.eigh`: n² memory and n³ time for n
+    parameters, fine up to a few thousand.
+
+    **Arguments:**
+
+    - `loss`: `params -> scalar`.
+    - `params`: the point (any PyTree of float arrays).
+
+    **Returns:** `(eigenvalues, eigenvectors)`: `eigenvalues` of shape `(n,)`, ascending, and
+    `eigenvectors` of shape `(n, n)` whose column `i` is the unit eigenvector of `eigenvalues[i]`,
+    in the order of `ravel_pytree(params)[0]`.
+
+    **Example:** L(θ) = ½ θᵀHθ has Hessian H, with eigenvalues 1 and 3:
+
+        >>> import jax.numpy as jnp
+        >>> import dynamics
+        >>> H = jnp.array([[2.0, 1.0], [1.0, 2.0]])
+        >>> loss = lambda theta: 0.5 * theta @ H @ theta
+        >>> eigenvalues, eigenvectors = dynamics.hessian_spectrum(loss, jnp.zeros(2))
+        >>> [round(float(v), 8) for v in eigenvalues], [round(abs(float(v)), 4) for v in eigenvectors[:, 1]]
+        ([1.0, 3.0], [0.7071, 0.7071])
+    """
+    flat, unravel = ravel_pytree(params)
+    basis = jnp.eye(flat.shape[0], dtype=flat.dtype)
+    hessian = jax.vmap(lambda v: hvp(lambda f: loss(unravel(f)), flat, v))(basis)
+    return jnp.linalg.eigh(hessian)
+
+
+def critical_point(
+    loss: Callable[[PyTree], Float[Array, ""]],
+    params: PyTree,
+    *,
+    max_steps: int = 100,
+    gtol: float = 1e-12,
+    eig_tol: float = 1e-8,
+    max_distance: float = float("inf"),
+) -> CriticalPoint:
+    """Polish a starting point to the critical point of `loss` near it, be it a minimum or a saddle.
+
+    Newton's method on the gradient (root finding of ∇L, not minimisation of L), in float64 on the
+    flattened parameters. Each step diagonalises the dense Hessian H = V diag(λ) Vᵀ and moves by
+    −t V diag(1/λ) Vᵀ ∇L, the directions with |λ| ≤ `eig_tol · max|λ|` left out (a pseudo-inverse):
+    the step heads for the critical point whatever the signs of the curvatures, and stays defined
+    where the Hessian is singular, as it is along the symmetries of a network (a whole manifold of
+    critical points). The step length t is the first of 1, ½, ¼, … that reduces ‖∇L‖² by at least
+    1e-4 of the decrease the Newton model predicts (at most 30 halvings), so ‖∇L‖ decreases at
+    every step.
+
+    The point has converged when ‖∇L(θ)‖ ≤ `gtol` · max|λ| · (1 + ‖θ‖): the gradient is at
+    rounding level compared with the size ‖H‖‖θ‖ of the terms it is computed from (for a quadratic,
+    ∇L = H(θ − θ*)). A gradient that merely shrinks because the iterates run off to infinity, where
+    the Hessian shrinks with it, does not pass this test, unless both underflow to exactly zero (far
+    out on an exponential tail, after hundreds of steps), where the loss looks locally constant:
+    `max_distance` rules such runs out.
+
+    **Arguments:**
+
+    - `loss`: `params -> scalar`.
+    - `params`: the starting point θ₀ (any PyTree of float arrays; cast to float64).
+    - `max_steps`: the most Newton steps.
+    - `gtol`: the relative gradient tolerance of the convergence test above.
+    - `eig_tol`: eigenvalues with |λ| ≤ `eig_tol · max|λ|` count as zero: they are left out of
+      the Newton step and do not count towards the index.
+    - `max_distance`: stop, with status `diverged`, once an iterate is farther than this from the
+      starting point (Euclidean norm over all leaves); default: no limit.
+
+    **Returns:** a [`CriticalPoint`][]; its `status` says whether a critical point was found.
+
+    **Raises:** `ValueError` unless float64 is enabled (`jax_enable_x64`).
+
+    **Example:** L(x, y) = x³/3 − x + y²/2 has a saddle at (−1, 0) (Hessian diag(−2, 1)) and a
+    minimum at (1, 0) (Hessian diag(2, 1)); a vmap polishes two starting points at once:
+
+        >>> import jax
+        >>> import jax.numpy as jnp
+        >>> import dynamics
+        >>> loss = lambda theta: theta[0] ** 3 / 3 - theta[0] + 0.5 * theta[1] ** 2
+        >>> found = dynamics.critical_point(loss, jnp.array([-1.2, 0.3]))
+        >>> bool(found.is_converged()), [round(float(v), 10) for v in found.point]
+        (True, [-1.0, 0.0])
+        >>> [round(float(v), 10) for v in found.eigenvalues], int(found.index)
+        ([-2.0, 1.0], 1)
+        >>> found.escape_direction.tolist()
+        [1.0, 0.0]
+        >>> starts = jnp.array([[-1.2, 0.3], [0.8, 0.1]])
+        >>> both = jax.vmap(lambda start: dynamics.critical_point(loss, start))(starts)
+        >>> both.is_converged().tolist(), both.index.tolist(), [round(float(v), 10) for v in both.loss]
+        ([True, True], [1, 0], [0.6666666667, -0.6666666667])
+    """
+    if not jax.config.read("jax_enable_x64"):
+        raise ValueError(
+            "critical_point works in float64: call jax.config.update('jax_enable_x64', True) first"
+        )
+    params = jax.tree.map(lambda leaf: jnp.asarray(leaf, jnp.float64), params)
+    start, unravel = ravel_pytree(params)
+
+    def flat_loss(flat):
+        return loss(unravel(flat))
+
+    flat_grad = jax.grad(flat_loss)
+
+    def derivatives(flat):
+        grad = flat_grad(flat)
+        eigenvalues, eigenvectors = hessian_spectrum(flat_loss, flat)
+        return grad, eigenvalues, eigenvectors
+
+    def status_at(flat, grad, eigenvalues, num_steps):
+        scale = jnp.max(jnp.abs(eigenvalues)) * (1 + jnp.linalg.norm(flat))
+        finite = jnp.all(jnp.isfinite(grad)) & jnp.all(jnp.isfinite(eigenvalues))
+        converged = jnp.linalg.norm(grad) <= gtol * scale
+        diverged = jnp.linalg.norm(flat - start) > max_distance
+        status = jnp.select(
+            [~finite, diverged, converged, num_steps >= max_steps],
+            [
+                CriticalPointStatus.nonfinite,
+                CriticalPointStatus.diverged,
+                CriticalPointStatus.converged,
+                CriticalPointStatus.max_steps,
+            ],
+            _RUNNING,
+        )
+        return status.astype(jnp.int32)
+
+    def newton_step(state):
+        flat, grad, eigenvalues, eigenvectors, num_steps, _ = state
+        kept = jnp.abs(eigenvalues) > eig_tol * jnp.max(jnp.abs(eigenvalues))
+        coefficients = eigenvectors.T @ grad
+        safe = jnp.where(kept, eigenvalues, 1.0)
+        direction = -eigenvectors @ jnp.where(kept, coefficients / safe, 0.0)
+        merit = jnp.vdot(grad, grad)
+        predicted = 2 * jnp.sum(jnp.where(kept, coefficients**2, 0.0))  # -d‖∇L‖²/dt at t = 0
+
+        def trial_merit(t):
+            trial_grad = flat_grad(flat + t * direction)
+            return jnp.vdot(trial_grad, trial_grad)
+
+        def sufficient(t, trial):
+            return (trial < merit) & (trial <= merit - _ARMIJO * t * predicted)
+
+        def halve(search):
+            t, _, halvings = search
+            return t / 2, trial_merit(t / 2), halvings + 1
+
+        t, trial, _ = jax.lax.while_loop(
+            lambda search: ~sufficient(search[0], search[1]) & (search[2] < _MAX_HALVINGS),
+            halve,
+            (jnp.asarray(1.0, flat.dtype), trial_merit(1.0), jnp.asarray(0, jnp.int32)),
+        )
+        accepted = sufficient(t, trial)
+        flat = jnp.where(accepted, flat + t * direction, flat)
+        num_steps = num_steps + accepted.astype(num_steps.dtype)
+        grad, eigenvalues, eigenvectors = derivatives(flat)
+        status = jnp.where(
+            accepted, status_at(flat, grad, eigenvalues, num_steps), CriticalPointStatus.stalled
+        )
+        return flat, grad, eigenvalues, eigenvectors, num_steps, status
+
+    grad, eigenvalues, eigenvectors = derivatives(start)
+    num_steps = jnp.asarray(0, jnp.int32)
+    initial = (
+        start,
+        grad,
+        eigenvalues,
+        eigenvectors,
+        num_steps,
+        status_at(start, grad, eigenvalues, num_steps),
+    )
+    flat, grad, eigenvalues, eigenvectors, num_steps, status = jax.lax.while_loop(
+        lambda state: state[-1] == _RUNNING, newton_step, initial
+    )
+    index = jnp.sum(eigenvalues < -eig_tol * jnp.max(jnp.abs(eigenvalues)), dtype=jnp.int32)
+    lowest = eigenvectors[:, 0]
+    lowest = lowest * jnp.sign(lowest[jnp.argmax(jnp.abs(lowest))])
+    return CriticalPoint(
+        point=unravel(flat),
+        loss=flat_loss(flat),
+        grad_norm=jnp.linalg.norm(grad),
+        eigenvalues=eigenvalues,
+        index=index,
+        escape_direction=unravel(jnp.where(index > 0, lowest, 0.0)),
+        distance=jnp.linalg.norm(flat - start),
+        num_steps=num_steps,
+        status=status,
+    )

@@ -1,0 +1,203 @@
+"""Sharpness along a run, against the edge of stability 2/η, and how far gradient descent drifts
+from the gradient flow it discretises."""
+
+from collections.abc import Callable
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, ArrayLike, Float, Int, PyTree
+
+from ._flow import Save, gradient_flow
+from ._hessian import hessian_max_eigenvalue
+from ._rates import gd
+from ._train import train
+
+
+def sharpness(
+    loss: Callable[[PyTree], Float[Array, ""]], params: PyTree, *, num_iters: int = 20
+) -> Float[Array, ""]:
+    """The sharpness of `loss` at `params`: λ_max, the largest eigenvalue of its Hessian.
+
+    Estimated by [`hessian_max_eigenvalue`][] (Lanczos from a fixed random start, `num_iters`
+    Hessian-vector products, exact once `num_iters` reaches the number of parameters). Cheap enough
+    to be part of the `save` function of [`train`][], which then records it every `every` steps.
+
+    **Arguments:**
+
+    - `loss`: `params -> scalar`.
+    - `params`: the point (any PyTree of float arrays).
+    - `num_iters`: the Lanczos steps.
+
+    **Returns:** λ_max, a scalar of the parameters' dtype.
+
+    **Example:** L(θ) = ½ θᵀHθ has sharpness max eig(H) = 3 at every point:
+
+        >>> import jax.numpy as jnp
+        >>> import dynamics
+        >>> H = jnp.array([[2.0, 1.0], [1.0, 2.0]])
+        >>> loss = lambda theta: 0.5 * theta @ H @ theta
+        >>> round(float(dynamics.sharpness(loss, jnp.array([1.0, -4.0]))), 8)
+        3.0
+    """
+    return hessian_max_eigenvalue(loss, params, num_iters=num_iters)
+
+
+def edge_of_stability_save(
+    loss: Callable[[PyTree], Float[Array, ""]], step_size: float, *, num_iters: int = 20
+) -> Callable[[PyTree], dict[str, Float[Array, ""]]]:
+    """A `save` function for [`train`][] recording the loss and the sharpness against 2/η.
+
+    Gradient descent with step size η is stable on a quadratic only where λ_max < 2/η (the edge of
+    stability); the saved `sharpness_ratio` λ_max·η/2 is ≥ 1 where a run is past that edge.
+
+    **Arguments:**
+
+    - `loss`: `params -> scalar`, the loss being trained.
+    - `step_size`: η, the step size of the run.
+    - `num_iters`: the Lanczos steps of [`sharpness`][].
+
+    **Returns:** `params -> {"loss": L(θ), "sharpness": λ_max, "sharpness_ratio": λ_max·η/2}`.
+
+    **Example:** GD with η = 0.5 on a quadratic of sharpness 3 is below the edge, 3 < 2/η = 4, so
+    the ratio is 0.75; both modes shrink by |1 − λη| = ½ a step, so the loss by ¼:
+
+        >>> import jax.numpy as jnp
+        >>> import dynamics
+        >>> H = jnp.array([[2.0, 1.0], [1.0, 2.0]])
+        >>> loss = lambda theta: 0.5 * theta @ H @ theta
+        >>> save = dynamics.edge_of_stability_save(loss, 0.5)
+        >>> theta0 = jnp.array([1.0, 0.0])
+        >>> run = dynamics.train(loss, theta0, dynamics.gd(0.5), num_steps=4, every=2, save=save)
+        >>> [round(float(v), 8) for v in run.values["sharpness"]], float(run.values["sharpness_ratio"][0])
+        ([3.0, 3.0, 3.0], 0.75)
+        >>> [round(float(v), 6) for v in run.values["loss"]]
+        [1.0, 0.0625, 0.003906]
+    """
+
+    def save(params: PyTree) -> dict[str, Float[Array, ""]]:
+        top = sharpness(loss, params, num_iters=num_iters)
+        return {"loss": loss(params), "sharpness": top, "sharpness_ratio": top * step_size / 2}
+
+    return save
+
+
+class GDFlowGap(eqx.Module):
+    """Gradient descent and the gradient flow from one start, compared at matching times.
+
+    GD step k is compared with the flow at time t = kη. Every field is an array, so results can
+    be `vmap`ped over starting points (each field then gains a leading axis).
+
+    **Fields:**
+
+    - `steps`: the GD steps compared, 0, every, 2·every, …, num_steps.
+    - `times`: the flow times `steps`·η.
+    - `distance`: ‖θ_GD(k) − θ_flow(kη)‖, the Euclidean norm over all leaves, per save.
+    - `gd_loss`, `flow_loss`: the loss of each, per save.
+    - `gd_stop`, `flow_stop`: the [`StopReason`][] of each run. Unless both are `completed` the
+      comparison is not meaningful: a diverging GD run is frozen at its last finite parameters, and
+      a flow out of solver steps saves `inf` after it stopped.
+
+    **Example:** on L(θ) = ½θ² with η = 0.1 the gap at step k is (e^{−kη} − 0.9^k)|θ₀|; a `vmap`
+    over two starts gives one row per start:
+
+        >>> import jax
+        >>> import jax.numpy as jnp
+        >>> import dynamics
+        >>> loss = lambda theta: 0.5 * theta**2
+        >>> gaps = jax.vmap(lambda start: dynamics.gd_flow_gap(loss, start, 0.1, num_steps=10, every=10))(
+        ...     jnp.array([1.0, -2.0])
+        ... )
+        >>> gaps.steps.tolist(), [[round(float(d), 6) for d in row] for row in gaps.distance]
+        ([[0, 10], [0, 10]], [[0.0, 0.019201], [0.0, 0.038402]])
+        >>> gaps.gd_stop.tolist(), gaps.flow_stop.tolist()
+        ([0, 0], [0, 0])
+    """
+
+    steps: Int[Array, " T"]
+    times: Float[Array, " T"]
+    distance: Float[Array, " T"]
+    gd_loss: Float[Array, " T"]
+    flow_loss: Float[Array, " T"]
+    gd_stop: Int[Array, ""]
+    flow_stop: Int[Array, ""]
+
+
+_SET_BY_GAP = ("rates", "t0", "t1", "save", "events")
+"""The arguments of [`gradient_flow`][] that [`gd_flow_gap`][] sets itself."""
+
+
+def gd_flow_gap(
+    loss: Callable[[PyTree], Float[Array, ""]],
+    params: PyTree,
+    step_size: float | Float[ArrayLike, ""],
+    *,
+    num_steps: int,
+    every: int,
+    **flow_kwargs,
+) -> GDFlowGap:
+    """How far full-batch gradient descent with step size η drifts from the gradient flow.
+
+    GD is explicit Euler on dθ/dt = −∇L(θ) with time step η: [`train`][] with [`gd`][]`(η)` and
+    [`gradient_flow`][] run from the same `params`, saved at steps 0, every, …, num_steps and at
+    the flow times kη. The gap is O(η) at a fixed time. Jits and `vmap`s over starting points (and
+    over η).
+
+    **Arguments:**
+
+    - `loss`: `params -> scalar`, full batch.
+    - `params`: the common start θ₀ (any PyTree of float arrays).
+    - `step_size`: η, one step size for all parameters.
+    - `num_steps`: the GD steps, a multiple of `every`; the flow runs to num_steps·η.
+    - `every`: compare every `every` steps.
+    - `**flow_kwargs`: passed on to [`gradient_flow`][] (e.g. `stepsize_controller`, `solver`,
+      `max_steps`); the flow's own error must be well below the gap to measure it.
+
+    **Returns:** a [`GDFlowGap`][].
+
+    **Raises:** `ValueError` if `flow_kwargs` sets `rates`, `t0`, `t1`, `save` or `events`, or
+    (from [`train`][]) if `num_steps` is not a positive multiple of `every`.
+
+    **Example:** on L(θ) = ½θ² with η = 0.1, GD gives θ_k = 0.9^k θ₀ and the flow θ₀ e^{−kη}: at
+    k = 10 the gap is e^{−1} − 0.9¹⁰ = 0.019201, at k = 20 e^{−2} − 0.9²⁰ = 0.013759 (float64):
+
+        >>> import jax.numpy as jnp
+        >>> import dynamics
+        >>> loss = lambda theta: 0.5 * theta**2
+        >>> gap = dynamics.gd_flow_gap(loss, jnp.array(1.0), 0.1, num_steps=20, every=10)
+        >>> gap.steps.tolist(), [round(float(t), 8) for t in gap.times]
+        ([0, 10, 20], [0.0, 1.0, 2.0])
+        >>> [round(float(d), 6) for d in gap.distance]
+        [0.0, 0.019201, 0.013759]
+        >>> [round(float(v), 6) for v in gap.gd_loss], [round(float(v), 6) for v in gap.flow_loss]
+        ([0.5, 0.060788, 0.00739], [0.5, 0.067668, 0.009158])
+    """
+    if clashes := sorted(set(_SET_BY_GAP) & flow_kwargs.keys()):
+        raise ValueError(f"gd_flow_gap sets {clashes} of the flow itself")
+    step_size = jnp.asarray(step_size)
+
+    def with_loss(p: PyTree) -> tuple[PyTree, Float[Array, ""]]:
+        return p, loss(p)
+
+    descent = train(loss, params, gd(step_size), num_steps=num_steps, every=every, save=with_loss)
+    times = descent.ts.astype(step_size.dtype) * step_size
+    flow = gradient_flow(
+        loss,
+        params,
+        t1=num_steps * step_size,
+        save=Save(ts=times, fn=lambda t, p, args: with_loss(p)),
+        **flow_kwargs,
+    )
+    (gd_params, gd_loss), (flow_params, flow_loss) = descent.values, flow.values
+    squares = jax.tree.map(
+        lambda a, b: jnp.sum(((a - b) ** 2).reshape(a.shape[0], -1), axis=1), gd_params, flow_params
+    )
+    return GDFlowGap(
+        steps=descent.ts,
+        times=times,
+        distance=jnp.sqrt(sum(jax.tree.leaves(squares))),
+        gd_loss=gd_loss,
+        flow_loss=flow_loss,
+        gd_stop=descent.stop,
+        flow_stop=flow.stop,
+    )

@@ -1,0 +1,132 @@
+"""Sharpness and the gap between gradient descent and gradient flow, against quadratics solved in
+closed form (float64)."""
+
+import functools
+
+import diffrax
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import dynamics
+
+from .helpers import tree_allclose
+
+CURVATURES = np.array([0.5, 1.0, 2.0])
+"""The eigenvalues of the Hessian H of the quadratic; its sharpness is 2 everywhere."""
+ROTATION = np.linalg.qr(np.array([[1.0, 2.0, 0.5], [-1.0, 0.3, 2.0], [0.7, -1.2, 1.0]]))[0]
+"""The eigenvectors of H, as columns."""
+HESSIAN = ROTATION @ np.diag(CURVATURES) @ ROTATION.T
+START = {"a": jnp.array([1.0, -0.5]), "b": jnp.array(0.8)}
+"""A starting point split over two leaves: distances are Euclidean over all of them."""
+TIGHT = diffrax.PIDController(rtol=1e-12, atol=1e-14)
+"""Flow tolerances far below the 1e-9 to which gaps are compared."""
+
+
+def _flat(params):
+    return jnp.concatenate([params["a"], params["b"][None]])
+
+
+def _quadratic(params):
+    """½ θᵀHθ on the parameters {"a": θ₁₋₂, "b": θ₃}."""
+    theta = _flat(params)
+    return 0.5 * theta @ jnp.asarray(HESSIAN) @ theta
+
+
+def _closed_form_gap(theta0, step_size, steps):
+    """Per step k: ‖θ_GD(k) − θ_flow(kη)‖ and both losses, from θ_k = (I − ηH)^k θ₀ and
+    θ(t) = exp(−tH) θ₀ in H's eigenbasis."""
+    coordinates = ROTATION.T @ np.asarray(theta0)
+    gd = (1 - step_size * CURVATURES) ** steps[:, None] * coordinates
+    flow = np.exp(-step_size * steps[:, None] * CURVATURES) * coordinates
+    losses = [0.5 * np.sum(CURVATURES * z**2, axis=1) for z in (gd, flow)]
+    return np.linalg.norm(gd - flow, axis=1), *losses
+
+
+@functools.partial(jax.jit, static_argnames=("num_steps", "every"))
+def _gap(start, step_size, num_steps, every):
+    return dynamics.gd_flow_gap(
+        _quadratic, start, step_size, num_steps=num_steps, every=every, stepsize_controller=TIGHT
+    )
+
+
+def test_sharpness_of_a_quadratic_is_its_top_curvature_everywhere(getkey):
+    points = jax.random.normal(getkey(), (4, 3))
+    found = jax.vmap(lambda theta: dynamics.sharpness(lambda t: 0.5 * t @ jnp.asarray(HESSIAN) @ t, theta))(
+        points
+    )
+    np.testing.assert_allclose(found, [CURVATURES.max()] * 4, rtol=1e-12)
+
+
+def test_edge_of_stability_save_records_loss_sharpness_and_ratio_along_gd():
+    step_size = 0.7  # λ_max η / 2 = 0.7: below the edge 2/η
+    save = dynamics.edge_of_stability_save(_quadratic, step_size)
+    run = dynamics.train(_quadratic, START, dynamics.gd(step_size), num_steps=12, every=3, save=save)
+    _, gd_loss, _ = _closed_form_gap(_flat(START), step_size, np.arange(0, 13, 3))
+    np.testing.assert_allclose(run.values["loss"], gd_loss, rtol=1e-12)
+    np.testing.assert_allclose(run.values["sharpness"], [2.0] * 5, rtol=1e-12)
+    np.testing.assert_allclose(run.values["sharpness_ratio"], [2.0 * step_size / 2] * 5, rtol=1e-12)
+
+
+def test_sharpness_follows_the_run_when_the_hessian_changes():
+    """¼ Σ θᵢ⁴ has Hessian diag(3θᵢ²): the saved sharpness is 3 max θᵢ² at each saved θ."""
+
+    def quartic(theta):
+        return 0.25 * jnp.sum(theta**4)
+
+    save = dynamics.edge_of_stability_save(quartic, 0.1)
+    run = dynamics.train(
+        quartic,
+        jnp.array([1.5, -0.4, 1.0]),
+        dynamics.gd(0.1),
+        num_steps=20,
+        every=4,
+        save=lambda theta: {**save(theta), "theta": theta},
+    )
+    top = 3 * jnp.max(run.values["theta"] ** 2, axis=1)
+    np.testing.assert_allclose(run.values["sharpness"], top, rtol=1e-12)
+    np.testing.assert_allclose(run.values["sharpness_ratio"], top * 0.1 / 2, rtol=1e-12)
+    assert float(run.values["sharpness_ratio"][0]) == pytest.approx(0.3375)
+
+
+def test_gap_matches_the_closed_form_at_every_save():
+    gap = _gap(START, 0.01, num_steps=200, every=50)
+    distance, gd_loss, flow_loss = _closed_form_gap(_flat(START), 0.01, np.arange(0, 201, 50))
+    assert gap.steps.tolist() == [0, 50, 100, 150, 200]
+    np.testing.assert_allclose(gap.times, [0.0, 0.5, 1.0, 1.5, 2.0], rtol=1e-15)
+    np.testing.assert_allclose(gap.distance, distance, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(gap.gd_loss, gd_loss, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(gap.flow_loss, flow_loss, rtol=0, atol=1e-9)
+    assert int(gap.gd_stop) == int(gap.flow_stop) == dynamics.StopReason.completed
+    assert 1e-3 < float(gap.distance[-1]) < 1e-2
+
+
+def test_gap_is_first_order_in_the_step_size():
+    """At fixed times t = 0.5 … 2, halving η halves the gap, up to O(ηλ²t) ≤ 0.08 here."""
+    coarse = _gap(START, 0.01, num_steps=200, every=50)
+    fine = _gap(START, 0.005, num_steps=400, every=100)
+    np.testing.assert_allclose(fine.times, coarse.times, rtol=1e-15)
+    distance, _, _ = _closed_form_gap(_flat(START), 0.005, np.arange(0, 401, 100))
+    np.testing.assert_allclose(fine.distance, distance, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(coarse.distance[1:] / fine.distance[1:], 2.0, rtol=0.1)
+
+
+def test_vmap_over_starting_points_equals_a_loop(getkey):
+    starts = {"a": jax.random.normal(getkey(), (3, 2)), "b": jax.random.normal(getkey(), (3,))}
+    batched = jax.jit(jax.vmap(lambda start: _gap(start, 0.01, num_steps=200, every=50)))(starts)
+    singles = [
+        _gap(jax.tree.map(lambda leaf: leaf[i], starts), 0.01, num_steps=200, every=50) for i in range(3)
+    ]
+    looped = jax.tree.map(lambda *leaves: jnp.stack(leaves), *singles)
+    assert tree_allclose(batched, looped, rtol=1e-10, atol=1e-12)
+    for i, single in enumerate(singles):
+        theta0 = _flat(jax.tree.map(lambda leaf: leaf[i], starts))
+        np.testing.assert_allclose(
+            single.distance, _closed_form_gap(theta0, 0.01, np.arange(0, 201, 50))[0], atol=1e-9
+        )
+
+
+def test_flow_arguments_the_gap_sets_itself_are_refused():
+    with pytest.raises(ValueError, match=r"\['rates', 't1'\]"):
+        dynamics.gd_flow_gap(_quadratic, START, 0.1, num_steps=2, every=1, t1=1.0, rates=2.0)
