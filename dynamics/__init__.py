@@ -19,7 +19,9 @@
 - [`critical_point`][] ([`CriticalPoint`][], [`CriticalPointStatus`][]), [`hessian_spectrum`][]:
   Newton's method on the gradient polishes a starting point to the critical point near it, minimum
   or saddle, with the dense Hessian spectrum there, its index and an escape direction; the status
-  says when there is none to find.
+  says when there is none to find; [`phases`][] ([`Plateaus`][]) splits a saved run into plateaus
+  and transitions in log-time, and [`plateau_saddles`][] ([`PlateauSaddles`][]) polishes each
+  plateau to its saddle and measures how the run's escape lines up with the saddle's.
 - [`sharpness`][], [`edge_of_stability_save`][], [`gd_flow_gap`][] ([`GDFlowGap`][]): the top
   Hessian eigenvalue along a run against the edge of stability 2/η, and how far gradient descent
   drifts from the gradient flow; [`norm_growth`][] ([`NormGrowth`][]), [`direction_convergence`][]
@@ -67,6 +69,7 @@ from ._params import (
     parse_settings,
     parse_value,
 )
+from ._phases import Plateaus, PlateauSaddles, phases, plateau_saddles
 from ._preflight import DEFAULT_MAX_BYTES, MAX_SEED, parse_bytes
 from ._progress import progress_inside
 from ._proximal import Mask, center_columns, project_columns, proximal_l1, scale_columns, soft_threshold
@@ -108,6 +111,8 @@ __all__ = [
     "Interval",
     "OneOf",
     "ParamInfo",
+    "PlateauSaddles",
+    "Plateaus",
     "Require",
     "load_sweep",
     "param",
@@ -152,6 +157,8 @@ __all__ = [
     "norm_growth",
     "normalize_by_block",
     "normalized_gd",
+    "phases",
+    "plateau_saddles",
     "ode_flow",
     "project_columns",
     "progress_inside",

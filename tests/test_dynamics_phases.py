@@ -1,0 +1,126 @@
+"""Plateaus, transitions and the saddles under the plateaus, against the two-layer linear network
+learning its target's singular values one at a time from a small start (float64)."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import dynamics
+from dynamics import CriticalPointStatus
+
+SINGULAR_VALUES = jnp.array([5.0, 2.0, 0.5])
+"""The target A = diag(s₁ > s₂ > s₃): stage k is learned near t ≈ log(s_k/ε²)/(2s_k), so ratios
+s₁/s₂ = 2.5 and s₂/s₃ = 4 leave a plateau of about a factor 2 in t between stages."""
+INIT_SCALE = 1e-6
+"""ε, the scale of the random start: each stage's plateau lasts ~log(1/ε²) and the flow passes
+within O(ε) of the saddles' product W₂W₁, so the loss on a plateau is its saddle's up to O(ε²)."""
+CLOSED_FORM = [0.5 * float(jnp.sum(SINGULAR_VALUES[k:] ** 2)) for k in range(4)]
+"""½ Σ_{i>k} s_i², the loss at the critical point that has learned the top k singular values."""
+
+
+def _two_layer_loss(params):
+    """½‖W₂W₁ − A‖²_F, a two-layer linear network of hidden width 3."""
+    return 0.5 * jnp.sum((params["W2"] @ params["W1"] - jnp.diag(SINGULAR_VALUES)) ** 2)
+
+
+def _saved(loss):
+    """A save of the parameters, the loss and the gradient norm."""
+    grad = jax.grad(loss)
+
+    def fn(t, params, args):
+        del t, args
+        grad_norm = jnp.sqrt(sum(jnp.sum(leaf**2) for leaf in jax.tree.leaves(grad(params))))
+        return {"params": params, "loss": loss(params), "grad_norm": grad_norm}
+
+    return fn
+
+
+@pytest.fixture(scope="module")
+def saxe_run():
+    """Gradient flow from a small random start, 301 saves log-spaced over t ∈ [10⁻², 10³]."""
+    key_1, key_2 = jax.random.split(jax.random.PRNGKey(0))
+    start = {
+        "W1": INIT_SCALE * jax.random.normal(key_1, (3, 3)),
+        "W2": INIT_SCALE * jax.random.normal(key_2, (3, 3)),
+    }
+    save = dynamics.Save(ts=jnp.logspace(-2.0, 3.0, 301), fn=_saved(_two_layer_loss))
+    run = dynamics.gradient_flow(_two_layer_loss, start, t1=1e3, save=save)
+    assert bool(run.is_successful())
+    return run
+
+
+def test_saxe_plateaus_are_the_start_each_stage_and_the_end(saxe_run):
+    """Four plateaus: near the origin (k = 0), after stages 1 and 2 (k = 1, 2), and converged
+    (k = 3), each at ½ Σ_{i>k} s_i²; the measured gaps are below 2·10⁻⁷, from the flow's distance
+    to the saddle at the save of lowest gradient norm."""
+    values = saxe_run.values
+    found = dynamics.phases(saxe_run.ts, values["loss"], values["grad_norm"], max_phases=6)
+    assert int(found.count) == 4
+    np.testing.assert_allclose(found.loss[:3], CLOSED_FORM[:3], rtol=1e-6)
+    assert 0.0 <= float(found.loss[3]) < 1e-12
+    assert np.isnan(found.loss[4:]).all() and found.save_index[4:].tolist() == [-1, -1]
+    assert float(found.start_time[0]) == 0.01 and float(found.end_time[3]) == 1000.0
+    # in time order, separated by transitions, each save on its plateau
+    assert (found.end_index[:3] < found.start_index[1:4]).all()
+    assert (found.start_index[:4] <= found.save_index[:4]).all()
+    assert (found.save_index[:4] <= found.end_index[:4]).all()
+    assert found.after_index[:4].tolist() == [*(found.end_index[:3] + 1).tolist(), -1]
+    # the transitions straddle the closed-form stage times log(s_k/ε²)/(2 s_k) (up to O(1)/s_k)
+    stage_times = np.log(SINGULAR_VALUES / INIT_SCALE**2) / (2 * SINGULAR_VALUES)
+    assert (found.end_time[:3] < stage_times).all() and (stage_times < found.start_time[1:4]).all()
+
+
+def test_saxe_plateaus_polish_to_the_closed_form_saddles_and_the_run_escapes_along_them(saxe_run):
+    values = saxe_run.values
+    found = dynamics.phases(saxe_run.ts, values["loss"], values["grad_norm"], max_phases=5)
+    saddles = dynamics.plateau_saddles(_two_layer_loss, values["params"], found.save_index, found.after_index)
+    assert saddles.status.tolist() == [CriticalPointStatus.converged] * 4 + [-1]
+    np.testing.assert_allclose(saddles.loss[:4], CLOSED_FORM, rtol=0, atol=1e-8)
+    assert saddles.index[:3].tolist() == [9, 4, 1] and int(saddles.index[3]) == 0
+    # the escape from each saddle lies in the eigenspace of its most negative eigenvalue, −s_{k+1}
+    # (measured: 1 − overlap ≤ 2·10⁻⁶); the minimum has no escape, and no save follows the end
+    assert (saddles.escape_overlap[:3] > 0.999).all()
+    assert np.isnan(saddles.escape_overlap[3:]).all()
+    products = saddles.point["W2"][:4] @ saddles.point["W1"][:4]
+    for k in range(4):
+        np.testing.assert_allclose(products[k], jnp.diag(SINGULAR_VALUES.at[k:].set(0.0)), atol=1e-8)
+    assert np.isnan(saddles.point["W1"][4]).all() and np.isnan(saddles.escape_direction["W2"][4]).all()
+
+
+def test_exponential_decay_has_no_plateau_before_it_converges():
+    """The flow on a quadratic decays exponentially from the start: the gradient is at its largest
+    there, so only the converged end is a plateau."""
+
+    def loss(theta):
+        return 0.5 * jnp.sum(jnp.array([1.0, 2.0]) * theta**2)
+
+    save = dynamics.Save(ts=jnp.logspace(-2.0, 3.0, 101), fn=_saved(loss))
+    run = dynamics.gradient_flow(loss, jnp.array([1.0, -1.0]), t1=1e3, save=save)
+    found = dynamics.phases(run.ts, run.values["loss"], run.values["grad_norm"], max_phases=3)
+    assert int(found.count) == 1
+    assert float(found.start_time[0]) > 1.0 and float(found.end_time[0]) == 1000.0
+    assert float(found.loss[0]) < 1e-12 and int(found.after_index[0]) == -1
+
+
+def test_phases_vmaps_over_runs_with_fixed_size_outputs():
+    ts = jnp.logspace(-2.0, 4.0, 61)
+    steps = jnp.stack([jnp.tanh(4 * jnp.log(ts / 100)), jnp.tanh(4 * jnp.log(ts))])
+    losses = jnp.stack([1.0 - steps[0], 2.0 - steps[0] - steps[1]])
+    batched = jax.jit(jax.vmap(lambda run_losses: dynamics.phases(ts, run_losses, max_phases=4)))(losses)
+    looped = [dynamics.phases(ts, run_losses, max_phases=4) for run_losses in losses]
+    assert batched.count.tolist() == [2, 3] and batched.loss.shape == (2, 4)
+    for run, single in enumerate(looped):
+        for name in ("start_time", "end_time", "loss"):
+            np.testing.assert_allclose(getattr(batched, name)[run], getattr(single, name))
+        for name in ("save_index", "start_index", "end_index", "after_index", "count", "slow"):
+            assert getattr(batched, name)[run].tolist() == getattr(single, name).tolist()
+
+
+def test_unusable_saves_are_never_slow_and_the_indices_must_pair():
+    ts = jnp.logspace(-2.0, 4.0, 61)
+    losses = (1.0 - jnp.tanh(4 * jnp.log(ts / 100))).at[-20:].set(jnp.inf)
+    found = dynamics.phases(ts, losses, max_phases=2)
+    assert int(found.count) == 1 and not bool(found.slow[-20:].any())
+    with pytest.raises(ValueError, match="one per plateau"):
+        dynamics.plateau_saddles(_two_layer_loss, {}, jnp.array([0, 1]), jnp.array([1]))
