@@ -35,3 +35,23 @@ def test_custom_model_script_runs():
     )
     assert result.returncode == 0, result.stderr
     assert "fraction of seeds that reached the threshold" in result.stdout
+
+
+@pytest.mark.slow
+def test_landscape_script_finds_the_saddles_of_the_closed_form():
+    """The landscape example as a user runs it: its plateaus sit at ½ Σ_{i>k} s_i², the saddles'
+    indices are 9, 4, 1, 0, and past the edge of stability GD ends far from the flow."""
+    result = subprocess.run(
+        [sys.executable, "examples/landscape.py"], cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    rows = [line.split() for line in lines[1 : lines.index(next(x for x in lines if x.startswith("eta")))]]
+    singular_values = np.array([5.0, 2.0, 0.5])
+    for k, row in enumerate(rows):
+        assert float(row[-4]) == pytest.approx(0.5 * np.sum(singular_values[k:] ** 2), abs=1e-5)
+        assert float(row[-3]) == pytest.approx(0.5 * np.sum(singular_values[k:] ** 2), abs=1e-5)
+    assert [int(row[-2]) for row in rows] == [9, 4, 1, 0]
+    gd = {float(row[0]): [float(v) for v in row[1:]] for row in (x.split() for x in lines[-3:])}
+    assert gd[0.19][0] < 1 and gd[0.19][1] < 1e-12  # below the edge: the minimum
+    assert gd[0.21][1] > 0.1 and gd[0.21][2] > 0.1  # past it: no convergence, far from the flow
