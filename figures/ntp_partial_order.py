@@ -11,10 +11,10 @@ Each writes PNG, PDF and a JSON file with the numbers plotted and the config. Fl
 
 from pathlib import Path
 
-import jax
 import matplotlib.pyplot as plt
 import numpy as np
 
+import dynamics
 import tasks.ntp_partial_order as ntp
 from theory.ntp_partial_order import cosine
 from theory.ntp_partial_order.closed_forms import (
@@ -37,33 +37,32 @@ def _series(W: np.ndarray, star: np.ndarray) -> dict[str, np.ndarray]:
     return {"cos": cos, "one_minus_cos": 1 - cos, "unit_distance": dist, "norm": norms}
 
 
-def run_experiment(seed: int, steps: int = STEPS) -> dict:
-    """Algorithm 1 on Recipe B seed `seed` with the paper's sizes; every step's metrics."""
-    d = ntp.RecipeB().build(seed)
-    batch, colloc = ntp.make_batch(d), ntp.make_batch(d, collocation=True)
-    eta0, eta = ntp.paper_step_sizes(d.vocab_size)
-
-    @jax.jit
-    def run(batch, colloc):
-        first, second = ntp.algorithm1(batch, colloc, eta0=eta0, eta=eta, num_steps1=steps, num_steps2=steps)
-        L0 = jax.vmap(lambda m: ntp.loss(m, colloc))(first.values)
-        L = jax.vmap(lambda m: ntp.loss(m, batch))(second.values)
-        return first.values.W_ov, second.values.W_kq, L0, L
-
-    W_ov, W_kq, L0, L = (np.asarray(a) for a in run(batch, colloc))
-    star_kq = w_kq_star_qp(d).W
-    return {
-        "dataset": d,
-        "t": np.arange(steps + 1),
-        "L0": L0,
-        "L": L,
-        "W_kq_final": W_kq[-1],
-        "stage1": _series(W_ov, w_ov_star_closed(d)),
-        "stage2": _series(W_kq, star_kq),
-        "star_kq": star_kq,
-        "cos_closed_form": cosine(W_kq[-1], w_kq_closed_form(d)),
-        "hall_all": bool(hall_columns(d).all()),
-    }
+def run_experiments(num_seeds: int, steps: int = STEPS) -> list[dict]:
+    """Algorithm 1 on Recipe B seeds 0, ..., `num_seeds` − 1 with the paper's sizes, in one
+    `dynamics.simulate` of [`Algorithm1`][tasks.ntp_partial_order.Algorithm1] saving both stages at
+    every step; per seed, the metrics of every step."""
+    sim = ntp.Algorithm1(num_steps1=steps, num_steps2=steps, every=1, save_stage1=True)
+    runs = dynamics.simulate(sim, num_seeds=num_seeds)
+    experiments = []
+    for seed in range(num_seeds):
+        d = sim.dataset(seed)
+        W_kq = runs.values["W_kq"][seed]
+        star_kq = w_kq_star_qp(d).W
+        experiments.append(
+            {
+                "dataset": d,
+                "t": runs.times[seed],
+                "L0": runs.values["loss0"][seed],
+                "L": runs.values["loss"][seed],
+                "W_kq_final": W_kq[-1],
+                "stage1": _series(runs.values["W_ov"][seed], w_ov_star_closed(d)),
+                "stage2": _series(W_kq, star_kq),
+                "star_kq": star_kq,
+                "cos_closed_form": cosine(W_kq[-1], w_kq_closed_form(d)),
+                "hall_all": bool(hall_columns(d).all()),
+            }
+        )
+    return experiments
 
 
 @caption(
@@ -78,7 +77,7 @@ def run_experiment(seed: int, steps: int = STEPS) -> dict:
 def fig2(out_dir: Path, full: bool) -> list[Path]:
     """Figure 2 (Section 7 of the paper): three panels per stage, iterations 0..900."""
     seeds = list(range(5)) if full else [0]
-    runs = [run_experiment(s) for s in seeds]
+    runs = run_experiments(len(seeds))
     t = runs[0]["t"]
     fig, axes = plt.subplots(2, 3, figsize=(13, 7))
     panels = [
@@ -144,8 +143,11 @@ def fig2(out_dir: Path, full: bool) -> list[Path]:
 def wkq_column(out_dir: Path, full: bool) -> list[Path]:
     """The learned `W_kq` column of the query with the most ordered tokens (Recipe B seed 0) at
     t = 900 (rescaled to the norm of `W*_kq`) against the QP solution and Proposition 2."""
-    r = run_experiment(0, STEPS * 5 if full else STEPS)
-    d = r["dataset"]
+    steps = STEPS * 5 if full else STEPS
+    sim = ntp.Algorithm1(num_steps1=steps, num_steps2=steps, every=steps)
+    run = dynamics.simulate(sim, num_seeds=1)
+    d = sim.dataset(0)
+    r = {"t": run.times[0], "W_kq_final": run.values["final/W_kq"][0], "star_kq": w_kq_star_qp(d).W}
     sizes = [len(d.token_types(q).optimal) + len(d.token_types(q).non_optimal) for q in range(d.vocab_size)]
     hall = hall_columns(d)
     q = int(np.argmax(np.asarray(sizes) + 100 * ~hall))  # prefer a query where Proposition 2 does not apply
@@ -170,7 +172,7 @@ def wkq_column(out_dir: Path, full: bool) -> list[Path]:
     short = {"optimal": "opt", "non-optimal": "non-opt", "non-comparable": "non-cmp"}
     ax.set_xticks(x, [f"{tok}\n{short[k]}" for tok, k in zip(tokens, kinds)], fontsize=7)
     ax.set_title(
-        f"query {q}: column of W_kq after {len(r['t']) - 1} stage-2 steps; Hall-type condition "
+        f"query {q}: column of W_kq after {steps} stage-2 steps; Hall-type condition "
         f"{'holds' if hall[q] else 'fails'}; column cos = "
         f"{cosine(r['W_kq_final'][:, q : q + 1], r['star_kq'][:, q : q + 1]):.4f}"
     )
@@ -190,7 +192,7 @@ def wkq_column(out_dir: Path, full: bool) -> list[Path]:
         "recipe": "B",
         "seed": 0,
         "vocab_size": 20,
-        "stage2_steps": len(r["t"]) - 1,
+        "stage2_steps": steps,
         "dtype": "float64",
         "full": full,
     }

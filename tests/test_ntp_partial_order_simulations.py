@@ -35,6 +35,7 @@ def test_the_level_is_algorithm1():
         {"max_sentences": 0},
         {"complete": 1},
         {"dtype": "float16"},
+        {"num_steps1": 1000, "save_stage1": True},
     ],
 )
 def test_bad_values_are_refused_naming_the_field(bad):
@@ -56,6 +57,20 @@ def test_one_run_is_algorithm1_on_the_seed_dataset():
     np.testing.assert_allclose(run.values["W_kq"], alone.values.W_kq, rtol=1e-10, atol=1e-13)
     losses = [ntp.loss(ntp.NTPModel(alone.final.W_ov, W), batch) for W in alone.values.W_kq]
     np.testing.assert_allclose(run.values["loss"], losses, rtol=1e-12)
+
+
+def test_save_stage1_adds_the_first_stage_at_its_own_steps():
+    sim = ntp.Algorithm1(**SMALL, save_stage1=True)
+    run = sim.run(dynamics.seed_key(2))
+    data = sim.dataset(2)
+    eta0, eta = ntp.paper_step_sizes(6)
+    batch, colloc = ntp.make_batch(data), ntp.make_batch(data, collocation=True)
+    first, _ = ntp.algorithm1(batch, colloc, eta0=eta0, eta=eta, num_steps1=20, num_steps2=20, every=10)
+    np.testing.assert_allclose(run.values["W_ov"], first.values.W_ov, rtol=1e-10, atol=1e-13)
+    losses = [ntp.loss(ntp.NTPModel(W, first.values.W_kq[0]), colloc) for W in first.values.W_ov]
+    np.testing.assert_allclose(run.values["loss0"], losses, rtol=1e-12)
+    unsaved = ntp.Algorithm1(**SMALL).run(dynamics.seed_key(2))
+    assert tree_allclose(unsaved.values, {name: run.values[name] for name in ("W_kq", "loss")})
 
 
 def test_batches_are_padded_to_one_shape():

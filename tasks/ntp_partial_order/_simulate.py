@@ -1,6 +1,7 @@
 """Algorithm 1 on random realizable datasets as a simulation: one run draws its dataset from its
 integer seed on the host and trains on it, so many seeds run in one compiled call."""
 
+import dataclasses
 import functools
 
 import jax
@@ -57,8 +58,9 @@ class Algorithm1(dynamics.AbstractSimulation):
     positions (padding samples have `π = 0`: they change the values only by the rounding of the
     longer sums).
 
-    **Saves:** `W_kq` and `loss` (Eqn 1) every `every` stage-2 steps (stage-2 step numbers);
-    `final`: the model after stage 2, `W_ov` and `W_kq`.
+    **Saves:** `W_kq` and `loss` (Eqn 1) every `every` stage-2 steps (stage-2 step numbers); with
+    `save_stage1`, also `W_ov` and its collocation loss `loss0` at the same step numbers of stage 1
+    (so both stages have the same length); `final`: the model after stage 2, `W_ov` and `W_kq`.
 
     **Example:** `dynamics.simulate(Algorithm1(num_steps2=5000), num_seeds=64)`.
     """
@@ -79,6 +81,7 @@ class Algorithm1(dynamics.AbstractSimulation):
     num_steps1: int = param(900, Interval(1), doc="stage-1 steps T")
     num_steps2: int = param(900, Interval(1), doc="stage-2 steps T_2")
     every: int = param(100, Interval(1), doc="save period in stage-2 steps (divides both step counts)")
+    save_stage1: bool = param(False, doc="also save stage 1 (W_ov, loss0) at its own step numbers")
     dtype: str = dtype_param("float64")
 
     requires = (
@@ -93,6 +96,11 @@ class Algorithm1(dynamics.AbstractSimulation):
             f"Recipe B needs vocab_size >= k_max + m_max = {_B_VOCAB}",
         ),
         Require(("recipe", "complete"), lambda r, c: r == "B" or not c, "complete applies to Recipe B only"),
+        Require(
+            ("save_stage1", "num_steps1", "num_steps2"),
+            lambda saved, n1, n2: not saved or n1 == n2,
+            "save_stage1 needs num_steps1 == num_steps2 (the stages share the save axis)",
+        ),
     )
 
     def generator(self) -> RecipeA | RecipeB:
@@ -138,9 +146,12 @@ class Algorithm1(dynamics.AbstractSimulation):
         eta = jnp.where(self.eta > 0, self.eta, paper)
 
         def save(model):
-            return {"W_kq": model.W_kq, "loss": loss(model, batch)}
+            saved = {"W_kq": model.W_kq, "loss": loss(model, batch)}
+            if self.save_stage1:
+                saved |= {"W_ov": model.W_ov, "loss0": loss(model, colloc)}
+            return saved
 
-        _, second = algorithm1(
+        first, second = algorithm1(
             batch,
             colloc,
             eta0=eta0,
@@ -150,7 +161,10 @@ class Algorithm1(dynamics.AbstractSimulation):
             every=self.every,
             save=save,
         )
-        return second
+        if not self.save_stage1:
+            return second
+        stage1 = {name: first.values[name] for name in ("W_ov", "loss0")}
+        return dataclasses.replace(second, values=second.values | stage1)
 
 
 SIMULATIONS = {"algorithm1": Algorithm1}
