@@ -16,9 +16,9 @@ paper's sizes, so `full` changes the sweep behind Figs. 6, 11, 12 (10 seeds inst
 the real-text Figs. 7 and 10 (the whole corpus at the paper's sizes: see `_scan_snap_text`).
 """
 
+import dataclasses
 from pathlib import Path
 
-import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -26,9 +26,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 from jaxtyping import Array, Float, PRNGKeyArray
 
+import dynamics
 from tasks.scan_snap import (
     ClassArrays,
     Dataset2,
+    ScalarFlow,
     YZModel,
     class_attention,
     cross_entropy,
@@ -39,7 +41,6 @@ from tasks.scan_snap import (
     phase_B_paper,
     population_loss,
     sample,
-    scalar_flow,
     sgd_run,
     transition_times,
 )
@@ -51,11 +52,9 @@ from ._scan_snap_text import fig7, fig10
 THEORY_DTYPE = jnp.float64
 """Floating dtype of the closed forms and ODEs (float32 if x64 is off; the JSON says which)."""
 
-ODE_CONTROLLER = diffrax.PIDController(rtol=1e-10, atol=1e-12)
-"""The step-size controller of the L3 integrations (Tsit5)."""
-
-ODE_CONFIG = {"rtol": ODE_CONTROLLER.rtol, "atol": ODE_CONTROLLER.atol}
-"""The integrations' tolerances as recorded in the figures' JSON."""
+ODE_CONFIG = {"rtol": 1e-10, "atol": 1e-12}
+"""The tolerances of the L3 integrations (Tsit5's step-size controller), as set on the level and
+recorded in the figures' JSON."""
 
 SYN_SMALL = {"T": 128, "batch_size": 128, "num_steps": 100, "every": 2, "seed": 2, "dtype": "float32"}
 """Syn-Small runs (the official README command): zero init, PRNGKey(seed) is the
@@ -74,37 +73,23 @@ def _colors(n: int) -> np.ndarray:
 # --------------------------------------------------------------------------------------
 
 
-@jax.jit
-def _scalar_B(
-    ts: Float[Array, " S"],
-    M: Float[Array, ""],
-    K: Float[Array, ""],
-    eta_y: Float[Array, " R"],
-    eta_z: Float[Array, " R"],
-    C0: Float[Array, ""],
-) -> tuple[Float[Array, "R S"], Array]:
-    """B_n(t) of the L3 model (Theorem 4) integrated with Diffrax for each rate pair.
+def _integrate_B(t1: float, num_saves: int, M: int, K: int, eta_ys, eta_zs, C0: float) -> np.ndarray:
+    """B_n(t) of the L3 model (Theorem 4), the `L3` level ([`ScalarFlow`][tasks.scan_snap.ScalarFlow])
+    for each rate pair, saved at `num_saves` equally spaced times up to `t1`.
 
-    **Returns:** `(B at ts, shape (R, S), stop codes, shape (R,))`.
+    **Returns:** B at the saves, shape `(len(eta_ys), num_saves)`.
+
+    **Raises:** `RuntimeError` if a solve did not complete.
     """
-
-    def one(ey, ez):
-        run = scalar_flow(
-            M=M, K=K, eta_y=ey, eta_z=ez, C0=C0, t1=ts[-1], save_ts=ts, stepsize_controller=ODE_CONTROLLER
-        )
-        return run.values.B, run.stop
-
-    return jax.vmap(one)(eta_y, eta_z)
-
-
-def _integrate_B(ts: np.ndarray, M: float, K: float, eta_ys, eta_zs, C0: float) -> np.ndarray:
-    """[`_scalar_B`][] on numpy inputs; raises if a solve did not complete."""
-    B, stop = _scalar_B(
-        *(jnp.asarray(x, THEORY_DTYPE) for x in (ts, M, K, eta_ys, eta_zs, C0)),
-    )
-    if np.any(np.asarray(stop) != 0):
-        raise RuntimeError(f"the L3 scalar flow did not complete (stop codes {np.asarray(stop)})")
-    return np.asarray(B)
+    level = ScalarFlow(M=M, K=K, C0=C0, t1=t1, num_saves=num_saves, **ODE_CONFIG)
+    runs = [
+        dynamics.simulate(dataclasses.replace(level, eta_y=float(ey), eta_z=float(ez)), num_seeds=1)
+        for ey, ez in zip(eta_ys, eta_zs)
+    ]
+    stops = [run.stop_reasons[0] for run in runs]
+    if any(stop != "completed" for stop in stops):
+        raise RuntimeError(f"the L3 scalar flow did not complete (stop reasons {stops})")
+    return np.stack([run.values["B"][0] for run in runs])
 
 
 @caption(
@@ -125,10 +110,10 @@ def fig3(out_dir: Path, full: bool) -> list[Path]:
 
     **Returns:** the PNG, PDF and JSON paths.
     """
-    M, K, eta_z, C0 = 1000.0, 10.0, 0.5, 5.68e-3
+    M, K, eta_z, C0 = 1000, 10, 0.5, 5.68e-3
     eta_ys = np.array([0.5, 1.0, 2.0, 5.0])
     ts = np.linspace(0.0, 700.0, 701)
-    B = _integrate_B(ts, M, K, eta_ys, np.full_like(eta_ys, eta_z), C0)
+    B = _integrate_B(700.0, 701, M, K, eta_ys, np.full_like(eta_ys, eta_z), C0)
     B_closed = np.asarray(phase_B_exact(ts[None], M, K, eta_ys[:, None], eta_z, C0))
     chi = np.exp(2 * B)
     t0_prime, t0 = (np.asarray(x) for x in transition_times(M, K, eta_ys))
@@ -172,7 +157,7 @@ def fig3(out_dir: Path, full: bool) -> list[Path]:
             "chi": "e^{2B}, the upper bound of Eqn 12",
             "t0": "2 (1 + omega_1) K ln M / eta_Y",
             "omega_1": float(omega_1(M)),
-            "ode": "Diffrax Tsit5 via tasks.scan_snap.scalar_flow",
+            "ode": "Diffrax Tsit5: the L3 level, tasks.scan_snap.ScalarFlow",
             **ODE_CONFIG,
             "dtype": str(B.dtype),
             "full": full,
@@ -198,10 +183,10 @@ def fig9(out_dir: Path, full: bool) -> list[Path]:
 
     **Returns:** the PNG, PDF and JSON paths.
     """
-    K, C0 = 1.0, 1.0
+    K, C0 = 1, 1.0
     panels = [
-        {"nu": 10.0, "M": 100.0, "eta_z": [0.5, 1.0, 2.0, 4.0, 8.0], "t1": 5.0},
-        {"nu": 1.0, "M": 1e4, "eta_z": [0.5, 1.0, 2.0, 4.0, 8.0], "t1": 50.0},
+        {"nu": 10.0, "M": 100, "eta_z": [0.5, 1.0, 2.0, 4.0, 8.0], "t1": 5.0},
+        {"nu": 1.0, "M": 10_000, "eta_z": [0.5, 1.0, 2.0, 4.0, 8.0], "t1": 50.0},
     ]
     fig, axes = plt.subplots(1, 2, figsize=(11.0, 4.2))
     data = []
@@ -210,7 +195,7 @@ def fig9(out_dir: Path, full: bool) -> list[Path]:
         eta_ys = panel["nu"] * eta_zs
         M = panel["M"]
         ts = np.linspace(0.0, panel["t1"], 1001)
-        B = _integrate_B(ts, M, K, eta_ys, eta_zs, C0)
+        B = _integrate_B(panel["t1"], 1001, M, K, eta_ys, eta_zs, C0)
         B_paper = np.asarray(phase_B_paper(ts[None], M, K, eta_ys[:, None], eta_zs[:, None], C0))
         t0 = np.asarray(transition_times(M, K, eta_ys)[1])
         B_t0 = np.asarray(phase_B_paper(t0, M, K, eta_ys, eta_zs, C0))
@@ -253,7 +238,7 @@ def fig9(out_dir: Path, full: bool) -> list[Path]:
             "for C0 = 1 (recon: K = C0 = 1, consistent with the axis tops B(5) = 0.78, B(50) = 1.53)",
             "nu": "eta_Y / eta_Z (the text and legends; the caption's eta_Z/eta_Y is a typo)",
             "t0": "2 (1 + omega_1) K ln M / eta_Y",
-            "ode": "Diffrax Tsit5 via tasks.scan_snap.scalar_flow",
+            "ode": "Diffrax Tsit5: the L3 level, tasks.scan_snap.ScalarFlow",
             **ODE_CONFIG,
             "dtype": str(data[0]["B_ode"].dtype),
             "full": full,

@@ -43,6 +43,7 @@ def test_levels_are_the_four_simulations_and_the_real_text_one():
         ("L2", {"class_weighted": 1}),
         ("L3", {"C0": 0.0}),
         ("L3", {"M": 1}),
+        ("L3", {"rtol": 0.0}),
     ],
 )
 def test_bad_values_are_refused_naming_the_field(level, bad):

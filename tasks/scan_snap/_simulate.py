@@ -1,6 +1,7 @@
 """The four Scan and Snap simulation levels as simulations: L0 mini-batch SGD, L1 the population
 flow, L2 the decoupled theory flow, L3 the scalar model of Theorem 4. The defaults are the paper's."""
 
+import diffrax
 import jax
 import jax.numpy as jnp
 
@@ -176,6 +177,8 @@ class ScalarFlow(dynamics.AbstractSimulation):
     C0: float = param(1.0, _POSITIVE, doc="C_0 of Theorem 4", traced=True)
     t1: float = _t1()
     num_saves: int = _num_saves()
+    rtol: float = param(1e-8, _POSITIVE, doc="relative tolerance of the step-size controller")
+    atol: float = param(1e-10, _POSITIVE, doc="absolute tolerance of the step-size controller")
     max_steps: int = _max_steps()
     dtype: str = dtype_param("float64")
     seed_hint = "the scalar model has no randomness: sweep its rates or C0 instead"
@@ -191,6 +194,7 @@ class ScalarFlow(dynamics.AbstractSimulation):
             t1=self.t1,
             save_ts=_save_ts(self.t1, self.num_saves, self.float_dtype),
             dtype=self.float_dtype,
+            stepsize_controller=diffrax.PIDController(rtol=self.rtol, atol=self.atol),
             max_steps=self.max_steps,
         )
 
