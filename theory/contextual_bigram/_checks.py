@@ -311,6 +311,65 @@ def stage1_log_time() -> Measured:
 
 
 @claim(
+    r"Stage 1 is a plateau at the strict saddle $(-1/(TK_Q), 0)$ of $L(\alpha, \beta)$ (index 1, "
+    r"$L = \frac12(1 - \lVert\mu\rVert^2)$)",
+    method=r"Eqn 8 from $(0, 0)$, 241 log-spaced saves on $t \in [10^{-3}, 10^3]$; first plateau of "
+    r"$L$ (`dynamics.phases`), its save polished by Newton (`dynamics.critical_point`, float64): "
+    r"distance to $(-1/(TK_Q), 0)$ times $TK_Q$ (infinite unless converged with index 1)",
+    tolerance=1e-9,
+    provenance="derived",
+)
+def stage1_plateau_is_saddle() -> Measured:
+    """Stage 1: the first plateau of the line loss along Eqn 8 from (0, 0) sits at the strict saddle
+    (−1/(T K_Q), 0) of L(α, β), of index 1 and loss ½(1 − ‖μ‖²)."""
+    inst = cb.default_instance()
+    KP, KQ, T = _consts(inst)
+    mu_sq = float(np.sum(np.asarray(inst.mu) ** 2))
+    ts = np.logspace(-3.0, 3.0, 241)
+    ode = cf.solve_line_ode([0.0, 0.0], KP, KQ, T, ts)
+    losses = cf.line_loss(ode[:, 0], ode[:, 1], KP, KQ, T, mu_sq)
+    plateaus = dynamics.phases(ts, losses)
+    saddle = np.array([-1.0 / (T * KQ), 0.0])
+    if int(plateaus.count) == 0:
+        return Measured(
+            predicted=float(saddle[0]),
+            simulated=float("nan"),
+            error=float("inf"),
+            note=f"{_inst_note(inst)} no plateau found in the line loss.",
+        )
+    i = int(plateaus.save_index[0])
+    found = dynamics.critical_point(
+        lambda y: cf.line_loss(y[0], y[1], KP, KQ, T, mu_sq), jnp.asarray(ode[i], jnp.float64)
+    )
+    point = np.asarray(found.point)
+    status = dynamics.CriticalPointStatus(int(found.status))
+    index = int(found.index)
+    distance = float(np.linalg.norm(point - saddle)) * T * KQ
+    failures = []
+    if status != dynamics.CriticalPointStatus.converged:
+        failures.append(f"Newton status {status.name}")
+    if index != 1:
+        failures.append(f"index {index}, not 1")
+    eigenvalues = np.asarray(found.eigenvalues)
+    gap = float(np.linalg.norm(ode[i] - saddle))
+    return Measured(
+        predicted=float(saddle[0]),
+        simulated=float(point[0]),
+        error=float("inf") if failures else distance,
+        note=f"{_inst_note(inst)} Dopri8 rtol 1e-10. First plateau of L ({int(plateaus.count)} found) "
+        f"on t in [{float(plateaus.start_time[0]):.3g}, {float(plateaus.end_time[0]):.3g}]; its save "
+        f"(slowest loss change) at t={ts[i]:.3g}, (alpha, beta)=({ode[i, 0]:.3g}, {ode[i, 1]:.3g}), "
+        f"{gap:.4g} = {gap * T * KQ:.4g} x 1/(T K_Q) from the saddle. Polished "
+        f"({int(found.num_steps)} Newton steps, {status.name}) to ({point[0]:.12g}, {point[1]:.3g}), "
+        f"|grad L|={float(found.grad_norm):.2e}; index {index}, Hessian eigenvalues "
+        f"{eigenvalues[0]:.6g}, {eigenvalues[1]:.6g}; L={float(found.loss):.12g} against "
+        f"1/2 (1 - |mu|^2)={0.5 * (1 - mu_sq):.12g}. "
+        "Error: the distance relative to 1/(T K_Q)"
+        + (f"; infinite because of {', '.join(failures)}." if failures else "."),
+    )
+
+
+@claim(
     "Decay rates near $(1, 1)$ = eigenvalues of the Jacobian",
     method=r"ODE from a $10^{-6}$ displacement along each eigenvector, run for "
     r"$1/\lvert\lambda\rvert$: measured rates, max relative error",
