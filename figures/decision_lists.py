@@ -3,7 +3,7 @@
 sampling distribution (`D = distinct`) and our δ, γ (both recon).
 
 - `decision_lists_time_vs_bound`: Result 1, time to perfect classification τ against the bound
-  4M/(log(L) γ) over a grid of (L, M), several random tasks per cell: one sweep of `Result1Flow`.
+  4M/(log(L) γ) over a grid of (L, M), several random tasks per cell: a sweep of `Result1Flow` per L.
 - `decision_lists_flow_one_task`: Result 1 on one task: loss, μ(W) and the attention scores of one
   query's list.
 - `decision_lists_uniform_attention`: the conclusion's uniform-attention claim, GD on V with W = 0:
@@ -85,7 +85,7 @@ def _mark_zeros(ax, x, values, floor: float, colors) -> None:
 @caption(
     r"Result 1 over a grid of $(L, M)$ with several random tasks per cell ($n = 3$, $L \in \{8, 12, "
     r"16\}$, $M \in \{2, 3, 4\}$, 4 tasks in quick mode; $n = 4$, $L \in \{10, \dots, 24\}$, $M \in "
-    r"\{2, \dots, 5\}$, 8 tasks with `--full`), one sweep of the `result1_flow` level. Left: "
+    r"\{2, \dots, 5\}$, 8 tasks with `--full`), a sweep of the `result1_flow` level per $L$. Left: "
     r"$\tau$/bound (median and range) against $L$; right: median $\tau$ (solid) and bound (dashed). A "
     r"run with $\tau = 0$ is drawn as an open triangle on a dotted floor. Look for every ratio below "
     r"1, usually by orders of magnitude."
