@@ -126,7 +126,7 @@ def test_asymptotic_formulas_consistent():
 
 def test_checks_need_float64_and_cheap_ones_pass():
     makers = {m.__name__: m for m in theory.check_makers(paper.PAPER, paper.CHECKS, quick=True)}
-    assert len(makers) == len(paper.CHECKS) == 31
+    assert len(makers) == len(paper.CHECKS) == 32
     for name in ("fcn_bound_attained", "fcn_bound_random_layers"):
         result = makers[name]()
         assert result.verdict == "pass", (name, result)

@@ -179,6 +179,82 @@ def theorem1_attention_scale() -> Measured:
     )
 
 
+SCORE_GAP_T1 = 1e10
+"""End time of [`theorem1_score_gap_half_log_t`][]: its fitted window (the later half in log-time,
+t ≥ 1e5) starts where the 1/t corrections to α are about 3% of α's offset (at t1 = 1e7 the window
+would start at t ≈ 3e3, still inside the plateau's wake: fitted slope 0.556)."""
+
+
+@claim(
+    r"Theorem 1 (reduced flow): no critical point, $\alpha = a\rho^2 \approx \frac12\log t + "
+    r"\frac12\log\frac{2\rho^4 d(T-q)}{\lVert M\rVert_F^2 q^2}$",
+    method=r"`ReducedFlow` level to $t = 10^{10}$ (201 log-spaced saves), `dynamics.norm_growth` of "
+    r"$\alpha$: fitted slope against $\frac12$ (relative error) and intercept against the closed form "
+    r"(absolute error), the larger",
+    tolerance=0.023,
+    provenance="derived",
+)
+def theorem1_score_gap_half_log_t() -> Measured:
+    """How the reduced flow ends (derived). With x = e^{−α}, r = T − q, p_in = 1/(q + r x),
+    p_out = x p_in, L(γ, α) = (d/2)[q(γ p_in − 1/q)² + r γ² p_out²] is quadratic in γ; its minimum
+    over γ is L*(α) = (d/2) r x² / (q (q + r x²)) ≈ (d/2)(r/q²) e^{−2α}, positive for every finite α
+    and → 0 only as α → ∞: no critical point, the flow runs off to infinity. γ relaxes on a time
+    1/A ≤ T (A = q p_in² + r p_out², ∂_γ L = d(Aγ − p_in), rate 1/d), so it tracks its minimiser and,
+    by the envelope theorem, α̇ = −(ρ⁴/‖M‖²) ∂_α L = (ρ⁴/‖M‖²) d r x² / (q + r x²)²
+    ≈ (ρ⁴ d r / (‖M‖² q²)) e^{−2α}. Hence d(e^{2α})/dt ≈ K = 2 ρ⁴ d r / (‖M‖² q²), e^{2α} ≈ K t + c and
+    α(t) ≈ ½ log t + ½ log K: slope ½ in log t, intercept ½ log K (P3; consistently
+    L ≈ (d/2)(r/q²)/(K t) = ‖M‖²/(4 ρ⁴ t), P2).
+
+    Tolerance, from the neglected terms: α − ½ log(K t) ≈ −c(t)/(2 K t), where, to first order,
+    c(t) = (r/q)² [the −r²e^{−2α}/2 term of ∫(q + r x²)² dα, i.e. the plateau at α = 0]
+    + (2r/q) log(K t) [the factor q²/(q + r x²)² ≈ 1 − 2 r x²/q in α̇]
+    + (K r/2) log(K t) [γ's lag behind its minimiser, γ − γ* ≈ r x α̇, which lowers α̇ by r/(2t)]
+    + K T [γ's rise from 0, over a time T, before α moves]; c grows with t, so its value at t1 bounds
+    it over the window. Least squares of −c(t1)/(2 K t) on log t over the fitted window gives the
+    slope and intercept offsets this term makes: 2.3e-3 relative on the slope and 0.0226 on the
+    intercept at the default instance (recomputed in the note), hence the tolerance 0.023. The
+    intercept dominates: it is the fit extrapolated from t ≥ 1e5 back to t = 1, about 17 e-folds.
+
+    One run, through the `ReducedFlow` level with `dynamics.simulate` (deterministic, one seed),
+    at its default instance (d = 10, T = 200, q = 3, one-hot PE, ρ = 1) and solver settings, with
+    t1 = 1e10 and 20 saves a decade (the level's default density). No quick mode: the run takes
+    seconds at any t1, and a shorter one would fit the transient instead of the law.
+    """
+    level = sts.ReducedFlow(t1=SCORE_GAP_T1, num_saves=201)
+    trajectory = dynamics.simulate(level, num_seeds=1)
+    ts = np.asarray(trajectory.times[0], dtype=np.float64)
+    alpha = np.asarray(trajectory.values["a"][0], dtype=np.float64) * level.rho**2
+    growth = dynamics.norm_growth(ts, alpha)
+    fitted = np.asarray(growth.fitted)
+    slope, intercept = float(growth.log_slope), float(growth.log_intercept)
+
+    q, r = level.q, level.T - level.q
+    block = sts.block_norm_sq(level.task)
+    K = 2 * level.rho**4 * level.d * r / (block * q * q)
+    predicted_intercept = 0.5 * np.log(K)
+    slope_error = abs(slope - 0.5) / 0.5
+    intercept_error = abs(intercept - predicted_intercept)
+
+    c_bound = (r / q) ** 2 + (2 * r / q + K * r / 2) * np.log(K * ts[-1]) + K * level.T
+    offset_slope, offset_intercept = np.polyfit(np.log(ts[fitted]), -c_bound / (2 * K * ts[fitted]), 1)
+    return Measured(
+        predicted=0.5,
+        simulated=slope,
+        error=max(slope_error, intercept_error),
+        note=f"ReducedFlow d={level.d}, T={level.T}, q={q}, one-hot PE, rho={level.rho}, "
+        f"t1={SCORE_GAP_T1:.0e}, stop={trajectory.stop_reasons[0]}; "
+        f"fitted t in [{ts[fitted][0]:.3g}, {ts[fitted][-1]:.3g}] ({int(fitted.sum())} saves): "
+        f"slope {slope:.6f} (rel. error {slope_error:.3g}), intercept {intercept:.5f} vs "
+        f"1/2 log(2 rho^4 d (T-q)/(||M||^2 q^2)) = {predicted_intercept:.5f} "
+        f"(abs. error {intercept_error:.3g}); log-law residual {float(growth.log_residual):.3g} vs "
+        f"power-law {float(growth.power_residual):.3g} "
+        f"(power exponent {float(growth.power_exponent):.3f}); "
+        f"the neglected -c/(2Kt), c <= {c_bound:.0f}, shifts the fit by "
+        f"{abs(offset_slope) / 0.5:.3g} (slope, rel.) and {abs(offset_intercept):.3g} (intercept); "
+        f"alpha - 1/2 log(K t) at t1 = {alpha[-1] - 0.5 * np.log(K * ts[-1]):.3g}.",
+    )
+
+
 @claim(
     r"P4: $\gamma - 1 = (T-q)e^{-a}/q$",
     method=r"formula at the flow's $a$ against its $\gamma - 1$ at $t = 10^7$, relative error",
