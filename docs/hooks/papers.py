@@ -56,11 +56,19 @@ def source_digest(root: Path = REPOSITORY) -> str:
     return digest.hexdigest()[:16]
 
 
+def results_folder() -> Path:
+    """Where the results of the code being documented are kept: a folder named by its
+    [`source_digest`][], beside the command line's compilation cache. `attnflow reproduce --out`
+    this folder, as CI does, and the build shows those results instead of running them again."""
+    from attnflow._runtime import compile_cache_dir
+
+    return compile_cache_dir().parent / "docs-results" / source_digest()
+
+
 def reproduce_results() -> dict:
-    """The quick checks and figures of the code being documented: one `attnflow reproduce` into a
-    folder named by the code's [`source_digest`][] (beside the command line's compilation cache),
-    or the folder of an earlier build of the same code. Nothing runs, and the pages show no
-    verdicts or images, when `ATTNFLOW_DOCS_RESULTS=off`.
+    """The quick checks and figures of the code being documented: one `attnflow reproduce` into its
+    [`results_folder`][], or what an earlier build or run of the same code left there. Nothing
+    runs, and the pages show no verdicts or images, when `ATTNFLOW_DOCS_RESULTS=off`.
 
     **Returns:** `{"figures": name -> PNG, "checks": paper -> list of checks (JSON), "meta": ...}`,
     or `{}`.
@@ -71,9 +79,7 @@ def reproduce_results() -> dict:
     if os.environ.get(RESULTS_ENV) == "off":
         log.warning(f"{RESULTS_ENV}=off: the papers' pages are built without their verdicts and figures")
         return {}
-    from attnflow._runtime import compile_cache_dir
-
-    folder = compile_cache_dir().parent / "docs-results" / source_digest()
+    folder = results_folder()
     figures = {
         name: folder / "figures" / f"{name}.png" for paper in _papers().values() for name in paper.figures
     }
