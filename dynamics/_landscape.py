@@ -14,6 +14,8 @@ _ARMIJO = 1e-4
 """The fraction of the predicted decrease of ‖∇L‖² a Newton step must achieve."""
 _MAX_HALVINGS = 30
 """How many times the line search halves the Newton step before giving up."""
+_MAX_STEPS, _GTOL, _EIG_TOL = 100, 1e-12, 1e-8
+"""The defaults of [`critical_point`][]'s `max_steps`, `gtol` and `eig_tol`."""
 _RUNNING = -1
 """The status of an iteration that has not stopped yet (never returned)."""
 
@@ -56,9 +58,9 @@ def critical_point(
     loss: Callable[[PyTree], Float[Array, ""]],
     params: PyTree,
     *,
-    max_steps: int = 100,
-    gtol: float = 1e-12,
-    eig_tol: float = 1e-8,
+    max_steps: int = _MAX_STEPS,
+    gtol: float = _GTOL,
+    eig_tol: float = _EIG_TOL,
     max_distance: float = float("inf"),
 ) -> CriticalPoint:
     """Polish a starting point to the critical point of `loss` near it, be it a minimum or a saddle.
@@ -117,6 +119,24 @@ def critical_point(
         raise ValueError(
             "critical_point works in float64: call jax.config.update('jax_enable_x64', True) first"
         )
+    found, _ = newton_polish(
+        loss, params, max_steps=max_steps, gtol=gtol, eig_tol=eig_tol, max_distance=max_distance
+    )
+    return found
+
+
+def newton_polish(
+    loss: Callable[[PyTree], Float[Array, ""]],
+    params: PyTree,
+    *,
+    max_steps: int = _MAX_STEPS,
+    gtol: float = _GTOL,
+    eig_tol: float = _EIG_TOL,
+    max_distance: float = float("inf"),
+) -> tuple[CriticalPoint, Float[Array, "n n"]]:
+    """[`critical_point`][] (see there; float64 assumed), with the eigenvectors of the Hessian at
+    the point found, columns in the order of its eigenvalues: what a caller measuring directions
+    there needs, without forming and diagonalising the Hessian again."""
     params = jax.tree.map(lambda leaf: jnp.asarray(leaf, jnp.float64), params)
     start, unravel = ravel_pytree(params)
 
@@ -197,7 +217,7 @@ def critical_point(
     index = jnp.sum(eigenvalues < -eig_tol * jnp.max(jnp.abs(eigenvalues)), dtype=jnp.int32)
     lowest = eigenvectors[:, 0]
     lowest = lowest * jnp.sign(lowest[jnp.argmax(jnp.abs(lowest))])
-    return CriticalPoint(
+    found = CriticalPoint(
         point=unravel(flat),
         loss=flat_loss(flat),
         grad_norm=jnp.linalg.norm(grad),
@@ -208,3 +228,4 @@ def critical_point(
         num_steps=num_steps,
         status=status,
     )
+    return found, eigenvectors

@@ -10,7 +10,7 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 from jaxtyping import Array, ArrayLike, Bool, Float, Int, PyTree
 
-from ._landscape import critical_point, hessian_spectrum
+from ._landscape import newton_polish
 
 
 class Plateaus(eqx.Module):
@@ -285,8 +285,8 @@ def plateau_saddles(
 
     @jax.jit
     def polish(start, escaped, has_escape):
-        found = critical_point(loss, start, eig_tol=eig_tol, **kwargs)
-        eigenvalues, eigenvectors = hessian_spectrum(loss, found.point)
+        found, eigenvectors = newton_polish(loss, start, eig_tol=eig_tol, **kwargs)
+        eigenvalues = found.eigenvalues
         lowest = eigenvalues[0]
         tolerance = eig_tol * jnp.max(jnp.abs(eigenvalues))
         in_eigenspace = eigenvalues <= lowest + tolerance
