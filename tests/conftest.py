@@ -23,8 +23,7 @@ if _MADE_CACHE:  # the first process of the session makes it, and removes it at 
 os.environ["ATTNFLOW_CACHE_DIR"] = os.environ["ATTNFLOW_TEST_COMPILE_CACHE"]  # command-line subprocesses
 os.environ["JAX_COMPILATION_CACHE_DIR"] = os.environ["ATTNFLOW_TEST_COMPILE_CACHE"]  # other subprocesses
 os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
-if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_runtime.BACKEND_OPTIMIZATION}".strip()
+_runtime.use_backend_optimization()  # the command line's level, unless XLA_FLAGS names one
 if os.environ.get("PYTEST_XDIST_WORKER"):  # as many workers as cores: one thread each
     os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_runtime.ONE_THREAD}".strip()
 
