@@ -151,9 +151,11 @@ def flow_one_task(out_dir: Path, full: bool) -> list[Path]:
     L, n, M = (16, 4, 3) if full else (10, 4, 3)
     level = dl.Result1Flow(L=L, n=n, M=M, task_seed=0)
     first = dynamics.simulate(level, num_seeds=1)
-    tau, bound, c = (float(first.values[f"final/{key}"][0]) for key in ("tau", "bound", "c"))
+    tau, bound, c, delta, gamma = (
+        float(first.values[f"final/{key}"][0]) for key in ("tau", "bound", "c", "delta", "gamma")
+    )
+    k = closed_forms.Constants(delta, gamma, level.delta_definition, level.gamma_definition)
     task = dl.DecisionLists.random(0, L=L, n=n, M=M)
-    k = closed_forms.constants(task, dl.exact_population(task))
     a = int(np.argmax([len(e) for e in task.lists]))
     entries = list(task.lists[a])
     outside = np.setdiff1d(np.arange(L), entries)
