@@ -18,8 +18,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-from mkdocs.exceptions import PluginError
-from mkdocs.structure.files import File
 
 MARKER = "<!-- attnflow: the papers' packages -->"
 CHECKS_MARKER = "<!-- attnflow: checks -->"
@@ -56,6 +54,14 @@ def source_digest(root: Path = REPOSITORY) -> str:
     return digest.hexdigest()[:16]
 
 
+def _plugin_error(message: str) -> Exception:
+    """mkdocs' `PluginError`, imported when raised: the tables and lists this hook writes are
+    tested where mkdocs is not installed (`pip install -e ".[test]"`)."""
+    from mkdocs.exceptions import PluginError
+
+    return PluginError(message)
+
+
 def results_folder() -> Path:
     """Where the results of the code being documented are kept: a folder named by its
     [`source_digest`][], beside the command line's compilation cache. `attnflow reproduce --out`
@@ -88,7 +94,7 @@ def reproduce_results() -> dict:
         log.info(f"running attnflow reproduce into {folder} (once for this code)")
         command = [sys.executable, "-m", "attnflow", "reproduce", "--out", str(folder)]
         if subprocess.run(command, cwd=REPOSITORY).returncode not in (0, 1):
-            raise PluginError(f"attnflow reproduce failed: {' '.join(command)}")
+            raise _plugin_error(f"attnflow reproduce failed: {' '.join(command)}")
     made = json.loads(report.read_text())
     checks: dict[str, list] = {}
     for check in made["checks"]:
@@ -142,7 +148,7 @@ def on_config(config):
     for name, paper in _papers().items():
         page = f"papers/{name}.md"
         if not (Path(config["docs_dir"]) / page).is_file():
-            raise PluginError(f"the paper {name} has no page docs/{page}")
+            raise _plugin_error(f"the paper {name} has no page docs/{page}")
         pages.append({paper.info.label: page})
     nav = config["nav"]
     at = next((i for i, item in enumerate(nav) if isinstance(item, dict) and "FAQ" in item), len(nav))
@@ -154,6 +160,8 @@ def on_config(config):
 
 def on_files(files, config):
     """The figures' PNGs, as files of the site: `papers/figures/<name>.png`."""
+    from mkdocs.structure.files import File
+
     for name, png in _results.get("figures", {}).items():
         files.append(File.generated(config, f"papers/figures/{name}.png", abs_src_path=str(png)))
     return files
@@ -180,7 +188,7 @@ def checks_table(paper: str) -> str:
         for field in ("claim", "method"):
             text = getattr(declared, field)
             if "|" in text or "\n" in text:
-                raise PluginError(
+                raise _plugin_error(
                     f"the {field} of the check {paper}.{name} has a '|' or a line break, which would "
                     "break the table of checks: write \\lvert, \\Vert or one line"
                 )
@@ -205,7 +213,7 @@ def figures_list(paper: str, images: bool = False) -> str:
     items = []
     for name, draw in _papers()[paper].figures.items():
         if "\n" in draw.caption:
-            raise PluginError(f"the caption of the figure {name} has a line break: write one line")
+            raise _plugin_error(f"the caption of the figure {name} has a line break: write one line")
         items.append(f'- <a id="figure-{name}"></a>`{name}`: {draw.caption} `attnflow figures {name}`')
         if images:
             items.append(f"\n    ![{name}, quick sizes](figures/{name}.png)\n")
@@ -216,7 +224,7 @@ def _paper_of(page) -> str:
     """The paper whose page `page` is, or a `PluginError`."""
     paper = Path(page.file.src_uri).stem
     if not page.file.src_uri.startswith("papers/") or paper not in _papers():
-        raise PluginError(f"{page.file.src_uri}: only a paper's page can list its checks or figures")
+        raise _plugin_error(f"{page.file.src_uri}: only a paper's page can list its checks or figures")
     return paper
 
 
