@@ -82,6 +82,7 @@ def test_simulate_writes_a_store_that_loads_with_its_config(tmp_path, capsys):
     assert len(list(tmp_path.glob("scan_snap_L3_3seeds_*.zarr"))) == 2
 
 
+@pytest.mark.slow
 def test_sweep_writes_a_labelled_store_and_plots(tmp_path, capsys):
     out = tmp_path / "sweep"
     argv = ["sweep", "scan_snap", "--level", "L1", "--grid", "eta_z=0.5,2", "--seeds", "2"]
@@ -106,6 +107,7 @@ def test_sweep_writes_a_labelled_store_and_plots(tmp_path, capsys):
     assert "SGD has no setting 'eta'" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_users_class_sweeps_from_the_command_line(tmp_path, monkeypatch):
     monkeypatch.chdir(__import__("pathlib").Path(__file__).parents[1])
     argv = ["sweep", "examples.custom_model:Retrieval", "--grid", "eta_w=0.5,2", "--grid", "tokens=3,4"]

@@ -179,6 +179,7 @@ def test_softmax_model_near_uniform_is_linear_model(tiny):
     np.testing.assert_allclose(jax.vmap(sm)(b.context, b.last), jax.vmap(lin)(b.context, b.last), atol=1e-15)
 
 
+@pytest.mark.slow
 def test_algorithm_runs_batched_and_recovers_small():
     inst = cb.random_instance(0, 3, 2, 8)
     cfg = cb.Algorithm1(T=8, batch=256, stage2_steps=300, every=100, stage1_max_steps=60)

@@ -25,6 +25,7 @@ def test_surrogate_later_stages_without_noise_are_the_population_process():
     assert tree_allclose(out["final_model"], cb.stage3_least_squares(population, inst, theta3), atol=1e-12)
 
 
+@pytest.mark.slow
 def test_surrogate_later_stages_spread_like_mini_batches():
     inst = cb.default_instance(50)
     cfg = cb.Algorithm1(batch=32, lam=1e-2, stage2_steps=100, every=100)

@@ -116,7 +116,7 @@ def test_simulate_runs_each_seed_as_alone():
 @pytest.mark.parametrize(
     "level, field, values, saved",
     [
-        ("algorithm1", "eta2", [0.02, 0.05], "dist_Q"),
+        pytest.param("algorithm1", "eta2", [0.02, 0.05], "dist_Q", marks=pytest.mark.slow),
         ("sgd", "eta", [0.05, 0.1], "loss"),
         ("population_ode", "t1", [2.0, 5.0], "alpha"),
     ],

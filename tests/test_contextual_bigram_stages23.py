@@ -40,6 +40,7 @@ def test_algorithm1_is_stage1_then_the_later_stages():
     assert tree_allclose(later["stage2_metrics"], whole["stage2_metrics"], rtol=1e-12, atol=1e-14)
 
 
+@pytest.mark.slow
 def test_later_stages_from_the_end_of_stage1_on_the_lines_recover_the_task():
     inst = cb.default_instance(50)
     cfg = cb.Algorithm1(stage2_steps=2000, every=2000)

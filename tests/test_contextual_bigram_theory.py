@@ -70,6 +70,7 @@ def test_stage1_linear_solves_linearised_system(inst):
     assert cf.first_crossing(np.array([0.0, 1.0, 2.0]), np.array([0.0, 0.5, 1.0]), 0.75) == 1.5
 
 
+@pytest.mark.slow
 def test_surrogate_noise_has_the_probe_covariance(inst):
     model = cb.on_line(0.3, 0.4, inst)
     keys = jax.random.split(jax.random.PRNGKey(0), 400)

@@ -103,6 +103,7 @@ def test_result1_flow_reaches_perfect_within_bound(small):
     assert float(dl.population_loss(final, population)) < math.log(task.n)
 
 
+@pytest.mark.slow
 def test_result1_time_is_the_crossing_of_mu(small):
     """τ located by the event against a reference flow at much tighter tolerances: μ < 0 on a grid up
     to just before τ and μ > 0 (perfect, enumerated) just after."""
@@ -136,6 +137,7 @@ def test_result1_time_is_the_crossing_of_mu(small):
     assert bool(dl.perfect(after, population))
 
 
+@pytest.mark.slow
 def test_result1_time_is_zero_when_the_start_ranks_every_list():
     """One list entry per token: `−∇_W 𝓛(0, cP)` already ranks every list, so `μ(W(t)) > 0` for
     every small `t > 0`: `τ = 0` and there is no crossing to stop at."""
@@ -155,6 +157,7 @@ def test_result1_time_is_zero_when_the_start_ranks_every_list():
     assert np.all(np.asarray(early.values["mu"]) > 0)
 
 
+@pytest.mark.slow
 def test_result1_vmaps_over_tasks(small):
     tasks = [dl.DecisionLists.random(s, L=8, n=3, M=2) for s in (0, 3, 4)]
     population = small[1]
@@ -182,6 +185,7 @@ def test_padded_lists_change_nothing(small):
     )
 
 
+@pytest.mark.slow
 def test_result2_gd_keeps_V_near_cP(small):
     task, population = small
     eps, c = 1.0, 60.0

@@ -72,6 +72,7 @@ def test_bad_values_are_refused_naming_the_field(level, bad):
         cls(**bad)
 
 
+@pytest.mark.slow
 def test_result1_flow_is_the_flow_of_result1():
     run = _first_of_two("result1_flow", 3, c_scale=2.0)
     task = dl.DecisionLists.random(3, L=8, n=3, M=2)
@@ -96,6 +97,7 @@ def test_result1_flow_is_the_flow_of_result1():
     assert abs(run["final/margin"]) < dl.TAU_TIE
 
 
+@pytest.mark.slow
 def test_result1_flow_past_tau_saves_W_along_the_flow():
     """Not stopped at perfect classification, the flow runs on to t1 with τ = inf, and the saved W
     gives the saved loss and μ; μ is positive from τ on (the stopped run's τ)."""
@@ -116,6 +118,7 @@ def test_result1_flow_past_tau_saves_W_along_the_flow():
     assert np.all(run["mu"][times > stopped["final/tau"]] > 0)
 
 
+@pytest.mark.slow
 def test_result1_flow_without_the_mu_criterion_enumerates():
     """Under iid μ does not decide perfect classification: τ is the time of the enumerated event."""
     run = _first_of_two("result1_flow", 0, distribution="iid", L=5)
@@ -131,6 +134,7 @@ def test_result1_flow_without_the_mu_criterion_enumerates():
     assert run["final/margin"] > dl.TAU_TIE
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("population_size", [None, 64])
 def test_result2_gd_starts_at_the_fixed_point_of_result2(population_size):
     """The traced `c` is the fixed point of `c = 10 n² 𝓛_0(c)/δ + 4εn`; the step and window are
@@ -175,6 +179,7 @@ def test_result2_gd_starts_at_the_fixed_point_of_result2(population_size):
     np.testing.assert_array_equal(run["perfect"], gd.values["perfect"])
 
 
+@pytest.mark.slow
 def test_uniform_attention_and_joint_gd_are_the_gd_functions():
     key, task = dynamics.seed_key(2), dl.DecisionLists.random(2, **TINY)
     population = dl.exact_population(task)
@@ -217,7 +222,10 @@ def test_simulate_runs_each_seed_as_alone_on_its_own_task():
     assert np.array_equal(fixed[0], fixed[1])
 
 
-@pytest.mark.parametrize("level", list(SMALL))
+@pytest.mark.parametrize(
+    "level",
+    [pytest.param(level, marks=pytest.mark.slow) if level == "result1_flow" else level for level in SMALL],
+)
 def test_sweep_over_a_traced_field_equals_separate_runs(level, tmp_path):
     sim = dl.SIMULATIONS[level](**SMALL[level])
     field = TRACED[level]

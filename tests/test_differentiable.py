@@ -4,6 +4,7 @@ import diffrax
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import dynamics
 
@@ -34,6 +35,7 @@ def central_difference(f, x, h):
     return (f(x + h) - f(x - h)) / (2 * h)
 
 
+@pytest.mark.slow
 def test_grad_of_flow_outcome_wrt_rate_and_initial_logit():
     z0 = jnp.array([0.1, 0.0, -0.1, 0.2])
     eta = jnp.array(0.7)

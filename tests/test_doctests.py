@@ -24,6 +24,10 @@ PUBLIC = {
 MODULES = sorted({obj.__module__ for obj in PUBLIC.values()})
 """The modules that define them (`dynamics` re-exports them from its private modules)."""
 
+SLOW_EXAMPLES = {"dynamics._flow", "dynamics._phases", "dynamics._sharpness", "dynamics._sweep"}
+"""The modules whose examples take longest (over 6 s each: several simulations), run with the
+slow tests."""
+
 
 def test_public_names_are_defined_in_dynamics():
     outside = {
@@ -42,7 +46,9 @@ def test_public_name_has_example(name):
     assert ">>> " in example, f"the **Example:** of dynamics.{name} has no doctest (no `>>> ` line)"
 
 
-@pytest.mark.parametrize("module_name", MODULES)
+@pytest.mark.parametrize(
+    "module_name", [pytest.param(m, marks=pytest.mark.slow) if m in SLOW_EXAMPLES else m for m in MODULES]
+)
 def test_module_examples(module_name):
     module = importlib.import_module(module_name)
     found = {test.name: len(test.examples) for test in doctest.DocTestFinder().find(module)}

@@ -112,6 +112,7 @@ def test_gap_is_first_order_in_the_step_size():
     np.testing.assert_allclose(coarse.distance[1:] / fine.distance[1:], 2.0, rtol=0.1)
 
 
+@pytest.mark.slow
 def test_vmap_over_starting_points_equals_a_loop(getkey):
     starts = {"a": jax.random.normal(getkey(), (3, 2)), "b": jax.random.normal(getkey(), (3,))}
     batched = jax.jit(jax.vmap(lambda start: _gap(start, 0.01, num_steps=200, every=50)))(starts)

@@ -14,6 +14,7 @@ from .helpers import assert_sweep_round_trip
 ROOT = Path(__file__).parents[1]
 
 
+@pytest.mark.slow
 def test_custom_model_sweeps_two_settings_from_python(tmp_path):
     from examples.custom_model import Retrieval
 

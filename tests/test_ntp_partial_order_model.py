@@ -52,6 +52,7 @@ def test_loss_matches_brute_force_one_hot_and_orthonormal(getkey):
     )
 
 
+@pytest.mark.slow
 def test_padding_does_not_change_the_loss(getkey):
     d = ntp.RecipeB(vocab_size=6, k_max=2, m_max=3).build(0)
     model = _random_model(getkey(), 6)
@@ -67,6 +68,7 @@ def test_padding_does_not_change_the_loss(getkey):
         ntp.make_batch(d, embeddings=np.ones((6, 6)))
 
 
+@pytest.mark.slow
 def test_gradients_match_eqns_5_and_6(getkey):
     d = ntp.RecipeB(vocab_size=6, k_max=2, m_max=3).build(1)
     model = _random_model(getkey(), 6)

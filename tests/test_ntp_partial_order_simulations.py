@@ -44,6 +44,7 @@ def test_bad_values_are_refused_naming_the_field(bad):
         ntp.Algorithm1(**bad)
 
 
+@pytest.mark.slow
 def test_one_run_is_algorithm1_on_the_seed_dataset():
     sim = ntp.Algorithm1(**SMALL)
     run = sim.run(dynamics.seed_key(2))
@@ -59,6 +60,7 @@ def test_one_run_is_algorithm1_on_the_seed_dataset():
     np.testing.assert_allclose(run.values["loss"], losses, rtol=1e-12)
 
 
+@pytest.mark.slow
 def test_save_stage1_adds_the_first_stage_at_its_own_steps():
     sim = ntp.Algorithm1(**SMALL, save_stage1=True)
     run = sim.run(dynamics.seed_key(2))
@@ -105,6 +107,7 @@ def test_a_dataset_beyond_max_sentences_is_refused():
         dynamics.simulate(sim, num_seeds=1)
 
 
+@pytest.mark.slow
 def test_sweep_over_a_traced_step_size_equals_separate_runs(tmp_path):
     sim = ntp.Algorithm1(**SMALL)
     ds = dynamics.sweep(sim, {"eta": [0.0, 0.05]}, num_seeds=2)

@@ -4,6 +4,7 @@ import diffrax
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import dynamics
 from dynamics import _progress
@@ -19,6 +20,7 @@ def _scan(rate):
     return dynamics.train(lambda w: 0.5 * w**2, jnp.array(1.0), dynamics.gd(rate), num_steps=250, every=50)
 
 
+@pytest.mark.slow
 def test_meters_change_no_number(monkeypatch):
     monkeypatch.setattr(_progress, "on_terminal", lambda: True)  # where the bars inside are drawn
     rates = jnp.array([0.1, 0.5, 1.0])

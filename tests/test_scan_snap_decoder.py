@@ -452,7 +452,7 @@ def test_vector_fields_vmap_grad_float32():
     assert d.z.dtype == d.B.dtype == jnp.float32
 
 
-@pytest.mark.parametrize("eta_z", [0.1, 1.0])
+@pytest.mark.parametrize("eta_z", [pytest.param(0.1, marks=pytest.mark.slow), 1.0])
 def test_l2_theorems_2_and_3(eta_z):
     probs, query, _ = _reference_instance()
     K, M = probs.shape

@@ -52,6 +52,7 @@ def test_fig8_h_star_and_h(tmp_path):
     assert panels[1]["h"][-1][-1] == pytest.approx(0.0125, abs=5e-5)
 
 
+@pytest.mark.slow
 def test_fig9_B_at_fixed_nu(tmp_path):
     content = _written(scan_snap.fig9(tmp_path, False), "scan_snap_fig9")
     assert content["config"]["K"] == 1.0 and content["config"]["C0"] == 1.0
@@ -73,6 +74,7 @@ def test_fig9_B_at_fixed_nu(tmp_path):
     assert tops == pytest.approx([0.78, 1.53], abs=5e-3)
 
 
+@pytest.mark.slow
 def test_fig3_growth_factor(tmp_path):
     content = _written(scan_snap.fig3(tmp_path, False), "scan_snap_fig3")
     data, config = content["data"], content["config"]

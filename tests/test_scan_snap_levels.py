@@ -4,6 +4,7 @@ import diffrax
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import tasks.scan_snap as ss
 
@@ -42,6 +43,7 @@ def final_entropy_after_flow(eta_z):
     return run.values[-1]
 
 
+@pytest.mark.slow
 def test_grad_of_final_attention_entropy_wrt_attention_rate_matches_finite_differences():
     eta_z = jnp.array(1.0)
     grad = jax.grad(final_entropy_after_flow)(eta_z)

@@ -53,6 +53,7 @@ def test_bad_values_are_refused_naming_the_field(level, bad):
         cls(**bad)
 
 
+@pytest.mark.slow
 def test_population_flow_is_the_level_function():
     sim = scan_snap.PopulationFlow(dataset="syn_medium", num_last=3, eta_z=2.0, t1=20.0, num_saves=4)
     run = sim.run(dynamics.seed_key(0))
@@ -68,6 +69,7 @@ def test_population_flow_is_the_level_function():
     assert tree_allclose(run.values, direct.values)
 
 
+@pytest.mark.slow
 def test_simulate_runs_each_seed_as_alone():
     sim = scan_snap.SGD(init="uniform", **SMALL["L0"])
     trajectory = dynamics.simulate(sim, num_seeds=3, seed=5)
@@ -79,7 +81,9 @@ def test_simulate_runs_each_seed_as_alone():
     assert trajectory.config["seed"] == 5 and trajectory.config["dtype"] == "float32"
 
 
-@pytest.mark.parametrize("level", ["L0", "L1", "L2", "L3"])
+@pytest.mark.parametrize(
+    "level", ["L0", *(pytest.param(level, marks=pytest.mark.slow) for level in ("L1", "L2", "L3"))]
+)
 def test_sweep_over_a_traced_rate_equals_separate_runs(level, tmp_path):
     sim = scan_snap.SIMULATIONS[level](**SMALL[level])
     ds = dynamics.sweep(sim, {"eta_z": [0.5, 2.0]}, num_seeds=2)
@@ -92,6 +96,7 @@ def test_sweep_over_a_traced_rate_equals_separate_runs(level, tmp_path):
     assert_sweep_round_trip(ds, tmp_path)
 
 
+@pytest.mark.slow
 def test_sweep_over_a_static_field_compiles_per_value():
     sim = scan_snap.PopulationFlow(**SMALL["L1"])
     ds = dynamics.sweep(sim, {"init": ["zeros", "uniform"]}, num_seeds=2)
@@ -121,6 +126,7 @@ def test_key_seed_inverts_seed_key():
     assert np.array_equal(jax.vmap(lambda s: dynamics.key_seed(dynamics.seed_key(s)))(seeds), seeds)
 
 
+@pytest.mark.slow
 def test_identical_seeds_are_said_aloud():
     with pytest.warns(UserWarning, match="every seed gave the same run.*set init=uniform"):
         dynamics.simulate(scan_snap.PopulationFlow(**SMALL["L1"]), num_seeds=2)

@@ -349,6 +349,7 @@ def test_sample_frequencies_counts_and_labels():
     T=st.integers(2, 70),
     dtype=st.sampled_from([jnp.float32, jnp.float64]),
 )
+@pytest.mark.slow
 def test_support_counts_are_the_counts_of_the_dense_draw(seed, K, M, density, batch_size, T, dtype):
     """`sample` counts over each class's support; `sample_tokens` searches all M tokens: for
     the same key they give the same counts, whatever the supports (ragged, one token, the first

@@ -370,7 +370,7 @@ def _three_steps(key, model, rows, clip):
     )
 
 
-@pytest.mark.parametrize("clip, clipped", [(0.05, True), (1e3, False)])
+@pytest.mark.parametrize("clip, clipped", [pytest.param(0.05, True, marks=pytest.mark.slow), (1e3, False)])
 def test_steps_are_hand_computed_sgd_with_clipping_and_two_groups(getkey, clip, clipped):
     model = dataclasses.replace(_perturbed_model(getkey()), dropout=0.0)
     rows = scan_snap.batchify(np.random.default_rng(2).integers(0, 23, 16).astype(np.int32), 2)  # 8 rows
@@ -422,6 +422,7 @@ def test_bad_settings_are_refused_naming_the_field(wikitext_dir):
         sim.run(dynamics.seed_key(0))
 
 
+@pytest.mark.slow
 def test_batched_lrs_and_seeds_equal_single_runs_and_learn(wikitext_dir):
     sim = scan_snap.TextSGD(corpus=str(wikitext_dir), num_steps=200, every=100, dropout=0.1, **SMALL)
     assert {info.name for info in sim.params() if info.traced} == {"lr", "lr_multiplier", "clip_norm"}
@@ -460,7 +461,10 @@ def test_loss_decreases_on_the_quick_corpus():
     assert losses[-20:].mean() < 0.75 * losses[0], (losses[0], losses[-20:].mean())
 
 
-@pytest.mark.parametrize("module_name", TEXT_MODULES)
+@pytest.mark.parametrize(
+    "module_name",
+    [pytest.param(m, marks=pytest.mark.slow) if m.endswith("_text_model") else m for m in TEXT_MODULES],
+)
 def test_docstring_examples(module_name):
     result = doctest.testmod(
         sys.modules[module_name], optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE

@@ -120,6 +120,7 @@ def online():
     return sim, jax.jit(sim.run)
 
 
+@pytest.mark.slow
 def test_simulate_runs_each_seed_as_alone(online):
     sim, run = online
     trajectory = dynamics.simulate(sim, num_seeds=2, seed=5)
@@ -139,7 +140,14 @@ def test_run_many_over_split_keys_equals_single_runs(online):
     assert out.values["loss_T"].shape == out.values["loss_q"].shape == (2, 3, 1) and finite.all()
 
 
-@pytest.mark.parametrize("level", ["reduced_flow", "online", "fcn"])
+@pytest.mark.parametrize(
+    "level",
+    [
+        pytest.param("reduced_flow", marks=pytest.mark.slow),
+        pytest.param("online", marks=pytest.mark.slow),
+        "fcn",
+    ],
+)
 def test_sweep_over_a_traced_field_equals_separate_runs(level, tmp_path):
     sim = small(level)
     name, values = TRACED[level]
@@ -151,6 +159,7 @@ def test_sweep_over_a_traced_field_equals_separate_runs(level, tmp_path):
     assert_sweep_round_trip(ds, tmp_path)
 
 
+@pytest.mark.slow
 def test_reduced_flow_event_time_and_deterministic_seeds(tmp_path):
     sim = small("reduced_flow")
     ds = dynamics.sweep(sim, {"eps": [0.0, 1e-3]}, num_seeds=2)

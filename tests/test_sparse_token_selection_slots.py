@@ -42,6 +42,7 @@ def _model_outputs(model, batch):
     return per_example, jax.value_and_grad(sts.loss)(model, sts.antithetic(batch))
 
 
+@pytest.mark.slow
 @settings(max_examples=3, deadline=None)  # each example compiles its own shapes
 @given(case=onehot_configs(), seed=st.integers(0, 2**31 - 1))
 def test_slots_are_the_dense_pe_and_model(case, seed):
@@ -60,6 +61,7 @@ def test_slots_are_the_dense_pe_and_model(case, seed):
     assert tree_allclose(_model_outputs(model, slotted), _model_outputs(model, dense))
 
 
+@pytest.mark.slow
 def test_mc_loss_with_slots_equals_dense():
     cfg = sts.STSConfig(d=3, T=10, q=3, pe_dim=25)
     model = sts.random_init(cfg.replace(init_scale=1.0), jax.random.PRNGKey(0))
@@ -80,6 +82,7 @@ def test_sample_slots_refuses_other_pe_and_unserved_lengths():
         sts.sample_slots(sts.STSConfig(d=2, T=4, q=2, pe_dim=6), jax.random.PRNGKey(0), T=7)
 
 
+@pytest.mark.slow
 @settings(max_examples=6, deadline=None)
 @given(T=st.integers(2, 64), data=st.data())
 def test_subset_by_top_k_equals_subset_by_ranks(T, data):

@@ -260,6 +260,7 @@ def test_to_scalars_inverts_from_scalars(pe_sampler):
     assert (float(gamma), float(a)) == pytest.approx((0.7, 1.3), rel=1e-12)
 
 
+@pytest.mark.slow
 def test_definition4_blocks_train_only_W_EE_and_V_X():
     """Under Adam, which moves any entry with a non-zero gradient, the other blocks stay zero."""
     task = sts.STSConfig(d=2, T=6, q=2, pe_dim=8, init_scale=0.1)
@@ -279,6 +280,7 @@ def test_definition4_blocks_train_only_W_EE_and_V_X():
         sts.Online(blocks="nope")
 
 
+@pytest.mark.slow
 def test_fcn_forward_and_online_run_shapes():
     cfg = sts.STSConfig(d=2, T=6, q=2, pe_dim=8)
     fcn = sts.FCN(cfg.d, cfg.T, 5, jax.random.PRNGKey(0))

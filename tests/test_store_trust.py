@@ -63,6 +63,7 @@ def _users_module(folder: Path, factor: str, monkeypatch):
     return importlib.import_module("mymod")
 
 
+@pytest.mark.slow
 def test_a_code_change_is_refused_naming_it_and_overwrite_replaces(tmp_path, monkeypatch):
     store = tmp_path / "d.zarr"
     first = _users_module(tmp_path, "1.0", monkeypatch)
@@ -88,6 +89,7 @@ def test_a_code_change_is_refused_naming_it_and_overwrite_replaces(tmp_path, mon
 # -- integrity: every file checked when read, damage named and repaired --------------------------
 
 
+@pytest.mark.slow
 def test_a_deleted_or_truncated_chunk_is_named_and_a_rerun_repairs_it(tmp_path):
     store = tmp_path / "s.zarr"
     _sweep(store)
@@ -207,6 +209,7 @@ def test_overwrite_is_refused_while_another_process_writes(tmp_path):
     assert dynamics.check_store(store).state == "complete"
 
 
+@pytest.mark.slow
 def test_two_identical_writers_share_the_blocks_and_compute_none_twice(tmp_path):
     store, log = tmp_path / "s.zarr", tmp_path / "runs.log"
     writers = [_writer(store, log=str(log), pause=0.05) for _ in range(2)]
@@ -469,7 +472,9 @@ def _leftovers(out: Path) -> list[Path]:
     ]
 
 
-@pytest.mark.parametrize("delay", [0.3, 2.5, 6.0])
+@pytest.mark.parametrize(
+    "delay", [pytest.param(0.3, marks=pytest.mark.slow), 2.5, pytest.param(6.0, marks=pytest.mark.slow)]
+)
 def test_a_kill_at_any_moment_is_completed_by_a_rerun(delay, tmp_path, capsys, monkeypatch):
     out = tmp_path / "out"
     process = _cli_sweep(out, pause=0.1)
@@ -485,6 +490,7 @@ def test_a_kill_at_any_moment_is_completed_by_a_rerun(delay, tmp_path, capsys, m
     assert not _leftovers(out) and not [p for p in tmp_path.iterdir() if "attnflow-tmp" in p.name]
 
 
+@pytest.mark.slow
 def test_sigterm_ends_the_command_and_leaves_no_temporaries(tmp_path):
     out = tmp_path / "out"
     process = _cli_sweep(out, pause=0.3)
@@ -530,6 +536,7 @@ def test_any_other_exception_in_a_finaliser_goes_to_the_previous_hook(monkeypatc
     assert [type(u.exc_value) for u in other] == [RuntimeError]
 
 
+@pytest.mark.slow
 def test_check_repairs_a_users_module_from_the_working_directory(tmp_path, monkeypatch):
     (tmp_path / "cwdmod.py").write_text(MODULE.format(factor="1.0"))
     monkeypatch.chdir(tmp_path)

@@ -51,6 +51,7 @@ def _in_memory() -> xr.Dataset:
     return dynamics.sweep(SlowDecay(), GRID, num_seeds=6, chunk_size=4)
 
 
+@pytest.mark.slow
 def test_the_store_equals_the_in_memory_sweep(tmp_path):
     memory = _in_memory()
     stored = dynamics.sweep(SlowDecay(), GRID, num_seeds=6, chunk_size=4, store=tmp_path / "s.zarr")
@@ -69,6 +70,7 @@ def _markers(done) -> list:
     return [path for path in done.iterdir() if not path.name.startswith(".")]
 
 
+@pytest.mark.slow
 def test_a_killed_sweep_resumes_to_the_uninterrupted_result(tmp_path):
     store = tmp_path / "s.zarr"
     process = _start(store, pause=0.2)
@@ -88,6 +90,7 @@ def test_a_killed_sweep_resumes_to_the_uninterrupted_result(tmp_path):
     xr.testing.assert_identical(resumed.load().drop_attrs(), _in_memory().drop_attrs())
 
 
+@pytest.mark.slow
 def test_two_shards_in_two_processes_make_the_one_process_result(tmp_path):
     store = tmp_path / "s.zarr"
     processes = [_start(store, shard=(i, 2)) for i in (0, 1)]  # both race to create the store
@@ -118,6 +121,7 @@ def test_another_sweep_or_a_foreign_folder_is_refused_before_work(tmp_path):
         dynamics.sweep(SlowDecay(), {"rate": [1.0]}, num_seeds=2, store=store, shard=(2, 2))
 
 
+@pytest.mark.slow
 def test_only_the_blocks_of_a_shard_run(tmp_path):
     ds = dynamics.sweep(SlowDecay(), GRID, num_seeds=6, chunk_size=4, store=tmp_path / "s.zarr", shard=(0, 2))
     assert dynamics.sweep_progress(tmp_path / "s.zarr") == (4, 8)

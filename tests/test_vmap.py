@@ -10,6 +10,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import dynamics
 
@@ -92,6 +93,7 @@ def test_a_diverging_run_is_flagged_and_does_not_spoil_the_others():
     np.testing.assert_allclose(out.final[0], single.final)
 
 
+@pytest.mark.slow
 def test_sharded_run_equals_unsharded_on_four_cpu_devices():
     script = textwrap.dedent(
         """
