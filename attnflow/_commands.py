@@ -250,6 +250,7 @@ def sweep(args: argparse.Namespace) -> int:
     grid = _parse_grid(cls, args.grid)
     if not grid:
         raise ValueError("name at least one --grid key=v1,v2,...")
+    analyses = _analyses(args.analyse, sim)
     out = dynamics.prepare_folder(args.out, "--out")
     if args.launch is not None:
         _launch(args, out / "sweep.zarr")
@@ -258,8 +259,54 @@ def sweep(args: argparse.Namespace) -> int:
         ds = _write_sweep(args, sim, grid, out / "sweep.zarr")
     if ds is not None:
         plots = plot_sweep(ds, list(grid), out / "plots")
+        plots += _analyse(ds, sim, analyses, list(grid), out)
         print(f"wrote {len(plots)} plots in {out / 'plots'}")
     return 0
+
+
+ANALYSES = ("phases",)
+"""What `attnflow sweep --analyse` computes from every run of a finished sweep."""
+
+
+def _analyses(text: str, sim) -> list[str]:
+    """The analyses named by `--analyse` (comma-separated), refused before any work when one is
+    unknown or the simulation does not save what it needs."""
+    import dynamics
+
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in ANALYSES]
+    if unknown:
+        raise ValueError(f"--analyse: unknown analysis {', '.join(unknown)} (known: {', '.join(ANALYSES)})")
+    if "phases" in names:
+        series = dynamics.saved_series(sim)
+        if sim.loss_name not in series:
+            raise ValueError(
+                f"--analyse phases splits the saved loss {sim.loss_name!r} (the class's loss_name), which "
+                f"{type(sim).__name__} does not save as one number per save (its saved series: "
+                f"{', '.join(series) or 'none'})"
+            )
+    return names
+
+
+def _analyse(ds, sim, analyses: list[str], axes: list[str], out: Path) -> list[Path]:
+    """Run `analyses` on the finished sweep `ds`, write each beside the store (`OUT/<name>.zarr`)
+    and draw its plots; returns the plots. An analysis not asked for that an earlier command left
+    for another sweep is removed: nothing beside the store describes other runs."""
+    import dynamics
+
+    from ._sweep_plots import plot_phases
+
+    stale = out / "phases.zarr"
+    if "phases" not in analyses:
+        if stale.exists() and dynamics.load_sweep(stale).attrs.get("identity") != ds.attrs.get("identity"):
+            dynamics.remove_store(stale)
+            print(f"removed {stale}: it analysed an earlier sweep (--analyse phases makes it again)")
+        return []
+    found = dynamics.sweep_phases(ds, sim.loss_name)
+    dynamics.save_sweep(found, stale)
+    counts = np.asarray(found["phases.count"]).ravel()
+    print(f"wrote {stale}: {counts.min()} to {counts.max()} plateaus per run")
+    return plot_phases(ds, found, axes, sim.loss_name, out / "plots")
 
 
 _REFERENCE = re.compile(r"\[(`?[^\]`]+`?)\]\[[^\]]*\]")

@@ -1,7 +1,7 @@
 """The standard plots of a sweep: each saved scalar against time (a flow's time, or a discrete
 run's steps) with seed bands per grid point and the runs' stop times marked, the final value
 against one grid axis (a line) or two (a heat map), and, when runs stop early, the stop time
-`t_stop` itself."""
+`t_stop` itself; with the phases of the runs, their plateaus on the loss and their count."""
 
 import warnings
 from pathlib import Path
@@ -53,6 +53,54 @@ def plot_sweep(ds: xr.Dataset, axes: list[str], out_dir: Path) -> list[Path]:
     if stopped is not None:
         paths += _finals(stopped, axes, "t_stop", f"the {clock} of each run that stopped early", out_dir)
     return paths
+
+
+def plot_phases(ds: xr.Dataset, found: xr.Dataset, axes: list[str], loss: str, out_dir: Path) -> list[Path]:
+    """Draw the phases of a sweep's runs into `out_dir`: `phases_time.png`, the loss against time
+    (median over seeds, per grid point) with every run's plateaus as bars at their loss, and with
+    one or two grid axes `phases.count_final.png`, the number of plateaus per run.
+
+    **Arguments:** `ds`: the sweep; `found`: its phases (`dynamics.sweep_phases`); `axes`: its
+    grid axes; `loss`: the saved loss the phases were found on; `out_dir`: the folder (created).
+
+    **Returns:** the files written.
+    """
+    out_dir.mkdir(parents=True, exist_ok=True)
+    clock = "step" if np.issubdtype(ds["time"].dtype, np.integer) else "time"
+    time = ds["time"].where(np.isfinite(ds["time"])).median(SEED_DIM)
+    values = ds[loss].where(np.isfinite(ds[loss]))
+    points = ds["time"].isel({SEED_DIM: 0, SAVE_DIM: 0}).stack(point=axes) if axes else None
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    labels = [None] if points is None else list(points["point"].values)[:_MAX_LINES]
+    for i, label in enumerate(labels):
+        select = {} if label is None else dict(zip(points["point"].to_index().names, label))
+        colour = f"C{i % 10}"
+        text = "median" if label is None else ", ".join(f"{k}={x}" for k, x in select.items())
+        with warnings.catch_warnings():  # saves after every seed stopped are all NaN
+            warnings.simplefilter("ignore", RuntimeWarning)
+            ax.plot(
+                time.sel(select).values, values.sel(select).median(SEED_DIM).values, color=colour, label=text
+            )
+        plateaus = found.sel(select)
+        starts, ends = (
+            plateaus["phases.start_time"].values.ravel(),
+            plateaus["phases.end_time"].values.ravel(),
+        )
+        levels = plateaus["phases.loss"].values.ravel()
+        kept = np.isfinite(starts) & np.isfinite(levels)
+        ax.hlines(levels[kept], starts[kept], ends[kept], colors=colour, linewidth=5, alpha=0.25)
+    _scale(ax.set_xscale, time.values)
+    _scale(ax.set_yscale, values.values)
+    ax.set_xlabel(clock)
+    ax.set_ylabel(loss)
+    ax.set_title(
+        f"{loss}: median over seeds; bars: each run's plateaus, at the loss of its slowest save",
+        fontsize=8,
+    )
+    ax.legend(fontsize=7)
+    paths = [_save(fig, out_dir / "phases_time.png")]
+    count = found["phases.count"].astype(float)
+    return paths + _finals(count, axes, "phases.count", "plateaus per run", out_dir)
 
 
 def _stopped_early(ds: xr.Dataset) -> xr.DataArray | None:

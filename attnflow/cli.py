@@ -107,6 +107,13 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--out", required=True, help="output folder (sweep.zarr and plots/)")
     _add_store_options(sweep)
     sweep.add_argument(
+        "--analyse",
+        default="",
+        metavar="NAMES",
+        help="analyses of every run, written beside the store with their plots: phases (the plateaus of "
+        "each run's loss, OUT/phases.zarr)",
+    )
+    sweep.add_argument(
         "--launch", type=int, default=None, metavar="N", help="submit N shard jobs (submitit), wait for them"
     )
     sweep.add_argument(

@@ -81,6 +81,7 @@ from ._simulation import AbstractSimulation, key_seed, seed_key
 from ._stages import Stage, train_stages
 from ._store import SAVE_DIM, SEED_DIM, remove_store
 from ._sweep import load_sweep, save_sweep, simulate, sweep, sweep_progress
+from ._sweep_phases import PHASE_DIM, saved_series, sweep_phases
 from ._train import train
 from ._trajectory import Trajectory, save_npz_atomic
 
@@ -159,6 +160,9 @@ __all__ = [
     "normalized_gd",
     "phases",
     "plateau_saddles",
+    "sweep_phases",
+    "saved_series",
+    "PHASE_DIM",
     "ode_flow",
     "project_columns",
     "progress_inside",

@@ -39,6 +39,8 @@ class AbstractSimulation(eqx.Module):
     - `requires`: conditions between fields ([`Require`][]), checked after each field.
     - `seed_hint`: what makes the seeds differ where some settings make every run the same
       (e.g. `"set init=uniform"`); [`simulate`][] warns with it when all seeds agree.
+    - `loss_name`: the saved value that is the run's loss, one number per save (default
+      `"loss"`): what [`sweep_phases`][] (`attnflow sweep --analyse phases`) splits into plateaus.
 
     **Fields every simulation has:** `dtype` (`"float32"` or `"float64"`).
 
@@ -73,6 +75,7 @@ class AbstractSimulation(eqx.Module):
     event_names: ClassVar[tuple[str, ...]] = ()
     requires: ClassVar[tuple[Require, ...]] = ()
     seed_hint: ClassVar[str] = ""
+    loss_name: ClassVar[str] = "loss"
 
     def __init_subclass__(cls, **kwargs):
         """Refuse, when the class is defined, a field declared without [`param`][]: it would be

@@ -51,3 +51,18 @@ class SlowDecay(dynamics.AbstractSimulation):
         y0 = self.scale * jax.random.normal(key, (2,), self.dtype)
         save = dynamics.Save(ts=jnp.linspace(0.0, 1.0, 4, dtype=self.dtype))
         return dynamics.ode_flow(lambda t, y, args: -self.rate * y, y0, t1=1.0, save=save)
+
+
+class Logistic(dynamics.AbstractSimulation):
+    """The logistic flow dy/dt = rate y (1 − y) from y(0) = 0.001 (1 + u), u uniform in [0, 1),
+    with loss 1 − y: a plateau near 1, a drop at t = log(1/y(0) − 1) / rate, a plateau at 0.
+    Saves `loss` and `y` at 101 log-spaced times on [0.01, 1000]."""
+
+    rate: float = param(1.0, Interval(0, low_open=True), doc="growth rate", traced=True)
+    dtype: str = dynamics.dtype_param("float64")
+
+    def run(self, key):
+        y0 = 1e-3 * (1.0 + jax.random.uniform(key, (), self.dtype))
+        ts = jnp.logspace(-2.0, 3.0, 101, dtype=self.dtype)
+        save = dynamics.Save(ts, lambda t, y, args: {"loss": 1.0 - y, "y": y})
+        return dynamics.ode_flow(lambda t, y, args: self.rate * y * (1.0 - y), y0, t1=1e3, save=save)

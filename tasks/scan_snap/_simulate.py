@@ -86,6 +86,7 @@ class SGD(dynamics.AbstractSimulation):
     dtype: str = dtype_param("float32")
 
     requires = (Require(("every", "num_steps"), lambda e, n: n % e == 0, "every must divide num_steps"),)
+    loss_name = "population_loss"
 
     def run(self, key) -> dynamics.Run:
         classes = _classes(self.dataset, self.num_last)
@@ -119,6 +120,7 @@ class PopulationFlow(dynamics.AbstractSimulation):
     max_steps: int = _max_steps()
     dtype: str = dtype_param("float64")
     seed_hint = "from init=zeros the flow is deterministic: set init=uniform for a random start"
+    loss_name = "population_loss"
 
     def run(self, key) -> dynamics.Run:
         classes = _classes(self.dataset, self.num_last)
