@@ -1,0 +1,132 @@
+"""The cost of the landscape analysis relative to the run it analyses, on a two-layer linear
+network fitted to n samples, L(W₁, W₂) = ½ mean_i ‖W₂W₁xᵢ − Axᵢ‖² with h × d and d × h weights
+(d = 16, h = 32: 1024 parameters; n = 256 Gaussian inputs), trained by full-batch gradient
+descent in float64.
+
+- **run**: `dynamics.train` for `--steps` steps, saving the loss every `--every` steps.
+- **sharpness**: the same run saving `dynamics.edge_of_stability_save` instead (the loss and the
+  top Hessian eigenvalue by `--lanczos` Lanczos steps against 2/η, every `--every` steps).
+- **phases**: `dynamics.phases` on the saved losses of the run (after it).
+- **polish**: `dynamics.critical_point` with its full Hessian spectrum from a point near the
+  saddle at the origin (the run's own start), once compiled.
+
+It also prints the sharpness at the end of the run by `--lanczos` Lanczos steps beside the top
+eigenvalue of the dense Hessian there, so that fewer steps are not bought with a wrong value.
+
+Every side is compiled before timing (the first calls are printed apart); each repeat times one
+call of each, alternating the order of the two runs; medians over `--repeats`. It ends with
+
+    overhead: sharpness every E steps X %, phases Y %; polish at P parameters Z s
+
+where an overhead is (analysed − run) / run. Run from the repository root:
+
+    python bench/landscape_cost.py --repeats 7
+"""
+
+import argparse
+import statistics
+import time
+
+import jax
+import jax.numpy as jnp
+
+import dynamics
+
+
+def problem(d: int, h: int, n: int, scale: float):
+    """The loss on `n` samples of a target with singular values 1..d, and a start of size
+    `scale`."""
+    target = jnp.diag(jnp.linspace(1.0, float(d), d))
+    k1, k2, k3 = jax.random.split(jax.random.PRNGKey(0), 3)
+    inputs = jax.random.normal(k3, (n, d))
+    outputs = inputs @ target.T
+    start = {"W1": scale * jax.random.normal(k1, (h, d)), "W2": scale * jax.random.normal(k2, (d, h))}
+
+    def loss(params):
+        predicted = inputs @ params["W1"].T @ params["W2"].T
+        return 0.5 * jnp.mean(jnp.sum((predicted - outputs) ** 2, axis=-1))
+
+    return loss, start
+
+
+def _timed(fn, *args) -> float:
+    start = time.perf_counter()
+    jax.block_until_ready(fn(*args))
+    return time.perf_counter() - start
+
+
+def main(argv: list[str] | None = None) -> dict[str, float]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--d", type=int, default=16, help="input and output dimension d")
+    parser.add_argument("--h", type=int, default=32, help="hidden width h (parameters: 2 d h)")
+    parser.add_argument("--n", type=int, default=256, help="samples")
+    parser.add_argument("--steps", type=int, default=5000, help="gradient descent steps")
+    parser.add_argument("--every", type=int, default=100, help="save period in steps")
+    parser.add_argument("--lanczos", type=int, default=20, help="Lanczos steps of the sharpness")
+    parser.add_argument("--repeats", type=int, default=5, help="timed calls per side")
+    args = parser.parse_args(argv)
+    jax.config.update("jax_enable_x64", True)
+    loss, start = problem(args.d, args.h, args.n, 1e-2)
+    eta = 0.5 / args.d  # below 2/λ_max near the minimum (about 2d times the inputs' variance)
+    optimizer = dynamics.gd(eta)
+
+    @jax.jit
+    def run(params):
+        save = lambda p: {"loss": loss(p)}  # noqa: E731
+        return dynamics.train(loss, params, optimizer, num_steps=args.steps, every=args.every, save=save)
+
+    @jax.jit
+    def run_sharp(params):
+        save = dynamics.edge_of_stability_save(loss, eta, num_iters=args.lanczos)
+        return dynamics.train(loss, params, optimizer, num_steps=args.steps, every=args.every, save=save)
+
+    split = jax.jit(lambda ts, losses: dynamics.phases(ts, losses))
+    polish = jax.jit(lambda p: dynamics.critical_point(loss, p))
+
+    done = run(start)
+    first = {
+        "run": _timed(run, start),
+        "sharpness": _timed(run_sharp, start),
+        "phases": _timed(split, done.ts, done.values["loss"]),
+        "polish": _timed(polish, start),
+    }
+    times = {name: [] for name in first}
+    for repeat in range(args.repeats):
+        pair = (run, run_sharp) if repeat % 2 == 0 else (run_sharp, run)
+        for fn in pair:
+            times["run" if fn is run else "sharpness"].append(_timed(fn, start))
+        times["phases"].append(_timed(split, done.ts, done.values["loss"]))
+        times["polish"].append(_timed(polish, start))
+    median = {name: statistics.median(values) for name, values in times.items()}
+
+    point = polish(start)
+    parameters = sum(leaf.size for leaf in jax.tree.leaves(start))
+    print(
+        f"{parameters} parameters, {args.n} samples, {args.steps} steps of GD (eta {eta:.4g}), "
+        f"saves every {args.every}"
+    )
+    print(f"{'':10} {'first (s)':>10} {'median (s)':>11}")
+    for name in first:
+        print(f"{name:10} {first[name]:>10.3f} {median[name]:>11.4f}")
+    status = dynamics.CriticalPointStatus(int(point.status)).name
+    print(f"polish: {status}, |grad| {float(point.grad_norm):.2e}, index {int(point.index)}")
+    end = done.final
+    exact = float(jnp.max(dynamics.hessian_spectrum(loss, end)[0]))
+    lanczos = float(dynamics.sharpness(loss, end, num_iters=args.lanczos))
+    print(f"sharpness at the end: {lanczos:.10g} by {args.lanczos} Lanczos steps, {exact:.10g} dense")
+    result = {
+        "sharpness_overhead": (median["sharpness"] - median["run"]) / median["run"],
+        "phases_overhead": median["phases"] / median["run"],
+        "polish_seconds": median["polish"],
+        "parameters": parameters,
+    }
+    print(
+        f"overhead: sharpness every {args.every} steps {100 * result['sharpness_overhead']:.0f} %, "
+        f"phases {100 * result['phases_overhead']:.1f} %; polish at {parameters} parameters "
+        f"{result['polish_seconds']:.2f} s"
+    )
+    return result
+
+
+if __name__ == "__main__":
+    main()
