@@ -1,0 +1,117 @@
+"""The documentation site and the report as a reader opens them from disk: every page's maths
+rendered and no markup left as text, every image and link present in the folder, nothing loaded
+from the internet, every paper page with its verdicts and one image per declared figure, and the
+report with its figures and verdicts.
+
+They read what was built: the site's folder named by `ATTNFLOW_BUILT_SITE` (after `mkdocs build`)
+and the report named by `ATTNFLOW_BUILT_REPORT` (the `index.html` of `attnflow reproduce`), as CI
+sets them after building both; they are skipped where these are not set."""
+
+import html.parser
+import importlib.util
+import os
+import re
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import pytest
+
+from attnflow.papers import papers
+
+SITE = os.environ.get("ATTNFLOW_BUILT_SITE")
+REPORT = os.environ.get("ATTNFLOW_BUILT_REPORT")
+needs_site = pytest.mark.skipif(not SITE, reason="no built site (set ATTNFLOW_BUILT_SITE)")
+needs_report = pytest.mark.skipif(not REPORT, reason="no built report (set ATTNFLOW_BUILT_REPORT)")
+
+
+class _References(html.parser.HTMLParser):
+    """The resources a page loads (`img`, `script`, stylesheet `link`) and the links it has."""
+
+    def __init__(self):
+        super().__init__()
+        self.loads: list[str] = []
+        self.links: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag in ("img", "script") and attrs.get("src"):
+            self.loads.append(attrs["src"])
+        elif tag == "link" and attrs.get("href") and "stylesheet" in (attrs.get("rel") or ""):
+            self.loads.append(attrs["href"])
+        elif tag == "a" and attrs.get("href"):
+            self.links.append(attrs["href"])
+
+
+def _references(page: Path) -> _References:
+    parser = _References()
+    parser.feed(page.read_text())
+    return parser
+
+
+def _local(page: Path, reference: str) -> Path | None:
+    """The file a reference of `page` opens from disk, or None for another site or a fragment."""
+    parts = urlsplit(reference)
+    if parts.scheme or parts.netloc or not parts.path:
+        return None
+    return (page.parent / unquote(parts.path)).resolve()
+
+
+def _unrendered():
+    path = Path(__file__).parents[1] / "docs" / "hooks" / "mathml.py"
+    spec = importlib.util.spec_from_file_location("mathml_hook", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.unrendered
+
+
+def _pages() -> list[Path]:
+    return sorted(p for p in Path(SITE).rglob("*.html") if p.name != "404.html")
+
+
+@needs_site
+def test_every_page_loads_nothing_from_the_internet_and_finds_its_files_on_disk():
+    problems = []
+    for page in _pages():
+        found = _references(page)
+        for reference in found.loads:
+            target = _local(page, reference)
+            if target is None and not reference.startswith("data:"):
+                problems.append(f"{page}: loads {reference} from the internet")
+            elif target is not None and not target.is_file():
+                problems.append(f"{page}: loads {reference}, which is not in the site")
+        for reference in found.links:
+            target = _local(page, reference)
+            if target is not None and not target.exists():
+                problems.append(f"{page}: links to {reference}, which is not in the site")
+    assert problems == []
+
+
+@needs_site
+def test_no_page_shows_maths_or_table_markup_as_text():
+    pytest.importorskip("latex2mathml")  # the docs extra, which built the site
+    unrendered = _unrendered()
+    problems = {str(page): found for page in _pages() if (found := unrendered(page.read_text()))}
+    assert problems == {}
+
+
+@needs_site
+@pytest.mark.parametrize("paper", sorted(papers()))
+def test_a_paper_page_shows_its_verdicts_and_every_declared_figure(paper):
+    page = Path(SITE) / "papers" / f"{paper}.html"
+    text = page.read_text()
+    images = {Path(unquote(src)).name for src in _references(page).loads if src.endswith(".png")}
+    assert images == {f"{name}.png" for name in papers()[paper].figures}
+    assert re.search(r'<p class="admonition-title">\d+ of \d+ checks pass', text), "no verdicts"
+
+
+@needs_report
+def test_the_report_shows_every_figure_and_every_papers_verdicts():
+    page = Path(REPORT)
+    text = page.read_text()
+    found = _references(page)
+    missing = [src for src in found.loads if (_local(page, src) is None or not _local(page, src).is_file())]
+    assert missing == []
+    images = {Path(unquote(src)).name for src in found.loads if src.endswith(".png")}
+    assert images == {f"{name}.png" for paper in papers().values() for name in paper.figures}
+    for name in papers():
+        assert f"<section id='{name}'>" in text and "<ul class='verdicts'>" in text
