@@ -403,9 +403,22 @@ def reproduce(args: argparse.Namespace) -> int:
     from ._report import reproduce
 
     _use_data(args.data)
+    docs = _docs_base(args.docs, Path(args.out))
     out = dynamics.prepare_folder(args.out, "--out")
     dynamics.prepare_folder(out / "figures", "the figures' folder")
-    return reproduce(out, full=args.full, metadata=_metadata(args), jobs=args.jobs)
+    return reproduce(out, full=args.full, metadata=_metadata(args), jobs=args.jobs, docs=docs)
+
+
+def _docs_base(docs: str | None, out: Path) -> str | None:
+    """`--docs`: an address as given, or a site's folder as a path relative to the report (so that
+    the two can be moved together); a folder that holds no built site yet is said aloud."""
+    if docs is None or "://" in docs:
+        return docs.rstrip("/") if docs else None
+    if not (Path(docs) / "papers").is_dir():
+        print(
+            f"attnflow: --docs {docs} holds no built site yet: the report's links to it work once it is built"
+        )
+    return Path(os.path.relpath(Path(docs).resolve(), out.resolve())).as_posix()
 
 
 def check_store(args: argparse.Namespace) -> int:

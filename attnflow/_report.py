@@ -45,7 +45,7 @@ def paper_figures(name: str, out: Path, full: bool, only: list[str] | None = Non
     return files
 
 
-def reproduce(out: Path, *, full: bool, metadata: dict, jobs: int) -> int:
+def reproduce(out: Path, *, full: bool, metadata: dict, jobs: int, docs: str | None = None) -> int:
     """Run every paper's checks and draw every figure into `out`, then write `out/index.html`.
 
     The papers' checks and figures are independent pieces, run side by side in `jobs` worker
@@ -57,6 +57,8 @@ def reproduce(out: Path, *, full: bool, metadata: dict, jobs: int) -> int:
     - `full`: the papers' sizes instead of the quick defaults.
     - `metadata`: versions and options, written into the JSON report and the page.
     - `jobs`: worker processes, >= 1 (1: everything in this process).
+    - `docs`: the documentation site each check and figure links to (an address, or a path
+      relative to `out`); `None`: no links.
 
     **Returns:** the exit status: 1 if any check failed, else 0.
     """
@@ -78,7 +80,7 @@ def reproduce(out: Path, *, full: bool, metadata: dict, jobs: int) -> int:
     theory.write_json(every_check, out / "verify.json", metadata)
 
     elapsed = time.perf_counter() - start
-    page = _index_page(checks, figure_files, out, metadata | {"wall_seconds": round(elapsed, 1)})
+    page = _index_page(checks, figure_files, out, metadata | {"wall_seconds": round(elapsed, 1)}, docs)
     with dynamics.atomic_write(out / "index.html") as f:
         f.write(page)
     print(f"wrote {out / 'index.html'} ({elapsed:.0f} s)")
@@ -106,9 +108,10 @@ def result_of(claim: str) -> str:
     return match.group(0).rstrip(".") if match else "Other"
 
 
-def _index_page(checks: dict, figure_files: dict, out: Path, metadata: dict) -> str:
+def _index_page(checks: dict, figure_files: dict, out: Path, metadata: dict, docs: str | None = None) -> str:
     """The report: a provenance header, a summary of verdicts per paper, then each paper's verdict
-    summary, figures with their captions and checks grouped by the result they are about."""
+    summary, figures with their captions and checks grouped by the result they are about; with
+    `docs`, each check and figure links to its entry on its paper's page of that site."""
     summary = "\n".join(
         f"<tr><td><a href='#{esc(name)}'>{esc(papers()[name].info.label)}</a></td>"
         f"<td>{esc(papers()[name].title)}</td>{_counts(paper_checks)}</tr>"
@@ -118,8 +121,8 @@ def _index_page(checks: dict, figure_files: dict, out: Path, metadata: dict) -> 
         f"<section id='{esc(name)}'><h2>{esc(papers()[name].info.label)}</h2>"
         f"<p class='title'>{esc(papers()[name].title)}</p>"
         f"{_verdicts(name, checks[name])}"
-        f"<h3>Figures</h3>{_figures(name, figure_files[name], out)}"
-        f"<h3>Checks</h3>{_check_table(name, checks[name])}</section>"
+        f"<h3>Figures</h3>{_figures(name, figure_files[name], out, docs)}"
+        f"<h3>Checks</h3>{_check_table(name, checks[name], docs)}</section>"
         for name in checks
     )
     return f"""<!doctype html>
@@ -265,9 +268,18 @@ def _predicted(check) -> str:
     return f"bound {check.bound.sign} {check.predicted:.6g}"
 
 
-def _check_table(paper: str, checks: list) -> str:
-    """The checks of a paper, grouped by result: verdict, name, claim with how it is measured and
-    the note, predicted, simulated, error, tolerance and provenance."""
+def _in_docs(docs: str | None, paper: str, anchor: str, text: str) -> str:
+    """`text` (HTML) linked to `#anchor` on the paper's page of the site `docs`; as is without one."""
+    if docs is None:
+        return text
+    address = f"{docs}/papers/{paper}.html#{anchor}"
+    return f"<a href='{esc(address)}' title='in the documentation'>{text}</a>"
+
+
+def _check_table(paper: str, checks: list, docs: str | None = None) -> str:
+    """The checks of a paper, grouped by result: verdict, name (linked to its entry in the
+    documentation `docs`), claim with how it is measured and the note, predicted, simulated,
+    error, tolerance and provenance."""
     methods = {fn.__name__: fn.declaration.method for fn in papers()[paper].checks}
     rows = []
     for result, members in _grouped(checks).items():
@@ -277,10 +289,11 @@ def _check_table(paper: str, checks: list) -> str:
             about += f"<div class='note'>{esc(c.note)}</div>" if c.note else ""
             if c.deviation:
                 about += f"<div class='why'><strong>Why it deviates:</strong> {esc(c.deviation)}</div>"
+            name = f"<code>{esc(c.name).replace('_', '_<wbr>')}</code>"
             rows.append(
                 f"<tr id='{esc(paper)}-{esc(c.name)}'>"
                 f"<td class='verdict {c.verdict.value}'>{c.verdict.value}</td>"
-                f"<td><code>{esc(c.name).replace('_', '_<wbr>')}</code></td>"
+                f"<td>{_in_docs(docs, paper, f'check-{c.name}', name)}</td>"
                 f"<td>{inline_html(c.claim)}{about}</td>"
                 f"<td class='num'>{esc(_predicted(c))}</td><td class='num'>{c.simulated:.6g}</td>"
                 f"<td class='num'>{c.error:.3g}</td><td class='num'>{c.tolerance:.3g}</td>"
@@ -297,8 +310,9 @@ def _check_table(paper: str, checks: list) -> str:
     )
 
 
-def _figures(paper: str, figure_files: dict[str, list[Path]], out: Path) -> str:
-    """Each figure of a paper as its PNG with its caption, and links to its PDF and JSON data."""
+def _figures(paper: str, figure_files: dict[str, list[Path]], out: Path, docs: str | None = None) -> str:
+    """Each figure of a paper as its PNG with its caption, and links to its PDF and JSON data (and
+    to its entry in the documentation `docs`)."""
     draws = papers()[paper].figures
     parts = []
     for name, paths in figure_files.items():
@@ -310,7 +324,8 @@ def _figures(paper: str, figure_files: dict[str, list[Path]], out: Path) -> str:
         )
         img = f"<img src='{esc(image.relative_to(out))}' alt='{esc(name)}'>" if image else ""
         parts.append(
-            f"<figure id='{esc(name)}'>{img}<figcaption><code>{esc(name)}</code>: "
+            f"<figure id='{esc(name)}'>{img}<figcaption>"
+            f"{_in_docs(docs, paper, f'figure-{name}', f'<code>{esc(name)}</code>')}: "
             f"{inline_html(getattr(draws.get(name), 'caption', ''))} {links}</figcaption></figure>"
         )
     return "".join(parts)

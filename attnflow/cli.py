@@ -160,6 +160,13 @@ def build_parser() -> argparse.ArgumentParser:
     repro = sub.add_parser("reproduce", help="every check and every figure, with an index.html")
     repro.add_argument("--out", default="results", help="output folder")
     repro.add_argument("--full", action="store_true", help="the papers' sizes (slow)")
+    repro.add_argument(
+        "--docs",
+        default=None,
+        metavar="SITE",
+        help="link each check and figure to its entry in the documentation: the site's address, or "
+        "the folder of a built site (e.g. site)",
+    )
     _add_jobs(repro)
     _add_data(repro)
     repro.set_defaults(func=_commands.reproduce)

@@ -105,12 +105,16 @@ def test_a_paper_page_shows_its_verdicts_and_every_declared_figure(paper):
 
 
 @needs_report
-def test_the_report_shows_every_figure_and_every_papers_verdicts():
+def test_the_report_shows_every_figure_and_every_papers_verdicts_and_its_links_open():
     page = Path(REPORT)
     text = page.read_text()
     found = _references(page)
     missing = [src for src in found.loads if (_local(page, src) is None or not _local(page, src).is_file())]
     assert missing == []
+    dead = [
+        href for href in found.links if (target := _local(page, href)) is not None and not target.exists()
+    ]
+    assert dead == []
     images = {Path(unquote(src)).name for src in found.loads if src.endswith(".png")}
     assert images == {f"{name}.png" for paper in papers().values() for name in paper.figures}
     for name in papers():

@@ -110,3 +110,24 @@ def test_maths_is_rendered_when_latex2mathml_is_installed(page):
 )
 def test_a_claim_is_grouped_under_the_result_it_begins_with(claim, result):
     assert result_of(claim) == result
+
+
+def test_with_docs_each_check_and_figure_links_to_its_entry_in_the_documentation(tmp_path, monkeypatch):
+    draws = figures.named_figures("figures.toy", [fig1])
+    info = tasks.PaperInfo("toy", "A toy paper", {"still": _Still}, label="Toy")
+    monkeypatch.setitem(papers(), "toy", Paper(info, (converges,), draws))
+    files = {"toy": {"toy_fig1": fig1(tmp_path / "figures", False)}}
+    linked = _index_page({"toy": [converges()]}, files, tmp_path, {}, "../site")
+    assert "href='../site/papers/toy.html#check-converges'" in linked
+    assert "href='../site/papers/toy.html#figure-toy_fig1'" in linked
+    assert "in the documentation" not in _index_page({"toy": [converges()]}, files, tmp_path, {})
+
+
+def test_docs_given_as_a_folder_is_linked_relative_to_the_report(tmp_path, capsys):
+    from attnflow._commands import _docs_base
+
+    (tmp_path / "site" / "papers").mkdir(parents=True)
+    assert _docs_base(str(tmp_path / "site"), tmp_path / "results") == "../site"
+    assert _docs_base("https://example.org/attnflow/", tmp_path) == "https://example.org/attnflow"
+    assert _docs_base(str(tmp_path / "nothing"), tmp_path / "results") == "../nothing"
+    assert "holds no built site yet" in capsys.readouterr().out
