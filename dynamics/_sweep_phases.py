@@ -83,8 +83,11 @@ def sweep_phases(
         _check_series(ds, name, what)
     lead = ds[loss].dims[:-1]
     shape = ds[loss].shape
-    flat = {what: ds[name].values.reshape(-1, shape[-1]) for what, name in series.items()}
-    times = np.broadcast_to(ds["time"].values, shape).reshape(-1, shape[-1])
+    flat = {
+        what: ds[name].transpose(*ds[loss].dims).values.reshape(-1, shape[-1])
+        for what, name in series.items()
+    }
+    times = ds["time"].broadcast_like(ds[loss]).transpose(*ds[loss].dims).values.reshape(-1, shape[-1])
     settings = dict(
         max_phases=max_phases, loss_tol=loss_tol, grad_tol=grad_tol, floor=floor, min_span=min_span
     )
