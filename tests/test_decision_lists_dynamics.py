@@ -91,6 +91,7 @@ def _result1_setting(task, population):
     return theory.result1_c(task.n, task.L, k.delta), theory.result1_time_bound(task.M, task.L, k.gamma)
 
 
+@pytest.mark.slow
 def test_result1_flow_reaches_perfect_within_bound(small):
     task, population = small
     c, bound = _result1_setting(task, population)

@@ -97,6 +97,7 @@ def test_simulate_matches_the_closed_form_and_single_runs():
     assert list(trajectory.stop_reasons) == ["completed"] * 4
 
 
+@pytest.mark.slow
 def test_events_keep_their_names_on_disk(tmp_path):
     trajectory = dynamics.simulate(Decay(rate=5.0, floor=0.05), num_seeds=3)
     assert set(trajectory.stop_reasons) == {"event:small"}

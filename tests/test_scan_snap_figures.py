@@ -91,6 +91,7 @@ def test_fig3_growth_factor(tmp_path):
     assert np.argmax(np.asarray(data["chi_at"]["700"])) == 0
 
 
+@pytest.mark.slow
 def test_fig4_common_tokens_fade(tmp_path):
     content = _written(scan_snap.fig4(tmp_path, False), "scan_snap_fig4")
     slow, fast = content["data"]["settings"]
@@ -106,6 +107,7 @@ def test_fig4_common_tokens_fade(tmp_path):
     assert slow["batch_loss"][5] < 0.1
 
 
+@pytest.mark.slow
 def test_fig6_sweep_reduced_grid_and_cache(tmp_path, monkeypatch):
     config = SweepConfig(num_lasts=(1,), eta_zs=(0.5, 3.0), ratios=(1.0, 2.0), seeds=(1, 2), num_taus=5)
     result, cached = load_or_run_sweep(tmp_path, config)

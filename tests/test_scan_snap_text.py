@@ -370,7 +370,10 @@ def _three_steps(key, model, rows, clip):
     )
 
 
-@pytest.mark.parametrize("clip, clipped", [pytest.param(0.05, True, marks=pytest.mark.slow), (1e3, False)])
+@pytest.mark.parametrize(
+    "clip, clipped",
+    [pytest.param(0.05, True, marks=pytest.mark.slow), pytest.param(1e3, False, marks=pytest.mark.slow)],
+)
 def test_steps_are_hand_computed_sgd_with_clipping_and_two_groups(getkey, clip, clipped):
     model = dataclasses.replace(_perturbed_model(getkey()), dropout=0.0)
     rows = scan_snap.batchify(np.random.default_rng(2).integers(0, 23, 16).astype(np.int32), 2)  # 8 rows
@@ -452,6 +455,7 @@ def test_batched_lrs_and_seeds_equal_single_runs_and_learn(wikitext_dir):
     assert np.all(ds["final.val_loss"].values < 0.7 * log_v), ds["final.val_loss"].values
 
 
+@pytest.mark.slow
 def test_loss_decreases_on_the_quick_corpus():
     pytest.importorskip(QUICK_PACKAGE)
     small = SMALL | {"d_model": 16, "d_hid": 32, "batch_size": 8}

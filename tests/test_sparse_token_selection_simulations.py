@@ -131,6 +131,7 @@ def test_simulate_runs_each_seed_as_alone(online):
     assert trajectory.config["seed"] == 5 and trajectory.config["num_T_tests"] == 1
 
 
+@pytest.mark.slow
 def test_run_many_over_split_keys_equals_single_runs(online):
     sim, run = online
     out, finite = dynamics.run_many(sim.run, dynamics.seed_keys(4, 2))

@@ -142,7 +142,7 @@ def _x_independent(model, d):
     return sts.STSTransformer(model.W.at[:d, d:].set(0.0), model.V, d, model.keys)
 
 
-@pytest.mark.parametrize("keys", ["tokens", "tokens_and_query"])
+@pytest.mark.parametrize("keys", [pytest.param("tokens", marks=pytest.mark.slow), "tokens_and_query"])
 def test_exact_population_loss_matches_monte_carlo(keys):
     cfg = SMALL.replace(keys=keys, init_scale=0.8)
     model = _x_independent(sts.random_init(cfg, jax.random.PRNGKey(4)), cfg.d)
@@ -152,6 +152,7 @@ def test_exact_population_loss_matches_monte_carlo(keys):
     assert float(se) < 0.05 * exact
 
 
+@pytest.mark.slow
 def test_bank_loss_matches_monte_carlo_stochastic_pe():
     cfg = sts.STSConfig(d=2, T=5, q=2, pe_sampler="haar_orthonormal", pe_dim=7, init_scale=0.8)
     model = _x_independent(sts.random_init(cfg, jax.random.PRNGKey(6)), cfg.d)

@@ -196,6 +196,7 @@ def _wait_for_a_block(store: Path, process: subprocess.Popen) -> None:
     _wait_for_an_entry(store / ".attnflow_units_done", process)
 
 
+@pytest.mark.slow
 def test_overwrite_is_refused_while_another_process_writes(tmp_path):
     store, hold = tmp_path / "s.zarr", tmp_path / "hold"
     hold.touch()  # the first writer's runs wait until the refusal is seen
