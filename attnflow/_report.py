@@ -1,7 +1,9 @@
 """`attnflow reproduce`: every check and every figure, gathered in one `index.html`."""
 
+import contextlib
 import html
 import json
+import os
 import re
 import time
 from pathlib import Path
@@ -49,7 +51,9 @@ def reproduce(out: Path, *, full: bool, metadata: dict, jobs: int, docs: str | N
     """Run every paper's checks and draw every figure into `out`, then write `out/index.html`.
 
     The papers' checks and figures are independent pieces, run side by side in `jobs` worker
-    processes (see `attnflow._workers`); the numbers do not depend on `jobs`.
+    processes (see `attnflow._workers`); the numbers do not depend on `jobs`. A sweep that a figure
+    and a check both make is made once, in `out/shared_runs` (see `dynamics.shared_store`), which
+    is emptied before the pieces start and after they end.
 
     **Arguments:**
 
@@ -72,7 +76,8 @@ def reproduce(out: Path, *, full: bool, metadata: dict, jobs: int, docs: str | N
         else (paper_figures, (name, out / "figures", full))
         for name, part in pieces
     ]
-    results = dict(zip(pieces, run_pieces(tasks, jobs, jax.config.jax_compilation_cache_dir)))
+    with _shared_runs(out / "shared_runs"):
+        results = dict(zip(pieces, run_pieces(tasks, jobs, jax.config.jax_compilation_cache_dir)))
     checks = {name: results[name, "checks"] for name in names}
     figure_files = {name: results[name, "figures"] for name in names}
     every_check = [c for paper_checks in checks.values() for c in paper_checks]
@@ -85,6 +90,32 @@ def reproduce(out: Path, *, full: bool, metadata: dict, jobs: int, docs: str | N
         f.write(page)
     print(f"wrote {out / 'index.html'} ({elapsed:.0f} s)")
     return 0 if all(c.passed for c in every_check) else 1
+
+
+@contextlib.contextmanager
+def _shared_runs(folder: Path):
+    """Name `folder` to the pieces (and the worker processes they start) as the place of
+    `dynamics.shared_store`, emptied of the stores of an earlier run before and of this run's
+    after: they are the runs of this code, and only for this run."""
+
+    def empty():
+        for store in folder.glob("*.zarr") if folder.is_dir() else ():
+            dynamics.remove_store(store)
+            (folder / f".{store.name}.lock").unlink(missing_ok=True)
+
+    empty()
+    before = os.environ.get(dynamics.SHARED_RUNS)
+    os.environ[dynamics.SHARED_RUNS] = str(folder)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(dynamics.SHARED_RUNS, None)
+        else:
+            os.environ[dynamics.SHARED_RUNS] = before
+        empty()
+        with contextlib.suppress(OSError):  # gone, or holding something not ours
+            folder.rmdir()
 
 
 _RESULT = re.compile(

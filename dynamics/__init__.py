@@ -76,6 +76,7 @@ from ._proximal import Mask, center_columns, project_columns, proximal_l1, scale
 from ._qp import QPSolution, kkt_residuals, solve_qp
 from ._rates import Rates, adam, gd, heavy_ball, scale_by_group_rates, scale_tree
 from ._run import STOP_REASONS, Run, StopReason, all_finite, stop_reason
+from ._shared import SHARED_RUNS, shared_store
 from ._sharpness import GDFlowGap, edge_of_stability_save, gd_flow_gap, sharpness
 from ._simulation import AbstractSimulation, key_seed, seed_key
 from ._stages import Stage, train_stages
@@ -161,6 +162,8 @@ __all__ = [
     "phases",
     "plateau_saddles",
     "sweep_phases",
+    "shared_store",
+    "SHARED_RUNS",
     "saved_series",
     "PHASE_DIM",
     "ode_flow",

@@ -84,7 +84,9 @@ def fig10(out_dir: Path, full: bool) -> list[Path]:
     **Returns:** the PNG, PDF and JSON paths.
     """
     sim, num_seeds = fig10_simulation(full)
-    ds = dynamics.sweep(sim, {"lr": list(FIG10_LRS)}, num_seeds=num_seeds, chunk_size=len(FIG10_LRS))
+    grid, chunk = {"lr": list(FIG10_LRS)}, len(FIG10_LRS)
+    store = dynamics.shared_store(sim, grid, num_seeds=num_seeds, chunk_size=chunk)  # the check's runs too
+    ds = dynamics.sweep(sim, grid, num_seeds=num_seeds, chunk_size=chunk, store=store)
     entropy = ds["final.val_entropy"].values[..., 0]  # (lr, seed): the first (only) layer
     loss = ds["final.val_loss"].values
     mean, std = entropy.mean(axis=1), entropy.std(axis=1, ddof=1)

@@ -58,7 +58,9 @@ def fig10_entropy_falls_with_lr(quick: bool = False) -> Measured:
     """
     seeds, steps = (3, 150) if quick else (5, 600)
     sim = _text_sgd(num_steps=steps, every=steps)
-    ds = dynamics.sweep(sim, {"lr": list(ss.FIG10_LRS)}, num_seeds=seeds, chunk_size=len(ss.FIG10_LRS))
+    grid, chunk = {"lr": list(ss.FIG10_LRS)}, len(ss.FIG10_LRS)
+    store = dynamics.shared_store(sim, grid, num_seeds=seeds, chunk_size=chunk)  # the figure's runs too
+    ds = dynamics.sweep(sim, grid, num_seeds=seeds, chunk_size=chunk, store=store)
     entropy = np.asarray(ds["final.val_entropy"].values[..., 0], np.float64)  # (lr, seed)
     mean, std = entropy.mean(axis=1), entropy.std(axis=1, ddof=1)
     rho_mean = spearman(ss.FIG10_LRS, mean)

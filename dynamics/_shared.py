@@ -1,0 +1,72 @@
+"""Runs made once for a whole job: the store of a sweep that several of its pieces make alike (a
+figure and the check that tests the same runs), named by the sweep's settings in a folder the job
+names."""
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from ._fingerprint import json_digest
+from ._simulation import AbstractSimulation
+
+SHARED_RUNS = "ATTNFLOW_SHARED_RUNS"
+"""The environment variable naming the folder of [`shared_store`][]: `attnflow reproduce` sets it
+for the pieces it runs, to a folder of its own made afresh for every run."""
+
+
+def shared_store(
+    sim: AbstractSimulation,
+    grid: Mapping[str, Sequence],
+    *,
+    num_seeds: int,
+    seed: int = 0,
+    chunk_size: int | None = None,
+) -> Path | None:
+    """Where to keep a sweep that other pieces of the same job make too, so that its runs are made
+    once: pass it as [`sweep`][]'s `store`. The first piece to get there runs the blocks, a piece
+    arriving meanwhile takes the blocks not yet claimed and waits for the others, and a later one
+    reads them (see [`sweep`][]); the numbers are those of the sweep in memory.
+
+    **Arguments:** `sim`, `grid`, `num_seeds`, `seed`, `chunk_size`: the sweep's, as given to
+    [`sweep`][].
+
+    **Returns:** `$ATTNFLOW_SHARED_RUNS/<class>_<digest of the settings>.zarr`, or `None` (the
+    sweep runs in memory) when that variable is not set.
+
+    **Example:**
+
+        >>> import os
+        >>> import dynamics
+        >>> class Decay(dynamics.AbstractSimulation):
+        ...     rate: float = dynamics.param(1.0, dynamics.Interval(0, low_open=True), traced=True)
+        ...     dtype: str = dynamics.dtype_param("float64")
+        ...
+        ...     def run(self, key):
+        ...         raise NotImplementedError("not run here")
+        >>> os.environ.pop(dynamics.SHARED_RUNS, None)
+        >>> dynamics.shared_store(Decay(), {"rate": [1.0, 2.0]}, num_seeds=4) is None
+        True
+        >>> os.environ[dynamics.SHARED_RUNS] = "/tmp/job"
+        >>> a = dynamics.shared_store(Decay(), {"rate": [1.0, 2.0]}, num_seeds=4)
+        >>> a == dynamics.shared_store(Decay(), {"rate": [1.0, 2.0]}, num_seeds=4), a.parent.as_posix()
+        (True, '/tmp/job')
+        >>> a == dynamics.shared_store(Decay(), {"rate": [1.0, 3.0]}, num_seeds=4)
+        False
+        >>> del os.environ[dynamics.SHARED_RUNS]
+    """
+    folder = os.environ.get(SHARED_RUNS)
+    if not folder:
+        return None
+    settings = {
+        "simulation": sim.describe(),
+        "grid": {name: [_plain(v) for v in values] for name, values in grid.items()},
+        "num_seeds": num_seeds,
+        "seed": seed,
+        "chunk_size": chunk_size,
+    }
+    return Path(folder) / f"{type(sim).__name__}_{json_digest(settings)[:16]}.zarr"
+
+
+def _plain(value):
+    """A grid value as JSON holds it (a NumPy scalar as its Python number)."""
+    return value.item() if hasattr(value, "item") else value
