@@ -21,7 +21,9 @@
   or saddle, with the dense Hessian spectrum there, its index and an escape direction; the status
   says when there is none to find; [`phases`][] ([`Plateaus`][]) splits a saved run into plateaus
   and transitions in log-time, and [`plateau_saddles`][] ([`PlateauSaddles`][]) polishes each
-  plateau to its saddle and measures how the run's escape lines up with the saddle's.
+  plateau to its saddle and measures how the run's escape lines up with the saddle's;
+  [`sweep_phases`][] finds the plateaus of every run of a sweep at once (from the saved series
+  that [`saved_series`][] names).
 - [`sharpness`][], [`edge_of_stability_save`][], [`gd_flow_gap`][] ([`GDFlowGap`][]): the top
   Hessian eigenvalue along a run against the edge of stability 2/η, and how far gradient descent
   drifts from the gradient flow; [`norm_growth`][] ([`NormGrowth`][]), [`direction_convergence`][]
@@ -34,7 +36,7 @@
   block by block to a zarr store that resumes after a crash and splits into shards
   ([`sweep_progress`][], [`save_sweep`][], [`load_sweep`][], [`remove_store`][]). A store keeps
   the checksum of every file and the fingerprint of the code that made it ([`check_store`][],
-  [`StoreReport`][]).
+  [`StoreReport`][]); [`shared_store`][] lets the pieces of one job make a sweep they share once.
 - [`atomic_write`][], [`prepare_folder`][], [`prepare_file`][], [`describe_os_error`][],
   [`temporary_path`][], [`remove_stale_temporaries`][]: outputs written whole or not at all, output
   paths tried before any work, a file-system error in words, what killed writers left removed;
