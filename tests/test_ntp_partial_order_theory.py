@@ -78,4 +78,21 @@ def test_checks_take_quick_only_when_they_have_a_quick_mode():
         "thm1_many_datasets_direction",
     }
     assert all(args == [] for name, args in arguments.items() if name not in quick)
-    assert ntp_theory.PAPER == "ntp_partial_order" and len(ntp_theory.CHECKS) == 22
+    assert ntp_theory.PAPER == "ntp_partial_order" and len(ntp_theory.CHECKS) == 23
+
+
+def test_the_no_critical_point_check_fails_for_a_wrong_infimum(monkeypatch):
+    """`thm2_no_critical_point` passes with the derived infimum and fails when the infimum is put
+    above it (a logit gap g 1 % smaller): Newton's iterates then fall below the prediction."""
+    from theory.ntp_partial_order import _stage2
+
+    assert _stage2.thm2_no_critical_point().passed
+    right = _stage2._loss_star
+
+    def smaller_gap(sim):
+        g, _ = right(sim)
+        V = sim.dataset.vocab_size
+        return 0.99 * g, float(np.log1p((V - 1) * np.exp(-0.99 * g)))
+
+    monkeypatch.setattr(_stage2, "_loss_star", smaller_gap)
+    assert not _stage2.thm2_no_critical_point().passed

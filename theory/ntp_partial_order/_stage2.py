@@ -259,6 +259,51 @@ def thm2_loss_linear_rate() -> Measured:
     )
 
 
+NO_CRITICAL_POINT_RADIUS = 10.0
+"""How far from the origin, in units of ‖W_kq‖ at the end of the figure run, the polish of
+[`thm2_no_critical_point`][] looks for a critical point."""
+
+
+@claim(
+    r"Theorem 2 (derived): the stage-2 loss has no critical point; its infimum "
+    r"$L^*_{\mathrm{true}} = \log(1 + (\lvert V\rvert - 1)e^{-g})$ lies at infinity",
+    method=r"figure run: `dynamics.critical_point` (Newton on $\nabla_{W_{kq}}L$, $W_{ov}$ frozen) "
+    r"from $W_{kq}^{(900)}$ within 10 times its norm; required to find none, its last iterate's loss "
+    r"against $L^*_{\mathrm{true}}$ (lower bound)",
+    tolerance=0.0,
+    provenance="derived",
+    bound="lower",
+)
+def thm2_no_critical_point() -> Measured:
+    """(derived) Stage 2's loss over `W_kq`, `W_ov` frozen at its stage-1 end, has no critical
+    point: Newton's method on its gradient, from the end of the figure run, leaves every ball of
+    10 times the run's norm (`dynamics.CriticalPointStatus.diverged`) with its loss falling
+    towards, and never below, `L*_true = log(1 + (|V| − 1) e^{−g})`, `g` the stage-1 logit gap."""
+    sim = figure_run()
+    g, L_star = _loss_star(sim)
+    batch = ntp.make_batch(sim.dataset)
+    W_ov = jnp.asarray(sim.W_ov[-1])
+    start = jnp.asarray(sim.W_kq[-1])
+
+    def loss(W_kq):
+        return ntp.loss(ntp.NTPModel(W_ov, W_kq), batch)
+
+    radius = NO_CRITICAL_POINT_RADIUS * float(jnp.linalg.norm(start))
+    found = jax.jit(lambda point: dynamics.critical_point(loss, point, max_distance=radius))(start)
+    status = dynamics.CriticalPointStatus(int(found.status))
+    last = float(found.loss)
+    converged = status is dynamics.CriticalPointStatus.converged
+    return Measured(
+        predicted=L_star,
+        simulated=last,
+        error=np.inf if converged or last > sim.L[-1] else max(0.0, L_star - last),
+        note=f"g = {g:.6g}; Newton from ||W_kq|| = {float(jnp.linalg.norm(start)):.4g} "
+        f"(loss {sim.L[-1]:.6g}): "
+        f"{status.name} after reaching ||W_kq|| = {float(jnp.linalg.norm(found.point)):.4g}, "
+        f"|grad| {float(found.grad_norm):.2g}; loss above L*_true by {last - L_star:.3g}.",
+    )
+
+
 @claim(
     "Theorem 3 (derived): $W_{kq}^{(t)}[x_0, q] = 0$ for non-comparable $x_0$",
     method="figure run and SVOP: largest absolute entry over all such pairs and all $t$",
