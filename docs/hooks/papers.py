@@ -18,7 +18,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-
 MARKER = "<!-- attnflow: the papers' packages -->"
 CHECKS_MARKER = "<!-- attnflow: checks -->"
 FIGURES_MARKER = "<!-- attnflow: figures -->"
