@@ -27,6 +27,7 @@ def test_extend_context_keeps_P_and_the_weights_of_Q_star():
         cb.extend_context(base, 40)
 
 
+@pytest.mark.slow
 def test_algorithm1_is_stage1_then_the_later_stages():
     inst = cb.default_instance(50)
     cfg = cb.Algorithm1(batch=32, stage2_steps=200, every=100)

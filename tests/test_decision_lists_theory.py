@@ -77,6 +77,7 @@ def test_enumerated_time_agrees_with_mu_on_distinct():
     assert located.mu_before <= 0 < located.mu_at_tau and located.failures_after() == 0
 
 
+@pytest.mark.slow
 def test_mu_does_not_decide_under_iid():
     """Under `iid` μ(W) turns positive long before the flow classifies perfectly (a wrong token
     present twice needs a score gap above log 2): the saves with μ > 0 before τ are not perfect."""

@@ -73,6 +73,7 @@ def test_bad_values_are_refused_naming_the_field(level, bad):
         cls(**bad)
 
 
+@pytest.mark.slow
 def test_reduced_flow_is_the_wrapped_function():
     sim = small("reduced_flow", eps=1e-3)
     run = sim.run(dynamics.seed_key(0))
