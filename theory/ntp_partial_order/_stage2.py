@@ -260,7 +260,7 @@ def thm2_loss_linear_rate() -> Measured:
 
 
 NO_CRITICAL_POINT_RADIUS = 10.0
-"""How far from the origin, in units of ‖W_kq‖ at the end of the figure run, the polish of
+"""How far from its start, in units of ‖W_kq‖ at the end of the figure run, the polish of
 [`thm2_no_critical_point`][] looks for a critical point."""
 
 
@@ -268,7 +268,7 @@ NO_CRITICAL_POINT_RADIUS = 10.0
     r"Theorem 2 (derived): the stage-2 loss has no critical point; its infimum "
     r"$L^*_{\mathrm{true}} = \log(1 + (\lvert V\rvert - 1)e^{-g})$ lies at infinity",
     method=r"figure run: `dynamics.critical_point` (Newton on $\nabla_{W_{kq}}L$, $W_{ov}$ frozen) "
-    r"from $W_{kq}^{(900)}$ within 10 times its norm; required to find none, its last iterate's loss "
+    r"from $W_{kq}^{(900)}$, within 10 times its norm of it; required to find none, its last iterate's loss "
     r"against $L^*_{\mathrm{true}}$ (lower bound)",
     tolerance=0.0,
     provenance="derived",
@@ -276,9 +276,9 @@ NO_CRITICAL_POINT_RADIUS = 10.0
 )
 def thm2_no_critical_point() -> Measured:
     """(derived) Stage 2's loss over `W_kq`, `W_ov` frozen at its stage-1 end, has no critical
-    point: Newton's method on its gradient, from the end of the figure run, leaves every ball of
-    10 times the run's norm (`dynamics.CriticalPointStatus.diverged`) with its loss falling
-    towards, and never below, `L*_true = log(1 + (|V| − 1) e^{−g})`, `g` the stage-1 logit gap."""
+    point: Newton's method on its gradient, from the end of the figure run, leaves the ball around
+    that start of radius 10 times its norm (`dynamics.CriticalPointStatus.diverged`) with its loss
+    falling towards, and never below, `L*_true = log(1 + (|V| − 1) e^{−g})`, `g` the stage-1 logit gap."""
     sim = figure_run()
     g, L_star = _loss_star(sim)
     batch = ntp.make_batch(sim.dataset)
