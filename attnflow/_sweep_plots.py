@@ -42,13 +42,11 @@ def plot_sweep(ds: xr.Dataset, axes: list[str], out_dir: Path) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     dynamics.remove_stale_temporaries(out_dir)  # of a plot a killed process was writing
     paths = []
-    time = ds["time"].where(np.isfinite(ds["time"])).median(SEED_DIM)
-    points = ds["time"].isel({SEED_DIM: 0, SAVE_DIM: 0}).stack(point=axes) if axes else None
+    time, lines, clock = _time_axis(ds, axes)
     stopped = _stopped_early(ds)
-    clock = "step" if np.issubdtype(ds["time"].dtype, np.integer) else "time"
     for name in scalar_metrics(ds, axes):
         values = ds[name].where(np.isfinite(ds[name]))
-        paths.append(_against_time(values, time, points, name, clock, stopped, out_dir))
+        paths.append(_against_time(values, time, lines, name, clock, stopped, out_dir))
         paths += _finals(_last_finite(ds[name]), axes, name, f"{name} at each run's last save", out_dir)
     if stopped is not None:
         paths += _finals(stopped, axes, "t_stop", f"the {clock} of each run that stopped early", out_dir)
@@ -66,16 +64,10 @@ def plot_phases(ds: xr.Dataset, found: xr.Dataset, axes: list[str], loss: str, o
     **Returns:** the files written.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
-    clock = "step" if np.issubdtype(ds["time"].dtype, np.integer) else "time"
-    time = ds["time"].where(np.isfinite(ds["time"])).median(SEED_DIM)
+    time, lines, clock = _time_axis(ds, axes)
     values = ds[loss].where(np.isfinite(ds[loss]))
-    points = ds["time"].isel({SEED_DIM: 0, SAVE_DIM: 0}).stack(point=axes) if axes else None
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    labels = [None] if points is None else list(points["point"].values)[:_MAX_LINES]
-    for i, label in enumerate(labels):
-        select = {} if label is None else dict(zip(points["point"].to_index().names, label))
-        colour = f"C{i % 10}"
-        text = "median" if label is None else ", ".join(f"{k}={x}" for k, x in select.items())
+    for colour, select, text in lines:
         with warnings.catch_warnings():  # saves after every seed stopped are all NaN
             warnings.simplefilter("ignore", RuntimeWarning)
             ax.plot(
@@ -132,18 +124,34 @@ def _last_finite(values: xr.DataArray) -> xr.DataArray:
     return values.isel({SAVE_DIM: -1}).copy(data=np.squeeze(picked, save_axis))
 
 
-def _against_time(values, time, points, name: str, clock: str, stopped, out_dir: Path) -> Path:
+def _time_axis(ds: xr.Dataset, axes: list[str]) -> tuple[xr.DataArray, list[tuple[str, dict, str]], str]:
+    """What a plot against time needs: the median save times over seeds, one line per grid point
+    (the first `_MAX_LINES`; one line for a sweep without axes) as `(colour, selection, label)`,
+    and the clock's name: `"step"` for discrete training, `"time"` for a flow."""
+    time = ds["time"].where(np.isfinite(ds["time"])).median(SEED_DIM)
+    if axes:
+        points = ds["time"].isel({SEED_DIM: 0, SAVE_DIM: 0}).stack(point=axes)["point"]
+        names = points.to_index().names
+        selections = [dict(zip(names, label)) for label in list(points.values)[:_MAX_LINES]]
+    else:
+        selections = [{}]
+    lines = [
+        (f"C{i % 10}", select, ", ".join(f"{k}={x}" for k, x in select.items()) or "median")
+        for i, select in enumerate(selections)
+    ]
+    clock = "step" if np.issubdtype(ds["time"].dtype, np.integer) else "time"
+    return time, lines, clock
+
+
+def _against_time(values, time, lines, name: str, clock: str, stopped, out_dir: Path) -> Path:
     fig, ax = plt.subplots(figsize=(6, 4))
-    labels = [None] if points is None else list(points["point"].values)[:_MAX_LINES]
-    for i, label in enumerate(labels):
-        select = {} if label is None else dict(zip(points["point"].to_index().names, label))
+    for colour, select, text in lines:
         v, t = values.sel(select), time.sel(select)
         with warnings.catch_warnings():  # saves after every seed stopped are all NaN
             warnings.simplefilter("ignore", RuntimeWarning)
             low, mid, high = (v.quantile(q, SEED_DIM).values for q in (0.1, 0.5, 0.9))
-        text = "median" if label is None else ", ".join(f"{k}={x}" for k, x in select.items())
-        ax.plot(t.values, mid, color=f"C{i % 10}", label=text)
-        ax.fill_between(t.values, low, high, color=f"C{i % 10}", alpha=0.2, linewidth=0)
+        ax.plot(t.values, mid, color=colour, label=text)
+        ax.fill_between(t.values, low, high, color=colour, alpha=0.2, linewidth=0)
         if stopped is not None:  # each early stop, as a tick on the time axis in the run's colour
             stops = stopped.sel(select).values.ravel()
             stops = stops[np.isfinite(stops)]
@@ -151,7 +159,7 @@ def _against_time(values, time, points, name: str, clock: str, stopped, out_dir:
                 stops,
                 np.zeros_like(stops),
                 "|",
-                color=f"C{i % 10}",
+                color=colour,
                 markersize=12,
                 clip_on=False,
                 transform=ax.get_xaxis_transform(),
