@@ -1,7 +1,23 @@
 """Helpers shared by the tests."""
 
+import importlib.util
+from pathlib import Path
+
 import equinox as eqx
 import numpy as np
+
+REPOSITORY = Path(__file__).parents[1]
+"""The repository's root."""
+
+
+def load_file(relative: str):
+    """The module in the repository's file `relative` (e.g. `"docs/hooks/papers.py"`), loaded anew:
+    the docs' hooks and the benchmarks are scripts, not packages."""
+    path = REPOSITORY / relative
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def tree_allclose(x, y, *, rtol=1e-10, atol=1e-12) -> bool:

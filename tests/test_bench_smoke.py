@@ -3,7 +3,6 @@ finite ratios, and the two sides of each comparison do the same work; the PyTorc
 Fig. 6 sweep computes the same classes, loss, gradients and entropy as `tasks.scan_snap`. The Fig. 6
 benchmarks, the headline, run by default; the others under `-m slow`."""
 
-import importlib.util
 import math
 import pathlib
 import re
@@ -24,15 +23,13 @@ from tasks.scan_snap import (
     population_loss,
     token_counts,
 )
+from tests.helpers import load_file
 
 BENCH = pathlib.Path(__file__).resolve().parents[1] / "bench"
 
 
 def _load(name: str):
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_file(f"bench/{name}.py")
 
 
 def _printed_ratio(text: str, label: str) -> float:

@@ -8,7 +8,6 @@ and the report named by `ATTNFLOW_BUILT_REPORT` (the `index.html` of `attnflow r
 sets them after building both; they are skipped where these are not set."""
 
 import html.parser
-import importlib.util
 import os
 import re
 from pathlib import Path
@@ -17,6 +16,7 @@ from urllib.parse import unquote, urlsplit
 import pytest
 
 from attnflow.papers import papers
+from tests.helpers import load_file
 
 SITE = os.environ.get("ATTNFLOW_BUILT_SITE")
 REPORT = os.environ.get("ATTNFLOW_BUILT_REPORT")
@@ -57,11 +57,7 @@ def _local(page: Path, reference: str) -> Path | None:
 
 
 def _unrendered():
-    path = Path(__file__).parents[1] / "docs" / "hooks" / "mathml.py"
-    spec = importlib.util.spec_from_file_location("mathml_hook", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.unrendered
+    return load_file("docs/hooks/mathml.py").unrendered
 
 
 def _pages() -> list[Path]:

@@ -2,7 +2,6 @@
 table of checks from their declarations (`theory.claim`) and the list of figures from their
 captions (`figures.caption`) where the page says so, and no page keeps a list of its own."""
 
-import importlib.util
 import math
 import re
 from pathlib import Path
@@ -11,6 +10,7 @@ import pytest
 
 import theory
 from attnflow.papers import papers
+from tests.helpers import load_file
 
 DOCS = Path(__file__).parents[1] / "docs"
 ROW = re.compile(
@@ -21,10 +21,7 @@ ROW = re.compile(
 
 
 def _hook():
-    spec = importlib.util.spec_from_file_location("papers_hook", DOCS / "hooks" / "papers.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_file("docs/hooks/papers.py")
 
 
 @pytest.mark.parametrize("paper", sorted(papers()))

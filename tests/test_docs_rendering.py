@@ -1,20 +1,15 @@
 """The site's build refuses markup its pages would show as text: TeX outside maths, a table row not
 read as a table, a code span inside maths."""
 
-import importlib.util
-from pathlib import Path
-
 import pytest
+
+from tests.helpers import load_file
 
 pytest.importorskip("latex2mathml")  # the docs extra
 
 
 def _mathml_hook():
-    path = Path(__file__).parents[1] / "docs" / "hooks" / "mathml.py"
-    spec = importlib.util.spec_from_file_location("mathml_hook", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_file("docs/hooks/mathml.py")
 
 
 @pytest.mark.parametrize(

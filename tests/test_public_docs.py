@@ -2,20 +2,15 @@
 the site's build checks it (`docs/hooks/api.py`); here the same check, and that it finds a name
 without docs."""
 
-import importlib.util
-from pathlib import Path
-
 import pytest
+
+from tests.helpers import load_file
 
 pytest.importorskip("griffe")  # the docs extra
 
 
 def _hook():
-    path = Path(__file__).parents[1] / "docs" / "hooks" / "api.py"
-    spec = importlib.util.spec_from_file_location("api_hook", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_file("docs/hooks/api.py")
 
 
 @pytest.mark.parametrize("package", ["dynamics", "theory", "tasks", "figures"])
