@@ -10,9 +10,9 @@ import pytest
 import dynamics
 from attnflow import cli
 from tests._store_sims import Logistic, SlowDecay
+from tests.helpers import REPOSITORY
 
 GRID = {"rate": [1.0, 10.0]}
-REPOSITORY = Path(__file__).parents[1]
 
 
 @pytest.fixture(scope="module")
