@@ -373,7 +373,7 @@ def figures(args: argparse.Namespace) -> int:
     side by side in `--jobs` worker processes (one paper's figures in one, as they share runs)."""
     import dynamics
 
-    from ._report import paper_figures, schedule
+    from ._report import paper_figures, schedule, shared_runs
     from ._workers import run_pieces
     from .papers import all_figures, papers
 
@@ -392,7 +392,8 @@ def figures(args: argparse.Namespace) -> int:
     wanted = {paper: [n for n in names if n in each.figures] for paper, each in papers().items()}
     order = [paper for paper, _ in schedule([p for p, chosen in wanted.items() if chosen], ("figures",))]
     pieces = [(paper_figures, (paper, out, args.full, wanted[paper])) for paper in order]
-    run_pieces(pieces, args.jobs, jax.config.jax_compilation_cache_dir)
+    with shared_runs(out / "shared_runs"):
+        run_pieces(pieces, args.jobs, jax.config.jax_compilation_cache_dir)
     return 0
 
 

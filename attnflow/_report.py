@@ -76,7 +76,7 @@ def reproduce(out: Path, *, full: bool, metadata: dict, jobs: int, docs: str | N
         else (paper_figures, (name, out / "figures", full))
         for name, part in pieces
     ]
-    with _shared_runs(out / "shared_runs"):
+    with shared_runs(out / "shared_runs"):
         results = dict(zip(pieces, run_pieces(tasks, jobs, jax.config.jax_compilation_cache_dir)))
     checks = {name: results[name, "checks"] for name in names}
     figure_files = {name: results[name, "figures"] for name in names}
@@ -93,7 +93,7 @@ def reproduce(out: Path, *, full: bool, metadata: dict, jobs: int, docs: str | N
 
 
 @contextlib.contextmanager
-def _shared_runs(folder: Path):
+def shared_runs(folder: Path):
     """Name `folder` to the pieces (and the worker processes they start) as the place of
     `dynamics.shared_store`, emptied of the stores of an earlier run before and of this run's
     after: they are the runs of this code, and only for this run."""

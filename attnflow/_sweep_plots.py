@@ -1,7 +1,8 @@
 """The standard plots of a sweep: each saved scalar against time (a flow's time, or a discrete
 run's steps) with seed bands per grid point and the runs' stop times marked, the final value
-against one grid axis (a line) or two (a heat map), and, when runs stop early, the stop time
-`t_stop` itself; with the phases of the runs, their plateaus on the loss and their count."""
+against one grid axis (a line) or two (a heat map), each scalar of the state a run ends in the
+same way, and, when runs stop early, the stop time `t_stop` itself; with the phases of the runs,
+their plateaus on the loss and their count."""
 
 import warnings
 from pathlib import Path
@@ -26,6 +27,17 @@ def scalar_metrics(ds: xr.Dataset, axes: list[str]) -> list[str]:
     return [name for name, var in ds.data_vars.items() if name != "time" and var.dims == wanted]
 
 
+def final_scalars(ds: xr.Dataset, axes: list[str]) -> list[str]:
+    """The scalars of the state each run ended in (`final`, or `final.<name>` for a PyTree; dimensions:
+    the grid axes, seed)."""
+    wanted = (*axes, SEED_DIM)
+    return [name for name, var in ds.data_vars.items() if _of_the_state(name) and var.dims == wanted]
+
+
+def _of_the_state(name: str) -> bool:
+    return name == "final" or name.startswith("final.")
+
+
 def plot_sweep(ds: xr.Dataset, axes: list[str], out_dir: Path) -> list[Path]:
     """Draw the standard plots of `ds` into `out_dir` as PNG files.
 
@@ -36,8 +48,10 @@ def plot_sweep(ds: xr.Dataset, axes: list[str], out_dir: Path) -> list[Path]:
     - `out_dir`: the folder (created).
 
     **Returns:** the files written: `<metric>_time.png` for every scalar metric, and with one or two
-    grid axes `<metric>_final.png`; where some run stopped before its end (an event, a
-    divergence, the step budget), `t_stop_final.png` too.
+    grid axes `<metric>_final.png` and `final.png` or `final.<name>.png` for every scalar of the
+    final state;
+    where some run stopped before its end (an event, a divergence, the step budget),
+    `t_stop_final.png` too.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     dynamics.remove_stale_temporaries(out_dir)  # of a plot a killed process was writing
@@ -48,6 +62,9 @@ def plot_sweep(ds: xr.Dataset, axes: list[str], out_dir: Path) -> list[Path]:
         values = ds[name].where(np.isfinite(ds[name]))
         paths.append(_against_time(values, time, lines, name, clock, stopped, out_dir))
         paths += _finals(_last_finite(ds[name]), axes, name, f"{name} at each run's last save", out_dir)
+    for name in final_scalars(ds, axes):
+        what = name.removeprefix("final.") if name != "final" else "the state"
+        paths += _finals(ds[name], axes, name, f"{what} where each run ended", out_dir)
     if stopped is not None:
         paths += _finals(stopped, axes, "t_stop", f"the {clock} of each run that stopped early", out_dir)
     return paths
@@ -106,7 +123,8 @@ def _stopped_early(ds: xr.Dataset) -> xr.DataArray | None:
 
 
 def _finals(final, axes: list[str], name: str, what: str, out_dir: Path) -> list[Path]:
-    """`final` against one grid axis (a line) or two (a heat map); nothing for other grids."""
+    """`final` against one grid axis (a line) or two (a heat map); nothing for other grids. The
+    file is `<name>_final.png`, or `<name>.png` for the final state's `final` or `final.<name>`."""
     if len(axes) == 1:
         return [_final_line(final, axes[0], name, what, out_dir)]
     if len(axes) == 2:
@@ -197,7 +215,7 @@ def _final_line(final, axis: str, name: str, what: str, out_dir: Path) -> Path:
     ax.set_xlabel(axis)
     ax.set_ylabel(name)
     ax.set_title(f"{what}: mean ± std over seeds", fontsize=9)
-    return _save(fig, out_dir / f"{name}_final.png")
+    return _save(fig, out_dir / _final_file(name))
 
 
 def _final_heatmap(final, axes: list[str], name: str, what: str, out_dir: Path) -> Path:
@@ -211,7 +229,11 @@ def _final_heatmap(final, axes: list[str], name: str, what: str, out_dir: Path) 
     fig.colorbar(image, ax=ax, label=f"{what} (mean over seeds)")
     if np.isnan(mean.values).any():
         ax.set_title("blank: no run of that point gave a value", fontsize=8)
-    return _save(fig, out_dir / f"{name}_final.png")
+    return _save(fig, out_dir / _final_file(name))
+
+
+def _final_file(name: str) -> str:
+    return f"{name}.png" if _of_the_state(name) else f"{name}_final.png"
 
 
 def _save(fig, path: Path) -> Path:

@@ -49,7 +49,7 @@ ROOT = BENCH.parent
 PAPER = SweepConfig.paper(full=True)
 """The paper's sweep, the one `attnflow figures scan_snap_fig6 --full` runs."""
 NUM_LAST, ETA_Z, RATIOS = PAPER.num_lasts, PAPER.eta_zs, PAPER.ratios
-BATCH_SIZE, T = PAPER.batch_size, PAPER.T
+BATCH_SIZE, T = PAPER.level.batch_size, PAPER.level.T
 FIGURE = "scan_snap_fig6"
 WORKER_FLAG = "--attnflow-worker"
 CLAIMS = {
@@ -78,7 +78,7 @@ def _attnflow_executable() -> list[str]:
 
 def is_paper_sweep(num_lasts: Sequence[int], seeds: int, steps: int) -> bool:
     """Whether these flags ask for exactly what `attnflow figures scan_snap_fig6 --full` runs."""
-    return tuple(num_lasts) == NUM_LAST and seeds == len(PAPER.seeds) and steps == PAPER.num_steps
+    return tuple(num_lasts) == NUM_LAST and seeds == len(PAPER.seeds) and steps == PAPER.level.num_steps
 
 
 def attnflow_command(mode: str, out_dir: Path, num_lasts: Sequence[int], seeds: int, steps: int) -> list[str]:
@@ -110,7 +110,7 @@ def attnflow_command(mode: str, out_dir: Path, num_lasts: Sequence[int], seeds: 
 
 def read_attnflow_output(mode: str, out_dir: Path) -> dict[str, np.ndarray]:
     """The attnflow side's results: `entropy` (V, Z, R, S), `completed` (V, Z, R, S) and
-    `seconds` (V,), the in-process wall time of each vocabulary's sweep (compilation included)."""
+    `seconds`, the in-process wall time of the sweep (compilation included)."""
     if mode == "figure":
         stored = json.loads((out_dir / f"{FIGURE}.json").read_text())
         data, config = stored["data"], stored["config"]
@@ -124,13 +124,14 @@ def read_attnflow_output(mode: str, out_dir: Path) -> dict[str, np.ndarray]:
             T=T,
             dtype="float32",
         )
-        got = {key: config.get(key) for key in expected}
+        settings = config | config["level"]
+        got = {key: settings.get(key) for key in expected}
         if got != expected:
             raise RuntimeError(f"the figure ran another sweep than the torch side: {got} != {expected}")
         return {
             "entropy": np.asarray(data["entropy_per_seed"], dtype=float),
             "completed": np.asarray(data["completed"], dtype=bool),
-            "seconds": np.asarray(config["sweep_seconds_per_vocabulary"], dtype=float),
+            "seconds": np.asarray(config["sweep_seconds"], dtype=float),
         }
     with np.load(out_dir / "entropy.npz") as stored:
         return {key: stored[key] for key in ("entropy", "completed", "seconds")}
@@ -177,7 +178,7 @@ def attnflow_worker(argv: Sequence[str]) -> None:
         PAPER,
         num_lasts=tuple(args.num_last),
         seeds=tuple(range(1, args.seeds + 1)),
-        num_steps=args.steps,
+        level=dataclasses.replace(PAPER.level, num_steps=args.steps),
         full=is_paper_sweep(args.num_last, args.seeds, args.steps),
     )
     result = run_sweep(config)
@@ -271,7 +272,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     `attnflow_stats` / `torch_stats` (median, min, max), `ratio` (torch / attnflow, medians),
     `attnflow_entropy` / `torch_entropy` (V, Z, R, S), `attnflow_mean` / `torch_mean` (V, Z, R),
     `max_mean_diff`, `claims` ({claim: {"attnflow": pass, "torch": pass}}, None = n/a),
-    `attnflow_command`, `attnflow_sweep_seconds` (in-process seconds per vocabulary, compilation
+    `attnflow_command`, `attnflow_sweep_seconds` (in-process seconds of the sweep, compilation
     included, last repeat), `torch_seconds_per_vocabulary` (last repeat).
     """
     args = parse_args(argv)
@@ -321,10 +322,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         s = stats[side]
         print(f"{label:<44} {s['median']:>8.2f} {s['min']:>8.2f} {s['max']:>8.2f}")
     attnflow_sweep = results["attnflow"]["seconds"]
-    print(
-        f"  attnflow's run_sweep alone (last repeat, compile included): {attnflow_sweep.sum():.2f} s "
-        f"({', '.join(f'{s:.1f}' for s in attnflow_sweep)} per vocabulary)"
-    )
+    print(f"  attnflow's run_sweep alone (last repeat, compile included): {float(attnflow_sweep):.2f} s")
     torch_per_vocabulary = ", ".join(f"{s:.1f}" for s in results["torch"]["seconds"])
     print(f"  torch per vocabulary (last repeat): {torch_per_vocabulary} s")
 

@@ -3,10 +3,10 @@ runs one at a time through one jitted single-run function.
 
 The sweep: Syn-Medium with `num_last` ∈ {1, 3, 5, 10}; 16 (η_Z, η_Y/η_Z) pairs
 η_Z ∈ {0.5, 1, 2, 3} × ratio ∈ {1, 2, 5, 10}; 10 seeds; 100 steps of SGD with heavy-ball
-momentum 0.9 (L0, `tasks.scan_snap.sgd_run`); batch 128, T = 128; uniform init; float32. A run
-is the figure's own run (`figures._scan_snap_sweep.vocabulary_runs`: final distinct-token
-entropy, recall curve and stop code, seed `s` the official sweep's `seed=s`, seeds 1-10), so both
-sides do exactly the figure's work and their entropies are compared.
+momentum 0.9; batch 128, T = 128; uniform init; float32. A run is the figure's own run, one run
+of the `tasks.scan_snap.SGDOutcome` level (final distinct-token entropy and recall curve, seed `s`
+the official sweep's `seed=s`, seeds 1-10), so both sides do exactly the figure's work and their
+entropies are compared.
 
 Timing (compile excluded from both sides; each side's first, compiling call is untimed and its
 wall time is printed separately):
@@ -24,38 +24,43 @@ Run `python bench/fig6_sweep.py --help` for the flags.
 """
 
 import argparse
+import dataclasses
 import statistics
 import sys
 import time
 from collections.abc import Sequence
 
+import equinox as eqx
 import jax
 import numpy as np
 
 import dynamics
-from figures._scan_snap_sweep import SweepConfig, vocabulary_runs
-from tasks.scan_snap import Dataset2
+from figures._scan_snap_sweep import SweepConfig
+from tasks.scan_snap import Dataset2, SGDOutcome
 
 PAPER = SweepConfig.paper(full=True)
 """The paper's sweep, the one `attnflow figures scan_snap_fig6 --full` runs."""
 NUM_LAST, ETA_Z, RATIOS = PAPER.num_lasts, PAPER.eta_zs, PAPER.ratios
 
 
+def _one_run(level: SGDOutcome, seed, eta_z, ratio) -> dict:
+    """One run of `level` at the rates `eta_z`, `ratio` (arrays inside the batched call, as in
+    `dynamics.sweep`): its final entropy, recall curve and stop code."""
+    run = eqx.tree_at(lambda s: (s.eta_z, s.ratio), level, (eta_z, ratio)).run(dynamics.seed_key(seed))
+    return run.final | {"stop": run.stop}
+
+
 def sweep(num_last: int, args: argparse.Namespace):
     """One vocabulary's runs, as `attnflow figures scan_snap_fig6` runs them: the single-run
     function, its arguments over every (η_Z, ratio, seed) and the vocabulary's size M."""
     seeds = tuple(range(args.seed + 1, args.seed + 1 + args.seeds))
-    config = SweepConfig(
-        num_lasts=(num_last,),
-        eta_zs=tuple(args.eta_z),
-        ratios=tuple(args.ratios),
-        seeds=seeds,
-        num_steps=args.steps,
-        batch_size=args.batch_size,
-        T=args.T,
+    level = dataclasses.replace(
+        PAPER.level, num_last=num_last, num_steps=args.steps, batch_size=args.batch_size, T=args.T
     )
-    one, arguments = vocabulary_runs(config, num_last)
-    return one, arguments, Dataset2.syn_medium(num_last).M
+    points = dynamics.grid(eta_z=tuple(args.eta_z), ratio=tuple(args.ratios), seed=seeds)
+    dtype = level.float_dtype
+    arguments = (points["seed"], points["eta_z"].astype(dtype), points["ratio"].astype(dtype))
+    return eqx.Partial(_one_run, level), arguments, Dataset2.syn_medium(num_last).M
 
 
 def _time_batched(one, args, chunk_size):

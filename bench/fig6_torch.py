@@ -38,7 +38,7 @@ from tasks.scan_snap import Dataset2
 PAPER = SweepConfig.paper(full=True)
 """The paper's sweep, the one `attnflow figures scan_snap_fig6 --full` runs."""
 NUM_LAST, ETA_Z, RATIOS, SEEDS = PAPER.num_lasts, PAPER.eta_zs, PAPER.ratios, PAPER.seeds
-MOMENTUM = PAPER.momentum
+MOMENTUM = PAPER.level.momentum
 
 
 @dataclasses.dataclass(frozen=True)

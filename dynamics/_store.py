@@ -349,8 +349,9 @@ def _run_unit(plan: Plan, static, cells, progress: bool) -> Iterator[tuple[int, 
 
 
 def seeds_identical(num_seeds: int, saved: list[np.ndarray]) -> bool:
-    """Whether two or more seeds all saved exactly what the first did (a deterministic run from a
-    fixed start). `saved`: their saved values, seed axis first."""
+    """Whether two or more seeds all saved, and ended in, exactly what the first did (a
+    deterministic run from a fixed start). `saved`: their saved values and final states, seed
+    axis first."""
     return num_seeds > 1 and all(
         np.array_equal(x, np.broadcast_to(x[:1], x.shape), equal_nan=True) for x in saved
     )
@@ -381,7 +382,11 @@ class _Blocks:
         chunks = {}
         for point, block, outputs in _run_unit(self.plan, static, cells, self.progress):
             _write_cell(self.group, self.plan, point, block, outputs)
-            saved = [x for name, (dims, x) in outputs.items() if SAVE_DIM in dims and name != "time"]
+            saved = [
+                x
+                for name, (dims, x) in outputs.items()
+                if name != "time" and (SAVE_DIM in dims or name.startswith("final."))
+            ]
             seeds = self.plan.seed_block(block).stop - self.plan.seed_block(block).start
             if self.identical is None and seeds_identical(seeds, saved):
                 self.identical = static

@@ -55,7 +55,7 @@ def _run_seeds(sim: AbstractSimulation, num_seeds: int, seed: int, chunk_size: i
         progress=progress,
         description=type(sim).__name__,
     )
-    if seeds_identical(num_seeds, jax.tree.leaves(runs.values)):
+    if seeds_identical(num_seeds, jax.tree.leaves((runs.values, runs.final))):
         warn_seeds_identical(sim, stacklevel=3)  # the caller of `simulate`
     return runs
 

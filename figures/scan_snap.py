@@ -3,7 +3,7 @@ Settings and what to look for: see "Figures" on the scan_snap page of the docume
 
 - Fig. 3: growth factor χ_{l0}(t) = e^{2 B_n(t)} of the L3 phase-transition model.
 - Figs. 4-5: per-token attention c_n on Syn-Small under SGD with momentum / Adam (L0).
-- Fig. 6: distinct-token entropy over the Syn-Medium learning-rate sweep (L0, cached).
+- Fig. 6: distinct-token entropy over the Syn-Medium learning-rate sweep (L0, `SGDOutcome`).
 - Fig. 7: the first layer's attention on real text over training, 1 and 3 layers.
 - Fig. 8: the decoder scalar h*(s) (Eqn 33) and h(t) (Eqn 45).
 - Fig. 9: B_n(t) at fixed η_Y/η_Z (L3 integrated; paper convention, K = C_0 = 1).
@@ -46,7 +46,7 @@ from tasks.scan_snap import (
 )
 
 from ._save import caption, named_figures, save_figure
-from ._scan_snap_sweep import SweepConfig, SweepResult, load_or_run_sweep
+from ._scan_snap_sweep import SweepConfig, SweepResult, run_sweep
 from ._scan_snap_text import fig7, fig10
 
 THEORY_DTYPE = jnp.float64
@@ -565,22 +565,20 @@ def _vocabulary_label(num_last: int) -> str:
     return f"#last/next = {num_last}/{Dataset2.syn_medium(num_last).K}"
 
 
-def _sweep_config(sweep: SweepResult, cached: bool) -> dict:
+def _sweep_config(sweep: SweepResult) -> dict:
     return sweep.config.to_dict() | {
-        "sweep_cache": "scan_snap_sweep.npz",
-        "sweep_read_from_cache": cached,
-        "sweep_seconds_per_vocabulary": sweep.seconds,
+        "sweep_seconds": sweep.seconds,
         "modes": "the figure commands run all 4 vocabularies x 16 rate pairs x 100 steps, with "
         "seeds 1-3 by default (192 runs) and seeds 1-10 with --full (the paper's 640 runs); "
         "'seeds' above says which this is",
     }
 
 
-def draw_fig6(out_dir: Path, sweep: SweepResult, cached: bool = False) -> list[Path]:
+def draw_fig6(out_dir: Path, sweep: SweepResult) -> list[Path]:
     """Draw Fig. 6 from a sweep of any size: one panel per vocabulary, x = η_Y/η_Z, one
     errorbar curve (mean ± std, ddof = 1, over seeds) per η_Z.
 
-    **Arguments:** `out_dir`: the folder; `sweep`: the results; `cached`: recorded in the JSON.
+    **Arguments:** `out_dir`: the folder; `sweep`: the results.
 
     **Returns:** the PNG, PDF and JSON paths.
     """
@@ -630,11 +628,11 @@ def draw_fig6(out_dir: Path, sweep: SweepResult, cached: bool = False) -> list[P
             "completed": sweep.completed,
             "table": table,
         },
-        config=_sweep_config(sweep, cached),
+        config=_sweep_config(sweep),
     )
 
 
-def _draw_recall(out_dir: Path, sweep: SweepResult, cached: bool, by: str) -> list[Path]:
+def _draw_recall(out_dir: Path, sweep: SweepResult, by: str) -> list[Path]:
     """Figs. 11 (`by="eta_z"`: panels by η_Z, curves by ratio) and 12 (`by="ratio"`)."""
     config = sweep.config
     recall = sweep.recall_mean()  # (V, Z, R, S)
@@ -676,24 +674,24 @@ def _draw_recall(out_dir: Path, sweep: SweepResult, cached: bool, by: str) -> li
             "taus": sweep.taus,
             "completed": sweep.completed,
         },
-        config=_sweep_config(sweep, cached) | {"panels_by": by},
+        config=_sweep_config(sweep) | {"panels_by": by},
     )
 
 
-def draw_fig11(out_dir: Path, sweep: SweepResult, cached: bool = False) -> list[Path]:
+def draw_fig11(out_dir: Path, sweep: SweepResult) -> list[Path]:
     """Draw Fig. 11 from a sweep: recall vs τ, panels by (#last/next, η_Z), curves by η_Y/η_Z.
 
     **Returns:** the PNG, PDF and JSON paths.
     """
-    return _draw_recall(out_dir, sweep, cached, "eta_z")
+    return _draw_recall(out_dir, sweep, "eta_z")
 
 
-def draw_fig12(out_dir: Path, sweep: SweepResult, cached: bool = False) -> list[Path]:
+def draw_fig12(out_dir: Path, sweep: SweepResult) -> list[Path]:
     """Draw Fig. 12 from a sweep: recall vs τ, panels by (#last/next, η_Y/η_Z), curves by η_Z.
 
     **Returns:** the PNG, PDF and JSON paths.
     """
-    return _draw_recall(out_dir, sweep, cached, "ratio")
+    return _draw_recall(out_dir, sweep, "ratio")
 
 
 @caption(
@@ -707,12 +705,12 @@ def draw_fig12(out_dir: Path, sweep: SweepResult, cached: bool = False) -> list[
 def fig6(out_dir: Path, full: bool) -> list[Path]:
     """Fig. 6: average distinct-token entropy over the Syn-Medium sweep,
     num_last ∈ {1, 3, 5, 10}, η_Z ∈ {0.5, 1, 2, 3}, η_Y/η_Z ∈ {1, 2, 5, 10}; 10 seeds when
-    `full`, 3 otherwise. The sweep is read from `out_dir/scan_snap_sweep.npz` when that was
-    made with the same config.
+    `full`, 3 otherwise: the runs of the `SGDOutcome` level ([`run_sweep`][]), shared with Figs. 11
+    and 12 in one command.
 
     **Returns:** the PNG, PDF and JSON paths.
     """
-    return draw_fig6(out_dir, *load_or_run_sweep(out_dir, SweepConfig.paper(full)))
+    return draw_fig6(out_dir, run_sweep(SweepConfig.paper(full)))
 
 
 @caption(
@@ -722,12 +720,12 @@ def fig6(out_dir: Path, full: bool) -> list[Path]:
     r"descends more slowly)."
 )
 def fig11(out_dir: Path, full: bool) -> list[Path]:
-    """Fig. 11: recall vs threshold over the Fig. 6 sweep (reused from
-    `out_dir/scan_snap_sweep.npz` when present), panels by (#last/next, η_Z).
+    """Fig. 11: recall vs threshold over the Fig. 6 sweep (its runs, in one command), panels by
+    (#last/next, η_Z).
 
     **Returns:** the PNG, PDF and JSON paths.
     """
-    return draw_fig11(out_dir, *load_or_run_sweep(out_dir, SweepConfig.paper(full)))
+    return draw_fig11(out_dir, run_sweep(SweepConfig.paper(full)))
 
 
 @caption(
@@ -735,12 +733,12 @@ def fig11(out_dir: Path, full: bool) -> list[Path]:
     r"for larger $\eta_Z$ descending more slowly."
 )
 def fig12(out_dir: Path, full: bool) -> list[Path]:
-    """Fig. 12: recall vs threshold over the Fig. 6 sweep (reused from
-    `out_dir/scan_snap_sweep.npz` when present), panels by (#last/next, η_Y/η_Z).
+    """Fig. 12: recall vs threshold over the Fig. 6 sweep (its runs, in one command), panels by
+    (#last/next, η_Y/η_Z).
 
     **Returns:** the PNG, PDF and JSON paths.
     """
-    return draw_fig12(out_dir, *load_or_run_sweep(out_dir, SweepConfig.paper(full)))
+    return draw_fig12(out_dir, run_sweep(SweepConfig.paper(full)))
 
 
 FIGURES = named_figures(__name__, [fig3, fig4, fig5, fig6, fig7, fig8, fig9, fig10, fig11, fig12])

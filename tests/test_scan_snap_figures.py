@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 import scipy.special
 
-from figures import _scan_snap_sweep, scan_snap
-from figures._scan_snap_sweep import SweepConfig, load_or_run_sweep
-from tasks.scan_snap import h_continuous, phase_B_exact, phase_B_paper
+import dynamics
+from figures import scan_snap
+from figures._scan_snap_sweep import SweepConfig, run_sweep
+from tasks.scan_snap import SGDOutcome, h_continuous, phase_B_exact, phase_B_paper
 
 
 def _written(paths, name):
@@ -108,10 +109,11 @@ def test_fig4_common_tokens_fade(tmp_path):
 
 
 @pytest.mark.slow
-def test_fig6_sweep_reduced_grid_and_cache(tmp_path, monkeypatch):
-    config = SweepConfig(num_lasts=(1,), eta_zs=(0.5, 3.0), ratios=(1.0, 2.0), seeds=(1, 2), num_taus=5)
-    result, cached = load_or_run_sweep(tmp_path, config)
-    assert not cached
+def test_fig6_sweep_reduced_grid_shared_by_the_figures(tmp_path, monkeypatch):
+    config = SweepConfig(
+        num_lasts=(1,), eta_zs=(0.5, 3.0), ratios=(1.0, 2.0), seeds=(1, 2), level=SGDOutcome(num_taus=5)
+    )
+    result = run_sweep(config)
     assert result.entropy.shape == (1, 2, 2, 2) and result.recall.shape == (1, 2, 2, 2, 5)
     assert result.completed.all()
     mean, std = result.entropy_mean_std()
@@ -123,19 +125,12 @@ def test_fig6_sweep_reduced_grid_and_cache(tmp_path, monkeypatch):
     np.testing.assert_allclose(content["data"]["mean"], mean)
     _written(scan_snap.draw_fig11(tmp_path, result), "scan_snap_fig11")
 
-    def no_rerun(config):
-        raise RuntimeError("the sweep ran again")
-
-    monkeypatch.setattr(_scan_snap_sweep, "run_sweep", no_rerun)
-    again, cached = load_or_run_sweep(tmp_path, config)
-    assert cached
-    np.testing.assert_array_equal(again.entropy, result.entropy)
-    np.testing.assert_array_equal(again.recall, result.recall)
-    with pytest.raises(RuntimeError, match="ran again"):
-        load_or_run_sweep(
-            tmp_path, SweepConfig(num_lasts=(1,), eta_zs=(0.5, 3.0), ratios=(1.0, 2.0), seeds=(1,))
-        )
-    # the same config made by other code is not served from the cache
-    monkeypatch.setattr(_scan_snap_sweep, "code_digest", lambda: "other code")
-    with pytest.raises(RuntimeError, match="ran again"):
-        load_or_run_sweep(tmp_path, config)
+    # In a command's shared folder the figures' sweeps are one store, with the numbers in memory.
+    monkeypatch.setenv(dynamics.SHARED_RUNS, str(tmp_path / "shared"))
+    for _ in range(2):
+        again = run_sweep(config)
+        np.testing.assert_array_equal(again.entropy, result.entropy)
+        np.testing.assert_array_equal(again.recall, result.recall)
+    assert len(list((tmp_path / "shared").glob("*.zarr"))) == 1
+    with pytest.raises(ValueError, match="consecutive"):
+        SweepConfig(seeds=(1, 3))

@@ -23,7 +23,7 @@ SMALL = {
 
 
 def test_levels_are_the_four_simulations_and_the_real_text_one():
-    assert list(scan_snap.SIMULATIONS) == ["L0", "L1", "L2", "L3", "text"]
+    assert list(scan_snap.SIMULATIONS) == ["L0", "L0_outcome", "L1", "L2", "L3", "text"]
     for cls in scan_snap.SIMULATIONS.values():
         assert issubclass(cls, dynamics.AbstractSimulation)
         assert cls.path() == f"tasks.scan_snap:{cls.__name__}"
@@ -67,6 +67,40 @@ def test_population_flow_is_the_level_function():
         save_ts=jnp.linspace(0.0, 20.0, 4),
     )
     assert tree_allclose(run.values, direct.values)
+
+
+def test_the_outcome_level_ends_where_L0_ends_from_the_same_key():
+    """SGDOutcome is L0 on Syn-Medium from the random init with η_Y = η_Z · ratio: from the same
+    key both train the same model, and its outcome is measured on L0's final model."""
+    outcome = scan_snap.SGDOutcome(
+        num_last=3, eta_z=2.0, ratio=5.0, num_steps=6, T=16, batch_size=8, num_taus=7
+    )
+    level = scan_snap.SGD(
+        dataset="syn_medium",
+        num_last=3,
+        init="uniform",
+        eta_y=10.0,
+        eta_z=2.0,
+        num_steps=6,
+        every=6,
+        T=16,
+        batch_size=8,
+    )
+    key = dynamics.seed_key(4)
+    ended, trained = outcome.run(key), level.run(key).final
+    classes = scan_snap.Dataset2.syn_medium(3).build()
+    assert jnp.dtype(ended.final["entropy"].dtype) == jnp.float32 and ended.final["recall"].shape == (7,)
+    np.testing.assert_allclose(
+        ended.final["entropy"], scan_snap.distinct_token_entropy(trained, classes), rtol=1e-6
+    )
+    taus = outcome.taus()
+    assert taus[0] == scan_snap.RECALL_TAU_RANGES[3][0] and taus[-1] == scan_snap.RECALL_TAU_RANGES[3][1]
+    np.testing.assert_allclose(
+        ended.final["recall"], scan_snap.recall_at_threshold(trained, classes, taus), rtol=0, atol=1e-6
+    )
+    assert float(ended.final["entropy"]) < float(
+        scan_snap.distinct_token_entropy(scan_snap.YZModel.zeros(79), classes)
+    )
 
 
 @pytest.mark.slow

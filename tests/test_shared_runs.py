@@ -4,7 +4,7 @@ folder `attnflow reproduce` names to its pieces), with the numbers of the sweep 
 import numpy as np
 
 import dynamics
-from attnflow._report import _shared_runs
+from attnflow._report import shared_runs
 from tests._store_sims import SlowDecay
 
 GRID = {"rate": [1.0, 2.0]}
@@ -29,7 +29,7 @@ def test_reproduce_names_a_folder_of_its_own_and_leaves_nothing_in_it(tmp_path, 
     monkeypatch.setenv(dynamics.SHARED_RUNS, "elsewhere")
     folder = tmp_path / "shared_runs"
     earlier = dynamics.save_sweep(dynamics.sweep(SlowDecay(), GRID, num_seeds=1), folder / "earlier.zarr")
-    with _shared_runs(folder):
+    with shared_runs(folder):
         assert not earlier.exists()  # an earlier run's stores go before the pieces start
         store = dynamics.shared_store(SlowDecay(), GRID, num_seeds=2)
         assert store.parent == folder

@@ -1,5 +1,6 @@
 """The standard plots of a sweep: the time axis says time or step, early stops are marked on it,
-and the stop time gets its own plot when runs stop early."""
+the stop time gets its own plot when runs stop early, and each scalar of the final state is drawn
+against the grid."""
 
 import pytest
 
@@ -39,3 +40,11 @@ def test_discrete_training_is_drawn_against_steps_and_has_no_stop_plot(tmp_path,
     time_plots = [name for name in drawn if name.endswith("_time.png")]
     assert time_plots and all(drawn[name][0] == "step" for name in time_plots)
     assert not any("stopped early" in drawn[name][1] for name in time_plots)
+
+
+def test_each_scalar_of_the_final_state_is_drawn_against_the_grid(tmp_path, drawn):
+    ds = dynamics.sweep(Decay(mode="euler"), {"rate": [0.5, 2.0]}, num_seeds=2)
+    finals = [name for name in ds.data_vars if name.startswith("final") and ds[name].dims == ("rate", "seed")]
+    paths = {p.name for p in _sweep_plots.plot_sweep(ds, ["rate"], tmp_path)}
+    assert finals and {f"{name}.png" for name in finals} <= paths
+    assert all(drawn[f"{name}.png"][0] == "rate" for name in finals)

@@ -58,10 +58,12 @@ from ._sampling import (
     token_counts,
 )
 from ._simulate import (
+    RECALL_TAU_RANGES,
     SGD,
     SIMULATIONS,
     PopulationFlow,
     ScalarFlow,
+    SGDOutcome,
     TheoryFlow,
 )
 from ._text_data import (
@@ -142,7 +144,9 @@ __all__ = [
     "Batch",
     "ClassArrays",
     "Dataset2",
+    "RECALL_TAU_RANGES",
     "SGD",
+    "SGDOutcome",
     "SIMULATIONS",
     "PopulationFlow",
     "ScalarFlow",

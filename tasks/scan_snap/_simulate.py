@@ -1,9 +1,12 @@
-"""The four Scan and Snap simulation levels as simulations: L0 mini-batch SGD, L1 the population
-flow, L2 the decoupled theory flow, L3 the scalar model of Theorem 4. The defaults are the paper's."""
+"""The four Scan and Snap simulation levels as simulations: L0 mini-batch SGD (and its outcome
+alone, the run of the Fig. 6 sweep), L1 the population flow, L2 the decoupled theory flow, L3 the
+scalar model of Theorem 4. The defaults are the paper's."""
 
 import diffrax
+import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 import dynamics
 from dynamics import Interval, OneOf, Require, dtype_param, param
@@ -11,6 +14,7 @@ from dynamics import Interval, OneOf, Require, dtype_param, param
 from ._classes import SequenceClasses
 from ._generator import Dataset2
 from ._levels import OPTIMIZERS, population_flow, scalar_flow, sgd_run, theory_flow
+from ._metrics import distinct_token_entropy, recall_at_threshold
 from ._model import YZModel
 from ._text_train import TextSGD
 
@@ -104,6 +108,68 @@ class SGD(dynamics.AbstractSimulation):
             method=self.optimizer,
             momentum=self.momentum,
         )
+
+
+RECALL_TAU_RANGES = {1: (0.028, 0.038), 3: (0.012, 0.016), 5: (0.0075, 0.0105), 10: (0.0040, 0.0050)}
+"""The threshold ranges of the recall curves of Figs. 11-12 (the paper's x-axes), per `num_last`."""
+
+
+class SGDOutcome(dynamics.AbstractSimulation):
+    """L0 as the Fig. 6 sweep runs it: mini-batch SGD with heavy-ball momentum on Syn-Medium from
+    the random init U(±1/√M), keeping only how the attention ends: the final distinct-token
+    entropy ([`distinct_token_entropy`][]) and the final recall curve ([`recall_at_threshold`][]
+    at [`SGDOutcome.taus`][]), no series.
+
+    The key of seed s is split into (init key, mini-batch key), as [`SGD`][] does: with
+    `dynamics.sweep(..., seed=1)` seed s is the official sweep's `seed=s`, shared by every rate
+    pair, so the Fig. 6 table agrees with the paper's cell by cell. η_Y = η_Z · `ratio`.
+
+    **Example:** the paper's sweep (Fig. 6, seeds 1-10), from the command line
+    `attnflow sweep scan_snap --level L0_outcome --grid num_last=1,3,5,10 --grid eta_z=0.5,1,2,3
+    --grid ratio=1,2,5,10 --seed 1 --seeds 10 --out fig6`.
+    """
+
+    num_last: int = _num_last()
+    eta_z: float = _rate("η_Z of the attention Z")
+    ratio: float = param(1.0, _POSITIVE, doc="η_Y/η_Z (η_Y of the decoder is η_Z · ratio)", traced=True)
+    momentum: float = param(0.9, Interval(0, 1, high_open=True), doc="μ of the heavy ball")
+    T: int = param(128, Interval(2), doc="sequence length")
+    batch_size: int = param(128, Interval(1), doc="sequences per step")
+    num_steps: int = param(100, Interval(1), doc="optimizer steps")
+    num_taus: int = param(41, Interval(2), doc="points of the recall curve")
+    dtype: str = dtype_param("float32")
+
+    def taus(self) -> np.ndarray:
+        """The thresholds of the recall curve: `num_taus` points over `RECALL_TAU_RANGES[num_last]`
+        (over [0.85/M, 1.25/M] for a `num_last` the paper does not plot)."""
+        M = Dataset2.syn_medium(self.num_last).M
+        return np.linspace(*RECALL_TAU_RANGES.get(self.num_last, (0.85 / M, 1.25 / M)), self.num_taus)
+
+    def run(self, key) -> dynamics.Run:
+        classes = _classes("syn_medium", self.num_last).arrays(self.float_dtype)
+        init_key, data_key = jax.random.split(key)
+        run = sgd_run(
+            data_key,
+            YZModel.uniform(init_key, classes.probs.shape[1], self.float_dtype),
+            classes,
+            T=self.T,
+            batch_size=self.batch_size,
+            num_steps=self.num_steps,
+            every=self.num_steps,
+            eta_y=self.eta_z * self.ratio,
+            eta_z=self.eta_z,
+            momentum=self.momentum,
+            save=lambda model: (),
+        )
+        # Measured on the class arrays as computed at run time, as when they are arguments of the
+        # compiled call: XLA would otherwise fold their own terms (log π) at compile time, in
+        # another rounding, and the Fig. 6 table would move in its last bits.
+        classes, taus = jax.lax.optimization_barrier((classes, jnp.asarray(self.taus(), self.float_dtype)))
+        outcome = {
+            "entropy": distinct_token_entropy(run.final, classes),
+            "recall": recall_at_threshold(run.final, classes, taus),
+        }
+        return eqx.tree_at(lambda r: r.final, run, outcome)
 
 
 class PopulationFlow(dynamics.AbstractSimulation):
@@ -201,5 +267,12 @@ class ScalarFlow(dynamics.AbstractSimulation):
         )
 
 
-SIMULATIONS = {"L0": SGD, "L1": PopulationFlow, "L2": TheoryFlow, "L3": ScalarFlow, "text": TextSGD}
+SIMULATIONS = {
+    "L0": SGD,
+    "L0_outcome": SGDOutcome,
+    "L1": PopulationFlow,
+    "L2": TheoryFlow,
+    "L3": ScalarFlow,
+    "text": TextSGD,
+}
 """The levels of Scan and Snap by name."""
