@@ -33,7 +33,7 @@ def verify(args: argparse.Namespace) -> int:
     names = [paper(args.paper).name] if args.paper else list(papers())
     dynamics.prepare_file(args.json, "--json")
     order = [name for name, _ in schedule(names, ("checks",))]
-    tasks = [(paper_checks, (name, args.quick)) for name in order]
+    tasks = [(paper_checks, (name, args.full)) for name in order]
     by_paper = dict(zip(order, run_pieces(tasks, args.jobs, jax.config.jax_compilation_cache_dir)))
     checks = [check for name in names for check in by_paper[name]]
     print(theory.format_table(checks))

@@ -27,10 +27,10 @@ def schedule(names: list[str], parts: tuple[str, ...]) -> list[tuple[str, str]]:
     return sorted(pieces, key=lambda piece: -cost[piece])
 
 
-def paper_checks(name: str, quick: bool) -> list[theory.Check]:
-    """Every check of paper `name`, each announced as it starts."""
+def paper_checks(name: str, full: bool) -> list[theory.Check]:
+    """Every check of paper `name` (at the paper's sizes when `full`), each announced as it starts."""
     return papers()[name].run_checks(
-        quick=quick, progress=lambda check: print(f"  {name}: {check}", flush=True)
+        full=full, progress=lambda check: print(f"  {name}: {check}", flush=True)
     )
 
 
@@ -71,9 +71,7 @@ def reproduce(out: Path, *, full: bool, metadata: dict, jobs: int, docs: str | N
     names = list(papers())
     pieces = schedule(names, ("checks", "figures"))
     tasks = [
-        (paper_checks, (name, not full))
-        if part == "checks"
-        else (paper_figures, (name, out / "figures", full))
+        (paper_checks, (name, full)) if part == "checks" else (paper_figures, (name, out / "figures", full))
         for name, part in pieces
     ]
     with shared_runs(out / "shared_runs"):

@@ -12,7 +12,7 @@ import jax
 BACKEND_OPTIMIZATION = "--xla_backend_optimization_level=2"
 """The XLA backend optimisation level of the command line's programs (XLA's default is 3). On a
 2-core CPU, `attnflow --no-compile-cache reproduce` takes 297 s instead of 344 s, `attnflow verify
---quick --jobs 1` on one core 211 s instead of 242 s, and the full Fig. 6 sweep 46 s instead of
+--jobs 1` (the quick sizes) on one core 211 s instead of 242 s, and the full Fig. 6 sweep 46 s instead of
 50 s: compiling is faster and the programs run as fast. The numbers agree with level 3 to
 rounding. A level given in `XLA_FLAGS` is kept."""
 

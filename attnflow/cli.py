@@ -66,6 +66,14 @@ def _add_store_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_full(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--full",
+        action="store_true",
+        help="the papers' sizes (minutes to hours) instead of the quick ones (the same tolerances)",
+    )
+
+
 def _size(text: str) -> int:
     import dynamics
 
@@ -88,7 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     verify = sub.add_parser("verify", help="check theorems against simulation; exit 1 if any check fails")
     verify.add_argument("--paper", help="one paper (default: all)")
-    verify.add_argument("--quick", action="store_true", help="smaller simulations (seconds, not minutes)")
+    _add_full(verify)
     verify.add_argument("--json", default="results/verify.json", help="where to write the report")
     _add_jobs(verify)
     verify.set_defaults(func=_commands.verify)
@@ -150,16 +158,14 @@ def build_parser() -> argparse.ArgumentParser:
     figs.add_argument("--all", action="store_true", help="every figure")
     figs.add_argument("--list", action="store_true", help="list figure names and exit")
     figs.add_argument("--out", default="results/figures", help="output folder")
-    figs.add_argument(
-        "--full", action="store_true", help="the papers' sizes (slow) instead of quick defaults"
-    )
+    _add_full(figs)
     _add_jobs(figs)
     _add_data(figs)
     figs.set_defaults(func=_commands.figures)
 
     repro = sub.add_parser("reproduce", help="every check and every figure, with an index.html")
     repro.add_argument("--out", default="results", help="output folder")
-    repro.add_argument("--full", action="store_true", help="the papers' sizes (slow)")
+    _add_full(repro)
     repro.add_argument(
         "--docs",
         default=None,

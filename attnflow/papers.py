@@ -70,12 +70,13 @@ class Paper:
             raise ValueError(f"{self.name} has no level {level!r}; levels: {', '.join(self.simulations)}")
         return self.simulations[level]
 
-    def run_checks(self, *, quick: bool, progress: Callable[[str], None] | None = None) -> list[theory.Check]:
-        """Run every check of the paper (smaller simulations when `quick`, same tolerances).
+    def run_checks(self, *, full: bool, progress: Callable[[str], None] | None = None) -> list[theory.Check]:
+        """Run every check of the paper (at the paper's sizes when `full`, else quick ones; the
+        tolerances are the same).
 
         **Returns:** the [`theory.Check`][]s in order.
         """
-        return theory.run_checks(theory.check_makers(self.name, self.checks, quick), progress)
+        return theory.run_checks(theory.check_makers(self.name, self.checks, full), progress)
 
 
 @functools.cache

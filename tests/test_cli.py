@@ -160,16 +160,16 @@ def test_verify_exit_code_and_json_follow_the_checks(tmp_path, monkeypatch, caps
     def good():
         return theory.Measured(predicted=1.0, simulated=1.0, error=0.0)
 
-    @theory.claim("1 = 2", method="by hand", tolerance=1e-12, quick_mode=True)
-    def bad(quick: bool):
-        return theory.Measured(predicted=1.0, simulated=2.0 + quick, error=1.0)
+    @theory.claim("1 = 2", method="by hand", tolerance=1e-12, sized=True)
+    def bad(full: bool):
+        return theory.Measured(predicted=1.0, simulated=2.0 if full else 3.0, error=1.0)
 
     monkeypatch.setitem(papers(), "toy", _toy(good))
     assert cli.main(["verify", "--paper", "toy", "--json", str(tmp_path / "ok.json")]) == 0
     monkeypatch.setitem(papers(), "toy", _toy(good, bad))
-    assert cli.main(["verify", "--paper", "toy", "--quick", "--json", str(tmp_path / "bad.json")]) == 1
+    assert cli.main(["verify", "--paper", "toy", "--json", str(tmp_path / "bad.json")]) == 1
     report = json.loads((tmp_path / "bad.json").read_text())
-    # each check reports under its function's name and paper; quick reaches only checks that take it
+    # each check reports under its function's name and paper; `full` reaches only the sized checks
     assert [(c["paper"], c["name"], c["verdict"]) for c in report["checks"]] == [
         ("toy", "good", "pass"),
         ("toy", "bad", "fail"),
@@ -207,11 +207,9 @@ def test_a_check_takes_the_words_of_its_kinds_and_refuses_others(field, value, a
 def test_a_declared_check_is_named_after_its_function_and_judged_by_its_declaration():
     calls = []
 
-    @theory.claim(
-        "x is 1", method="by hand", tolerance=0.1, provenance="derived", bound="upper", quick_mode=True
-    )
-    def x_is_one(quick: bool = False, *, x: float = 1.05) -> theory.Measured:
-        calls.append(quick)
+    @theory.claim("x is 1", method="by hand", tolerance=0.1, provenance="derived", bound="upper", sized=True)
+    def x_is_one(full: bool = False, *, x: float = 1.05) -> theory.Measured:
+        calls.append(full)
         return theory.Measured(1.0, x, theory.relative_error(1.0, x), note=f"x={x}")
 
     check = x_is_one()
@@ -219,16 +217,17 @@ def test_a_declared_check_is_named_after_its_function_and_judged_by_its_declarat
     assert check.verdict is theory.Verdict.passed and check.error == pytest.approx(0.05)
     assert check.provenance is theory.Provenance.derived and check.bound is theory.Bound.upper
     assert x_is_one(x=1.5).verdict is theory.Verdict.failed  # a keyword of the function under test
-    (made,) = theory.check_makers("p", [x_is_one], quick=True)
-    assert (made.__name__, made().paper, calls[-1]) == ("x_is_one", "p", True)
+    (made,) = theory.check_makers("p", [x_is_one], full=False)
+    assert (made.__name__, made().paper, calls[-1]) == ("x_is_one", "p", False)
+    assert theory.check_makers("p", [x_is_one], full=True)[0]().name == "x_is_one" and calls[-1] is True
 
 
-def test_a_declared_check_without_a_quick_mode_is_not_given_quick_and_may_deviate():
+def test_a_declared_check_that_is_not_sized_is_not_given_full_and_may_deviate():
     @theory.claim("y is 0", method="by hand", tolerance=0.0, expected_deviation="y is 1 here, for a reason")
     def y_is_zero() -> theory.Measured:
         return theory.Measured(0.0, 1.0, 1.0)
 
-    (made,) = theory.check_makers("p", [y_is_zero], quick=True)
+    (made,) = theory.check_makers("p", [y_is_zero], full=False)
     check = made()
     assert check.verdict is theory.Verdict.deviation and check.deviation == "y is 1 here, for a reason"
 
@@ -249,13 +248,13 @@ def test_the_example_of_claim_runs():
     assert doctest.testmod(_check).failed == 0
 
 
-def test_every_check_of_every_paper_is_declared_and_takes_quick_as_declared():
+def test_every_check_of_every_paper_is_declared_and_takes_full_as_declared():
     for name, paper in papers().items():
         for fn in paper.checks:
-            takes_quick = "quick" in inspect.signature(fn).parameters
-            assert takes_quick == fn.declaration.quick_mode, (name, fn.__name__)
+            takes_full = "full" in inspect.signature(fn).parameters
+            assert takes_full == fn.declaration.sized, (name, fn.__name__)
     with pytest.raises(ValueError, match=r"^not declared with theory.claim: _undeclared \(checks of p\)$"):
-        theory.check_makers("p", [*papers()["scan_snap"].checks, _undeclared], quick=True)
+        theory.check_makers("p", [*papers()["scan_snap"].checks, _undeclared], full=False)
 
 
 def _undeclared():
@@ -272,8 +271,8 @@ def test_a_declaration_refuses_bad_words_before_anything_runs():
 def test_a_bound_reads_as_a_relation_in_the_table_json_and_page(tmp_path, monkeypatch, capsys):
     from attnflow._report import _check_table
 
-    @theory.claim("r in [0.5, 1]", method="by hand", tolerance=0.0, bound="lower", quick_mode=True)
-    def above(quick: bool):
+    @theory.claim("r in [0.5, 1]", method="by hand", tolerance=0.0, bound="lower", sized=True)
+    def above(full: bool):
         return theory.Measured(predicted=0.5, simulated=0.96, error=0.0)
 
     @theory.claim("r <= 1", method="by hand", tolerance=0.0, bound="upper")
@@ -300,7 +299,7 @@ def test_a_bound_reads_as_a_relation_in_the_table_json_and_page(tmp_path, monkey
         ("below", "upper"),
         ("equal", None),
     ]
-    page = _check_table("toy", [above(quick=True), below(), equal()])
+    page = _check_table("toy", [above(full=False), below(), equal()])
     assert "<td class='num'>bound ≥ 0.5</td><td class='num'>0.96</td>" in page
     assert "<td class='num'>bound ≤ 1</td><td class='num'>1.25</td>" in page
     assert "<td class='num'>1</td><td class='num'>1</td>" in page

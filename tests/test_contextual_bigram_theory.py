@@ -93,21 +93,21 @@ def test_surrogate_noise_has_the_probe_covariance(inst):
         cb.surrogate_noise(model, inst, jax.random.PRNGKey(1), batch=16, probes=64, covariance="other")
 
 
-def _makers(quick: bool):
-    return theory.check_makers(contextual_bigram.PAPER, contextual_bigram.CHECKS, quick)
+def _makers(full: bool):
+    return theory.check_makers(contextual_bigram.PAPER, contextual_bigram.CHECKS, full)
 
 
 def test_checks_are_named_makers():
-    makers = _makers(True)
+    makers = _makers(False)
     names = [m.__name__ for m in makers]
     assert len(names) == len(set(names)) and "algorithm1_recovers" in names
     assert all(m.paper == "contextual_bigram" for m in makers)
 
 
-def test_checks_take_quick_only_with_a_quick_mode():
+def test_checks_take_full_only_when_they_are_sized():
     signatures = {fn.__name__: list(inspect.signature(fn).parameters) for fn in contextual_bigram.CHECKS}
-    assert all(params in ([], ["quick"]) for params in signatures.values()), signatures
-    assert signatures["lemma_b8_enumeration"] == [] and signatures["algorithm1_recovers"] == ["quick"]
+    assert all(params in ([], ["full"]) for params in signatures.values()), signatures
+    assert signatures["lemma_b8_enumeration"] == [] and signatures["algorithm1_recovers"] == ["full"]
 
 
 def test_figures_carry_the_paper_name():

@@ -220,6 +220,6 @@ def test_kappa_and_rho_at_P():
 def test_result2_within_hypotheses_check():
     """Steps 3-4 of the Result 2 argument at L = 40, n = 30, M = 2, ε = 4.1, on a frozen population
     of 2^14 sequences."""
-    check = theory.result2_within_hypotheses(quick=False)
+    check = theory.result2_within_hypotheses(full=True)
     assert check.verdict != "fail", check.note
     assert check.simulated <= check.predicted

@@ -37,7 +37,7 @@ ORDER = [
 def test_checks_in_paper_order():
     assert [fn.__name__ for fn in theory.CHECKS] == ORDER and len(theory.CHECKS) == 17
     for name in ("result1_time_within_bound_iid", "result1_perfect_reached_iid", "section7_joint_kappa"):
-        assert list(inspect.signature(getattr(theory, name)).parameters) == ["quick"]
+        assert list(inspect.signature(getattr(theory, name)).parameters) == ["full"]
         assert name in theory.__all__
 
 

@@ -48,9 +48,9 @@ import theory
 from tasks.toy_paper import Decay
 
 
-@theory.claim("y(1) = y(0) e^{-k}", method="by hand", tolerance=1e-6, provenance="derived", quick_mode=True)
-def decay_is_exponential(quick: bool):
-    run = dynamics.simulate(Decay(k=2.0), num_seeds=2 if quick else 8)
+@theory.claim("y(1) = y(0) e^{-k}", method="by hand", tolerance=1e-6, provenance="derived", sized=True)
+def decay_is_exponential(full: bool):
+    run = dynamics.simulate(Decay(k=2.0), num_seeds=8 if full else 2)
     simulated = float(np.mean(run.values["y"][:, -1] / run.values["y"][:, 0]))
     predicted = float(np.exp(-2.0))
     return theory.Measured(predicted, simulated, theory.relative_error(predicted, simulated))
@@ -111,7 +111,7 @@ def test_a_new_paper_is_found_by_every_command(toy_paper, capsys):
     np.testing.assert_allclose(ratio, np.exp(-np.array([1.0, 2.0])), rtol=1e-6)
 
     report = out / "verify.json"
-    assert cli.main(["verify", "--paper", "toy_paper", "--quick", "--jobs", "1", "--json", str(report)]) == 0
+    assert cli.main(["verify", "--paper", "toy_paper", "--jobs", "1", "--json", str(report)]) == 0
     (check,) = json.loads(report.read_text())["checks"]
     assert (check["paper"], check["name"], check["verdict"]) == ("toy_paper", "decay_is_exponential", "pass")
 

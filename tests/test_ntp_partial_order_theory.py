@@ -67,17 +67,17 @@ def test_svop_stage1_margin_beyond_float64_resolution_keeps_direction():
     np.testing.assert_allclose(cos[1:], 1.0, atol=1e-12)
 
 
-def test_checks_take_quick_only_when_they_have_a_quick_mode():
+def test_checks_take_full_only_when_they_are_sized():
     arguments = {fn.__name__: list(inspect.signature(fn).parameters) for fn in ntp_theory.CHECKS}
-    quick = {name for name, args in arguments.items() if args == ["quick"]}
-    assert quick == {
+    sized = {name for name, args in arguments.items() if args == ["full"]}
+    assert sized == {
         "eqn2_closed_form_vs_qp",
         "eqn3_qp_kkt_and_second_solver",
         "prop2_closed_form_where_valid",
         "thm3_unseen_sentences",
         "thm1_many_datasets_direction",
     }
-    assert all(args == [] for name, args in arguments.items() if name not in quick)
+    assert all(args == [] for name, args in arguments.items() if name not in sized)
     assert ntp_theory.PAPER == "ntp_partial_order" and len(ntp_theory.CHECKS) == 23
 
 

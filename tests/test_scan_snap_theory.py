@@ -1,5 +1,5 @@
 """The Scan and Snap theorem checks: each is named after its function, a wrong formula fails, and
-(under `-m slow`, since `attnflow verify --quick` runs them in CI) every quick check passes."""
+(under `-m slow`, since `attnflow reproduce` runs them in CI) every quick check passes."""
 
 import functools
 import inspect
@@ -22,30 +22,30 @@ CORE_NAMES = [name for name in NAMES if name not in TEXT_NAMES]
 """The checks run together here under `-m slow`, in the papers' order."""
 
 
-def _run(quick: bool, names: list[str] = NAMES) -> list[theory.Check]:
+def _run(full: bool, names: list[str] = NAMES) -> list[theory.Check]:
     fns = [fn for fn in scan_snap.CHECKS if fn.__name__ in names]
-    return theory.run_checks(theory.check_makers(scan_snap.PAPER, fns, quick))
+    return theory.run_checks(theory.check_makers(scan_snap.PAPER, fns, full))
 
 
 @pytest.fixture(scope="module")
 def results():
     """Every quick check but the real-text ones, run once for the module."""
-    return {check.name: check for check in _run(True, CORE_NAMES)}
+    return {check.name: check for check in _run(False, CORE_NAMES)}
 
 
 def test_makers_are_named_after_their_checks():
     assert len(set(NAMES)) == len(NAMES) > 20
     assert set(TEXT_NAMES) <= set(NAMES)
-    makers = theory.check_makers(scan_snap.PAPER, scan_snap.CHECKS, quick=True)
+    makers = theory.check_makers(scan_snap.PAPER, scan_snap.CHECKS, full=False)
     assert [maker.__name__ for maker in makers] == NAMES
     assert {maker.paper for maker in makers} == {"scan_snap"}
     check = makers[NAMES.index("lemma6_closed_form")]()  # one cheap one, run
     assert (check.paper, check.name) == ("scan_snap", "lemma6_closed_form") and check.note
 
 
-def test_checks_take_quick_only_when_they_have_a_quick_mode():
-    with_quick = {fn.__name__ for fn in scan_snap.CHECKS if "quick" in inspect.signature(fn).parameters}
-    assert with_quick == {
+def test_checks_take_full_only_when_they_are_sized():
+    sized = {fn.__name__ for fn in scan_snap.CHECKS if "full" in inspect.signature(fn).parameters}
+    assert sized == {
         "lemma1_autograd",
         "lemma1_row_sums",
         "lemma2_rate",
@@ -63,7 +63,7 @@ def test_checks_take_quick_only_when_they_have_a_quick_mode():
     }
     for fn in scan_snap.CHECKS:  # anything else is keyword-only with a default (a formula under test)
         for p in inspect.signature(fn).parameters.values():
-            assert p.name == "quick" or (p.kind == p.KEYWORD_ONLY and p.default is not p.empty), fn.__name__
+            assert p.name == "full" or (p.kind == p.KEYWORD_ONLY and p.default is not p.empty), fn.__name__
 
 
 def test_closed_forms_of_the_checks():
@@ -98,15 +98,15 @@ def test_quick_check_does_not_fail(results, name):
 
 @pytest.mark.slow
 def test_quick_text_checks_do_not_fail():
-    """The real-text checks as `attnflow verify --quick` runs them, about five minutes."""
-    for check in _run(True, TEXT_NAMES):
+    """The real-text checks as `attnflow verify` runs them (quick sizes), about five minutes."""
+    for check in _run(False, TEXT_NAMES):
         _assert_not_failed(check)
 
 
 @pytest.mark.slow
 def test_full_checks_do_not_fail():
     """The paper-size checks (`attnflow verify --paper scan_snap`), about a minute."""
-    failed = [c for c in _run(quick=False) if c.verdict == "fail"]
+    failed = [c for c in _run(full=True) if c.verdict == "fail"]
     assert not failed, "; ".join(f"{c.name}: error {c.error!r} > {c.tolerance!r}. {c.note}" for c in failed)
 
 
@@ -122,7 +122,7 @@ def _e_prime_sign_typo(t, F, eta_y):
     "check, formula",
     [
         # the paper's printed B = ¼ ln(C_0 + 4Γ) is off by ¼ ln C_0 for C_0 = 5.68e-3
-        (functools.partial(scan_snap.theorem4_B_closed_form, quick=True), cf.phase_B_paper),
+        (functools.partial(scan_snap.theorem4_B_closed_form, full=False), cf.phase_B_paper),
         (scan_snap.theorem1_backprop_gradient, _e_prime_sign_typo),
         (scan_snap.lemma6_closed_form, lambda t, M, eta_y: (1 + 1e-6) * cf.h_continuous(t, M, eta_y)),
     ],
@@ -139,6 +139,6 @@ def test_checks_refuse_float32():
     jax.config.update("jax_enable_x64", False)
     try:
         with pytest.raises(ValueError, match="float64"):
-            theory.check_makers(scan_snap.PAPER, scan_snap.CHECKS, quick=True)
+            theory.check_makers(scan_snap.PAPER, scan_snap.CHECKS, full=False)
     finally:
         jax.config.update("jax_enable_x64", True)

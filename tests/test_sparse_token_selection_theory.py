@@ -125,7 +125,7 @@ def test_asymptotic_formulas_consistent():
 
 
 def test_checks_need_float64_and_cheap_ones_pass():
-    makers = {m.__name__: m for m in theory.check_makers(paper.PAPER, paper.CHECKS, quick=True)}
+    makers = {m.__name__: m for m in theory.check_makers(paper.PAPER, paper.CHECKS, full=False)}
     assert len(makers) == len(paper.CHECKS) == 32
     for name in ("fcn_bound_attained", "fcn_bound_random_layers"):
         result = makers[name]()
@@ -134,14 +134,14 @@ def test_checks_need_float64_and_cheap_ones_pass():
     jax.config.update("jax_enable_x64", False)
     try:
         with pytest.raises(ValueError, match="float64"):
-            theory.check_makers(paper.PAPER, paper.CHECKS, quick=True)
+            theory.check_makers(paper.PAPER, paper.CHECKS, full=False)
     finally:
         jax.config.update("jax_enable_x64", True)
 
 
-def test_checks_take_quick_only_when_they_use_it():
-    quick = {fn.__name__ for fn in paper.CHECKS if "quick" in inspect.signature(fn).parameters}
-    assert quick == {
+def test_checks_take_full_only_when_they_use_it():
+    sized = {fn.__name__ for fn in paper.CHECKS if "full" in inspect.signature(fn).parameters}
+    assert sized == {
         "lemma1_antithetic_off_blocks",
         "theorem2_bank_invariance",
         "theorem2_sphere_floor_mc",

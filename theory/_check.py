@@ -188,7 +188,7 @@ class Declaration:
     tolerance: float
     provenance: Provenance = Provenance.paper
     bound: Bound | None = None
-    quick_mode: bool = False
+    sized: bool = False
     expected_deviation: str | None = None
 
     def __post_init__(self):
@@ -203,15 +203,15 @@ def claim(
     tolerance: float,
     provenance: Provenance | str = Provenance.paper,
     bound: Bound | str | None = None,
-    quick_mode: bool = False,
+    sized: bool = False,
     expected_deviation: str | None = None,
 ) -> Callable[[Callable[..., Measured]], Callable[..., Check]]:
     """Declare a check: the decorated function measures, the declaration states what is claimed.
 
     The check is named after the function and belongs to the paper whose `theory` package holds
     it. Calling the decorated function runs the measurement and returns the [`Check`][]; it takes
-    `quick` (ignored without a quick mode) and any keyword the function takes (e.g. a formula
-    under test).
+    `full` (default `False`: the quick sizes; ignored by a check that is not `sized`) and any
+    keyword the function takes (e.g. a formula under test).
 
     **Arguments:**
 
@@ -221,8 +221,8 @@ def claim(
       (Markdown, maths in `$…$`); the docs' table of the paper's checks shows it beside the claim.
     - `tolerance`: the largest `error` that passes.
     - `provenance`, `bound`: as in [`Check`][].
-    - `quick_mode`: the function takes `quick: bool`, which shrinks its simulations (fewer draws,
-      steps or tasks), never the tolerance.
+    - `sized`: the function takes `full: bool`: `True` runs its simulations at the paper's sizes,
+      `False` at quick ones (fewer draws, steps or tasks); the tolerance is the same.
     - `expected_deviation`: the documented reason a failure is expected (see [`within`][]).
 
     **Returns:** the decorator.
@@ -243,12 +243,12 @@ def claim(
         >>> check.name, check.verdict.value, check.tolerance
         ('e_to_six_digits', 'pass', 1e-06)
     """
-    declaration = Declaration(statement, method, tolerance, provenance, bound, quick_mode, expected_deviation)
+    declaration = Declaration(statement, method, tolerance, provenance, bound, sized, expected_deviation)
 
     def decorate(measure: Callable[..., Measured]) -> Callable[..., Check]:
         @functools.wraps(measure)
-        def run(quick: bool = False, **options) -> Check:
-            measured = measure(quick=quick, **options) if quick_mode else measure(**options)
+        def run(full: bool = False, **options) -> Check:
+            measured = measure(full=full, **options) if sized else measure(**options)
             return within(
                 _paper_of(measure),
                 measure.__name__,
@@ -283,7 +283,7 @@ def relative_error(predicted, simulated) -> float:
 
 
 def check_makers(
-    paper: str, check_fns: Iterable[Callable[..., Check]], quick: bool
+    paper: str, check_fns: Iterable[Callable[..., Check]], full: bool
 ) -> list[Callable[[], Check]]:
     """The checks of `paper` as zero-argument makers, each reporting under its function's name.
 
@@ -291,7 +291,7 @@ def check_makers(
 
     - `paper`: the paper's name, attached to each maker as `maker.paper` and to each check.
     - `check_fns`: checks declared with [`claim`][].
-    - `quick`: smaller simulations (same tolerances), for the checks with a quick mode.
+    - `full`: the papers' sizes, else quick ones (same tolerances), for the `sized` checks.
 
     **Returns:** one zero-argument maker per check, in order, named after it.
 
@@ -306,12 +306,12 @@ def check_makers(
     undeclared = [fn.__name__ for fn in check_fns if not hasattr(fn, "declaration")]
     if undeclared:
         raise ValueError(f"not declared with theory.claim: {', '.join(undeclared)} (checks of {paper})")
-    return [_maker(paper, fn, quick) for fn in check_fns]
+    return [_maker(paper, fn, full) for fn in check_fns]
 
 
-def _maker(paper: str, fn: Callable[..., Check], quick: bool) -> Callable[[], Check]:
+def _maker(paper: str, fn: Callable[..., Check], full: bool) -> Callable[[], Check]:
     def make() -> Check:
-        return dataclasses.replace(fn(quick=quick), paper=paper)
+        return dataclasses.replace(fn(full=full), paper=paper)
 
     maker = functools.update_wrapper(make, fn)
     maker.paper = paper

@@ -117,7 +117,7 @@ def verdict_summary(paper: str, checks: list[dict], meta: dict) -> str:
     lines = [
         f'!!! {kind} "{title}"',
         "",
-        f"    The quick checks (`attnflow verify --quick --paper {paper}`), run when this site was built"
+        f"    The quick checks (`attnflow verify --paper {paper}`), run when this site was built"
         f" ({commit or 'not a git checkout'}, {meta.get('date', '')[:10]}, {meta.get('cpu', '')}).",
         "",
     ]

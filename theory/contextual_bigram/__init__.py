@@ -5,9 +5,9 @@ prose), `derived` (a formula derived from the paper's definitions and checked nu
 `recon` (a reconstructed detail the paper does not state). Every numeric setting is a recon default.
 
 [`CHECKS`][] lists the check functions; the registry runs them through
-`theory.check_makers(PAPER, CHECKS, quick)`. Each is declared with `theory.claim` (its claim, tolerance
-and provenance); one with a quick mode takes `quick: bool`, which
-shrinks its simulations, never a tolerance; the others take no argument. Everything runs in
+`theory.check_makers(PAPER, CHECKS, full)`. Each is declared with `theory.claim` (its claim, tolerance
+and provenance); a `sized` one takes `full: bool`, the paper's sizes (quick ones otherwise), never
+a looser tolerance; the others take no argument. Everything runs in
 float64 (tolerances reach 1e-12). The closed forms are collected in [`closed_forms`][]; the
 Stage-1 success experiment the checks and figures share is [`stage1_success`][] (its rates over a
 batch grid: [`success_rates`][]; the growth of the batch need with T: [`fit_batch_exponent`][]);

@@ -1,7 +1,8 @@
 """The checks of the sparse contextual bigram paper: each prediction is computed from a closed form
 ([`closed_forms`][]), each simulated value from an actual simulation (exact enumeration, Monte
-Carlo, population GD, Diffrax flows, mini-batch Algorithm 1 and SGD). A check with a quick mode
-takes `quick: bool`, which shrinks its simulations, never a tolerance; the others take no argument.
+Carlo, population GD, Diffrax flows, mini-batch Algorithm 1 and SGD). A `sized` check takes
+`full: bool`, the paper's sizes (quick ones otherwise), never a looser tolerance; the others take
+no argument.
 
 Provenance: `paper` = a claim stated in the paper's prose; `derived` = a formula derived from the
 paper's definitions and checked numerically; `recon` = a reconstruction of a lost detail."""
@@ -77,13 +78,13 @@ def lemma_b8_enumeration() -> Measured:
     r"$\lvert z\rvert$ over all entries",
     tolerance=5.0,
     provenance="derived",
-    quick_mode=True,
+    sized=True,
 )
-def lemma_b8_monte_carlo(quick: bool) -> Measured:
+def lemma_b8_monte_carlo(full: bool) -> Measured:
     """Lemma B.8 vs a Monte-Carlo average of per-sample preconditioned gradients (default instance)."""
     inst = cb.default_instance()
     model = _off_line_point(inst, 3)
-    M = 20_000 if quick else 200_000
+    M = 200_000 if full else 20_000
     b = cb.sample(jax.random.PRNGKey(11), inst, M)
     grads = jax.vmap(cb.sample_gradients, in_axes=(None, 0, 0, 0))(model, b.context, b.last, b.label)
     G = jax.vmap(cb.precondition, in_axes=(0, None))(grads, inst.mu)
@@ -109,12 +110,12 @@ def lemma_b8_monte_carlo(quick: bool) -> Measured:
     method=r"population GD: max $\lVert\Delta V\rVert_\mu$, $\lVert\Delta Q\rVert_\mu$",
     tolerance=1e-12,
     provenance="paper",
-    quick_mode=True,
+    sized=True,
 )
-def population_lines(quick: bool) -> Measured:
+def population_lines(full: bool) -> Measured:
     """Eqn 7 (paper): from the scratch init, population GD stays on the two lines."""
     inst = cb.default_instance()
-    steps = 100 if quick else 400
+    steps = 400 if full else 100
     run = cb.population_gd(inst, cb.scratch_init(inst), 0.5, steps)
     off = float(max(np.max(np.asarray(run.values["dV_norm"])), np.max(np.asarray(run.values["dQ_norm"]))))
     return Measured(
@@ -131,12 +132,12 @@ def population_lines(quick: bool) -> Measured:
     method="recursion against the line coordinates of population GD: max abs difference",
     tolerance=1e-10,
     provenance="derived",
-    quick_mode=True,
+    sized=True,
 )
-def line_recursion(quick: bool) -> Measured:
+def line_recursion(full: bool) -> Measured:
     """Eqn 7: the line coordinates of the matrix population GD follow the scalar recursion."""
     inst = cb.default_instance()
-    steps = 100 if quick else 400
+    steps = 400 if full else 100
     KP, KQ, T = _consts(inst)
     run = cb.population_gd(inst, cb.scratch_init(inst), 0.5, steps)
     rec = cf.line_recursion(0.0, 0.0, KP, KQ, T, 0.5, steps)
@@ -182,13 +183,13 @@ def ode_first_order() -> Measured:
     "difference and the off-line norm",
     tolerance=1e-7,
     provenance="paper",
-    quick_mode=True,
+    sized=True,
 )
-def matrix_flow_on_lines(quick: bool) -> Measured:
+def matrix_flow_on_lines(full: bool) -> Measured:
     """Eqn 8: the matrix population flow (Diffrax) stays on the lines and matches the 2-D ODE."""
     inst = cb.default_instance()
     KP, KQ, T = _consts(inst)
-    ts = np.linspace(0.0, 20.0 if quick else 60.0, 61)
+    ts = np.linspace(0.0, 60.0 if full else 20.0, 61)
     run = cb.matrix_flow(inst, cb.scratch_init(inst), ts)
     ode = cf.solve_line_ode([0.0, 0.0], KP, KQ, T, ts)
     sim = np.stack([np.asarray(run.values["alpha"]), np.asarray(run.values["beta"])], axis=1)
@@ -429,15 +430,15 @@ def transfer_alpha1() -> Measured:
     )
 
 
-def _alg_results(quick: bool):
-    return _alg_results_cached(bool(quick))
+def _alg_results(full: bool):
+    return _alg_results_cached(bool(full))
 
 
 @functools.lru_cache(maxsize=2)
-def _alg_results_cached(quick: bool):
+def _alg_results_cached(full: bool):
     inst = cb.default_instance()
-    seeds = 8 if quick else 32
-    cfg = cb.Algorithm1(stage2_steps=1000 if quick else 4000)
+    seeds = 32 if full else 8
+    cfg = cb.Algorithm1(stage2_steps=4000 if full else 1000)
     keys = dynamics.seed_keys(0, seeds)
     alg, _ = dynamics.run_many(eqx.Partial(cb.run_algorithm, inst, cfg=cfg), keys)
     n_sgd = cfg.stage2_steps + cfg.every * int(np.ceil(np.median(alg["tau1"]) / cfg.every))
@@ -456,11 +457,11 @@ def _alg_results_cached(quick: bool):
     r"Stage-2 steps: max of the medians of $\lVert Q - Q^*\rVert_F$, $\lVert V - P\rVert_F$",
     tolerance=0.1,
     provenance="paper",
-    quick_mode=True,
+    sized=True,
 )
-def algorithm1_recovers(quick: bool) -> Measured:
+def algorithm1_recovers(full: bool) -> Measured:
     """Theorem 3.1 / Fig. 1 (paper): Algorithm 1 recovers (P, Q*) on the default instance."""
-    inst, cfg, alg, _, _ = _alg_results(quick)
+    inst, cfg, alg, _, _ = _alg_results(full)
     dV = float(np.median(alg["final_metrics"]["dist_V"]))
     dQ = float(np.median(alg["final_metrics"]["dist_Q"]))
     return Measured(
@@ -490,12 +491,12 @@ def algorithm1_recovers(quick: bool) -> Measured:
     "therefore stay near (1-alpha)/T plus noise. A lambda large enough to matter biases alpha "
     "(with the loss constant 1/2, lambda >= 1e-2 already pulls alpha to about 0.7 when K_P is "
     "about 0.1).",
-    quick_mode=True,
+    sized=True,
 )
-def l1_reduces_off_support(quick: bool) -> Measured:
+def l1_reduces_off_support(full: bool) -> Measured:
     """Stage 2: with λ > 0 the off-support attention mass is much smaller than with λ = 0."""
     inst = cb.default_instance()
-    seeds, steps = (4, 1000) if quick else (16, 4000)
+    seeds, steps = (16, 4000) if full else (4, 1000)
     keys = dynamics.seed_keys(5, seeds)
     mass, alpha = {}, {}
     for lam in (0.0, 1e-3):
@@ -515,8 +516,8 @@ def l1_reduces_off_support(quick: bool) -> Measured:
     )
 
 
-def _sgd_measured(quick: bool, eta: float) -> Measured:
-    inst, cfg, alg, sgd, n_sgd = _alg_results(quick)
+def _sgd_measured(full: bool, eta: float) -> Measured:
+    inst, cfg, alg, sgd, n_sgd = _alg_results(full)
     s = sgd[eta]["final_metrics"]
     sgd_total = np.asarray(s["dist_V"]) + np.asarray(s["dist_Q"])
     sgd_total = np.where(np.isfinite(sgd_total), sgd_total, np.inf)
@@ -541,11 +542,11 @@ def _sgd_measured(quick: bool, eta: float) -> Measured:
     r"\lVert Q - Q^*\rVert_F$ of Algorithm 1 (before normalisation) over SGD's, must be $< 1$",
     tolerance=1.0,
     bound="lower",
-    quick_mode=True,
+    sized=True,
 )
-def sgd_large_step_worse(quick: bool) -> Measured:
+def sgd_large_step_worse(full: bool) -> Measured:
     """Fig. 1 (paper): SGD at the large step does not converge (noise)."""
-    return _sgd_measured(quick, cb.Algorithm1.eta1)
+    return _sgd_measured(full, cb.Algorithm1.eta1)
 
 
 @claim(
@@ -553,11 +554,11 @@ def sgd_large_step_worse(quick: bool) -> Measured:
     method="as above",
     tolerance=1.0,
     bound="lower",
-    quick_mode=True,
+    sized=True,
 )
-def sgd_small_step_worse(quick: bool) -> Measured:
+def sgd_small_step_worse(full: bool) -> Measured:
     """Fig. 1 (paper): SGD at the small step is slower."""
-    return _sgd_measured(quick, cb.Algorithm1.eta2)
+    return _sgd_measured(full, cb.Algorithm1.eta2)
 
 
 @claim(
@@ -567,12 +568,12 @@ def sgd_small_step_worse(quick: bool) -> Measured:
     r"$B_{90}(50)/B_{90}(200)$",
     tolerance=0.5,
     provenance="paper",
-    quick_mode=True,
+    sized=True,
 )
-def stage1_needs_poly_T(quick: bool) -> Measured:
+def stage1_needs_poly_T(full: bool) -> Measured:
     """Stage 1 needs poly(T) samples (paper): the batch for 90% success grows with T."""
-    seeds = 32 if quick else 128
-    batches = [8, 16, 32, 64, 128] if quick else [8, 16, 32, 64, 128, 256, 512]
+    seeds = 128 if full else 32
+    batches = [8, 16, 32, 64, 128, 256, 512] if full else [8, 16, 32, 64, 128]
     b50, r50 = batch_for_success(50, batches, seeds)
     b200, r200 = batch_for_success(200, batches, seeds)
     return Measured(
@@ -595,15 +596,15 @@ def stage1_needs_poly_T(quick: bool) -> Measured:
     tolerance=0.0,
     provenance="paper",
     bound="lower",
-    quick_mode=True,
+    sized=True,
 )
-def stage1_batch_exponent(quick: bool) -> Measured:
+def stage1_batch_exponent(full: bool) -> Measured:
     """Stage 1 needs poly(T) samples (paper): the batch giving any Stage-1 success level grows as
     T^p, p fitted with its 95% interval (recon), which must lie above 0."""
-    if quick:
-        Ts, batches, seeds = (50, 200), (8, 16, 32, 64, 128), 32
-    else:
+    if full:
         Ts, batches, seeds = (25, 50, 100, 200, 400), (4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048), 128
+    else:
+        Ts, batches, seeds = (50, 200), (8, 16, 32, 64, 128), 32
     rates = {T: success_rates(T, batches, seeds) for T in Ts}
     fit = fit_batch_exponent(rates, batches, seeds)
     return Measured(
@@ -623,11 +624,11 @@ def stage1_batch_exponent(quick: bool) -> Measured:
     method="success rate at $B = 1024$, 16 / 128 seeds: 1 − rate",
     tolerance=0.1,
     provenance="paper",
-    quick_mode=True,
+    sized=True,
 )
-def stage1_large_batch(quick: bool) -> Measured:
+def stage1_large_batch(full: bool) -> Measured:
     """Algorithm 1 (paper): Stage 1 succeeds at T=200 once B is large (B=1024)."""
-    seeds = 16 if quick else 128
+    seeds = 128 if full else 16
     s = float(stage1_success(200, 1024, seeds).mean())
     return Measured(
         predicted=1.0,
@@ -670,13 +671,13 @@ def _transfer_reaches_positive_branch(inst, V_pre, key, *, delta, eta0, batch):
     r"rate} - 0.9)$ with $\alpha_1 = 0.5$ in population",
     tolerance=0.0,
     provenance="paper",
-    quick_mode=True,
+    sized=True,
 )
-def transfer_skips_stage1(quick: bool) -> Measured:
+def transfer_skips_stage1(full: bool) -> Measured:
     """Thm 4.1 (paper): with a correlated pre-trained V (ρ > 0), the one-step transfer initialisation
     reaches the positive branch at a batch size where Stage 1 from scratch fails."""
     T, batch = TRANSFER_T, TRANSFER_BATCH
-    seeds = 32 if quick else 128
+    seeds = 128 if full else 32
     inst, V_pre, rho, eta0 = transfer_setup(T)
     delta = TRANSFER_DELTA
 
@@ -751,12 +752,12 @@ def _surrogate_line_stats(inst, key, *, eta, batch, steps, covariance) -> jax.Ar
     r"covariance, 512 probes): max $\lvert z\rvert$",
     tolerance=4.0,
     provenance="recon",
-    quick_mode=True,
+    sized=True,
 )
-def surrogate_matches_minibatch(quick: bool) -> Measured:
+def surrogate_matches_minibatch(full: bool) -> Measured:
     """Appendix I: the Gaussian-noise surrogate reproduces real mini-batch runs at small N."""
     inst = cb.default_instance()
-    seeds = 16 if quick else 128
+    seeds = 128 if full else 16
     steps, eta, batch = 15, 0.5, 64
     cfg = cb.Algorithm1(switch="fixed", tau1=steps, batch=batch)
     sizes = {"eta": eta, "batch": batch, "steps": steps}

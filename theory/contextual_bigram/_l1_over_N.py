@@ -59,9 +59,9 @@ def _with_and_without_l1(inst, keys, steps: int, surrogate: bool, batch: int) ->
     tolerance=1.0,
     provenance="paper",
     bound="upper",
-    quick_mode=True,
+    sized=True,
 )
-def l1_needed_small_batch(quick: bool) -> Measured:
+def l1_needed_small_batch(full: bool) -> Measured:
     """Appendix I (paper): over several N, the l1 prox is needed when the batch is small.
 
     For each N a random instance (`random_instance(0, N, Q=2, T=400)`); every run starts where
@@ -71,13 +71,13 @@ def l1_needed_small_batch(quick: bool) -> Measured:
     Gaussian-noise surrogate (`run_later_stages_surrogate`, 64 probe gradients per step); at N = 3
     the surrogate runs too, as a cross-check. Same seeds with and without l1.
 
-    **Arguments:** `quick`: N ∈ {3, 10}, 4 seeds, 1,000 Stage-2 steps instead of N ∈ {3, 6, 10},
-    16 seeds, 2,000 steps.
+    **Arguments:** `full`: N ∈ {3, 6, 10}, 16 seeds, 2,000 Stage-2 steps instead of N ∈ {3, 10},
+    4 seeds, 1,000 steps.
 
     **Returns:** the [`Check`][]: at B = 32 the largest over N of the mean final ‖Q − Q*‖_F with
     l1 over that without (upper bound 1); the same ratios at B = 256 are in the note.
     """
-    Ns, seeds, steps = ((3, 10), 4, 1000) if quick else ((3, 6, 10), 16, 2000)
+    Ns, seeds, steps = ((3, 6, 10), 16, 2000) if full else ((3, 10), 4, 1000)
     keys = dynamics.seed_keys(13, seeds)
     small_batch_ratios, notes = [], []
     for N in Ns:

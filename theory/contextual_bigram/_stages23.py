@@ -88,9 +88,9 @@ def _later_stage_errors(base, Ts, batch: int, seeds: int, steps: int) -> tuple[l
     tolerance=0.0,
     provenance="paper",
     bound="upper",
-    quick_mode=True,
+    sized=True,
 )
-def stages23_flat_in_T(quick: bool) -> Measured:
+def stages23_flat_in_T(full: bool) -> Measured:
     """After Stage 1 the samples needed grow only by log T factors (paper): Stages 2-3 at a fixed
     batch from the end of Stage 1 reach the same final error at every T.
 
@@ -100,13 +100,13 @@ def stages23_flat_in_T(quick: bool) -> Measured:
     normalisation and Stage 3 (population least squares) of `Algorithm1`'s defaults. The same runs
     at B = 32 are reported in the note.
 
-    **Arguments:** `quick`: T ∈ {50, 100, 200}, 8 seeds, 2,000 Stage-2 steps instead of 4 T's, 16
-    seeds, 4,000 steps.
+    **Arguments:** `full`: 4 T's, 16 seeds, 4,000 Stage-2 steps instead of T ∈ {50, 100, 200},
+    8 seeds, 2,000 steps.
 
     **Returns:** the [`Check`][]: the upper end of the 95% interval of q in ‖Q − Q*‖_F ∝ T^q at
     B = 256 (upper bound 0.25).
     """
-    Ts, seeds, steps = ((50, 100, 200), 8, 2000) if quick else ((50, 100, 200, 400), 16, 4000)
+    Ts, seeds, steps = ((50, 100, 200, 400), 16, 4000) if full else ((50, 100, 200), 8, 2000)
     base = cb.default_instance()
     threshold = cb.Algorithm1().c_f / int(cb.sparsity(base))
     final, noise = _later_stage_errors(base, Ts, 256, seeds, steps)
@@ -143,9 +143,9 @@ def stages23_flat_in_T(quick: bool) -> Measured:
     tolerance=0.0,
     provenance="paper",
     bound="upper",
-    quick_mode=True,
+    sized=True,
 )
-def transfer_then_stages23(quick: bool) -> Measured:
+def transfer_then_stages23(full: bool) -> Measured:
     """Thm 4.1 (paper): after the transfer step, Algorithm 1 from Stage 2 recovers (P, Q*) with
     poly(N, Q, 1/ε) samples, no poly(T) stage. At T = 200 and the batch B = 16 where Stage 1 from
     scratch fails (`transfer_skips_stage1`), transfer followed by Stages 2-3 must end no worse than
@@ -154,13 +154,13 @@ def transfer_then_stages23(quick: bool) -> Measured:
     Both run Algorithm 1's 4,000 Stage-2 steps: the transfer start has a small β (V₀ keeps only
     δ = 0.3 of Ṽ's signal), and after 2,000 steps transfer is still behind.
 
-    **Arguments:** `quick`: 16 seeds instead of 64.
+    **Arguments:** `full`: 64 seeds instead of 16.
 
     **Returns:** the [`Check`][]: the median final ‖Q − Q*‖_F after transfer minus that from
     scratch (upper bound 0).
     """
     T, batch = TRANSFER_T, TRANSFER_BATCH
-    seeds, steps = (16 if quick else 64), 4000
+    seeds, steps = (64 if full else 16), 4000
     inst, V_pre, rho, eta0 = transfer_setup(T)
     delta = TRANSFER_DELTA
     cfg = cb.Algorithm1(T=T, batch=batch, stage2_steps=steps, every=steps)

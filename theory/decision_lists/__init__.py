@@ -14,11 +14,11 @@
 The paper's quantities (paper): the model, the task, c, the time bound, the hypotheses and the step
 window ([`closed_forms`][]). Reconstructed (recon): the sampling distribution `D` (distinct
 tokens; i.i.d. tokens in the `*_iid` checks), δ and γ, m := M, the fixed point for the circular c,
-the acceptance thresholds of the uniform-attention checks. `quick` shrinks the sets of tasks, never
-a tolerance. Everything runs in float64.
+the acceptance thresholds of the uniform-attention checks. `full` grows the sets of tasks to the
+paper's, never changing a tolerance. Everything runs in float64.
 
 `CHECKS` are the check functions in order and `PAPER` the paper's name, for
-`theory.check_makers(PAPER, CHECKS, quick)`; each is declared with `theory.claim` (its claim, tolerance and
+`theory.check_makers(PAPER, CHECKS, full)`; each is declared with `theory.claim` (its claim, tolerance and
 provenance).
 """
 

@@ -19,8 +19,8 @@ from . import closed_forms
 OURS = "δ, γ (recon): γ = min_{a,k≤m_a} P(a ∈ s, a_k ∈ s, a_1..a_{k−1} ∉ s), δ := γ; D = distinct (recon)."
 
 
-def _result1_runs(quick: bool) -> list:
-    return [sims.result1(sims.task(*size)) for size in sims.RESULT1_SIZES["quick" if quick else "full"]]
+def _result1_runs(full: bool) -> list:
+    return [sims.result1(sims.task(*size)) for size in sims.RESULT1_SIZES["full" if full else "quick"]]
 
 
 def _sizes(runs) -> str:
@@ -37,15 +37,15 @@ def _sizes(runs) -> str:
     method=r"bound against $\tau$ on each task; error = largest $\tau$/bound (upper bound)",
     tolerance=1.0,
     bound="upper",
-    quick_mode=True,
+    sized=True,
 )
-def result1_time_within_bound(quick: bool = False) -> Measured:
+def result1_time_within_bound(full: bool = False) -> Measured:
     """Result 1: gradient flow on W from 0 with V = cP, c = 4n log(L)/δ, reaches perfect
     classification within 4M/(log(L) γ).
 
     **Returns:** the [`Check`][]: the largest τ/bound over the tasks must be ≤ 1.
     """
-    runs = _result1_runs(quick)
+    runs = _result1_runs(full)
     worst = max(runs, key=lambda r: r.tau / r.bound)
     return Measured(
         predicted=worst.bound,
@@ -62,16 +62,16 @@ def result1_time_within_bound(quick: bool = False) -> Measured:
     method=r"flow re-run without stopping, saved at 12 log-spaced times in $(\tau, \text{bound}]$: "
     r"enumerated test at the first, $\mu > 0$ at all; error = number of failures",
     tolerance=0.0,
-    quick_mode=True,
+    sized=True,
 )
-def result1_perfect_reached(quick: bool = False) -> Measured:
+def result1_perfect_reached(full: bool = False) -> Measured:
     """Result 1: after τ the flow's W is perfect by enumeration of every sequence, and it stays
     perfect to the bound (`μ > 0` at 12 log-spaced saves after τ, the first also enumerated; at τ
     itself `μ = 0`: a score ties).
 
     **Returns:** the [`Check`][]: the number of (task, save) pairs that are not perfect.
     """
-    runs = _result1_runs(quick)
+    runs = _result1_runs(full)
     failures, saves = 0, 0
     for r in runs:
         ts = np.concatenate([[0.0], np.geomspace(r.tau, r.bound, 13)[1:]])
@@ -94,14 +94,14 @@ def result1_perfect_reached(quick: bool = False) -> Measured:
     r"increase between saves",
     tolerance=1e-12,
     provenance="derived",
-    quick_mode=True,
+    sized=True,
 )
-def result1_loss_monotone(quick: bool = False) -> Measured:
+def result1_loss_monotone(full: bool = False) -> Measured:
     """The population loss is non-increasing along Result 1's flow (gradient flow).
 
     **Returns:** the [`Check`][]: the largest relative increase between consecutive saves.
     """
-    runs = _result1_runs(quick)
+    runs = _result1_runs(full)
     worst = 0.0
     for r in runs:
         ts = np.linspace(0.0, max(4.0 * r.tau, 1e-3 * r.bound), 201)
@@ -122,16 +122,16 @@ def result1_loss_monotone(quick: bool = False) -> Measured:
     r"$/\tau$)",
     tolerance=0.05,
     provenance="derived",
-    quick_mode=True,
+    sized=True,
 )
-def result1_gd_limit(quick: bool = False) -> Measured:
+def result1_gd_limit(full: bool = False) -> Measured:
     """Small-step GD on W gives τ_GD(h) = k·h → τ as h → 0 (the explicit Euler
     scheme converges to the flow; halving h changes τ_GD by less than 5% at the smallest h).
 
     **Returns:** the [`Check`][]: |τ_GD(h_min) − τ| / τ, and the halving change in the note.
     """
     r = sims.result1(sims.task(8, 3, 2, 0))
-    steps = [r.tau / 50 * 2.0**-i for i in range(3 if quick else 4)]
+    steps = [r.tau / 50 * 2.0**-i for i in range(4 if full else 3)]
     times = [sims.result1_gd_time(r.task, r.c, h) for h in steps]
     halving = abs(times[-1] - times[-2]) / r.tau
     return Measured(
@@ -211,8 +211,8 @@ OURS_IID = (
 )
 
 
-def _result1_iid_runs(quick: bool) -> list:
-    sizes = sims.RESULT1_IID_SIZES["quick" if quick else "full"]
+def _result1_iid_runs(full: bool) -> list:
+    sizes = sims.RESULT1_IID_SIZES["full" if full else "quick"]
     return [sims.result1_enumerated(sims.task(L, n, M, seed, distribution="iid")) for L, n, M, seed in sizes]
 
 
@@ -228,8 +228,8 @@ def _distinct_ratio(r, size) -> float:
     return same.tau / same.bound
 
 
-def _iid_sizes(runs, quick: bool) -> str:
-    sizes = sims.RESULT1_IID_SIZES["quick" if quick else "full"]
+def _iid_sizes(runs, full: bool) -> str:
+    sizes = sims.RESULT1_IID_SIZES["full" if full else "quick"]
     return "; ".join(
         f"L={r.task.L},n={r.task.n},M={r.task.M} (seed {size[3]}):"
         f" tau={r.time.tau:.5g} (bracket {r.time.width:.2g}), bound={r.bound:.5g},"
@@ -253,9 +253,9 @@ def _iid_sizes(runs, quick: bool) -> str:
     r"under `distinct`",
     tolerance=1.0,
     bound="upper",
-    quick_mode=True,
+    sized=True,
 )
-def result1_time_within_bound_iid(quick: bool = False) -> Measured:
+def result1_time_within_bound_iid(full: bool = False) -> Measured:
     """Result 1 under `D = iid` (i.i.d. uniform tokens, repeats allowed): gradient flow on W from 0
     with V = cP, c = 4n log(L)/δ, reaches perfect classification within 4M/(log(L) γ), with δ, γ
     evaluated under `iid`. The criterion μ(W) > 0 does not decide under `iid`: τ is located by the
@@ -265,13 +265,13 @@ def result1_time_within_bound_iid(quick: bool = False) -> Measured:
     **Returns:** the [`Check`][]: the largest τ/bound over the tasks must be ≤ 1 (a task never
     perfect by the bound has τ = inf and fails).
     """
-    runs = _result1_iid_runs(quick)
+    runs = _result1_iid_runs(full)
     worst = max(runs, key=lambda r: r.time.tau / r.bound)
     return Measured(
         predicted=worst.bound,
         simulated=worst.time.tau,
         error=max(r.time.tau / r.bound for r in runs),
-        note=f"{_iid_sizes(runs, quick)}. {OURS_IID} Diffrax Tsit5 rtol=1e-6 atol=1e-9; perfect = every"
+        note=f"{_iid_sizes(runs, full)}. {OURS_IID} Diffrax Tsit5 rtol=1e-6 atol=1e-9; perfect = every"
         f" margin of every multiset > 1e-9, evaluated on {sims.ENUMERATED_SAVES} saves (t=0, log-spaced"
         f" 1e-8 bound..bound, from the solver's dense output); tau = the first perfect save after"
         f" {sims.ENUMERATED_REFINEMENTS} refinements of the bracket (the flow restarted from the saved W at"
@@ -286,16 +286,16 @@ def result1_time_within_bound_iid(quick: bool = False) -> Measured:
     method=r"same runs: error = number of tasks never perfect by the bound + number of saves of the "
     r"first grid in $[\tau, \text{bound}]$ that are not perfect (enumerated)",
     tolerance=0.0,
-    quick_mode=True,
+    sized=True,
 )
-def result1_perfect_reached_iid(quick: bool = False) -> Measured:
+def result1_perfect_reached_iid(full: bool = False) -> Measured:
     """Result 1 under `D = iid`: the flow reaches perfect classification (enumerated) and stays
     perfect at every save of the first grid from τ to the bound.
 
     **Returns:** the [`Check`][]: the number of tasks never perfect by the bound plus the number of
     (task, save ≥ τ) pairs that are not perfect.
     """
-    runs = _result1_iid_runs(quick)
+    runs = _result1_iid_runs(full)
     never = sum(not math.isfinite(r.time.tau) for r in runs)
     failures = sum(r.time.failures_after() for r in runs if math.isfinite(r.time.tau))
     saves = sum(int(np.sum(r.time.ts >= r.time.tau)) for r in runs)
@@ -412,9 +412,9 @@ def result2_step_below_curvature() -> Measured:
     r"\varepsilon$ at every step)",
     tolerance=0.0,
     bound="upper",
-    quick_mode=True,
+    sized=True,
 )
-def result2_within_hypotheses(quick: bool = False) -> Measured:
+def result2_within_hypotheses(full: bool = False) -> Measured:
     """Result 2 inside its hypotheses: with `𝓛_0 − 6ε/n > A > 0`, `A² > 4m𝓛_0/ε` (checked on the
     frozen population used), GD on `(W, V)` from `W = 0`, `V_0 = cP + U`, `η = 1/λ_max`, has a step
     `t ≤ T = ⌊ε/(2η)⌋` certified (`tasks.decision_lists.certified`) to classify every sequence of
@@ -429,7 +429,7 @@ def result2_within_hypotheses(quick: bool = False) -> Measured:
     **Returns:** the [`Check`][]: error = the number of violated conclusions among (the hypotheses
     hold, a certified step `t ≤ T` exists, `max_t ‖V_t − cP‖_max ≤ ε`).
     """
-    cfg = sims.RESULT2_HYPOTHESES["quick" if quick else "full"]
+    cfg = sims.RESULT2_HYPOTHESES["full" if full else "quick"]
     r = sims.result2_sampled(sims.task(*cfg["size"]), cfg["eps"], cfg["K"], cfg["num_steps"])
     s = r.setting
     certified = math.isfinite(r.first_certified) and r.first_certified <= s.T_max
@@ -454,8 +454,8 @@ def result2_within_hypotheses(quick: bool = False) -> Measured:
     )
 
 
-def _section7_runs(quick: bool):
-    sizes = sims.SECTION7_SIZES["quick" if quick else "full"]
+def _section7_runs(full: bool):
+    sizes = sims.SECTION7_SIZES["full" if full else "quick"]
     return [(size, *sims.uniform_attention(sims.task(*size, 0))) for size in sizes]
 
 
@@ -465,15 +465,15 @@ def _section7_runs(quick: bool):
     r"in full; error = $1 -$ smallest (over tasks) largest $\kappa$",
     tolerance=0.0,
     provenance="recon",
-    quick_mode=True,
+    sized=True,
 )
-def section7_kappa(quick: bool = False) -> Measured:
+def section7_kappa(full: bool = False) -> Measured:
     """The conclusion's empirical claim: with uniform attention (W = 0), GD on V moves every
     column's largest entry to π(b) (acceptance, recon: κ reaches 1).
 
     **Returns:** the [`Check`][]: 1 − min over configs of max_t κ(V_t).
     """
-    runs = _section7_runs(quick)
+    runs = _section7_runs(full)
     best = [float(np.max(v["kappa"])) for _, _, v in runs]
     first = [
         int(steps[np.argmax(v["kappa"] >= 1.0)]) if np.any(v["kappa"] >= 1.0) else -1 for _, steps, v in runs
@@ -496,15 +496,15 @@ def section7_kappa(quick: bool = False) -> Measured:
     tolerance=0.0,
     bound="lower",
     provenance="recon",
-    quick_mode=True,
+    sized=True,
 )
-def section7_rho(quick: bool = False) -> Measured:
+def section7_rho(full: bool = False) -> Measured:
     """The conclusion's empirical claim: the centred cosine ρ(V, P) is above 0.5 at the end
     (acceptance, recon).
 
     **Returns:** the [`Check`][]: max(0.5 − min over configs of the final ρ, 0).
     """
-    runs = _section7_runs(quick)
+    runs = _section7_runs(full)
     return _final_rho_above_half(
         runs,
         [f"L,n,M={s}: final rho={v['rho'][-1]:.3g}, peak rho={np.max(v['rho']):.3g}" for s, _, v in runs],
@@ -532,8 +532,8 @@ JOINT_REPORT_STEPS = (0, 10, 100, 500, 2000)
 """The steps at which the notes of the `section7_joint_*` checks give κ, ρ and μ."""
 
 
-def _joint_runs(quick: bool):
-    sizes = sims.SECTION7_SIZES["quick" if quick else "full"]
+def _joint_runs(full: bool):
+    sizes = sims.SECTION7_SIZES["full" if full else "quick"]
     return [(size, *sims.joint_attention(sims.task(*size, 0))) for size in sizes]
 
 
@@ -568,16 +568,16 @@ def _joint_note(runs) -> str:
     r"$\mu(W)$ at steps 0, 10, 100, 500, 2000 and the first perfect step (enumerated)",
     tolerance=0.0,
     provenance="recon",
-    quick_mode=True,
+    sized=True,
 )
-def section7_joint_kappa(quick: bool = False) -> Measured:
+def section7_joint_kappa(full: bool = False) -> Measured:
     """The joint variant of the empirical claim of the paper's conclusion (Sec. II): GD on `(W, V)`
     jointly from a small random start still moves every column's largest entry of V to π(b)
     (acceptance, recon, as `section7_kappa`: κ reaches 1).
 
     **Returns:** the [`Check`][]: 1 − min over configs of max_t κ(V_t).
     """
-    runs = _joint_runs(quick)
+    runs = _joint_runs(full)
     best = [float(np.max(v["kappa"])) for _, _, v in runs]
     return Measured(
         predicted=1.0,
@@ -593,15 +593,15 @@ def section7_joint_kappa(quick: bool = False) -> Measured:
     tolerance=0.0,
     bound="lower",
     provenance="recon",
-    quick_mode=True,
+    sized=True,
 )
-def section7_joint_rho(quick: bool = False) -> Measured:
+def section7_joint_rho(full: bool = False) -> Measured:
     """The joint variant of the conclusion's empirical claim: the centred cosine ρ(V, P) is above
     0.5 at the end of joint GD on `(W, V)` (acceptance, recon, as `section7_rho`).
 
     **Returns:** the [`Check`][]: max(0.5 − min over configs of the final ρ, 0).
     """
-    runs = _joint_runs(quick)
+    runs = _joint_runs(full)
     return _final_rho_above_half(
         runs,
         [

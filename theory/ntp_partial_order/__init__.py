@@ -4,9 +4,9 @@ Proposition 2), stage 1 (Proposition 1, Lemma 3, Corollary 1), stage 2 (Theorems
 Example 2 on SVOP and Theorem 1 over many random datasets.
 
 [`CHECKS`][] lists the check functions in paper order; the registry runs them through
-`theory.check_makers(PAPER, CHECKS, quick)`. Each is declared with `theory.claim` (its claim, tolerance
-and provenance); one with a quick mode takes `quick: bool`,
-which uses fewer datasets, never a looser tolerance; the others take no argument. Everything
+`theory.check_makers(PAPER, CHECKS, full)`. Each is declared with `theory.claim` (its claim, tolerance
+and provenance); a `sized` one takes `full: bool`, the paper's number of datasets (fewer
+otherwise), never a looser tolerance; the others take no argument. Everything
 runs in float64 and `W*_kq` is the QP solution of Eqn 3 (Proposition 2's closed form is checked
 only where its Hall-type condition holds). The max-margin solutions and closed forms are in
 [`closed_forms`][]; [`figure_run`][], [`very_long_run`][] and [`svop_run`][] are the cached runs

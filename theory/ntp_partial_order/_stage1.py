@@ -19,8 +19,8 @@ from .closed_forms import (
 )
 
 
-def _datasets(quick: bool) -> list[ntp.Dataset]:
-    seeds = range(3) if quick else range(10)
+def _datasets(full: bool) -> list[ntp.Dataset]:
+    seeds = range(10) if full else range(3)
     return (
         [ntp.svop()]
         + [ntp.RecipeB().build(s) for s in seeds]
@@ -34,12 +34,12 @@ def _datasets(quick: bool) -> list[ntp.Dataset]:
     method="max abs difference between the Clarabel solution and the closed form over the datasets",
     tolerance=1e-7,
     provenance="derived",
-    quick_mode=True,
+    sized=True,
 )
-def eqn2_closed_form_vs_qp(quick: bool) -> Measured:
+def eqn2_closed_form_vs_qp(full: bool) -> Measured:
     """Eqn 2's QP solution equals `(P_n − J/|V|)` column by column, norm `√(|V|−1)`."""
     diffs, kkt = [], []
-    for d in _datasets(quick):
+    for d in _datasets(full):
         mm = w_ov_star_qp(d)
         diffs.append(np.abs(mm.W - w_ov_star_closed(d)).max())
         kkt.append(mm.kkt)
@@ -59,12 +59,12 @@ def eqn2_closed_form_vs_qp(quick: bool) -> Measured:
     "1e-6, the larger ratio",
     tolerance=1.0,
     provenance="derived",
-    quick_mode=True,
+    sized=True,
 )
-def eqn3_qp_kkt_and_second_solver(quick: bool) -> Measured:
+def eqn3_qp_kkt_and_second_solver(full: bool) -> Measured:
     """Eqn 3 solved per query column: KKT residuals ≤ 1e-8 and agreement with LDP/NNLS ≤ 1e-6."""
     kkt, agree, columns = 0.0, 0.0, 0
-    for d in _datasets(quick):
+    for d in _datasets(full):
         mm = w_kq_star_qp(d)
         kkt = max(kkt, mm.kkt)
         for q in range(d.vocab_size):
@@ -87,12 +87,12 @@ def eqn3_qp_kkt_and_second_solver(quick: bool) -> Measured:
     "Hall-type condition, and max abs QP entry on non-comparable rows",
     tolerance=1e-6,
     provenance="paper",
-    quick_mode=True,
+    sized=True,
 )
-def prop2_closed_form_where_valid(quick: bool) -> Measured:
+def prop2_closed_form_where_valid(full: bool) -> Measured:
     """Proposition 2 where the Hall-type condition holds; recorded (not applicable) elsewhere."""
     ok_diff, bad_diff, n_ok, n_bad, zero = 0.0, 0.0, 0, 0, 0.0
-    for d in _datasets(quick):
+    for d in _datasets(full):
         mm, closed, hall = w_kq_star_qp(d), w_kq_closed_form(d), hall_columns(d)
         for q in range(d.vocab_size):
             t = d.token_types(q)

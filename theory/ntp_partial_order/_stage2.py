@@ -363,9 +363,9 @@ def thm3_noncomparable_inserted() -> Measured:
     r"$n(x_0)$ decreases at some step; 2 (quick) or 5 (full) random sentences per pair $(q, "
     r"x_0)$ with $q \in N_q$",
     tolerance=0,
-    quick_mode=True,
+    sized=True,
 )
-def thm3_unseen_sentences(quick: bool) -> Measured:
+def thm3_unseen_sentences(full: bool) -> Measured:
     """Theorem 3's consequence: `[x_0, subset of N_q∖{q}, q]` is predicted as `n(x_0)`, with growing
     probability."""
     sim = figure_run()
@@ -379,7 +379,7 @@ def thm3_unseen_sentences(quick: bool) -> Measured:
             continue
         others = [x for x in types.non_optimal if x != q]
         for x0 in types.non_comparable:
-            for _ in range(2 if quick else 5):
+            for _ in range(5 if full else 2):
                 body = [x0, *(x for x in others if rng.random() < 0.5)]
                 sentences.append(tuple(body[i] for i in rng.permutation(len(body))) + (q,))
                 labels.append(int(nxt[x0]))
@@ -433,12 +433,12 @@ def example2_svop_generalisation() -> Measured:
     r"compiled call: fraction of datasets whose $1 - \cos$ never rises between saves $t = "
     r"100..5000$, against 1; the fraction with $\cos \ge 0.99$ is reported, not tested",
     tolerance=0.0,
-    quick_mode=True,
+    sized=True,
 )
-def thm1_many_datasets_direction(quick: bool) -> Measured:
+def thm1_many_datasets_direction(full: bool) -> Measured:
     """Theorem 1 on many random datasets of one shape (batched): `1 − cos(W_kq^(t), W*_kq)` keeps
     falling for every dataset; reports the fraction that reached `cos ≥ 0.99` by `t = 5000`."""
-    num = 8 if quick else 64
+    num = 64 if full else 8
     sim = ntp.Algorithm1(num_steps2=LONG_STEPS, every=100)
     traj = dynamics.simulate(sim, num)
     gaps = []

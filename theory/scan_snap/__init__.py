@@ -4,9 +4,9 @@ mini-batch SGD, L1 population flow, L2 decoupled theory flow, L3 scalar model), 
 claims of the real-text experiments (Figs. 7 and 10) on the bundled quick corpus.
 
 [`CHECKS`][] lists the check functions in paper order; the registry runs them through
-`theory.check_makers(PAPER, CHECKS, quick)`. Each is declared with `theory.claim` (its claim, tolerance
-and provenance); one with a quick mode takes `quick: bool`,
-which shrinks its simulations (fewer draws, saves and steps), never a tolerance; the others
+`theory.check_makers(PAPER, CHECKS, full)`. Each is declared with `theory.claim` (its claim, tolerance
+and provenance); a `sized` one takes `full: bool`, the paper's sizes (quick ones have fewer
+draws, saves and steps), never a looser tolerance; the others
 take no argument. Everything runs in float64 except the real-text training (float32, the
 paper's). The closed forms the checks use are collected in
 [`closed_forms`][].

@@ -47,16 +47,16 @@ def _lemma1_pair(key):
     method="`lemma1_update` against `jax.grad` of $J$, $M = 12$, $T = 40$, random $Y, Z$, 8 / 64 "
     "sequences: max abs difference",
     tolerance=1e-12,
-    quick_mode=True,
+    sized=True,
 )
-def lemma1_autograd(quick: bool = False) -> Measured:
+def lemma1_autograd(full: bool = False) -> Measured:
     """Lemma 1 (Eqns 3-4) equals the gradient of J computed by `jax.grad`.
 
-    **Arguments:** `quick`: 8 random draws instead of 64.
+    **Arguments:** `full`: 64 random draws instead of 8.
 
     **Returns:** the [`Check`][]: max |Eqns 3-4 − ∇J| over the entries of Ẏ, Ż and the draws.
     """
-    draws = 8 if quick else 64
+    draws = 64 if full else 8
     (Y_dot, Z_dot), grad = jax.vmap(_lemma1_pair)(jax.random.split(jax.random.PRNGKey(0), draws))
     error = max(float(jnp.max(jnp.abs(Y_dot - grad.Y))), float(jnp.max(jnp.abs(Z_dot - grad.Z))))
     return Measured(
@@ -73,17 +73,17 @@ def lemma1_autograd(quick: bool = False) -> Measured:
     method=r"L0 batch-1 plain SGD on Syn-Small (500 / 5000 steps) and L1 reference runs: max "
     r"$\lvert$row sum$\rvert$",
     tolerance=1e-10,
-    quick_mode=True,
+    sized=True,
 )
-def lemma1_row_sums(quick: bool = False) -> Measured:
+def lemma1_row_sums(full: bool = False) -> Measured:
     """Lemma 1: Ẏ 1 = Ż 1 = 0, so the row sums of Y and Z stay at their initial 0.
 
-    **Arguments:** `quick`: 500 batch-1 SGD steps instead of 5000.
+    **Arguments:** `full`: 5000 batch-1 SGD steps instead of 500.
 
     **Returns:** the [`Check`][]: max |row sum| along L0 batch-1 plain SGD on Syn-Small and
     along the L1 reference flows.
     """
-    steps = 500 if quick else 5000
+    steps = 5000 if full else 500
     arrays = ss.Dataset2.syn_small().build().arrays()
     run = sims.sgd_row_sums(jax.random.PRNGKey(0), arrays, 128, steps, sims.f64(1.0))
     sgd = float(np.max(run.values))
@@ -108,15 +108,15 @@ _HOEFFDING_DELTA = 0.05
 
 
 @functools.cache
-def _lemma2_draws(quick: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _lemma2_draws(full: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Token counts of prefixes of long sampled sequences of the reference instance, with a
     fixed random Z.
 
     **Returns:** `(lengths, deviation, q, probs)`: the prefix lengths T − 1; ||X^T b_T − c_n||_∞
     per (draw, length); the empirical frequencies q (draw, length, M); P(·|n) per draw (draw, M).
     """
-    draws = 64 if quick else 512
-    T = np.array([100, 1000, 10_000, 100_000]) if quick else np.round(np.logspace(2, 5, 7)).astype(int)
+    draws = 512 if full else 64
+    T = np.round(np.logspace(2, 5, 7)).astype(int) if full else np.array([100, 1000, 10_000, 100_000])
     lengths = jnp.asarray(T - 1)
     classes = sims.reference_classes()
     arrays = classes.arrays()
@@ -140,16 +140,16 @@ def _lemma2_draws(quick: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.n
     method=r"prefixes of sampled sequences (reference instance, fixed $Z$), 64 draws at 4 lengths / "
     r"512 at 7, $T \in [10^2, 10^5]$: log-log slope against $-1/2$",
     tolerance=0.1,
-    quick_mode=True,
+    sized=True,
 )
-def lemma2_rate(quick: bool = False) -> Measured:
+def lemma2_rate(full: bool = False) -> Measured:
     """Lemma 2 at finite T (Lemma 18): ||X^T b_T − c_n||_∞ decays like (T − 1)^{−1/2}.
 
-    **Arguments:** `quick`: 64 draws at 4 lengths instead of 512 at 7.
+    **Arguments:** `full`: 512 draws at 7 lengths instead of 64 at 4.
 
     **Returns:** the [`Check`][]: the log-log slope of the mean deviation against T − 1.
     """
-    lengths, deviation, _, _ = _lemma2_draws(quick)
+    lengths, deviation, _, _ = _lemma2_draws(full)
     mean = deviation.mean(axis=0)
     slope = sims.log_log_slope(lengths, mean)
     return Measured(
@@ -168,17 +168,17 @@ def lemma2_rate(quick: bool = False) -> Measured:
     tolerance=0.0,
     provenance="derived",
     bound="lower",
-    quick_mode=True,
+    sized=True,
 )
-def lemma2_hoeffding(quick: bool = False) -> Measured:
+def lemma2_hoeffding(full: bool = False) -> Measured:
     """Lemma 18's band: |q_l − P(l|n)| ≤ sqrt(ln(2/δ) / (2(T − 1))) with probability ≥ 1 − δ.
 
-    **Arguments:** `quick`: as [`lemma2_rate`][].
+    **Arguments:** `full`: as [`lemma2_rate`][].
 
     **Returns:** the [`Check`][]: the fraction of (draw, T, token in the support) inside the
     band, which must be at least 1 − δ (δ = 0.05).
     """
-    lengths, _, q, probs = _lemma2_draws(quick)
+    lengths, _, q, probs = _lemma2_draws(full)
     band = cf.hoeffding_band(lengths, _HOEFFDING_DELTA)[None, :, None]
     inside = (np.abs(q - probs[:, None, :]) <= band)[np.broadcast_to(probs[:, None, :] > 0, q.shape)]
     coverage = float(np.mean(inside))
@@ -208,16 +208,16 @@ def _single_class_model() -> tuple[ss.ClassArrays, ss.YZModel, int]:
     method=r"GD on one class's population loss (class 0 of the reference instance, frozen random $Z$, "
     r"$\eta_Y = 2$), 200 / 2000 steps: max abs difference",
     tolerance=1e-12,
-    quick_mode=True,
+    sized=True,
 )
-def lemma5_discrete(quick: bool = False) -> Measured:
+def lemma5_discrete(full: bool = False) -> Measured:
     """Lemma 5 (Eqn 33): after s batch-1 steps on class n alone, w_n(s) = (M − 1) h*(s) ζ_n.
 
-    **Arguments:** `quick`: 200 steps instead of 2000.
+    **Arguments:** `full`: 2000 steps instead of 200.
 
     **Returns:** the [`Check`][]: max |w_n(s) − (M − 1) h*(s) ζ_n| over s and the entries.
     """
-    steps, eta_y = (200 if quick else 2000), 2.0
+    steps, eta_y = (2000 if full else 200), 2.0
     arrays, model, n = _single_class_model()
     M = model.M
     w = np.asarray(sims.lemma5_discrete_run(model, arrays, sims.f64(eta_y), steps))

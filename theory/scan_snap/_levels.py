@@ -87,9 +87,9 @@ def _relative(a: np.ndarray, b: np.ndarray) -> float:
     "relative difference in g becomes an O(rho M) difference in z_dot (L2 faster by ~1 + rho M at "
     "early times). It is a property of the decoder, present with frozen attention, so it does not "
     "vanish as eta_Z/eta_Y -> 0.",
-    quick_mode=True,
+    sized=True,
 )
-def levels_L1_vs_L2(quick: bool = False) -> Measured:
+def levels_L1_vs_L2(full: bool = False) -> Measured:
     """Levels: L1 (population flow, the true decoder) ≈ L2 (decoupled theory flow, the
     Theorem 1 decoder) when η_Y/η_Z is large.
 
@@ -98,8 +98,8 @@ def levels_L1_vs_L2(quick: bool = False) -> Measured:
     (π_n = 1/K) so its time scale matches L1's. The L1/L2 runs are the shared reference runs.
     The note compares the early-time speed ratio ||ż_L2|| / ||ż_L1|| with 1 + ρM.
 
-    **Arguments:** `quick`: quote the padded-vocabulary (M = 50, 200) speed ratios from a
-    full run instead of simulating them (two more compilations).
+    **Arguments:** `full`: simulate the padded-vocabulary (M = 50, 200) speed ratios (two more
+    compilations) instead of quoting them from a full run.
 
     **Returns:** the [`Check`][]: predicted gap 0, simulated gap at η_Y/η_Z = 1000.
     """
@@ -121,11 +121,11 @@ def levels_L1_vs_L2(quick: bool = False) -> Measured:
     speedup = np.linalg.norm(z_dot_l2[i_early]) / np.linalg.norm(early)
     F = np.asarray(ss.normalized_attention_features(jnp.zeros((17, 17)), arrays.probs, arrays.query))
     rho = float((F.T @ F)[0, 1])
-    if quick:
-        padded, source = _PADDED_OFFLINE, "from a full run"
-    else:
+    if full:
         padded = {M: _early_speedup(_padded_classes(M), ts[i_early], 1.0 / _RATIOS[-1]) for M in _PADDED_M}
         source = "simulated"
+    else:
+        padded, source = _PADDED_OFFLINE, "from a full run"
     padded_listing = ", ".join(f"{a:.2f} vs {b:.2f} at M = {M}" for M, (a, b) in padded.items())
     listing = ", ".join(f"{r}: {g:.3f}" for r, g in zip(_RATIOS, gaps))
     late_listing = ", ".join(f"{g:.3f}" for g in late_gaps)
@@ -153,11 +153,11 @@ _L0_STEPS = 400
 _L0_BASE_SEED = 11
 
 
-def _l0_sizes(quick: bool) -> tuple[tuple[int, ...], int, int]:
+def _l0_sizes(full: bool) -> tuple[tuple[int, ...], int, int]:
     """`(T values, batch size, seeds)` of the L0 runs."""
-    if quick:
-        return (64, 256, 1024), 64, 4
-    return (64, 128, 256, 512, 1024), 256, 8
+    if full:
+        return (64, 128, 256, 512, 1024), 256, 8
+    return (64, 256, 1024), 64, 4
 
 
 def _l0_query_row(key: PRNGKeyArray, num_context, *, batch_size: int) -> Float[Array, " M"]:
@@ -205,9 +205,9 @@ def _population_gd_row(arrays: ss.ClassArrays) -> Float[Array, " M"]:
     r"L1 at $t = 400$: log-log slope of the gap against $-1$",
     tolerance=0.3,
     provenance="recon",
-    quick_mode=True,
+    sized=True,
 )
-def levels_L0_to_L1(quick: bool = False) -> Measured:
+def levels_L0_to_L1(full: bool = False) -> Measured:
     """Levels: L0 (finite-T mini-batch plain SGD) → L1 (population flow) as T → ∞, with the
     gap shrinking as 1/T (the O(1/T) bias of E[LN(X^T b_T)] against its limit f_n).
 
@@ -217,13 +217,13 @@ def levels_L0_to_L1(quick: bool = False) -> Measured:
     steps). Gap(T) := ||mean over seeds of z_L0 − z_L1|| / ||z_L1||, query row of Z after
     400 steps (η_Y = 1, η_Z = 0.1, Y = Z = 0).
 
-    **Arguments:** `quick`: T ∈ {64, 256, 1024}, B = 64, 4 seeds (else T ∈ {64, ..., 1024}
-    doubling, B = 256, 8 seeds).
+    **Arguments:** `full`: T ∈ {64, ..., 1024} doubling, B = 256, 8 seeds (else T ∈ {64, 256,
+    1024}, B = 64, 4 seeds).
 
     **Returns:** the [`Check`][]: predicted slope −1, simulated the least-squares slope of
     log Gap against log T.
     """
-    Ts, batch_size, num_seeds = _l0_sizes(quick)
+    Ts, batch_size, num_seeds = _l0_sizes(full)
     arrays = sims.reference_classes().arrays()
     keys = dynamics.seed_keys(_L0_BASE_SEED, num_seeds)
     runs = dynamics.grid(seed=range(num_seeds), T=Ts)

@@ -45,18 +45,18 @@ def spearman(x, y) -> float:
     r"the mean entropy against $-1$, and every seed's $\rho \le -0.8$",
     tolerance=0.0,
     bound="upper",
-    quick_mode=True,
+    sized=True,
 )
-def fig10_entropy_falls_with_lr(quick: bool = False) -> Measured:
+def fig10_entropy_falls_with_lr(full: bool = False) -> Measured:
     """Fig. 10: the average attention entropy on the validation set after training falls as the
     learning rate grows. Every (η, seed) of η ∈ {1, ..., 5} trains in one batched sweep.
 
-    **Arguments:** `quick`: 3 seeds × 150 steps instead of 5 seeds × 600 steps.
+    **Arguments:** `full`: 5 seeds × 600 steps instead of 3 seeds × 150 steps.
 
     **Returns:** the [`Check`][]: Spearman's ρ between η and the mean entropy must be −1 (strictly
     decreasing) and every seed's ρ at most −0.8; the error is how far either misses.
     """
-    seeds, steps = (3, 150) if quick else (5, 600)
+    seeds, steps = (5, 600) if full else (3, 150)
     sim = _text_sgd(num_steps=steps, every=steps)
     grid, chunk = {"lr": list(ss.FIG10_LRS)}, len(ss.FIG10_LRS)
     store = dynamics.shared_store(sim, grid, num_seeds=seeds, chunk_size=chunk)  # the figure's runs too
@@ -91,20 +91,20 @@ def fig10_entropy_falls_with_lr(quick: bool = False) -> Measured:
     "whole quick corpus, at lr 1, and at the settings of the official Fig. 7 notebook (numbers on "
     "the scan_snap documentation page). The paper's evidence is four snapshots on WikiText-2, which "
     "is not bundled.",
-    quick_mode=True,
+    sized=True,
 )
-def fig7_attention_freezes(quick: bool = False) -> Measured:
+def fig7_attention_freezes(full: bool = False) -> Measured:
     """Fig. 7 / Sec. 6.6: the first layer's attention "freezes (and becomes sparse) at some point,
     even if the learning rate remains the same". A 1-layer model at lr = 5 saves its attention
     map on one validation sequence every 50 steps; the change rate
     ([`attention_change_rate`][tasks.scan_snap.attention_change_rate]) averaged over the last third
     of the run must be at most a tenth of its average over the first third.
 
-    **Arguments:** `quick`: 600 steps instead of 1,500 (Fig. 7's).
+    **Arguments:** `full`: 1,500 steps (Fig. 7's) instead of 600.
 
     **Returns:** the [`Check`][]: the late / early ratio of the change rate (upper bound 0.1).
     """
-    steps = 600 if quick else 1500
+    steps = 1500 if full else 600
     sim = _text_sgd(lr=5.0, num_steps=steps, every=50)
     ds = dynamics.sweep(sim, {}, num_seeds=1)
     attention = jnp.asarray(ds["attention"].values[0], jnp.float64)

@@ -300,9 +300,9 @@ _NU_CONFIGS = ((100, 1, 10.0), (10_000, 1, 1.0), (1000, 10, 1.0))
 _INVARIANCE_ETA_Z = (0.5, 1.0, 2.0, 4.0, 8.0)
 
 
-def _l3_saves(quick: bool) -> int:
+def _l3_saves(full: bool) -> int:
     """Save times of every L3 run (one compiled shape per mode)."""
-    return 41 if quick else 161
+    return 161 if full else 41
 
 
 def _l3_B(M, K, eta_y, eta_z, C0, save_ts) -> np.ndarray:
@@ -317,21 +317,21 @@ def _l3_B(M, K, eta_y, eta_z, C0, save_ts) -> np.ndarray:
     r"$t \le 2\cdot 10^4$, 41 / 161 saves) against `phase_B_exact`: max relative error",
     tolerance=1e-8,
     provenance="derived",
-    quick_mode=True,
+    sized=True,
 )
-def theorem4_B_closed_form(quick: bool = False, *, formula: Callable = cf.phase_B_exact) -> Measured:
+def theorem4_B_closed_form(full: bool = False, *, formula: Callable = cf.phase_B_exact) -> Measured:
     """Theorem 4 (Eqns 124-129): the L3 model ż = −C_0^{−1} η_Z γ e^{4z}, Ḃ = −ż integrates to
     B_n(t) = ¼ ln(1 + 4Γ(t)/C_0).
 
     **Arguments:**
 
-    - `quick`: 41 saves instead of 161.
+    - `full`: 161 saves instead of 41.
     - `formula`: `(t, M, K, η_Y, η_Z, C_0) -> B_n(t)` under test.
 
     **Returns:** the [`Check`][]: max relative error over t ∈ (0, 2e4] and C_0 ∈ {1, 5.68e-3}.
     """
     M, K, eta = 1000, 10, 0.5
-    ts = np.asarray(sims.log_grid(1.0, 2e4, _l3_saves(quick)))
+    ts = np.asarray(sims.log_grid(1.0, 2e4, _l3_saves(full)))
     worst, at = 0.0, None
     for C0 in _C0_VALUES:
         B = _l3_B(M, K, eta, eta, C0, ts)
@@ -350,13 +350,13 @@ def theorem4_B_closed_form(quick: bool = False, *, formula: Callable = cf.phase_
 
 
 @functools.cache
-def _regimes(quick: bool) -> dict[tuple, dict[str, tuple[float, float, float]]]:
+def _regimes(full: bool) -> dict[tuple, dict[str, tuple[float, float, float]]]:
     """Eqn 14 against L3 (η_Z = 0.5, C_0 = 1) for each (M, K, η_Y) of `_REGIME_CONFIGS`.
 
     **Returns:** per configuration, per regime (`early`: t'_0/300 ≤ t ≤ t'_0/3; `t0`: t = t_0;
     `late`: 3t_0 ≤ t ≤ 1e4 t_0), `(max relative error, formula, L3)` at the worst time.
     """
-    n = (_l3_saves(quick) - 1) // 2
+    n = (_l3_saves(full) - 1) // 2
     out = {}
     for M, K, eta_y in _REGIME_CONFIGS:
         t0_prime, t0 = (float(x) for x in cf.transition_times(M, K, eta_y))
@@ -378,8 +378,8 @@ def _regimes(quick: bool) -> dict[tuple, dict[str, tuple[float, float, float]]]:
     return out
 
 
-def _regime(quick: bool, regime: str, reference: str) -> Measured:
-    per_config = {cfg: parts[regime] for cfg, parts in _regimes(quick).items()}
+def _regime(full: bool, regime: str, reference: str) -> Measured:
+    per_config = {cfg: parts[regime] for cfg, parts in _regimes(full).items()}
     worst = max(per_config, key=lambda cfg: per_config[cfg][0])
     error, formula, exact = per_config[worst]
     listing = ", ".join(f"{cfg}: {v[0]:.2%}" for cfg, v in per_config.items())
@@ -399,16 +399,16 @@ def _regime(quick: bool, regime: str, reference: str) -> Measured:
     method=r"`phase_B_early` against L3 for $(M, K, \eta_Y) \in \{(100, 2, 1), (1000, 10, 0.5), "
     r"(1000, 10, 5), (10^4, 20, 0.1)\}$, $\eta_Z = 0.5$, $C_0 = 1$: max relative error",
     tolerance=0.02,
-    quick_mode=True,
+    sized=True,
 )
-def theorem4_early_regime(quick: bool = False) -> Measured:
+def theorem4_early_regime(full: bool = False) -> Measured:
     """Eqn 14, scanning phase: B_n ≈ ¼ ln(C_0 + 2(M−1)²/(KM²) η_Y η_Z t²) for t ≤ t'_0/3.
 
-    **Arguments:** `quick`: fewer save times.
+    **Arguments:** `full`: more save times.
 
     **Returns:** the [`Check`][]: max relative error over the grid of configurations and times.
     """
-    return _regime(quick, "early", "within 1.3%.")
+    return _regime(full, "early", "within 1.3%.")
 
 
 @claim(
@@ -416,16 +416,16 @@ def theorem4_early_regime(quick: bool = False) -> Measured:
     r"2K(M-1)^2(\eta_Z/\eta_Y)\ln^2(M\eta_Y t/K)/M^2)$",
     method="`phase_B_late` against L3 at $t_0$, same configurations",
     tolerance=0.05,
-    quick_mode=True,
+    sized=True,
 )
-def theorem4_late_regime_t0(quick: bool = False) -> Measured:
+def theorem4_late_regime_t0(full: bool = False) -> Measured:
     """Eqn 14, snapping phase at its start t = t_0 = 2(1 + ω_1) K ln M/η_Y.
 
-    **Arguments:** `quick`: fewer save times.
+    **Arguments:** `full`: more save times.
 
     **Returns:** the [`Check`][]: max relative error over the configurations.
     """
-    return _regime(quick, "t0", "within 4.5%.")
+    return _regime(full, "t0", "within 4.5%.")
 
 
 @claim(
@@ -433,16 +433,16 @@ def theorem4_late_regime_t0(quick: bool = False) -> Measured:
     r"2K(M-1)^2(\eta_Z/\eta_Y)\ln^2(M\eta_Y t/K)/M^2)$",
     method="as above",
     tolerance=0.015,
-    quick_mode=True,
+    sized=True,
 )
-def theorem4_late_regime(quick: bool = False) -> Measured:
+def theorem4_late_regime(full: bool = False) -> Measured:
     """Eqn 14, snapping phase: B_n ≈ ¼ ln(C_0 + 2K(M−1)²/M² (η_Z/η_Y) ln²(Mη_Y t/K)) for t ≥ 3t_0.
 
-    **Arguments:** `quick`: fewer save times.
+    **Arguments:** `full`: more save times.
 
     **Returns:** the [`Check`][]: max relative error over the configurations and 3t_0 ≤ t ≤ 1e4 t_0.
     """
-    return _regime(quick, "late", "within 1.2%, -> exact as t -> inf.")
+    return _regime(full, "late", "within 1.2%, -> exact as t -> inf.")
 
 
 @claim(
@@ -450,12 +450,12 @@ def theorem4_late_regime(quick: bool = False) -> Measured:
     method=r"L3 to $t_0$ for $\eta_Z \in \{0.5, 1, 2, 4, 8\}$ at $(M, K, \nu) \in \{(100, 1, 10), "
     r"(10^4, 1, 1), (1000, 10, 1)\}$: largest spread",
     tolerance=1e-10,
-    quick_mode=True,
+    sized=True,
 )
-def theorem4_fixed_nu_invariance(quick: bool = False) -> Measured:
+def theorem4_fixed_nu_invariance(full: bool = False) -> Measured:
     """Theorem 4: at fixed ν = η_Y/η_Z, B_n(t_0) depends on K, M, ν only, not on η_Z (Fig. 9 dots).
 
-    **Arguments:** `quick`: fewer save times.
+    **Arguments:** `full`: more save times.
 
     **Returns:** the [`Check`][]: the largest spread of the integrated B_n(t_0) across η_Z.
     """
@@ -464,7 +464,7 @@ def theorem4_fixed_nu_invariance(quick: bool = False) -> Measured:
         values = []
         for eta_z in _INVARIANCE_ETA_Z:
             t0 = float(cf.transition_times(M, K, nu * eta_z)[1])
-            values.append(_l3_B(M, K, nu * eta_z, eta_z, 1.0, np.linspace(0.0, t0, _l3_saves(quick)))[-1])
+            values.append(_l3_B(M, K, nu * eta_z, eta_z, 1.0, np.linspace(0.0, t0, _l3_saves(full)))[-1])
         results.append((float(cf.phase_B_exact(t0, M, K, nu * eta_z, eta_z, 1.0)), np.asarray(values)))
     parts = [
         f"(M={M}, K={K}, nu={nu}): B(t_0)={values[0]:.6f} (closed form {closed:.6f}), "

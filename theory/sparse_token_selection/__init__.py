@@ -4,12 +4,12 @@
 The paper's full text is lost: only the hypotheses of Theorem 1, the captions of Figs. 1-5 and
 the abstract survive. Each check's `provenance` says what it rests on: `derived` (a consequence
 of the paper's or the reconstructed definitions) or `recon` (a reconstructed experiment); the
-claim text names the paper's statement (paper) it supports. A check with a quick mode takes
-`quick` (smaller simulations, never a looser tolerance). Everything runs in float64 (online runs
+claim text names the paper's statement (paper) it supports. A `sized` check takes `full` (the
+paper's sizes; quick ones otherwise, never a looser tolerance). Everything runs in float64 (online runs
 in float32, as the experiments).
 
 - [`CHECKS`][]: the check functions in order, each declared with `theory.claim`;
-  `theory.check_makers(PAPER, CHECKS, quick)` runs them.
+  `theory.check_makers(PAPER, CHECKS, full)` runs them.
 - [`closed_forms`][]: the closed forms the checks, figures and benchmark compare against
   (re-exported here).
 """

@@ -1,7 +1,7 @@
 """Sparse-token-selection checks: the invariant set, Theorem 1's rate and limits, Theorem 2's
-floor, Theorem 3's length generalisation, the fixed-PE floor and the FCN width bound. A check with
-a quick mode is `name(quick) -> Check` (`quick` shrinks simulations, never a tolerance); the
-others are `name() -> Check`."""
+floor, Theorem 3's length generalisation, the fixed-PE floor and the FCN width bound. A `sized`
+check is `name(full) -> Check` (`full`: the paper's sizes, quick ones otherwise, never a looser
+tolerance); the others are `name() -> Check`."""
 
 import dataclasses
 
@@ -71,12 +71,12 @@ def lemma1_reduced_equals_full_gd() -> Measured:
     r"pairs: max entry",
     tolerance=1e-12,
     provenance="derived",
-    quick_mode=True,
+    sized=True,
 )
-def lemma1_antithetic_off_blocks(quick: bool = False) -> Measured:
+def lemma1_antithetic_off_blocks(full: bool = False) -> Measured:
     """With Monte Carlo in X over antithetic pairs, the blocks outside (W_EE, V_X) stay exactly 0."""
     cfg = SMALL
-    batch = sts.antithetic(sts.sample(cfg, jax.random.PRNGKey(3), 200 if quick else 1000))
+    batch = sts.antithetic(sts.sample(cfg, jax.random.PRNGKey(3), 1000 if full else 200))
     run = dynamics.train(lambda m: sts.loss(m, batch), sts.zero_init(cfg), dynamics.gd(0.5), num_steps=50)
     W, V, d = np.asarray(run.final.W), np.asarray(run.final.V), cfg.d
     off = max(np.abs(W[:d]).max(), np.abs(W[:, :d]).max(), np.abs(V[:, d:]).max())
@@ -357,16 +357,16 @@ THEOREM3_TESTS = ((40, 3), (30, 3), (20, 5), (40, 5))
     "$(40,3), (30,3), (20,5), (40,5)$, 4096 / 32768 pairs: worst difference in standard errors",
     tolerance=4.0,
     provenance="derived",
-    quick_mode=True,
+    sized=True,
 )
-def theorem3_closed_form(quick: bool = False) -> Measured:
+def theorem3_closed_form(full: bool = False) -> Measured:
     """The trained model's loss at (T', q') equals the closed form L_{T',q'}(γ, a) (Monte Carlo of
     the full transformer with fresh stochastic PE, antithetic in X)."""
     task = THEOREM3_TASK
     run = sts.reduced_gd(task, 1.0, 20_000, every=20_000)
     gamma, a = run.final["gamma"], run.final["a"]
     model = sts.from_scalars(task, gamma, a)
-    pairs = 4096 if quick else 32768
+    pairs = 32768 if full else 4096
     zs, closed, means, rows = [], [], [], []
     for i, (T_new, q_new) in enumerate(THEOREM3_TESTS):
         closed.append(float(sts.reduced_state_loss(task, T=T_new, q=q_new)(run.final)))
@@ -445,11 +445,11 @@ FLOOR_TASK = sts.STSConfig(d=10, T=200, q=3, pe_sampler="dictionary_onehot", pe_
 FLOOR_A = 40.0
 
 
-def _fixed_floor(T_test: int, quick: bool) -> Measured:
+def _fixed_floor(T_test: int, full: bool) -> Measured:
     task = FLOOR_TASK
     W_EE = jnp.zeros((task.m_E, task.m_E)).at[: task.T, : task.T].set(FLOOR_A * sts.centring(task.T))
     model = sts.from_blocks(task, W_EE, jnp.eye(task.d))
-    pairs = 2048 if quick else 16384
+    pairs = 16384 if full else 2048
     mean, se = sts.mc_loss(model, task, jax.random.PRNGKey(T_test), pairs, T=T_test, chunk=128)
     predicted = F.fixed_pe_floor(task.d, task.T, task.q, T_test)
     L0 = task.trivial_loss
@@ -470,11 +470,11 @@ def _fixed_floor(T_test: int, quick: bool) -> Measured:
     "0]$ ($d = 10$, $T = 200$, $N = 400$), 2048 / 16384 pairs: difference in standard errors",
     tolerance=4.0,
     provenance="derived",
-    quick_mode=True,
+    sized=True,
 )
-def fixed_pe_floor_T250(quick: bool = False) -> Measured:
+def fixed_pe_floor_T250(full: bool = False) -> Measured:
     """Fixed-PE floor at T_test = 250."""
-    return _fixed_floor(250, quick)
+    return _fixed_floor(250, full)
 
 
 @claim(
@@ -482,11 +482,11 @@ def fixed_pe_floor_T250(quick: bool = False) -> Measured:
     method="as above",
     tolerance=4.0,
     provenance="derived",
-    quick_mode=True,
+    sized=True,
 )
-def fixed_pe_floor_T300(quick: bool = False) -> Measured:
+def fixed_pe_floor_T300(full: bool = False) -> Measured:
     """Fixed-PE floor at T_test = 300."""
-    return _fixed_floor(300, quick)
+    return _fixed_floor(300, full)
 
 
 @claim(
@@ -494,11 +494,11 @@ def fixed_pe_floor_T300(quick: bool = False) -> Measured:
     method="as above",
     tolerance=4.0,
     provenance="derived",
-    quick_mode=True,
+    sized=True,
 )
-def fixed_pe_floor_T350(quick: bool = False) -> Measured:
+def fixed_pe_floor_T350(full: bool = False) -> Measured:
     """Fixed-PE floor at T_test = 350."""
-    return _fixed_floor(350, quick)
+    return _fixed_floor(350, full)
 
 
 @claim(
@@ -506,11 +506,11 @@ def fixed_pe_floor_T350(quick: bool = False) -> Measured:
     method="as above",
     tolerance=4.0,
     provenance="derived",
-    quick_mode=True,
+    sized=True,
 )
-def fixed_pe_floor_T400(quick: bool = False) -> Measured:
+def fixed_pe_floor_T400(full: bool = False) -> Measured:
     """Fixed-PE floor at T_test = 400."""
-    return _fixed_floor(400, quick)
+    return _fixed_floor(400, full)
 
 
 ONLINE = sts.Online(d=5, T=20, q=3, pe_sampler="dictionary_onehot", pe_dim=40, num_T_tests=4, num_q_tests=0)
@@ -524,9 +524,9 @@ ONLINE = sts.Online(d=5, T=20, q=3, pe_sampler="dictionary_onehot", pe_dim=40, n
     r"stochastic loss is below the fixed one, against 1",
     tolerance=0.0,
     provenance="recon",
-    quick_mode=True,
+    sized=True,
 )
-def fig2_stochastic_beats_fixed(quick: bool = False) -> Measured:
+def fig2_stochastic_beats_fixed(full: bool = False) -> Measured:
     """Fig. 2's claim on a reduced-size online run: at the end of training, the median OOD loss
     of stochastic PE is below that of fixed PE at every T_test (fraction of T_tests)."""
     sim = dataclasses.replace(
@@ -534,11 +534,11 @@ def fig2_stochastic_beats_fixed(quick: bool = False) -> Measured:
         optimizer="gd",
         lr=1.0,
         batch_size=128,
-        num_steps=600 if quick else 5000,
-        every=300 if quick else 1000,
-        num_eval=256 if quick else 1024,
+        num_steps=5000 if full else 600,
+        every=1000 if full else 300,
+        num_eval=1024 if full else 256,
     )
-    seeds = 2 if quick else 5
+    seeds = 5 if full else 2
     keys = dynamics.seed_keys(0, seeds)
     stoch, _ = dynamics.run_many(sim.run, keys)
     fixed, _ = dynamics.run_many(dataclasses.replace(sim, fixed_pe=True).run, keys)
@@ -598,16 +598,16 @@ def fcn_bound_attained() -> Measured:
     tolerance=1e-10,
     provenance="derived",
     bound="lower",
-    quick_mode=True,
+    sized=True,
 )
-def fcn_bound_random_layers(quick: bool = False) -> Measured:
+def fcn_bound_random_layers(full: bool = False) -> Measured:
     """Random Gaussian and coordinate first layers never beat Proposition C; coordinate layers
     give exactly (Td − m)/(2qT)."""
     d, T, q = FCN_EXACT["d"], FCN_EXACT["T"], FCN_EXACT["q"]
     rng = np.random.default_rng(0)
     min_gap, coord_err = np.inf, 0.0
-    for m in range(1, T * d + 1, 2 if quick else 1):
-        for _ in range(3 if quick else 10):
+    for m in range(1, T * d + 1, 1 if full else 2):
+        for _ in range(10 if full else 3):
             risk = sts.linear_readout_risk(rng.standard_normal((m, T * d)), d, T, q)
             min_gap = min(min_gap, risk - F.fcn_lower_bound(d, T, q, m))
         coord = sts.linear_readout_risk(sts.coordinate_layer(d, T, m), d, T, q)
@@ -630,23 +630,23 @@ FCN_TASK = sts.STSConfig(d=4, T=8, q=2, pe_sampler="onehot")
     tolerance=3.0,
     provenance="derived",
     bound="upper",
-    quick_mode=True,
+    sized=True,
 )
-def fcn_trained_widths(quick: bool = False) -> Measured:
+def fcn_trained_widths(full: bool = False) -> Measured:
     """Trained ReLU MLPs of first-layer width m never go below Proposition C (a hard inequality;
     tolerance = Monte Carlo error only)."""
     task = FCN_TASK
     Td = task.T * task.d
-    widths = (Td // 8, Td // 4, Td // 2) if quick else (Td // 8, Td // 4, Td // 2, Td, 2 * Td)
+    widths = (Td // 8, Td // 4, Td // 2, Td, 2 * Td) if full else (Td // 8, Td // 4, Td // 2)
     worst, rows = -np.inf, []
     for m in widths:
         losses, ses = sts.trained_fcn_losses(
             task,
             m,
-            1 if quick else 3,
-            num_steps=300 if quick else 4000,
+            3 if full else 1,
+            num_steps=4000 if full else 300,
             lr=3e-3,
-            num_eval=1024 if quick else 8192,
+            num_eval=8192 if full else 1024,
         )
         bound = F.fcn_lower_bound(task.d, task.T, task.q, m)
         worst = max(worst, float(np.max((bound - losses) / ses)))
@@ -695,14 +695,14 @@ def _off_manifold(bank: int, key: jax.Array) -> jax.Array:
     r"2$, $m_E = 5$), median relative distance over 4 / 16 seeds: log-log slope against $-1/2$",
     tolerance=0.1,
     provenance="derived",
-    quick_mode=True,
+    sized=True,
 )
-def theorem2_bank_invariance(quick: bool = False) -> Measured:
+def theorem2_bank_invariance(full: bool = False) -> Measured:
     """Theorem 2 / Lemma 2 (derived): for a rotation-invariant PE law the population GD iterates
     stay exactly on W_EE = a I, V = [g I, 0]; with a finite bank of PE draws the distance from that
     set shrinks like bank^{-1/2} (log-log slope of the median over seeds)."""
 
-    seeds = 4 if quick else 16
+    seeds = 16 if full else 4
     medians = []
     for bank in THEOREM2_BANKS:
         out, _ = dynamics.run_many(eqx.Partial(_off_manifold, bank), dynamics.seed_keys(0, seeds))
@@ -732,14 +732,14 @@ SPHERE_FLOW_T1 = 3e4
     r"$(\gamma^\star, \alpha^\star)$ on the same bank: max distance",
     tolerance=1e-4,
     provenance="derived",
-    quick_mode=True,
+    sized=True,
 )
-def theorem2_sphere_flow_converges(quick: bool = False) -> Measured:
+def theorem2_sphere_flow_converges(full: bool = False) -> Measured:
     """Theorem 2 (derived): the reduced 2-D gradient flow with the Monte-Carlo (bank) vector field, from zero
     init, converges to the finite minimiser (γ*, α*) of the floor formula on the same bank (distance
     of the end point from (γ*, α*))."""
     task = sims.SPHERE_TASK
-    size = 100 if quick else 1000
+    size = 1000 if full else 100
     scores, floor = sims.sphere_bank(task.T, task.q, task.m_E, size, 1)
     run = sts.sphere_flow(task, scores, SPHERE_FLOW_T1, [SPHERE_FLOW_T1 / 10, SPHERE_FLOW_T1])
     gamma, a = float(run.values["gamma"][-1]), float(run.values["a"][-1])
@@ -765,19 +765,19 @@ def theorem2_sphere_flow_converges(quick: bool = False) -> Measured:
     "with fresh PE, 2048 / 16384 pairs: difference in combined standard errors",
     tolerance=4.0,
     provenance="derived",
-    quick_mode=True,
+    sized=True,
 )
-def theorem2_sphere_floor_mc(quick: bool = False) -> Measured:
+def theorem2_sphere_floor_mc(full: bool = False) -> Measured:
     """Theorem 2 (derived): the floor of the reduced formula is the population loss of the full transformer
     at (γ*, W_EE = α* I) (Monte Carlo with fresh PE draws and antithetic X; |difference| in
     combined standard errors of the bank and the Monte Carlo)."""
     task = sims.SPHERE_TASK
-    size = 500 if quick else 3000
+    size = 3000 if full else 500
     scores, floor = sims.sphere_bank(task.T, task.q, task.m_E, size, 0)
     per = np.asarray(sts.sphere_example_losses(floor["gamma"], floor["alpha"], scores, task.d, task.q))
     bank_mean, bank_se = float(per.mean()), float(per.std(ddof=1) / np.sqrt(size))
     model = sts.from_scalars(task, floor["gamma"], floor["alpha"] / task.rho**2)
-    pairs = 2048 if quick else 16384
+    pairs = 16384 if full else 2048
     mean, se = sts.mc_loss(model, task, jax.random.PRNGKey(7), pairs, chunk=256)
     mean, se = float(mean), float(se)
     L0 = task.trivial_loss

@@ -28,9 +28,9 @@ CONVERGED = 0.05
 """The stochastic-PE loss / L_0 read as "converged to about 0" at every T_test."""
 
 
-def _sim(quick: bool) -> sts.Online:
+def _sim(full: bool) -> sts.Online:
     """Mini-batch GD, lr 1, zero init, batch 256: 10⁴ steps at the paper's size, 2000 reduced."""
-    base, steps = (ONLINE, 2000) if quick else (PAPER_ONLINE, 10_000)
+    base, steps = (PAPER_ONLINE, 10_000) if full else (ONLINE, 2000)
     return dataclasses.replace(
         base,
         optimizer="gd",
@@ -48,7 +48,7 @@ FIXED_HORIZON = 100_000
 
 
 @functools.cache
-def _runs(quick: bool) -> dict:
+def _runs(full: bool) -> dict:
     """The saved loss_T / L_0 and loss_q / L_0 (`name` and `name_q`, mean over seeds) of stochastic
     PE (the full model and Definition 4's, only W_EE and V_X trained) and of fixed PE, the closed
     forms along population GD (the stochastic path every 10 steps up to the run's end, the fixed
@@ -60,8 +60,8 @@ def _runs(quick: bool) -> dict:
     it is the recursion of one-hot PE at T. At the training length both read the same closed form
     L_{T,q'}(γ, a): a score shift common to all positions (the centring of W_EE) cancels in the
     softmax."""
-    sim = _sim(quick)
-    seeds = 2 if quick else 1
+    sim = _sim(full)
+    seeds = 1 if full else 2
     keys = dynamics.seed_keys(0, seeds)
     task = sim.task
     L0 = task.trivial_loss
@@ -161,15 +161,15 @@ def _follows(simulated: np.ndarray, closed: np.ndarray, note: str, deviation: st
     r"4's model (`blocks='definition4'`) is within the tolerance",
     tolerance=FOLLOWS_TOLERANCE,
     provenance="derived",
-    quick_mode=True,
+    sized=True,
 )
-def fig2_stochastic_follows_theorem3(quick: bool = False) -> Measured:
+def fig2_stochastic_follows_theorem3(full: bool = False) -> Measured:
     """Fig. 2 with stochastic PE: the online loss at every T_test at the end of training against
     Theorem 3's closed form L_{T',q}(γ_k, a_k) along population GD at the same step. A miss is an
     expected deviation only when the online run of Definition 4's model (only W_EE and V_X trained,
     the same batches) follows the closed form within the tolerance: the miss then comes from the
     mini-batch noise of the other blocks (see `fig2_token_key_noise`)."""
-    r = _runs(quick)
+    r = _runs(full)
     steps = _matching_steps(r["stochastic_steps"], r["stochastic_path"], r["stochastic"][-1])
     closed = r["stochastic_closed"]
     full_error = max(relative_error(c, s) for c, s in zip(closed, r["stochastic"][-1]))
@@ -198,12 +198,12 @@ def fig2_stochastic_follows_theorem3(quick: bool = False) -> Measured:
     "relative error",
     tolerance=FOLLOWS_TOLERANCE,
     provenance="derived",
-    quick_mode=True,
+    sized=True,
 )
-def fig2_fixed_follows_closed_form(quick: bool = False) -> Measured:
+def fig2_fixed_follows_closed_form(full: bool = False) -> Measured:
     """Fig. 2 with fixed PE: the online loss at every T_test at the end of training against
     `closed_forms.fixed_pe_loss` along population GD at the same step."""
-    r = _runs(quick)
+    r = _runs(full)
     return _follows(
         r["fixed"][-1],
         r["fixed_closed"],
@@ -216,13 +216,13 @@ def fig2_fixed_follows_closed_form(quick: bool = False) -> Measured:
     method=r"the same runs: largest final loss $/L_0$ over $T_{\text{test}}$, at most 0.05",
     tolerance=CONVERGED,
     provenance="recon",
-    quick_mode=True,
+    sized=True,
 )
-def fig2_stochastic_converges(quick: bool = False) -> Measured:
+def fig2_stochastic_converges(full: bool = False) -> Measured:
     """Fig. 2: the stochastic-PE loss at every T_test ends below `CONVERGED` · L_0 (the largest
     over T_test). A miss is an expected deviation only when Theorem 3's closed form along population
     GD is itself above `CONVERGED` · L_0 at the run's last step."""
-    r = _runs(quick)
+    r = _runs(full)
     sim, longest = r["sim"], r["T_tests"][-1]
     final = r["stochastic"][-1]
     closed_max = float(np.max(r["stochastic_closed"]))
@@ -247,13 +247,13 @@ def fig2_stochastic_converges(quick: bool = False) -> Measured:
     tolerance=0.1,
     provenance="derived",
     bound="lower",
-    quick_mode=True,
+    sized=True,
 )
-def fig2_fixed_stays_above_constant(quick: bool = False) -> Measured:
+def fig2_fixed_stays_above_constant(full: bool = False) -> Measured:
     """Fig. 2: the fixed-PE loss at every T_test stays above a positive constant: the smallest value
     of the closed form over the whole population-GD path (`FIXED_HORIZON` steps, past its minimum,
     on to the floor). Compares the smallest saved online loss with it (lower bound, worst T_test)."""
-    r = _runs(quick)
+    r = _runs(full)
     sim, T_tests = r["sim"], r["T_tests"]
     L0 = sim.task.trivial_loss
     path = r["fixed_path"]
@@ -282,9 +282,9 @@ def fig2_fixed_stays_above_constant(quick: bool = False) -> Measured:
     "deviation only when the ratio with Definition 4's model is within the tolerance",
     tolerance=FOLLOWS_TOLERANCE,
     provenance="derived",
-    quick_mode=True,
+    sized=True,
 )
-def fig4_unseen_q_follows_speed(quick: bool = False) -> Measured:
+def fig4_unseen_q_follows_speed(full: bool = False) -> Measured:
     """Fig. 4, bottom: at the training length T, the ratio of the fixed-PE to the stochastic-PE loss
     at each unseen q_test at the end of training, against the same ratio of the closed forms
     L_{T,q'}(γ_k, a_k) along each PE type's own population GD. Both read the same closed form at
@@ -292,7 +292,7 @@ def fig4_unseen_q_follows_speed(quick: bool = False) -> Measured:
     (N slots, each trained in about T/N of the steps). A miss is an expected deviation only when
     the ratio with Definition 4's stochastic-PE model (the same batches) is within the tolerance
     (the full model's lag, see `fig2_token_key_noise`)."""
-    r = _runs(quick)
+    r = _runs(full)
     closed = r["fixed_q_closed"] / r["stochastic_q_closed"]
     simulated = r["fixed_q"][-1] / r["stochastic_q"][-1]
     def4 = r["fixed_q"][-1] / r["definition4_q"][-1]
@@ -318,8 +318,8 @@ def fig4_unseen_q_follows_speed(quick: bool = False) -> Measured:
     )
 
 
-NOISE_BATCHES = {True: (64,), False: (64, 128, 256)}
-"""The batch sizes of `fig2_token_key_noise` (quick, full)."""
+NOISE_BATCHES = {False: (64,), True: (64, 128, 256)}
+"""The batch sizes of `fig2_token_key_noise`, by `full` (quick, full)."""
 
 
 def _plateau_run(batch_size: int, blocks: str, num_steps: int) -> dict[str, float]:
@@ -354,9 +354,9 @@ def _plateau_run(batch_size: int, blocks: str, num_steps: int) -> dict[str, floa
     r"$a$ and $W_{XE}$, and of Definition 4's model against population GD; worst relative error",
     tolerance=0.1,
     provenance="derived",
-    quick_mode=True,
+    sized=True,
 )
-def fig2_token_key_noise(quick: bool = False) -> Measured:
+def fig2_token_key_noise(full: bool = False) -> Measured:
     """Why the full model's online run lags population GD at the paper's size (derived): with
     x_query = 0 the token-key block W_XE gets no population gradient, but mini-batch GD leaves noise
     in it; the score of token i gains x_iᵀ W_XE s_y, which tilts the attention output by W_XE s_y. On
@@ -368,11 +368,11 @@ def fig2_token_key_noise(quick: bool = False) -> Measured:
     several batch sizes, and that of Definition 4's model (no W_XE, trained on the same batches) with
     population GD's at the same step; worst relative error."""
     task = PAPER_ONLINE.task
-    num_steps = 500 if quick else 1000
+    num_steps = 1000 if full else 500
     population = sts.reduced_gd(task, 1.0, num_steps, every=num_steps)
     pop_gamma, pop_a = (float(population.values[k][-1]) for k in ("gamma", "a"))
     rows, predictions = [], []
-    for B in NOISE_BATCHES[quick]:
+    for B in NOISE_BATCHES[full]:
         for blocks in ("all", "definition4"):
             r = _plateau_run(B, blocks, num_steps)
             predicted = (
