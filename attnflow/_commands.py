@@ -347,6 +347,8 @@ def listing(args: argparse.Namespace) -> int:
                 f"    {info.name} = {default}  ({info.type.__name__}{traced}; "
                 f"{info.describe_allowed()})  {info.doc}"
             )
+        if cls.small:
+            print(f"  a first try (seconds): {' '.join(f'--set {k}={v}' for k, v in cls.small.items())}")
     return 0
 
 

@@ -6,6 +6,7 @@ import importlib
 import math
 import typing
 from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import ClassVar
 
 import equinox as eqx
@@ -41,6 +42,10 @@ class AbstractSimulation(eqx.Module):
       (e.g. `"set init=uniform"`); [`simulate`][] warns with it when all seeds agree.
     - `loss_name`: the saved value that is the run's loss, one number per save (default
       `"loss"`): what [`sweep_phases`][] (`attnflow sweep --analyse phases`) splits into plateaus.
+    - `small`: settings that make a run take seconds, compilation included (fewer steps, smaller
+      sizes): a first try (`attnflow list PAPER` prints them as `--set` options), and the
+      settings at which the project tests every level against the one contract of this
+      interface.
 
     **Fields every simulation has:** `dtype` (`"float32"` or `"float64"`).
 
@@ -76,6 +81,7 @@ class AbstractSimulation(eqx.Module):
     requires: ClassVar[tuple[Require, ...]] = ()
     seed_hint: ClassVar[str] = ""
     loss_name: ClassVar[str] = "loss"
+    small: ClassVar[Mapping[str, object]] = MappingProxyType({})
 
     def __init_subclass__(cls, **kwargs):
         """Refuse, when the class is defined, a field declared without [`param`][]: it would be

@@ -129,9 +129,14 @@ def test_list_documents_every_level(capsys):
     assert "optimizer = 'momentum'  (str; one of 'sgd', 'momentum', 'adam')" in out
     # each level's summary is one line of plain text: "saves as [`SGD`][] does" in the docstring
     assert "saves as `SGD` does, at `num_saves` equally spaced times." in out
+    assert "  a first try (seconds): --set num_steps=4 --set every=2 --set T=8 --set batch_size=4" in out
     for name in papers():
         assert cli.main(["list", name]) == 0
-        summaries = [line for line in capsys.readouterr().out.splitlines() if not line.startswith("   ")]
+        summaries = [
+            line
+            for line in capsys.readouterr().out.splitlines()
+            if not line.startswith(("   ", "  a first try"))
+        ]
         assert not [line for line in summaries if "][" in line or "  " in line.strip()], name
 
 

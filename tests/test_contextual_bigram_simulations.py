@@ -1,8 +1,6 @@
 """The sparse contextual bigram ways of training as simulations: validation, one run against the
 function it wraps, many seeds and sweeps."""
 
-import dataclasses
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -11,14 +9,10 @@ import pytest
 import dynamics
 import tasks.contextual_bigram as cb
 
-from .helpers import assert_sweep_round_trip, assert_trajectory_round_trip, tree_allclose
+from .helpers import tree_allclose
 
 INSTANCE = {"T": 8}
-SMALL = {
-    "algorithm1": {**INSTANCE, "batch": 16, "stage1_max_steps": 10, "stage2_steps": 20, "every": 10},
-    "sgd": {**INSTANCE, "batch": 16, "num_steps": 20, "every": 10},
-    "population_ode": {**INSTANCE, "t1": 5.0, "num_saves": 3},
-}
+SMALL = {level: cls.small for level, cls in cb.SIMULATIONS.items()}
 
 
 def _assert_trees_equal(x, y):
@@ -98,38 +92,6 @@ def test_population_ode_is_the_line_ode():
     np.testing.assert_allclose(run.values["beta"], direct[:, 1], rtol=1e-12)
     on = cb.on_line(direct[-1, 0], direct[-1, 1], inst)
     np.testing.assert_allclose(run.values["loss"][-1], cb.population_loss(on, inst), rtol=1e-12)
-
-
-def test_simulate_runs_each_seed_as_alone():
-    sim = cb.SGD(dtype="float32", **SMALL["sgd"])
-    trajectory = dynamics.simulate(sim, num_seeds=3, seed=5)
-    one = sim.run(dynamics.seed_key(6))
-    assert trajectory.values["dist_Q"].dtype == np.float32
-    np.testing.assert_allclose(trajectory.values["dist_Q"][1], one.values["dist_Q"], rtol=1e-5)
-    np.testing.assert_allclose(
-        trajectory.values["final/metrics/dist_V"][1], one.final["metrics"]["dist_V"], rtol=1e-5
-    )
-    assert trajectory.config["simulation"] == "tasks.contextual_bigram:SGD"
-    assert trajectory.config["seed"] == 5 and trajectory.config["dtype"] == "float32"
-
-
-@pytest.mark.parametrize(
-    "level, field, values, saved",
-    [
-        pytest.param("algorithm1", "eta2", [0.02, 0.05], "dist_Q", marks=pytest.mark.slow),
-        ("sgd", "eta", [0.05, 0.1], "loss"),
-        ("population_ode", "t1", [2.0, 5.0], "alpha"),
-    ],
-)
-def test_sweep_over_a_traced_field_equals_separate_runs(level, field, values, saved, tmp_path):
-    sim = cb.SIMULATIONS[level](**SMALL[level])
-    ds = dynamics.sweep(sim, {field: values}, num_seeds=2, chunk_size=2)
-    assert ds["time"].dims == (field, "seed", "save")
-    # the same chunk shape: the separate runs reuse the sweep's compilation
-    alone = dynamics.simulate(dataclasses.replace(sim, **{field: values[1]}), num_seeds=2, chunk_size=2)
-    np.testing.assert_allclose(ds[saved].sel({field: values[1]}).values, alone.values[saved], rtol=1e-10)
-    assert_trajectory_round_trip(alone, tmp_path)
-    assert_sweep_round_trip(ds, tmp_path)
 
 
 def test_from_settings_converts_and_checks():

@@ -15,16 +15,10 @@ import dynamics
 import tasks.decision_lists as dl
 from theory.decision_lists import closed_forms
 
-from .helpers import assert_sweep_round_trip, assert_trajectory_round_trip, tree_allclose
+from .helpers import tree_allclose
 
 TINY = {"L": 6, "n": 3, "M": 2}
-SMALL = {
-    "result1_flow": {"L": 8, "n": 3, "M": 2, "num_saves": 5},
-    "result2_gd": TINY | {"num_steps": 20, "every": 5},
-    "section7_gd": TINY | {"num_steps": 40, "every": 10},
-    "joint_gd": TINY | {"num_steps": 40, "every": 10},
-}
-TRACED = {"result1_flow": "c_scale", "result2_gd": "eta_scale", "section7_gd": "step", "joint_gd": "init_std"}
+SMALL = {level: cls.small for level, cls in dl.SIMULATIONS.items()}
 
 
 def _first_of_two(level: str, seed: int, **fields) -> dict[str, np.ndarray]:
@@ -220,21 +214,6 @@ def test_simulate_runs_each_seed_as_alone_on_its_own_task():
     assert trajectory.config["seed"] == 5 and trajectory.config["dtype"] == "float64"
     fixed = dynamics.simulate(dataclasses.replace(sim, task_seed=7), num_seeds=2).values["final/V"]
     assert np.array_equal(fixed[0], fixed[1])
-
-
-@pytest.mark.parametrize(
-    "level",
-    [pytest.param(level, marks=pytest.mark.slow) if level == "result1_flow" else level for level in SMALL],
-)
-def test_sweep_over_a_traced_field_equals_separate_runs(level, tmp_path):
-    sim = dl.SIMULATIONS[level](**SMALL[level])
-    field = TRACED[level]
-    ds = dynamics.sweep(sim, {field: [0.5, 2.0]}, num_seeds=1)
-    assert ds["time"].dims == (field, "seed", "save")
-    alone = dynamics.simulate(dataclasses.replace(sim, **{field: 2.0}), num_seeds=2)
-    np.testing.assert_allclose(ds["loss"].sel({field: 2.0}).values[0], alone.values["loss"][0], rtol=1e-9)
-    assert_trajectory_round_trip(alone, tmp_path)  # result1_flow, result2_gd: with the event `perfect`
-    assert_sweep_round_trip(ds, tmp_path)
 
 
 def test_float32_runs():

@@ -1,14 +1,26 @@
-"""What every level of every paper promises, tested on each as the registry finds them (a new
-paper's levels are tested with no change here)."""
+"""What every level of every paper promises, tested on each as the registry finds them at its
+declared `small` settings (a new paper's levels are tested with no change here)."""
+
+import dataclasses
+import functools
+import warnings
 
 import diffrax
 import jax
+import numpy as np
 import pytest
 
 import dynamics
-from attnflow.papers import papers
+from attnflow.papers import load_simulation, papers
 
 LEVELS = [(name, level) for name, paper in papers().items() for level in paper.simulations]
+
+RUNS = [
+    pytest.param(name, level, marks=() if level == paper.default_level else pytest.mark.slow)
+    for name, paper in papers().items()
+    for level in paper.simulations
+]
+"""Every level; the runs of all but each paper's default level only under `-m slow`."""
 
 
 @pytest.mark.parametrize(("paper", "level"), LEVELS)
@@ -31,3 +43,61 @@ def test_a_flow_level_exposes_and_passes_its_step_budget(paper, level, monkeypat
     budgets.clear()
     jax.eval_shape(cls(max_steps=7).run, dynamics.seed_key(0))
     assert budgets and set(budgets) == {7}
+
+
+def _small(paper: str, level: str) -> dynamics.AbstractSimulation:
+    cls = papers()[paper].simulation(level)
+    assert cls.small, f"{cls.__name__} declares no small settings"
+    return cls(**cls.small)
+
+
+@pytest.mark.parametrize(("paper", "level"), LEVELS)
+def test_a_level_is_found_by_its_path_and_rebuilt_from_its_described_settings(paper, level):
+    """`describe()` holds every field, and the command line's text of each rebuilds the same
+    simulation; `module:Class` loads the class back."""
+    sim = _small(paper, level)
+    cls = type(sim)
+    described = sim.describe()
+    assert described["simulation"] == cls.path() and load_simulation(cls.path()) is cls
+    assert set(described) >= {info.name for info in cls.params()}
+    assert cls.from_settings({info.name: str(described[info.name]) for info in cls.params()}) == sim
+
+
+def _traced_axis(sim: dynamics.AbstractSimulation) -> tuple[str, list[float]]:
+    """A traced float field of `sim` and two valid values of it: its own and half (or double; or
+    0.1 or 1 where it is 0)."""
+    for info in type(sim).params():
+        value = getattr(sim, info.name)
+        if not (info.traced and info.type is float):
+            continue
+        for other in (value / 2, value * 2) if value else (0.1, 1.0):
+            try:
+                dataclasses.replace(sim, **{info.name: other})
+            except ValueError:
+                continue
+            return info.name, [value, other]
+    raise AssertionError(f"{type(sim).__name__} has no traced float field to sweep")
+
+
+@pytest.mark.parametrize(("paper", "level"), RUNS)
+def test_a_sweep_is_each_point_run_alone_in_memory_and_on_disk(paper, level, tmp_path):
+    """The one contract of a level: a sweep over a traced field × 2 seeds holds, bit for bit, at
+    every point the runs of that point swept alone (the same seeds, the same compiled batch of
+    two), and its store holds the numbers of the sweep in memory. (That a batch of runs equals
+    the runs one by one is the engine's, tested in `test_vmap`.)"""
+    sim = _small(paper, level)
+    field, values = _traced_axis(sim)
+    sweep = functools.partial(dynamics.sweep, num_seeds=2, seed=3, chunk_size=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # a deterministic level: the seeds agree
+        ds = sweep(sim, {field: values})
+        sweep(sim, {field: values}, store=tmp_path / "sweep.zarr")
+        stored = dynamics.load_sweep(tmp_path / "sweep.zarr")
+        alone = {value: sweep(dataclasses.replace(sim, **{field: value}), {}) for value in values}
+    assert set(stored.data_vars) == set(ds.data_vars) == set(alone[values[0]].data_vars)
+    for name, variable in ds.data_vars.items():
+        np.testing.assert_array_equal(stored[name].values, variable.values, err_msg=name)
+        for value, run in alone.items():
+            np.testing.assert_array_equal(variable.sel({field: value}).values, run[name].values, err_msg=name)
+        if np.issubdtype(variable.dtype, np.floating):
+            assert variable.dtype == np.dtype(sim.dtype), name

@@ -1,17 +1,15 @@
 """Algorithm 1 on random datasets as a simulation: validation, one run against `algorithm1` called
 directly, many seeds (one dataset seed per run) and a sweep over a traced step size."""
 
-import dataclasses
-
 import numpy as np
 import pytest
 
 import dynamics
 import tasks.ntp_partial_order as ntp
 
-from .helpers import assert_sweep_round_trip, assert_trajectory_round_trip, tree_allclose
+from .helpers import tree_allclose
 
-SMALL = {"recipe": "A", "vocab_size": 6, "num_steps1": 20, "num_steps2": 20, "every": 10}
+SMALL = ntp.Algorithm1.small
 
 
 def test_the_level_is_algorithm1():
@@ -105,19 +103,6 @@ def test_a_dataset_beyond_max_sentences_is_refused():
         sim.batches(0)
     with pytest.raises(Exception, match="max_sentences=5"):
         dynamics.simulate(sim, num_seeds=1)
-
-
-@pytest.mark.slow
-def test_sweep_over_a_traced_step_size_equals_separate_runs(tmp_path):
-    sim = ntp.Algorithm1(**SMALL)
-    ds = dynamics.sweep(sim, {"eta": [0.0, 0.05]}, num_seeds=2)
-    assert ds["W_kq"].dims[:3] == ("eta", "seed", "save")
-    alone = dynamics.simulate(dataclasses.replace(sim, eta=0.05), num_seeds=2)
-    np.testing.assert_allclose(ds["loss"].sel(eta=0.05).values, alone.values["loss"], rtol=1e-12)
-    paper = dynamics.simulate(sim, num_seeds=2)
-    np.testing.assert_allclose(ds["final.W_kq"].sel(eta=0.0).values, paper.values["final/W_kq"], rtol=1e-12)
-    assert_trajectory_round_trip(alone, tmp_path)
-    assert_sweep_round_trip(ds, tmp_path)
 
 
 def test_from_settings_and_describe():

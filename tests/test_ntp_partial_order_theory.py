@@ -81,6 +81,7 @@ def test_checks_take_full_only_when_they_are_sized():
     assert ntp_theory.PAPER == "ntp_partial_order" and len(ntp_theory.CHECKS) == 23
 
 
+@pytest.mark.slow
 def test_the_no_critical_point_check_fails_for_a_wrong_infimum(monkeypatch):
     """`thm2_no_critical_point` passes with the derived infimum and fails when the infimum is put
     above it (a logit gap g 1 % smaller): Newton's iterates then fall below the prediction."""

@@ -1,7 +1,6 @@
 """The Scan and Snap levels as simulations: validation, one run against the level function it
 wraps, many seeds and a sweep."""
 
-import dataclasses
 import warnings
 
 import jax
@@ -12,14 +11,9 @@ import pytest
 import dynamics
 from tasks import scan_snap
 
-from .helpers import assert_sweep_round_trip, assert_trajectory_round_trip, tree_allclose
+from .helpers import tree_allclose
 
-SMALL = {
-    "L0": {"num_steps": 4, "every": 2, "T": 8, "batch_size": 4},
-    "L1": {"t1": 5.0, "num_saves": 3},
-    "L2": {"t1": 5.0, "num_saves": 3},
-    "L3": {"t1": 5.0, "num_saves": 3},
-}
+SMALL = {level: cls.small for level, cls in scan_snap.SIMULATIONS.items()}
 
 
 def test_levels_are_the_four_simulations_and_the_real_text_one():
@@ -101,33 +95,6 @@ def test_the_outcome_level_ends_where_L0_ends_from_the_same_key():
     assert float(ended.final["entropy"]) < float(
         scan_snap.distinct_token_entropy(scan_snap.YZModel.zeros(79), classes)
     )
-
-
-@pytest.mark.slow
-def test_simulate_runs_each_seed_as_alone():
-    sim = scan_snap.SGD(init="uniform", **SMALL["L0"])
-    trajectory = dynamics.simulate(sim, num_seeds=3, seed=5)
-    one = sim.run(dynamics.seed_key(6))
-    np.testing.assert_allclose(
-        trajectory.values["population_loss"][1], one.values["population_loss"], rtol=1e-5
-    )
-    assert trajectory.config["simulation"] == "tasks.scan_snap:SGD"
-    assert trajectory.config["seed"] == 5 and trajectory.config["dtype"] == "float32"
-
-
-@pytest.mark.parametrize(
-    "level", ["L0", *(pytest.param(level, marks=pytest.mark.slow) for level in ("L1", "L2", "L3"))]
-)
-def test_sweep_over_a_traced_rate_equals_separate_runs(level, tmp_path):
-    sim = scan_snap.SIMULATIONS[level](**SMALL[level])
-    ds = dynamics.sweep(sim, {"eta_z": [0.5, 2.0]}, num_seeds=2)
-    assert ds["time"].dims == ("eta_z", "seed", "save")
-    alone = dynamics.simulate(dataclasses.replace(sim, eta_z=2.0), num_seeds=2)
-    name = "population_loss" if level in ("L0", "L1") else "final.B"
-    key = "population_loss" if level in ("L0", "L1") else "final/B"
-    np.testing.assert_allclose(ds[name].sel(eta_z=2.0).values, alone.values[key], rtol=1e-5)
-    assert_trajectory_round_trip(alone, tmp_path)
-    assert_sweep_round_trip(ds, tmp_path)
 
 
 @pytest.mark.slow

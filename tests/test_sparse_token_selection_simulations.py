@@ -13,23 +13,7 @@ import tasks.sparse_token_selection as sts
 
 from .helpers import assert_sweep_round_trip, assert_trajectory_round_trip, tree_allclose
 
-SMALL = {
-    "reduced_flow": {"d": 2, "T": 10, "q": 2, "t1": 1e4, "num_saves": 9, "solver": "tsit5"},
-    "online": {
-        "d": 2,
-        "T": 6,
-        "q": 2,
-        "pe_dim": 8,
-        "batch_size": 8,
-        "num_steps": 4,
-        "every": 2,
-        "num_T_tests": 1,
-        "num_q_tests": 1,
-        "num_eval": 8,
-    },
-    "fcn": {"d": 2, "T": 4, "q": 2, "width": 4, "batch_size": 8, "num_steps": 4, "every": 2, "num_eval": 8},
-}
-TRACED = {"reduced_flow": ("t1", [3e3, 1e4]), "online": ("lr", [0.5, 1.0]), "fcn": ("lr", [1e-3, 3e-3])}
+SMALL = {level: cls.small for level, cls in sts.SIMULATIONS.items()}
 
 
 def small(level: str, **changes) -> dynamics.AbstractSimulation:
@@ -122,17 +106,6 @@ def online():
 
 
 @pytest.mark.slow
-def test_simulate_runs_each_seed_as_alone(online):
-    sim, run = online
-    trajectory = dynamics.simulate(sim, num_seeds=2, seed=5)
-    one = run(dynamics.seed_key(6))
-    for name in ("loss", "loss_T", "loss_q", "cos_W"):
-        np.testing.assert_allclose(trajectory.values[name][1], one.values[name], rtol=1e-5)
-    assert trajectory.config["simulation"] == "tasks.sparse_token_selection:Online"
-    assert trajectory.config["seed"] == 5 and trajectory.config["num_T_tests"] == 1
-
-
-@pytest.mark.slow
 def test_run_many_over_split_keys_equals_single_runs(online):
     sim, run = online
     out, finite = dynamics.run_many(sim.run, dynamics.seed_keys(4, 2))
@@ -140,25 +113,6 @@ def test_run_many_over_split_keys_equals_single_runs(online):
     np.testing.assert_allclose(out.values["loss"][1], one.values["loss"], rtol=1e-5)
     np.testing.assert_array_equal(out.ts[0], [0, 2, 4])
     assert out.values["loss_T"].shape == out.values["loss_q"].shape == (2, 3, 1) and finite.all()
-
-
-@pytest.mark.parametrize(
-    "level",
-    [
-        pytest.param("reduced_flow", marks=pytest.mark.slow),
-        pytest.param("online", marks=pytest.mark.slow),
-        "fcn",
-    ],
-)
-def test_sweep_over_a_traced_field_equals_separate_runs(level, tmp_path):
-    sim = small(level)
-    name, values = TRACED[level]
-    ds = dynamics.sweep(sim, {name: values}, num_seeds=1)  # one compiled call, shared with `alone`
-    assert ds["time"].dims == (name, "seed", "save")
-    alone = dynamics.simulate(dataclasses.replace(sim, **{name: values[1]}), num_seeds=2)
-    np.testing.assert_allclose(ds["loss"].sel({name: values[1]}).values, alone.values["loss"][:1], rtol=1e-5)
-    assert_trajectory_round_trip(alone, tmp_path)
-    assert_sweep_round_trip(ds, tmp_path)
 
 
 @pytest.mark.slow

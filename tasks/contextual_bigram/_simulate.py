@@ -132,6 +132,7 @@ class Algorithm1(_OnInstance):
     dtype: str = dtype_param("float64")
 
     requires = _OnInstance.requires + (_every_divides("stage2_steps"),)
+    small = {"T": 8, "batch": 16, "stage1_max_steps": 10, "stage2_steps": 20, "every": 10}
 
     def run(self, key) -> dynamics.Run:
         out = run_algorithm(self.instance(), key, self)
@@ -181,6 +182,7 @@ class SGD(_OnInstance):
     dtype: str = dtype_param("float64")
 
     requires = _OnInstance.requires + (_every_divides("num_steps"),)
+    small = {"T": 8, "batch": 16, "num_steps": 20, "every": 10}
 
     def run(self, key) -> dynamics.Run:
         out = run_sgd(self.instance(), key, self)
@@ -224,6 +226,7 @@ class PopulationODE(_OnInstance):
     )
     dtype: str = dtype_param("float64")
     seed_hint = "the population ODE has no randomness: sweep alpha0 or beta0 instead"
+    small = {"T": 8, "t1": 5.0, "num_saves": 3}
 
     def run(self, key) -> dynamics.Run:
         del key

@@ -146,6 +146,7 @@ class Result1Flow(dynamics.AbstractSimulation):
     save_W: bool = param(False, doc="also save W at every save (L² numbers per save)")
     dtype: str = dtype_param("float64")
     seed_hint = "task_seed fixes one task for every seed: leave it unset to draw a task per seed"
+    small = {"L": 8, "n": 3, "M": 2, "num_saves": 5}
 
     event_names = ("perfect",)
     requires = (*_TASK, _EXACT)
@@ -220,6 +221,7 @@ class Result2GD(dynamics.AbstractSimulation):
     stop_at_perfect: bool = param(False, doc="stop at the first perfect (or certified) step")
     dtype: str = dtype_param("float64")
     seed_hint = "task_seed fixes one task for every seed: leave it unset to draw a task per seed"
+    small = {"L": 6, "n": 3, "M": 2, "num_steps": 20, "every": 5}
 
     event_names = ("perfect",)
     requires = (
@@ -290,6 +292,7 @@ class UniformAttentionGD(dynamics.AbstractSimulation):
     every: int = _every(10)
     dtype: str = dtype_param("float64")
     seed_hint = "task_seed fixes one task for every seed: leave it unset to draw a task per seed"
+    small = {"L": 6, "n": 3, "M": 2, "num_steps": 40, "every": 10}
 
     requires = (*_TASK, _EXACT, _EVERY)
 
@@ -327,6 +330,7 @@ class JointGD(dynamics.AbstractSimulation):
     every: int = _every(10)
     dtype: str = dtype_param("float64")
     seed_hint = "task_seed fixes one task for every seed: leave it unset to draw a task per seed"
+    small = {"L": 6, "n": 3, "M": 2, "num_steps": 40, "every": 10}
 
     requires = (*_TASK, _EXACT, _EVERY)
 

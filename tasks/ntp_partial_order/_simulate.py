@@ -84,6 +84,7 @@ class Algorithm1(dynamics.AbstractSimulation):
     save_stage1: bool = param(False, doc="also save stage 1 (W_ov, loss0) at its own step numbers")
     dtype: str = dtype_param("float64")
 
+    small = {"recipe": "A", "vocab_size": 6, "num_steps1": 20, "num_steps2": 20, "every": 10}
     requires = (
         Require(
             ("every", "num_steps1", "num_steps2"),

@@ -91,6 +91,7 @@ class SGD(dynamics.AbstractSimulation):
 
     requires = (Require(("every", "num_steps"), lambda e, n: n % e == 0, "every must divide num_steps"),)
     loss_name = "population_loss"
+    small = {"num_steps": 4, "every": 2, "T": 8, "batch_size": 4}
 
     def run(self, key) -> dynamics.Run:
         classes = _classes(self.dataset, self.num_last)
@@ -138,6 +139,8 @@ class SGDOutcome(dynamics.AbstractSimulation):
     num_steps: int = param(100, Interval(1), doc="optimizer steps")
     num_taus: int = param(41, Interval(2), doc="points of the recall curve")
     dtype: str = dtype_param("float32")
+
+    small = {"num_steps": 4, "T": 8, "batch_size": 4, "num_taus": 5}
 
     def taus(self) -> np.ndarray:
         """The thresholds of the recall curve: `num_taus` points over `RECALL_TAU_RANGES[num_last]`
@@ -187,6 +190,7 @@ class PopulationFlow(dynamics.AbstractSimulation):
     dtype: str = dtype_param("float64")
     seed_hint = "from init=zeros the flow is deterministic: set init=uniform for a random start"
     loss_name = "population_loss"
+    small = {"t1": 5.0, "num_saves": 3}
 
     def run(self, key) -> dynamics.Run:
         classes = _classes(self.dataset, self.num_last)
@@ -217,6 +221,7 @@ class TheoryFlow(dynamics.AbstractSimulation):
     max_steps: int = _max_steps()
     dtype: str = dtype_param("float64")
     seed_hint = "from init=zeros the flow is deterministic: set init=uniform for a random start"
+    small = {"t1": 5.0, "num_saves": 3}
 
     def run(self, key) -> dynamics.Run:
         classes = _classes(self.dataset, self.num_last)
@@ -250,6 +255,7 @@ class ScalarFlow(dynamics.AbstractSimulation):
     max_steps: int = _max_steps()
     dtype: str = dtype_param("float64")
     seed_hint = "the scalar model has no randomness: sweep its rates or C0 instead"
+    small = {"t1": 5.0, "num_saves": 3}
 
     def run(self, key) -> dynamics.Run:
         del key

@@ -335,6 +335,17 @@ class TextSGD(dynamics.AbstractSimulation):
     probe_window: int = param(100, Interval(0), doc="validation window of the saved attention map")
     dtype: str = dtype_param("float32")
 
+    small = {
+        "max_lines": 200,
+        "d_model": 8,
+        "d_hid": 16,
+        "batch_size": 4,
+        "eval_batch_size": 2,
+        "bptt": 8,
+        "num_steps": 2,
+        "every": 1,
+        "probe_window": 2,
+    }
     requires = (
         Require(("every", "num_steps"), lambda e, n: n % e == 0, "every must divide num_steps"),
         Require(("d_model",), lambda d: d % 2 == 0, "d_model must be even (sinusoidal encoding)"),

@@ -65,6 +65,7 @@ class ReducedFlow(dynamics.AbstractSimulation):
 
     event_names = ("loss_below",)
     requires = (Q_BELOW_T, PE_DIM_COVERS_T)
+    small = {"d": 2, "T": 10, "q": 2, "t1": 1e4, "num_saves": 9, "solver": "tsit5"}
 
     @property
     def task(self) -> STSConfig:
@@ -77,10 +78,12 @@ class ReducedFlow(dynamics.AbstractSimulation):
         del key
         dtype = self.float_dtype
         t1 = jnp.asarray(self.t1, dtype)
+        # 10^log10(t1) may round above t1 (t1 = 5000), where the solver refuses to save.
+        save_ts = jnp.minimum(jnp.logspace(0.0, jnp.log10(t1), self.num_saves, dtype=dtype), t1)
         return reduced_flow(
             self.task,
             t1,
-            jnp.logspace(0.0, jnp.log10(t1), self.num_saves, dtype=dtype),
+            save_ts,
             eps=self.eps,
             stepsize_controller=diffrax.PIDController(rtol=self.rtol, atol=self.atol),
             max_steps=self.max_steps,
@@ -130,6 +133,18 @@ class Online(dynamics.AbstractSimulation):
     num_eval: int = param(512, Interval(1), doc="antithetic pairs per validation point")
     dtype: str = dtype_param("float32")
 
+    small = {
+        "d": 2,
+        "T": 6,
+        "q": 2,
+        "pe_dim": 8,
+        "batch_size": 8,
+        "num_steps": 4,
+        "every": 2,
+        "num_T_tests": 1,
+        "num_q_tests": 1,
+        "num_eval": 8,
+    }
     requires = (
         *TASK_REQUIRES,
         _every_divides(),
@@ -206,6 +221,7 @@ class FCNTraining(dynamics.AbstractSimulation):
     num_eval: int = param(4096, Interval(1), doc="antithetic validation pairs")
     dtype: str = dtype_param("float32")
 
+    small = {"d": 2, "T": 4, "q": 2, "width": 4, "batch_size": 8, "num_steps": 4, "every": 2, "num_eval": 8}
     requires = (Q_BELOW_T, _every_divides())
 
     @property
