@@ -6,7 +6,6 @@ enables it; each figure refuses to run without it)."""
 
 from pathlib import Path
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import matplotlib.pyplot as plt
@@ -63,14 +62,11 @@ def fig1(out_dir: Path, full: bool) -> list[Path]:
     inst = cb.default_instance()
     seeds = 32 if full else 8
     cfg = cb.Algorithm1(switch="fixed", tau1=20, stage2_steps=4000 if full else 2000)
-    keys = dynamics.seed_keys(1, seeds)
-    alg, _ = dynamics.run_many(eqx.Partial(cb.run_algorithm, inst, cfg=cfg), keys)
-    steps = cfg.tau1 + np.asarray(alg["stage2_steps"][0])
-    sgd = {}
-    for eta in (cfg.eta1, cfg.eta2):
-        sgd_cfg = cb.SGD(eta=eta, batch=cfg.batch, num_steps=cfg.stage2_steps, every=cfg.every, c_f=cfg.c_f)
-        out, _ = dynamics.run_many(eqx.Partial(cb.run_sgd, inst, cfg=sgd_cfg), keys)
-        sgd[eta] = out
+    alg = dynamics.sweep(cfg, {}, num_seeds=seeds, seed=1)
+    steps = alg["time"].values[0]  # the fixed switch: every seed's saves at the same steps
+    sgd_cfg = cb.SGD(batch=cfg.batch, num_steps=cfg.stage2_steps, every=cfg.every, c_f=cfg.c_f)
+    sgd_runs = dynamics.sweep(sgd_cfg, {"eta": [cfg.eta1, cfg.eta2]}, num_seeds=seeds, seed=1)
+    sgd = {eta: sgd_runs.sel(eta=eta) for eta in (cfg.eta1, cfg.eta2)}
     panels = [
         ("dist_V", r"$\|V - P\|_F$"),
         ("dist_Q", r"$\|Q - Q^*\|_F$"),
@@ -80,13 +76,13 @@ def fig1(out_dir: Path, full: bool) -> list[Path]:
         ("cos_Q", r"cos$(Q, Q^*)$"),
     ]
     fig, axes = plt.subplots(2, 3, figsize=(13, 7))
-    data = {"alg_steps": steps, "sgd_steps": np.asarray(sgd[cfg.eta1]["steps"][0])}
+    data = {"alg_steps": steps, "sgd_steps": sgd_runs["time"].values[0, 0]}
     for ax, (key, title) in zip(axes.ravel(), panels):
-        data[f"alg_{key}"] = _band(ax, steps, alg["curves"][key], "C0", "Algorithm 1 (prox GD)")
+        data[f"alg_{key}"] = _band(ax, steps, alg[key].values, "C0", "Algorithm 1 (prox GD)")
         for eta, color in zip(sgd, ("C3", "C2")):
-            v = np.asarray(sgd[eta]["curves"][key], float)
+            v = np.asarray(sgd[eta][key].values, float)
             v = np.where(np.isfinite(v), v, np.nan)
-            diverged = int(np.sum(np.asarray(sgd[eta]["stop"]) == dynamics.StopReason.nonfinite))
+            diverged = int(np.sum(sgd[eta]["stop"].values == dynamics.StopReason.nonfinite))
             label = f"SGD $\\eta={eta}$ ({diverged}/{seeds} diverged)"
             data[f"sgd{eta}_{key}"] = _band(ax, data["sgd_steps"], v, color, label)
         ax.axvline(cfg.tau1, color="gray", linestyle=":", linewidth=1)
@@ -102,8 +98,7 @@ def fig1(out_dir: Path, full: bool) -> list[Path]:
     )
     fig.tight_layout()
     data["sgd_diverged"] = {
-        str(eta): int(np.sum(np.asarray(o["stop"]) == dynamics.StopReason.nonfinite))
-        for eta, o in sgd.items()
+        str(eta): int(np.sum(o["stop"].values == dynamics.StopReason.nonfinite)) for eta, o in sgd.items()
     }
     return save_figure(
         fig,
@@ -114,6 +109,8 @@ def fig1(out_dir: Path, full: bool) -> list[Path]:
             **_inst_config(inst),
             "algorithm": cfg.describe(),
             "sgd": "vanilla SGD (no preconditioning, projection or prox), same init and batch",
+            "sgd_level": sgd_cfg.describe() | {"eta": [cfg.eta1, cfg.eta2]},
+            "seeding": "integer seeds 1, 2, ... (dynamics.seed_key), the same for both algorithms",
             "normalised": "Qhat = threshold-and-renormalise (c_F/Q), Vhat = population least squares "
             "V_LS(Qhat) (oracle)",
             "seeds": seeds,
@@ -153,17 +150,17 @@ def fig2(out_dir: Path, full: bool) -> list[Path]:
         save=lambda p: cb.batch_loss(p, eval_batch),
     )
     cfg = cb.Algorithm1(switch="fixed", tau1=20, stage2_steps=steps, every=every)
-    lin = cb.run_algorithm(inst, jax.random.PRNGKey(2), cfg)
-    lin_losses = np.asarray(lin["curves"]["loss"])
+    lin = dynamics.sweep(cfg, {}, num_seeds=1, seed=2).isel(seed=0)
+    lin_losses = lin["loss"].values
     L_star = float(cb.population_loss(cb.LinearSCB(V=inst.P, Q=inst.Q_star), inst))
     att = {
         "softmax attention": np.asarray(sm.final.attention_matrix()),
-        "linear Q (end of Stage 2)": np.asarray(lin["stage2_model"].Q),
+        "linear Q (end of Stage 2)": lin["final.stage2_model.Q"].values,
         "ground truth Q*": np.asarray(inst.Q_star),
     }
     outs = {
         "softmax V": np.asarray(sm.final.V),
-        "linear V (end of Stage 2)": np.asarray(lin["stage2_model"].V),
+        "linear V (end of Stage 2)": lin["final.stage2_model.V"].values,
         "ground truth P": np.asarray(inst.P),
     }
     fig = plt.figure(figsize=(14, 8))
@@ -182,7 +179,7 @@ def fig2(out_dir: Path, full: bool) -> list[Path]:
         fig.colorbar(im, ax=ax)
     ax = fig.add_subplot(grid[:, 3])
     ax.plot(np.asarray(sm.ts), np.asarray(sm.values), label="softmax (SGD), eval batch")
-    ax.plot(cfg.tau1 + np.asarray(lin["stage2_steps"]), lin_losses, label="linear (Algorithm 1), population")
+    ax.plot(lin["time"].values, lin_losses, label="linear (Algorithm 1), population")
     ax.axhline(L_star, color="k", linestyle=":", label="Bayes risk $L^*$")
     ax.set_xlabel("iteration")
     ax.set_ylabel("loss")
@@ -198,7 +195,7 @@ def fig2(out_dir: Path, full: bool) -> list[Path]:
             "output": outs,
             "softmax_steps": np.asarray(sm.ts),
             "softmax_eval_loss": np.asarray(sm.values),
-            "linear_steps": cfg.tau1 + np.asarray(lin["stage2_steps"]),
+            "linear_steps": lin["time"].values,
             "linear_population_loss": lin_losses,
             "bayes_risk": L_star,
             "softmax_attention_distance": float(
@@ -237,23 +234,17 @@ def phase(out_dir: Path, full: bool) -> list[Path]:
     gd = cb.population_gd(inst, cb.scratch_init(inst), 0.5, 300)
     cfg = cb.SGD(kind="projected", eta=eta, batch=256, num_steps=steps, every=10)
     seeds = 8 if full else 4
-    sims, _ = dynamics.run_many(eqx.Partial(cb.run_sgd, inst, cfg=cfg), dynamics.seed_keys(3, seeds))
+    sims = dynamics.sweep(cfg, {}, num_seeds=seeds, seed=3)
     fig, ax = plt.subplots(figsize=(7, 6))
     a, b = np.meshgrid(np.linspace(-0.5, 1.6, 25), np.linspace(-0.5, 1.6, 25))
-    field = np.asarray(
-        jax.vmap(lambda y: cf.line_vector_field(0.0, y, (KP, KQ, float(T))))(
-            jnp.stack([a.ravel(), b.ravel()], 1)
-        )
-    )
-    ax.streamplot(
-        a, b, field[:, 0].reshape(a.shape), field[:, 1].reshape(a.shape), color="lightgray", density=1.2
-    )
+    field = np.asarray(cf.line_vector_field(0.0, jnp.stack([a.ravel(), b.ravel()]), (KP, KQ, float(T))))
+    ax.streamplot(a, b, field[0].reshape(a.shape), field[1].reshape(a.shape), color="lightgray", density=1.2)
     xs = np.linspace(0.3, 1.6, 100)
     ax.plot(xs, 1 / xs, "k:", linewidth=1, label=r"$\alpha\beta = 1$")
     for i in range(seeds):
         ax.plot(
-            sims["curves"]["alpha"][i],
-            sims["curves"]["beta"][i],
+            sims["alpha"].values[i],
+            sims["beta"].values[i],
             color="C1",
             alpha=0.5,
             linewidth=1,
@@ -275,7 +266,8 @@ def phase(out_dir: Path, full: bool) -> list[Path]:
     ax.set_ylim(-0.5, 1.6)
     ax.legend(fontsize=8, loc="lower right")
     ax.set_title(f"(alpha, beta) phase portrait, K_P={KP:.3f}, K_Q={KQ:.3f}, T={T}")
-    ode_at = cf.solve_line_ode([0.0, 0.0], KP, KQ, T, eta * np.asarray(sims["steps"][0]))
+    sim_steps = sims["time"].values[0]
+    ode_at = cf.solve_line_ode([0.0, 0.0], KP, KQ, T, eta * sim_steps)
     return save_figure(
         fig,
         out_dir,
@@ -285,11 +277,11 @@ def phase(out_dir: Path, full: bool) -> list[Path]:
             "ode": ode,
             "population_gd_alpha": np.asarray(gd.values["alpha"]),
             "population_gd_beta": np.asarray(gd.values["beta"]),
-            "sim_steps": np.asarray(sims["steps"][0]),
-            "sim_alpha": sims["curves"]["alpha"],
-            "sim_beta": sims["curves"]["beta"],
-            "sim_dV_norm": sims["curves"]["dV_norm"],
-            "sim_dQ_norm": sims["curves"]["dQ_norm"],
+            "sim_steps": sim_steps,
+            "sim_alpha": sims["alpha"].values,
+            "sim_beta": sims["beta"].values,
+            "sim_dV_norm": sims["dV_norm"].values,
+            "sim_dQ_norm": sims["dQ_norm"].values,
             "ode_at_sim_steps": ode_at,
         },
         config={
