@@ -19,29 +19,20 @@ the real-text Figs. 7 and 10 (the whole corpus at the paper's sizes: see `_scan_
 import dataclasses
 from pathlib import Path
 
-import equinox as eqx
-import jax
 import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
-from jaxtyping import Array, Float, PRNGKeyArray
 
 import dynamics
 from tasks.scan_snap import (
-    ClassArrays,
+    SGD,
     Dataset2,
     ScalarFlow,
-    YZModel,
-    class_attention,
-    cross_entropy,
     h_continuous,
     h_discrete,
     omega_1,
     phase_B_exact,
     phase_B_paper,
-    population_loss,
-    sample,
-    sgd_run,
     transition_times,
 )
 
@@ -57,8 +48,8 @@ ODE_CONFIG = {"rtol": 1e-10, "atol": 1e-12}
 recorded in the figures' JSON."""
 
 SYN_SMALL = {"T": 128, "batch_size": 128, "num_steps": 100, "every": 2, "seed": 2, "dtype": "float32"}
-"""Syn-Small runs (the official README command): zero init, PRNGKey(seed) is the
-mini-batch stream, checkpoints every 2 steps."""
+"""Syn-Small runs (the official README command): zero init, seed 2 for every rate pair,
+checkpoints every 2 steps."""
 
 ROW_STEPS = (0, 2, 4, 6, 8, 10)
 """Iterations shown as image rows in Figs. 4-5, followed by the final step."""
@@ -330,81 +321,37 @@ def fig8(out_dir: Path, full: bool) -> list[Path]:
 # --------------------------------------------------------------------------------------
 
 
-@eqx.filter_jit
-def _syn_small_models(
-    key: PRNGKeyArray,
-    eta_y: Float[Array, " R"],
-    eta_z: Float[Array, " R"],
-    classes: ClassArrays,
-    *,
-    method: str,
-    T: int,
-    batch_size: int,
-    num_steps: int,
-    every: int,
-) -> dict[str, Array]:
-    """L0 on Syn-Small from Y = Z = 0 for each rate pair (same mini-batch stream `key`).
-
-    **Returns:** `attention (R, saves, K, M)`, `population_loss (R, saves)` and
-    `batch_loss (R, saves)`: the loss of the saved model on the mini-batch its step trains on
-    (what the official log prints).
-    """
-    M = classes.probs.shape[1]
-    dtype = classes.probs.dtype
-
-    def one(ey, ez):
-        run = sgd_run(
-            key,
-            YZModel.zeros(M, dtype),
-            classes,
-            T=T,
-            batch_size=batch_size,
-            num_steps=num_steps,
-            every=every,
-            eta_y=ey,
-            eta_z=ez,
-            method=method,
-            save=lambda m: m,
-        )
-
-        def measure(model, step):
-            batch = sample(jax.random.fold_in(key, step), classes, batch_size, T)
-            return {
-                "attention": class_attention(model, classes),
-                "population_loss": population_loss(model, classes),
-                "batch_loss": cross_entropy(model, batch),
-            }
-
-        return jax.vmap(measure)(run.values, run.ts)
-
-    return jax.vmap(one)(eta_y, eta_z)
-
-
 def _syn_small(eta_ys, eta_zs, method: str) -> tuple[dict[str, np.ndarray], np.ndarray, dict]:
-    """Run [`_syn_small_models`][] with the `SYN_SMALL` settings.
+    """L0 (the `SGD` level) on Syn-Small from Y = Z = 0 with the `SYN_SMALL` settings, one run per
+    rate pair, every pair from the same seed (the same mini-batches).
 
-    **Returns:** `(measurements, saved steps, config)`.
+    **Returns:** `(measurements, saved steps, config)`: `attention (R, saves, K, M)` and
+    `population_loss (R, saves)`.
     """
     dataset = Dataset2.syn_small()
-    dtype = jnp.dtype(SYN_SMALL["dtype"])
-    classes = dataset.build().arrays(dtype)
-    out = _syn_small_models(
-        jax.random.PRNGKey(SYN_SMALL["seed"]),
-        jnp.asarray(eta_ys, dtype),
-        jnp.asarray(eta_zs, dtype),
-        classes,
-        method=method,
-        **{k: SYN_SMALL[k] for k in ("T", "batch_size", "num_steps", "every")},
+    level = SGD(
+        dataset="syn_small",
+        init="zeros",
+        optimizer=method,
+        **{k: SYN_SMALL[k] for k in ("T", "batch_size", "num_steps", "every", "dtype")},
     )
-    steps = np.arange(0, SYN_SMALL["num_steps"] + 1, SYN_SMALL["every"])
+    runs = [
+        dynamics.sweep(
+            dataclasses.replace(level, eta_y=ey, eta_z=ez), {}, num_seeds=1, seed=SYN_SMALL["seed"]
+        )
+        for ey, ez in zip(eta_ys, eta_zs)
+    ]
+    out = {name: np.stack([run[name].values[0] for run in runs]) for name in ("attention", "population_loss")}
+    steps = runs[0]["time"].values[0]
     config = {
         "dataset": "Syn-Small, Dataset2.syn_small(): K = 2 classes with their own query tokens 30, 31, "
         "tokens 0-9 common, 10-19 distinct (class 1), 20-29 distinct (class 2), next tokens 32, 33",
         "M": dataset.M,
         "K": dataset.K,
         **SYN_SMALL,
-        "seeding": f"jax.random.PRNGKey({SYN_SMALL['seed']}) is the mini-batch stream "
-        "(JAX's PRNG, not PyTorch's)",
+        "level": level.describe(),
+        "seeding": f"seed {SYN_SMALL['seed']} (the level splits its key into init and mini-batch keys; "
+        "JAX's PRNG, not PyTorch's), the same for every rate pair",
         "init": "Y = Z = 0",
         "method": method,
         "eta_y": eta_ys,
@@ -413,9 +360,8 @@ def _syn_small(eta_ys, eta_zs, method: str) -> tuple[dict[str, np.ndarray], np.n
         "final_step": SYN_SMALL["num_steps"],
         "final_note": "Final = the last step (100); the official helper plots its last loaded checkpoint, 48",
         "c_n": "Eqn 5: c_n = P(l|n) e^{z_{psi(n), l}} normalised over the class's tokens",
-        "batch_loss": "cross-entropy of the model at step s on the mini-batch step s trains on",
     }
-    return jax.tree.map(np.asarray, out), steps, config
+    return out, steps, config
 
 
 def _image_rows(attention: np.ndarray, steps: np.ndarray) -> np.ndarray:
@@ -490,7 +436,6 @@ def fig4(out_dir: Path, full: bool) -> list[Path]:
                 "steps": steps,
                 "ct_mass": attention[:, :, :10].sum(-1),
                 "population_loss": out["population_loss"][j],
-                "batch_loss": out["batch_loss"][j],
                 "final_dt_entropy_renormalised": [
                     _dt_entropy(attention[-1, n], dt_blocks[n]) for n in range(2)
                 ],
@@ -537,7 +482,6 @@ def fig5(out_dir: Path, full: bool) -> list[Path]:
                 "steps": steps,
                 "ct_mass_class1": attention[:, 0, :10].sum(-1),
                 "population_loss": out["population_loss"][j],
-                "batch_loss": out["batch_loss"][j],
                 "final_dt_entropy_renormalised_class1": _dt_entropy(attention[-1, 0], slice(10, 20)),
             }
         )
