@@ -12,9 +12,9 @@ import jax
 BACKEND_OPTIMIZATION = "--xla_backend_optimization_level=2"
 """The XLA backend optimisation level of the command line's programs (XLA's default is 3). On a
 2-core CPU, `attnflow --no-compile-cache reproduce` takes 297 s instead of 344 s, `attnflow verify
---jobs 1` (the quick sizes) on one core 211 s instead of 242 s, and the full Fig. 6 sweep 46 s instead of
-50 s: compiling is faster and the programs run as fast. The numbers agree with level 3 to
-rounding. A level given in `XLA_FLAGS` is kept."""
+--jobs 1` (the quick sizes) on one core 211 s instead of 242 s, and the full Fig. 6 sweep 46 s
+instead of 50 s: compiling is faster and the programs run as fast. The numbers agree with level 3
+to rounding. A level given in `XLA_FLAGS` is kept."""
 
 ONE_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
 """XLA flags that compute on one thread: for worker processes as many as the cores

@@ -48,9 +48,8 @@ def plot_sweep(ds: xr.Dataset, axes: list[str], out_dir: Path) -> list[Path]:
     - `out_dir`: the folder (created).
 
     **Returns:** the files written: `<metric>_time.png` for every scalar metric, and with one or two
-    grid axes `<metric>_final.png` and `final.png` or `final.<name>.png` for every scalar of the
-    final state;
-    where some run stopped before its end (an event, a divergence, the step budget),
+    grid axes `<metric>_final.png`, and `final.png` or `final.<name>.png` for every scalar of the
+    final state; where some run stopped before its end (an event, a divergence, the step budget),
     `t_stop_final.png` too.
     """
     out_dir.mkdir(parents=True, exist_ok=True)

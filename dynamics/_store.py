@@ -385,7 +385,7 @@ class _Blocks:
             saved = [
                 x
                 for name, (dims, x) in outputs.items()
-                if name != "time" and (SAVE_DIM in dims or name.startswith("final."))
+                if name != "time" and (SAVE_DIM in dims or name == "final" or name.startswith("final."))
             ]
             seeds = self.plan.seed_block(block).stop - self.plan.seed_block(block).start
             if self.identical is None and seeds_identical(seeds, saved):

@@ -165,3 +165,30 @@ def test_params_and_settings():
     assert (sim.rate, sim.num_saves) == (2.0, 3)
     with pytest.raises(ValueError, match=r"Decay\.num_saves must be an integer >= 2, got '3.5'"):
         Decay.from_settings({"num_saves": "3.5"})
+
+
+class EndsOnly(dynamics.AbstractSimulation):
+    """Two GD steps on ½p² from a start `spread` · N(0, 1), saving nothing: only the end differs
+    between seeds."""
+
+    spread: float = param(1.0, Interval(0), doc="the start's scale", traced=True)
+    dtype: str = dynamics.dtype_param("float64")
+
+    def run(self, key):
+        start = self.spread * jax.random.normal(key, (), self.float_dtype)
+        return dynamics.train(
+            lambda p: 0.5 * p**2, start, dynamics.gd(0.5), num_steps=2, every=2, save=lambda p: ()
+        )
+
+
+@pytest.mark.parametrize("make", ["simulate", "sweep"])
+def test_seeds_that_end_apart_are_not_called_identical_even_when_nothing_is_saved(make, recwarn):
+    def run(sim):
+        if make == "simulate":
+            return dynamics.simulate(sim, num_seeds=3)
+        return dynamics.sweep(sim, {}, num_seeds=3)
+
+    run(EndsOnly())
+    assert not [w for w in recwarn if "every seed gave the same run" in str(w.message)]
+    with pytest.warns(UserWarning, match="every seed gave the same run"):
+        run(EndsOnly(spread=0.0))

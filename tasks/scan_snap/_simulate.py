@@ -122,8 +122,8 @@ class SGDOutcome(dynamics.AbstractSimulation):
     at [`SGDOutcome.taus`][]), no series.
 
     The key of seed s is split into (init key, mini-batch key), as [`SGD`][] does: with
-    `dynamics.sweep(..., seed=1)` seed s is the official sweep's `seed=s`, shared by every rate
-    pair, so the Fig. 6 table agrees with the paper's cell by cell. η_Y = η_Z · `ratio`.
+    `dynamics.sweep(..., seed=1)` seed s plays the official sweep's `seed=s`, the same for every
+    rate pair, as the official code reuses its seeds across the grid. η_Y = η_Z · `ratio`.
 
     **Example:** the paper's sweep (Fig. 6, seeds 1-10), from the command line
     `attnflow sweep scan_snap --level L0_outcome --grid num_last=1,3,5,10 --grid eta_z=0.5,1,2,3
