@@ -1,8 +1,8 @@
 """The standard plots of a sweep: each saved scalar against time (a flow's time, or a discrete
 run's steps) with seed bands per grid point and the runs' stop times marked, the final value
-against one grid axis (a line) or two (a heat map), each scalar of the state a run ends in the
-same way, and, when runs stop early, the stop time `t_stop` itself; with the phases of the runs,
-their plateaus on the loss and their count."""
+against one grid axis (a line), two (a heat map) or three (heat maps side by side), each scalar
+of the state a run ends in the same way, and, when runs stop early, the stop time `t_stop`
+itself; with the phases of the runs, their plateaus on the loss and their count."""
 
 import warnings
 from pathlib import Path
@@ -19,6 +19,7 @@ import dynamics  # noqa: E402
 from dynamics import SAVE_DIM, SEED_DIM  # noqa: E402
 
 _MAX_LINES = 12
+_MAX_PANELS = 8
 
 
 def scalar_metrics(ds: xr.Dataset, axes: list[str]) -> list[str]:
@@ -47,8 +48,8 @@ def plot_sweep(ds: xr.Dataset, axes: list[str], out_dir: Path) -> list[Path]:
     - `axes`: its grid axes, in order.
     - `out_dir`: the folder (created).
 
-    **Returns:** the files written: `<metric>_time.png` for every scalar metric, and with one or two
-    grid axes `<metric>_final.png`, and `final.png` or `final.<name>.png` for every scalar of the
+    **Returns:** the files written: `<metric>_time.png` for every scalar metric, and with one to
+    three grid axes `<metric>_final.png`, and `final.png` or `final.<name>.png` for every scalar of the
     final state; where some run stopped before its end (an event, a divergence, the step budget),
     `t_stop_final.png` too.
     """
@@ -122,12 +123,15 @@ def _stopped_early(ds: xr.Dataset) -> xr.DataArray | None:
 
 
 def _finals(final, axes: list[str], name: str, what: str, out_dir: Path) -> list[Path]:
-    """`final` against one grid axis (a line) or two (a heat map); nothing for other grids. The
-    file is `<name>_final.png`, or `<name>.png` for the final state's `final` or `final.<name>`."""
+    """`final` against one grid axis (a line), two (a heat map) or three (a heat map over the last
+    two per value of the first, up to `_MAX_PANELS` of them); nothing for other grids. The file is
+    `<name>_final.png`, or `<name>.png` for the final state's `final` or `final.<name>`."""
     if len(axes) == 1:
         return [_final_line(final, axes[0], name, what, out_dir)]
     if len(axes) == 2:
         return [_final_heatmap(final, axes, name, what, out_dir)]
+    if len(axes) == 3 and final.sizes[axes[0]] <= _MAX_PANELS:
+        return [_final_heatmaps(final, axes, name, what, out_dir)]
     return []
 
 
@@ -228,6 +232,28 @@ def _final_heatmap(final, axes: list[str], name: str, what: str, out_dir: Path) 
     fig.colorbar(image, ax=ax, label=f"{what} (mean over seeds)")
     if np.isnan(mean.values).any():
         ax.set_title("blank: no run of that point gave a value", fontsize=8)
+    return _save(fig, out_dir / _final_file(name))
+
+
+def _final_heatmaps(final, axes: list[str], name: str, what: str, out_dir: Path) -> Path:
+    """One heat map over `axes[1:]` per value of `axes[0]`, on one colour scale."""
+    mean = final.mean(SEED_DIM).transpose(*axes)
+    finite = mean.values[np.isfinite(mean.values)]
+    low, high = (float(finite.min()), float(finite.max())) if finite.size else (None, None)
+    count = mean.sizes[axes[0]]
+    fig, panels = plt.subplots(1, count, figsize=(1 + 3.6 * count, 3.6), squeeze=False)
+    rows = [str(v) for v in mean[axes[1]].values]
+    for i, (ax, value) in enumerate(zip(panels[0], mean[axes[0]].values)):
+        panel = mean.sel({axes[0]: value})
+        image = ax.imshow(panel.values, origin="lower", aspect="auto", cmap="viridis", vmin=low, vmax=high)
+        ax.set_yticks(range(panel.shape[0]), rows if i == 0 else [])  # the rows are the same in every panel
+        ax.set_xticks(range(panel.shape[1]), [str(v) for v in panel[axes[2]].values])
+        ax.set_xlabel(axes[2])
+        ax.set_title(f"{axes[0]} = {value}", fontsize=9)
+    panels[0, 0].set_ylabel(axes[1])
+    fig.colorbar(image, ax=panels[0].tolist(), label=f"{what} (mean over seeds)")
+    if np.isnan(mean.values).any():
+        fig.suptitle("blank: no run of that point gave a value", fontsize=8)
     return _save(fig, out_dir / _final_file(name))
 
 

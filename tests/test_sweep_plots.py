@@ -12,11 +12,12 @@ from .test_dynamics_simulation import Decay
 
 @pytest.fixture
 def drawn(monkeypatch):
-    """The x-label and title of every plot drawn, by file name."""
+    """The x-label and title of every plot drawn, by file name, and the titles of its panels."""
     seen, save = {}, _sweep_plots._save
 
     def record(fig, path):
-        seen[path.name] = (fig.axes[0].get_xlabel(), fig.axes[0].get_title())
+        panels = [ax.get_title() for ax in fig.axes if ax.get_title()]
+        seen[path.name] = (fig.axes[0].get_xlabel(), fig.axes[0].get_title(), panels)
         return save(fig, path)
 
     monkeypatch.setattr(_sweep_plots, "_save", record)
@@ -48,3 +49,12 @@ def test_each_scalar_of_the_final_state_is_drawn_against_the_grid(tmp_path, draw
     paths = {p.name for p in _sweep_plots.plot_sweep(ds, ["rate"], tmp_path)}
     assert finals and {f"{name}.png" for name in finals} <= paths
     assert all(drawn[f"{name}.png"][0] == "rate" for name in finals)
+
+
+def test_three_grid_axes_give_one_heat_map_per_value_of_the_first(tmp_path, drawn):
+    grid = {"scale": [0.5, 1.0, 2.0], "rate": [0.5, 2.0], "floor": [0.0, 0.1]}
+    ds = dynamics.sweep(Decay(mode="euler"), grid, num_seeds=2)
+    paths = {p.name for p in _sweep_plots.plot_sweep(ds, list(grid), tmp_path)}
+    assert "value_final.png" in paths and "final.png" in paths
+    assert drawn["final.png"][2] == ["scale = 0.5", "scale = 1.0", "scale = 2.0"]
+    assert drawn["final.png"][0] == "floor"
