@@ -39,6 +39,22 @@ def _rate(name: str):
     return param(1.0, _POSITIVE, doc=f"learning rate {name}", traced=True)
 
 
+def _momentum():
+    return param(0.9, Interval(0, 1, high_open=True), doc="μ of the heavy ball")
+
+
+def _T():
+    return param(128, Interval(2), doc="sequence length")
+
+
+def _batch_size():
+    return param(128, Interval(1), doc="sequences per step")
+
+
+def _num_steps():
+    return param(100, Interval(1), doc="optimizer steps")
+
+
 def _t1():
     return param(1000.0, _POSITIVE, doc="end time, in batch-1 SGD steps", traced=True)
 
@@ -82,10 +98,10 @@ class SGD(dynamics.AbstractSimulation):
     eta_y: float = _rate("η_Y of the decoder Y")
     eta_z: float = _rate("η_Z of the attention Z")
     optimizer: str = param("momentum", OneOf(*OPTIMIZERS), doc="sgd, momentum (PyTorch heavy ball) or adam")
-    momentum: float = param(0.9, Interval(0, 1, high_open=True), doc="μ of the heavy ball")
-    T: int = param(128, Interval(2), doc="sequence length")
-    batch_size: int = param(128, Interval(1), doc="sequences per step")
-    num_steps: int = param(100, Interval(1), doc="optimizer steps")
+    momentum: float = _momentum()
+    T: int = _T()
+    batch_size: int = _batch_size()
+    num_steps: int = _num_steps()
     every: int = param(2, Interval(1), doc="save period in steps (divides num_steps)")
     dtype: str = dtype_param("float32")
 
@@ -133,10 +149,10 @@ class SGDOutcome(dynamics.AbstractSimulation):
     num_last: int = _num_last()
     eta_z: float = _rate("η_Z of the attention Z")
     ratio: float = param(1.0, _POSITIVE, doc="η_Y/η_Z (η_Y of the decoder is η_Z · ratio)", traced=True)
-    momentum: float = param(0.9, Interval(0, 1, high_open=True), doc="μ of the heavy ball")
-    T: int = param(128, Interval(2), doc="sequence length")
-    batch_size: int = param(128, Interval(1), doc="sequences per step")
-    num_steps: int = param(100, Interval(1), doc="optimizer steps")
+    momentum: float = _momentum()
+    T: int = _T()
+    batch_size: int = _batch_size()
+    num_steps: int = _num_steps()
     num_taus: int = param(41, Interval(2), doc="points of the recall curve")
     dtype: str = dtype_param("float32")
 
