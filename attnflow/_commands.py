@@ -112,11 +112,9 @@ def _shard(args: argparse.Namespace) -> tuple[int, int]:
 def _stop_summary(ds) -> str:
     """`completed x3, event:loss_below x1`: how the runs of a sweep stopped (for runs that used
     their whole step budget, the times they reached)."""
-    stops, events = np.asarray(ds["stop"]).ravel(), np.asarray(ds["event"]).ravel()
-    labels = [
-        ds.attrs["stop_reasons"][s] + (f":{ds.attrs['event_names'][e]}" if e >= 0 else "")
-        for s, e in zip(stops, events)
-    ]
+    import dynamics
+
+    labels = np.asarray(dynamics.stop_reasons(ds)).ravel().astype(str)
     names, counts = np.unique(labels, return_counts=True)
     text = ", ".join(f"{name} x{n}" for name, n in zip(names, counts))
     if "max_steps" in names:

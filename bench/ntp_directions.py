@@ -26,8 +26,8 @@ def main(argv=None) -> list[dict]:
     parser.add_argument("--datasets", type=int, default=10, help="Recipe-B seeds 0..N-1")
     args = parser.parse_args(argv)
     sim = ntp.Algorithm1(num_steps2=5000, every=100)
-    traj = dynamics.simulate(sim, args.datasets)
-    at_900 = int(np.flatnonzero(traj.times[0] == 900)[0])
+    runs = dynamics.simulate(sim, args.datasets)
+    at_900 = int(np.flatnonzero(runs["time"].values[0] == 900)[0])
     print(
         "| seed | sentences | queries failing Hall | closed form applies | max |QP − closed| "
         "| cos(W_kq, W*_kq) t=900 | t=5000 | cos(W_kq, closed) t=900 | t=5000 |"
@@ -37,7 +37,7 @@ def main(argv=None) -> list[dict]:
     for seed in range(args.datasets):  # run i trains on the dataset of seed i
         data = sim.dataset(seed)
         qp, closed, hall = w_kq_star_qp(data).W, w_kq_closed_form(data), hall_columns(data)
-        w_900, w_end = traj.values["W_kq"][seed, at_900], traj.values["W_kq"][seed, -1]
+        w_900, w_end = runs["W_kq"].values[seed, at_900], runs["W_kq"].values[seed, -1]
         row = dict(
             seed=int(seed),
             sentences=int(data.num_sentences),

@@ -29,10 +29,11 @@
   drifts from the gradient flow; [`norm_growth`][] ([`NormGrowth`][]), [`direction_convergence`][]
   ([`DirectionConvergence`][]): how a run ends when the loss's infimum is at infinity, ‖θ‖ growing
   as log t or as a power of t and θ/‖θ‖ settling on a direction.
-- [`Run`][] (one run, a PyTree) and [`Trajectory`][] (many runs on disk).
+- [`Run`][]: one run, a PyTree (its `final` state, saved `values`, how it stopped).
 - [`AbstractSimulation`][] with fields declared by [`param`][] ([`Interval`][], [`OneOf`][]): one
-  way of training one model as a validated config; [`simulate`][] runs many seeds of it and
-  [`sweep`][] a grid of its settings × seeds into one labelled dataset, in memory or written
+  way of training one model as a validated config; [`sweep`][] runs a grid of its settings ×
+  seeds ([`simulate`][]: seeds alone, a grid of one point) into one labelled dataset (how each
+  run stopped in words: [`stop_reasons`][]), in memory or written
   block by block to a zarr store that resumes after a crash and splits into shards
   ([`sweep_progress`][], [`save_sweep`][], [`load_sweep`][], [`remove_store`][]). A store keeps
   the checksum of every file and the fingerprint of the code that made it ([`check_store`][],
@@ -83,10 +84,9 @@ from ._sharpness import GDFlowGap, edge_of_stability_save, gd_flow_gap, sharpnes
 from ._simulation import AbstractSimulation, key_seed, seed_key
 from ._stages import Stage, train_stages
 from ._store import SAVE_DIM, SEED_DIM, remove_store
-from ._sweep import load_sweep, save_sweep, simulate, sweep, sweep_progress
+from ._sweep import load_sweep, save_sweep, simulate, stop_reasons, sweep, sweep_progress
 from ._sweep_phases import PHASE_DIM, saved_series, sweep_phases
 from ._train import train
-from ._trajectory import Trajectory, save_npz_atomic
 
 __all__ = [
     "AbstractSimulation",
@@ -127,6 +127,7 @@ __all__ = [
     "key_seed",
     "seed_key",
     "simulate",
+    "stop_reasons",
     "sweep",
     "sweep_progress",
     "HESSIAN_METHODS",
@@ -139,7 +140,6 @@ __all__ = [
     "Run",
     "Stage",
     "StopReason",
-    "Trajectory",
     "adam",
     "all_finite",
     "center_columns",
@@ -173,7 +173,6 @@ __all__ = [
     "progress_inside",
     "proximal_l1",
     "run_many",
-    "save_npz_atomic",
     "scale_by_group_rates",
     "scale_columns",
     "scale_tree",

@@ -49,7 +49,7 @@ class Run(eqx.Module):
     """One run: saved values at save times, the final state, and why it stopped.
 
     Every field is an array, so runs can be `vmap`ped (each field then gains a leading seed axis),
-    differentiated, and turned into a [`Trajectory`][] for disk.
+    differentiated, and written as a dataset by [`sweep`][] and [`simulate`][].
 
     **Fields:**
 

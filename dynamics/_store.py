@@ -28,6 +28,7 @@ import warnings
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+import jax
 import numpy as np
 import xarray as xr
 import zarr
@@ -52,7 +53,6 @@ from ._lock import Held, file_lock, store_lock_path
 from ._progress import progress_over
 from ._run import STOP_REASONS, Run
 from ._simulation import AbstractSimulation, batched_run, traced_arrays
-from ._trajectory import named_leaves
 
 SEED_DIM = "seed"
 """The dimension of a store's variables that runs over the seeds of each grid point."""
@@ -157,6 +157,15 @@ def make_plan(
     return plan
 
 
+def named_leaves(tree, prefix: str) -> dict[str, object]:
+    """The leaves of `tree` by name: `prefix` + the PyTree path joined by dots (e.g. `"final.Z"`,
+    or `"loss"` for a dict entry)."""
+    return {
+        (prefix + jax.tree_util.keystr(path, simple=True, separator=".")).rstrip("."): leaf
+        for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]
+    }
+
+
 def variables(run: Run, batched: bool = False) -> dict[str, tuple[tuple[str, ...], object]]:
     """The dataset's variables of a run: name -> (dims after `seed`, leaf). With `batched`, the
     leaves carry a leading run axis (not counted in the dims)."""
@@ -166,10 +175,10 @@ def variables(run: Run, batched: bool = False) -> dict[str, tuple[tuple[str, ...
         return extra + tuple(f"{name}_dim{k}" for k in range(rank - len(extra)))
 
     out = {"time": ((SAVE_DIM,), run.ts)}
-    for name, leaf in named_leaves(run.values, "", ".").items():
+    for name, leaf in named_leaves(run.values, "").items():
         name = name or "value"  # a saved array rather than a PyTree of them
         out[name] = (dims(name, leaf, (SAVE_DIM,)), leaf)
-    for name, leaf in named_leaves(run.final, "final.", ".").items():
+    for name, leaf in named_leaves(run.final, "final.").items():
         out[name] = (dims(name, leaf, ()), leaf)
     for name in ("stop", "event", "t_stop", "num_steps"):
         out[name] = ((), getattr(run, name))
@@ -521,6 +530,7 @@ def write_sweep(
     progress: bool = False,
     attrs: Mapping | None = None,
     overwrite: bool = False,
+    stacklevel: int = 3,
 ) -> xr.Dataset:
     """Run the blocks of `plan` that belong to `shard` and are not yet written intact, writing
     each to `store` as it finishes.
@@ -536,6 +546,7 @@ def write_sweep(
       and, on a terminal, inside each run.
     - `attrs`: more attributes recorded when the store is created (e.g. provenance).
     - `overwrite`: replace the store at `store` (refused while another process writes it).
+    - `stacklevel`: the frame the warnings point to (3: the caller of the caller of this).
 
     **Returns:** the store opened as an `xarray.Dataset` (lazily when on disk; cells of blocks
     not yet written hold fill values: NaN, or −1 for integers).
@@ -549,7 +560,7 @@ def write_sweep(
                 blocks.run(u)
                 bar.update()
         if blocks.identical is not None:
-            warn_seeds_identical(blocks.identical, stacklevel=3)  # the caller of `sweep`
+            warn_seeds_identical(blocks.identical, stacklevel)
         return open_store(target)
     path = Path(store)
     prepare_folder(path.parent, "the folder of the store")
@@ -563,12 +574,12 @@ def write_sweep(
             blocks = _Blocks(plan, list(variables_of_a_run), str(path), path, progress)
             _run_blocks(blocks, path, shard)
     if blocks.identical is not None:
-        warn_seeds_identical(blocks.identical, stacklevel=3)  # the caller of `sweep`
+        warn_seeds_identical(blocks.identical, stacklevel)
     if blocks.repaired:
         warnings.warn(
             f"{len(blocks.repaired)} damaged block(s) of {path} were run again: "
             + " | ".join(blocks.repaired[:5]),
-            stacklevel=3,
+            stacklevel=stacklevel,
         )
     return open_store(str(path))
 

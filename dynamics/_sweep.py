@@ -9,30 +9,25 @@ import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-import jax
 import numpy as np
 import xarray as xr
 import zarr
 
-from ._batch import run_many
 from ._files import atomic_write, temporary_path
 from ._fingerprint import code_record, largest_array_bytes
 from ._integrity import CREATED, FORMAT, check_store, layout_digests, read_json
 from ._preflight import DEFAULT_MAX_BYTES, check_grid, check_precision, check_seeds, check_sizes, trace_run
-from ._run import Run
-from ._simulation import AbstractSimulation, batched_run, static_part, traced_arrays
+from ._run import stop_reason
+from ._simulation import AbstractSimulation, static_part
 from ._store import (
     Program,
     make_plan,
     open_store,
-    seeds_identical,
     template,
     units_done,
     variables,
-    warn_seeds_identical,
     write_sweep,
 )
-from ._trajectory import Trajectory
 
 
 def _bytes_of(run) -> int:
@@ -42,24 +37,6 @@ def _bytes_of(run) -> int:
     )
 
 
-def _run_seeds(sim: AbstractSimulation, num_seeds: int, seed: int, chunk_size: int, progress: bool) -> Run:
-    """`num_seeds` runs of `sim`, batched; warns when every seed gave the same run."""
-    seeds = seed + np.arange(num_seeds)
-    static = static_part(sim)
-    traced = {k: np.repeat(v, num_seeds) for k, v in traced_arrays(static, [sim]).items()}
-    runs, _ = run_many(
-        batched_run(static),
-        traced,
-        seeds,
-        chunk_size=chunk_size,
-        progress=progress,
-        description=type(sim).__name__,
-    )
-    if seeds_identical(num_seeds, jax.tree.leaves((runs.values, runs.final))):
-        warn_seeds_identical(sim, stacklevel=3)  # the caller of `simulate`
-    return runs
-
-
 def simulate(
     sim: AbstractSimulation,
     num_seeds: int,
@@ -67,33 +44,37 @@ def simulate(
     seed: int = 0,
     chunk_size: int = 64,
     progress: bool = False,
+    store: str | os.PathLike | None = None,
+    attrs: Mapping | None = None,
+    overwrite: bool = False,
     max_bytes: int | None = DEFAULT_MAX_BYTES,
-) -> Trajectory:
-    """Run `num_seeds` seeds of `sim` in batched calls (`vmap` in chunks over local devices).
+) -> xr.Dataset:
+    """Run `num_seeds` seeds of `sim`: a [`sweep`][] of one grid point, with the same dataset,
+    the same names and stop codes, and the same store when one is given.
 
     Run i uses the PRNG key of the integer seed `seed + i` ([`seed_key`][]). When every seed gives
     the same run (a deterministic flow from a fixed start), a `UserWarning` says so, with the
     simulation's `seed_hint`.
 
-    **Arguments:**
+    **Main arguments:**
 
     - `sim`: the simulation.
     - `num_seeds`: the number of runs (>= 1).
-    - `seed`: the first run's integer seed (>= 0).
-    - `chunk_size`: runs per compiled call.
-    - `progress`: show progress over chunks of runs and, on a terminal, inside each flow or
-      scan; in a log (stderr not a terminal), one line per chunk.
-    - `max_bytes`: the most the results may take (default 16 GiB; `None`: no limit).
 
-    **Returns:** a [`Trajectory`][] whose config is `sim.describe()` with the seeds.
+    **Other arguments:** `seed`, `chunk_size`, `progress`, `store`, `attrs`, `overwrite` and
+    `max_bytes` as for [`sweep`][].
 
-    **Raises:** `ValueError`, before any run, for seeds past 2³¹ − 1, a float64 simulation while
-    JAX's x64 mode is off, results over `max_bytes` or the available memory, or events the
-    simulation does not name.
+    **Returns:** an `xarray.Dataset` over `(seed, save, ...)`: `time` and every saved value,
+    `final.<name>` for the state each run ended in, `stop` and `event` (readable with
+    [`stop_reasons`][]), `t_stop` and `num_steps`; its attribute `config` holds
+    `sim.describe()` with the seeds.
+
+    **Raises:** `ValueError`, before any run, as [`sweep`][] does.
 
     **Example:** 4 seeds of an exponential decay from random starts, each ending at
     y(1) = y(0) e^{−2} (float64):
 
+        >>> import json
         >>> import numpy as np
         >>> import jax
         >>> import dynamics
@@ -104,30 +85,56 @@ def simulate(
         ...     def run(self, key):  # dy/dt = -rate y from y(0) in [1, 2)
         ...         y0 = {"y": 1.0 + jax.random.uniform(key, (), self.dtype)}
         ...         return dynamics.ode_flow(lambda t, s, args: {"y": -self.rate * s["y"]}, y0, t1=1.0)
-        >>> trajectory = dynamics.simulate(Decay(rate=2.0), num_seeds=4)
-        >>> trajectory.values["y"].shape, trajectory.stop_reasons.tolist()
-        ((4, 2), ['completed', 'completed', 'completed', 'completed'])
-        >>> y = trajectory.values["y"]
+        >>> ds = dynamics.simulate(Decay(rate=2.0), num_seeds=4)
+        >>> ds["y"].dims, ds["y"].shape, dynamics.stop_reasons(ds).values.tolist()
+        (('seed', 'save'), (4, 2), ['completed', 'completed', 'completed', 'completed'])
+        >>> y = ds["y"].values
         >>> bool(np.allclose(y[:, 1], y[:, 0] * np.exp(-2.0))), len(set(y[:, 0].tolist()))
         (True, 4)
-        >>> trajectory.config["rate"], trajectory.config["num_seeds"], trajectory.config["seed"]
+        >>> config = json.loads(ds.attrs["config"])
+        >>> config["rate"], config["num_seeds"], config["seed"]
         (2.0, 4, 0)
     """
-    check_seeds(num_seeds, seed)
-    check_precision(sim)
-    run, _ = trace_run(static_part(sim), sim, lower=False)
-    check_sizes(
-        bytes_per_run=_bytes_of(run),
-        largest_array=0,  # the results in memory are checked; one block's arrays only in `sweep`
-        num_runs=num_seeds,
-        runs_per_block=min(chunk_size, num_seeds),
-        store=None,
-        done_fraction=0.0,
+    return _sweep(
+        sim,
+        {},
+        num_seeds=num_seeds,
+        seed=seed,
+        chunk_size=chunk_size,
+        progress=progress,
+        store=store,
+        attrs=attrs,
+        shard=(0, 1),
+        overwrite=overwrite,
         max_bytes=max_bytes,
     )
-    runs = _run_seeds(sim, num_seeds, seed, chunk_size, progress)
-    config = sim.describe() | {"num_seeds": num_seeds, "seed": seed}
-    return Trajectory.from_runs(runs, config, sim.event_names)
+
+
+def stop_reasons(ds: xr.Dataset) -> xr.DataArray:
+    """How each run of a sweep stopped, in words: `"completed"`, `"event:<name>"`, `"nonfinite"`
+    or `"max_steps"` (`"not written"` for a run of a block not written yet), labelled like
+    `ds["stop"]`.
+
+    **Example:** a flow stopped by an event at y = 0.5, and one that ends first:
+
+        >>> import jax.numpy as jnp
+        >>> import dynamics
+        >>> class Decay(dynamics.AbstractSimulation):
+        ...     t1: float = dynamics.param(1.0, dynamics.Interval(0, low_open=True))
+        ...     event_names = ("half",)
+        ...
+        ...     def run(self, key):
+        ...         events = {"half": dynamics.Crossing(lambda y: y - 0.5)}
+        ...         return dynamics.ode_flow(lambda t, y, args: -y, jnp.array(1.0), t1=self.t1, events=events)
+        >>> ds = dynamics.sweep(Decay(), {"t1": [0.5, 1.0]}, num_seeds=1)
+        >>> dynamics.stop_reasons(ds).values.tolist()
+        [['completed'], ['event:half']]
+    """
+    names = [
+        stop_reason(s, e, tuple(ds.attrs["event_names"])) if s >= 0 else "not written"
+        for s, e in zip(np.asarray(ds["stop"]).ravel(), np.asarray(ds["event"]).ravel())
+    ]
+    return ds["stop"].copy(data=np.asarray(names, dtype=object).reshape(ds["stop"].shape))
 
 
 def sweep(
@@ -223,6 +230,36 @@ def sweep(
         >>> sorted(ds.data_vars)
         ['event', 'final.y', 'num_steps', 'stop', 't_stop', 'time', 'y']
     """
+    return _sweep(
+        sim,
+        grid,
+        num_seeds=num_seeds,
+        seed=seed,
+        chunk_size=chunk_size,
+        progress=progress,
+        store=store,
+        shard=shard,
+        attrs=attrs,
+        overwrite=overwrite,
+        max_bytes=max_bytes,
+    )
+
+
+def _sweep(
+    sim: AbstractSimulation,
+    grid: Mapping[str, Sequence],
+    *,
+    num_seeds: int,
+    seed: int,
+    chunk_size: int,
+    progress: bool,
+    store: str | os.PathLike | None,
+    shard: tuple[int, int],
+    attrs: Mapping | None,
+    overwrite: bool,
+    max_bytes: int | None,
+) -> xr.Dataset:
+    """[`sweep`][], whose warnings point to the caller of the function that calls this."""
     check_seeds(num_seeds, seed)
     _check_shard(shard)
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, int | np.integer) or chunk_size < 1:
@@ -258,6 +295,7 @@ def sweep(
         progress=progress,
         attrs=attrs,
         overwrite=overwrite,
+        stacklevel=4,
     )
     return ds.load() if store is None else ds
 

@@ -152,7 +152,7 @@ def flow_one_task(out_dir: Path, full: bool) -> list[Path]:
     level = dl.Result1Flow(L=L, n=n, M=M, task_seed=0)
     first = dynamics.simulate(level, num_seeds=1)
     tau, bound, c, delta, gamma = (
-        float(first.values[f"final/{key}"][0]) for key in ("tau", "bound", "c", "delta", "gamma")
+        float(first[f"final.{key}"][0]) for key in ("tau", "bound", "c", "delta", "gamma")
     )
     k = closed_forms.Constants(delta, gamma, level.delta_definition, level.gamma_definition)
     task = dl.DecisionLists.random(0, L=L, n=n, M=M)
@@ -169,9 +169,9 @@ def flow_one_task(out_dir: Path, full: bool) -> list[Path]:
         save_W=True,
     )
     run = dynamics.simulate(long, num_seeds=1)
-    ts = run.times[0]
-    values = {name: run.values[name][0] for name in ("loss", "mu")}
-    column = run.values["W"][0][:, :, a]
+    ts = run["time"].values[0]
+    values = {name: run[name].values[0] for name in ("loss", "mu")}
+    column = run["W"].values[0][:, :, a]
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), layout="constrained")
     axes[0].plot(ts[1:], values["loss"][1:])
     axes[0].set(xscale="log", xlabel="t", ylabel="population loss", title="loss along the W flow")
@@ -228,11 +228,11 @@ def uniform_attention(out_dir: Path, full: bool) -> list[Path]:
     for L, n, M in sizes:
         level = dl.UniformAttentionGD(L=L, n=n, M=M, task_seed=0, step=step_size, num_steps=steps, every=10)
         run = dynamics.simulate(level, num_seeds=1)
-        values = {key: run.values[key][0] for key in ("loss", "kappa", "rho")}
+        values = {key: run[key].values[0] for key in ("loss", "kappa", "rho")}
         label = f"L={L}, n={n}, M={M}"
         for ax, key in zip(axes, ("kappa", "rho", "loss")):
-            ax.plot(run.times[0], values[key], label=label)
-        data[label] = {"step": run.times[0], **values}
+            ax.plot(run["time"].values[0], values[key], label=label)
+        data[label] = {"step": run["time"].values[0], **values}
     axes[0].set(xlabel="GD step", ylabel="κ(V)", title="column argmax = π(b)")
     axes[1].set(xlabel="GD step", ylabel="ρ(V, P)", title="centred cosine with P")
     axes[2].set(xlabel="GD step", ylabel="population loss", yscale="log", title="loss (W = 0)")

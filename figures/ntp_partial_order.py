@@ -46,16 +46,16 @@ def run_experiments(num_seeds: int, steps: int = STEPS) -> list[dict]:
     experiments = []
     for seed in range(num_seeds):
         d = sim.dataset(seed)
-        W_kq = runs.values["W_kq"][seed]
+        W_kq = runs["W_kq"].values[seed]
         star_kq = w_kq_star_qp(d).W
         experiments.append(
             {
                 "dataset": d,
-                "t": runs.times[seed],
-                "L0": runs.values["loss0"][seed],
-                "L": runs.values["loss"][seed],
+                "t": runs["time"].values[seed],
+                "L0": runs["loss0"].values[seed],
+                "L": runs["loss"].values[seed],
                 "W_kq_final": W_kq[-1],
-                "stage1": _series(runs.values["W_ov"][seed], w_ov_star_closed(d)),
+                "stage1": _series(runs["W_ov"].values[seed], w_ov_star_closed(d)),
                 "stage2": _series(W_kq, star_kq),
                 "star_kq": star_kq,
                 "cos_closed_form": cosine(W_kq[-1], w_kq_closed_form(d)),
@@ -147,7 +147,7 @@ def wkq_column(out_dir: Path, full: bool) -> list[Path]:
     sim = ntp.Algorithm1(num_steps1=steps, num_steps2=steps, every=steps)
     run = dynamics.simulate(sim, num_seeds=1)
     d = sim.dataset(0)
-    r = {"t": run.times[0], "W_kq_final": run.values["final/W_kq"][0], "star_kq": w_kq_star_qp(d).W}
+    r = {"t": run["time"].values[0], "W_kq_final": run["final.W_kq"].values[0], "star_kq": w_kq_star_qp(d).W}
     sizes = [len(d.token_types(q).optimal) + len(d.token_types(q).non_optimal) for q in range(d.vocab_size)]
     hall = hall_columns(d)
     q = int(np.argmax(np.asarray(sizes) + 100 * ~hall))  # prefer a query where Proposition 2 does not apply

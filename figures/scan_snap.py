@@ -77,10 +77,10 @@ def _integrate_B(t1: float, num_saves: int, M: int, K: int, eta_ys, eta_zs, C0: 
         dynamics.simulate(dataclasses.replace(level, eta_y=float(ey), eta_z=float(ez)), num_seeds=1)
         for ey, ez in zip(eta_ys, eta_zs)
     ]
-    stops = [run.stop_reasons[0] for run in runs]
+    stops = [str(dynamics.stop_reasons(run).values[0]) for run in runs]
     if any(stop != "completed" for stop in stops):
         raise RuntimeError(f"the L3 scalar flow did not complete (stop reasons {stops})")
-    return np.stack([run.values["B"][0] for run in runs])
+    return np.stack([run["B"].values[0] for run in runs])
 
 
 @caption(

@@ -5,6 +5,7 @@ Every batched call runs two runs of a level's `SMALL` simulation (two seeds, or 
 one seed), so the tests of one level share one compiled program."""
 
 import dataclasses
+import json
 
 import jax
 import jax.numpy as jnp
@@ -25,8 +26,8 @@ def _first_of_two(level: str, seed: int, **fields) -> dict[str, np.ndarray]:
     """The values and final state of the run with integer seed `seed` of `SMALL[level]` (changed by
     `fields`), from a batch of two seeds."""
     sim = dl.SIMULATIONS[level](**SMALL[level] | fields)
-    values = dynamics.simulate(sim, num_seeds=2, seed=seed).values
-    return {name: value[0] for name, value in values.items()}
+    ds = dynamics.simulate(sim, num_seeds=2, seed=seed)
+    return {name: ds[name].values[0] for name in ds.data_vars}
 
 
 def test_levels_are_the_four_trainings():
@@ -82,13 +83,13 @@ def test_result1_flow_is_the_flow_of_result1():
 
     tau, flow = direct(jnp.asarray(c), jnp.asarray(bound), jnp.asarray(save_ts))
     assert tree_allclose(
-        (run["loss"], run["mu"], run["final/W"]), (flow.values["loss"], flow.values["mu"], flow.final)
+        (run["loss"], run["mu"], run["final.W"]), (flow.values["loss"], flow.values["mu"], flow.final)
     )
-    assert run["final/tau"] == pytest.approx(float(tau), rel=1e-10) and 0 < run["final/tau"] <= bound
-    assert run["final/c"] == pytest.approx(c, rel=1e-12)
-    assert run["final/bound"] == pytest.approx(bound, rel=1e-12)
+    assert run["final.tau"] == pytest.approx(float(tau), rel=1e-10) and 0 < run["final.tau"] <= bound
+    assert run["final.c"] == pytest.approx(c, rel=1e-12)
+    assert run["final.bound"] == pytest.approx(bound, rel=1e-12)
     # the stop is the crossing of μ: W there is on the boundary of perfect classification
-    assert abs(run["final/margin"]) < dl.TAU_TIE
+    assert abs(run["final.margin"]) < dl.TAU_TIE
 
 
 @pytest.mark.slow
@@ -98,18 +99,19 @@ def test_result1_flow_past_tau_saves_W_along_the_flow():
     stopped = _first_of_two("result1_flow", 3)
     sim = dl.Result1Flow(**SMALL["result1_flow"], horizon=0.5, stop_at_perfect=False, save_W=True)
     runs = dynamics.simulate(sim, num_seeds=2, seed=3)
-    run, times = {name: value[0] for name, value in runs.values.items()}, runs.times[0]
+    run = {name: runs[name].values[0] for name in runs.data_vars}
+    times = run["time"]
     task = dl.DecisionLists.random(3, L=8, n=3, M=2)
     population = dl.exact_population(task)
-    V = float(run["final/c"]) * task.permutation_matrix()
+    V = float(run["final.c"]) * task.permutation_matrix()
     losses = [
         float(dl.population_loss(dl.DecisionListModel(jnp.asarray(W), V), population)) for W in run["W"]
     ]
     np.testing.assert_allclose(run["loss"], losses, rtol=1e-12)
     np.testing.assert_allclose(run["mu"], [float(dl.mu(jnp.asarray(W), task.arrays())) for W in run["W"]])
-    np.testing.assert_allclose(run["W"][-1], run["final/W"], rtol=1e-12)  # the save at t1 is interpolated
-    assert run["final/tau"] == np.inf and np.all(np.isfinite(run["loss"]))
-    assert np.all(run["mu"][times > stopped["final/tau"]] > 0)
+    np.testing.assert_allclose(run["W"][-1], run["final.W"], rtol=1e-12)  # the save at t1 is interpolated
+    assert run["final.tau"] == np.inf and np.all(np.isfinite(run["loss"]))
+    assert np.all(run["mu"][times > stopped["final.tau"]] > 0)
 
 
 @pytest.mark.slow
@@ -118,14 +120,14 @@ def test_result1_flow_without_the_mu_criterion_enumerates():
     run = _first_of_two("result1_flow", 0, distribution="iid", L=5)
     task = dl.DecisionLists.random(0, L=5, n=3, M=2, distribution="iid")
     population = dl.exact_population(task)
-    c = float(run["final/c"])
-    assert run["final/c"] == pytest.approx(
+    c = float(run["final.c"])
+    assert run["final.c"] == pytest.approx(
         closed_forms.result1_c(3, 5, closed_forms.constants(task, population).delta), rel=1e-12
     )
-    model = dl.DecisionListModel(jnp.asarray(run["final/W"]), c * task.permutation_matrix())
-    assert 0 < run["final/tau"] < run["final/bound"] and bool(dl.perfect(model, population))
-    assert run["final/margin"] == pytest.approx(float(jnp.min(dl.margins(model, population))), rel=1e-12)
-    assert run["final/margin"] > dl.TAU_TIE
+    model = dl.DecisionListModel(jnp.asarray(run["final.W"]), c * task.permutation_matrix())
+    assert 0 < run["final.tau"] < run["final.bound"] and bool(dl.perfect(model, population))
+    assert run["final.margin"] == pytest.approx(float(jnp.min(dl.margins(model, population))), rel=1e-12)
+    assert run["final.margin"] > dl.TAU_TIE
 
 
 @pytest.mark.slow
@@ -148,16 +150,16 @@ def test_result2_gd_starts_at_the_fixed_point_of_result2(population_size):
     def loss0(c):
         return float(dl.population_loss(dl.DecisionListModel(jnp.zeros_like(U), c * P + U), population))
 
-    c = float(run["final/c"])
-    assert bool(run["final/c_converged"])
+    c = float(run["final.c"])
+    assert bool(run["final.c_converged"])
     assert c == pytest.approx(10 * task.n**2 * loss0(c) / delta + 4.0 * task.n, rel=1e-9)
-    eta = float(run["final/eta"])
-    assert eta == pytest.approx(1.0 / run["final/lambda_max"], rel=1e-12)
+    eta = float(run["final.eta"])
+    assert eta == pytest.approx(1.0 / run["final.lambda_max"], rel=1e-12)
     setting = closed_forms.result2_setting(loss0(c), c, n=task.n, eps=1.0, m=task.M, delta=delta, eta=eta)
-    assert int(run["final/T"]) == setting.T_max
+    assert int(run["final.T"]) == setting.T_max
 
     if population_size is None:  # enumerated: the last save is the final model, classified exactly
-        final = dl.DecisionListModel(jnp.asarray(run["final/model/W"]), jnp.asarray(run["final/model/V"]))
+        final = dl.DecisionListModel(jnp.asarray(run["final.model.W"]), jnp.asarray(run["final.model.V"]))
         assert bool(run["perfect"][-1]) == bool(dl.perfect(final, population))
         return
 
@@ -205,14 +207,16 @@ def test_random_arrays_is_the_task_of_each_seed():
 
 def test_simulate_runs_each_seed_as_alone_on_its_own_task():
     sim = dl.UniformAttentionGD(**SMALL["section7_gd"])
-    trajectory = dynamics.simulate(sim, num_seeds=2, seed=5)
+    runs = dynamics.simulate(sim, num_seeds=2, seed=5)
     one = jax.jit(sim.run)(dynamics.seed_key(6))
-    np.testing.assert_allclose(trajectory.values["loss"][1], one.values["loss"], rtol=1e-10)
-    finals = trajectory.values["final/V"]
+    np.testing.assert_allclose(runs["loss"].values[1], one.values["loss"], rtol=1e-10)
+    finals = runs["final.V"].values
     assert not np.allclose(finals[0], finals[1])  # V_0 = 0: only the task differs
-    assert trajectory.config["simulation"] == "tasks.decision_lists:UniformAttentionGD"
-    assert trajectory.config["seed"] == 5 and trajectory.config["dtype"] == "float64"
-    fixed = dynamics.simulate(dataclasses.replace(sim, task_seed=7), num_seeds=2).values["final/V"]
+    config = json.loads(runs.attrs["config"])
+    assert config["simulation"] == "tasks.decision_lists:UniformAttentionGD"
+    assert config["seed"] == 5 and config["dtype"] == "float64"
+    with pytest.warns(UserWarning, match="task_seed fixes one task for every seed"):
+        fixed = dynamics.simulate(dataclasses.replace(sim, task_seed=7), num_seeds=2)["final.V"].values
     assert np.array_equal(fixed[0], fixed[1])
 
 

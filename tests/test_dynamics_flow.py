@@ -117,15 +117,15 @@ def test_a_crossing_is_located_exactly_and_a_predicate_at_the_end_of_a_step():
     assert float(stepped.t_stop) > np.log(2.0) + 1e-3  # the end of the step where it first holds
 
 
-def test_runs_keep_their_event_names_through_vmap_and_into_a_trajectory():
+def test_runs_keep_their_event_names_through_vmap():
     def one(y0):
         events = {"never": lambda y: y > 10.0, "small": dynamics.Crossing(lambda y: y - 0.1)}
         return dynamics.ode_flow(lambda t, y, args: -y, y0, t1=1.0, events=events)
 
     runs = jax.vmap(one)(jnp.array([1.0, 0.2]))
     assert runs.event_names == ("never", "small")
-    trajectory = dynamics.Trajectory.from_runs(runs, {})
-    assert list(trajectory.stop_reasons) == ["completed", "event:small"]
+    reasons = [dynamics.stop_reason(s, e, runs.event_names) for s, e in zip(runs.stop, runs.event)]
+    assert reasons == ["completed", "event:small"]
 
 
 def test_is_successful_is_completed_or_a_user_event():

@@ -2,6 +2,7 @@
 sweeps (traced and static axes), the labelled dataset and its store."""
 
 import dataclasses
+import json
 import math
 
 import equinox as eqx
@@ -13,7 +14,7 @@ import pytest
 import dynamics
 from dynamics import Interval, OneOf, Require, param
 
-from .helpers import assert_sweep_round_trip, assert_trajectory_round_trip
+from .helpers import assert_sweep_round_trip
 
 
 class Decay(dynamics.AbstractSimulation):
@@ -89,19 +90,37 @@ def test_a_field_without_default_is_required_and_checked():
 
 
 def test_simulate_matches_the_closed_form_and_single_runs():
-    trajectory = dynamics.simulate(Decay(rate=2.0), num_seeds=4, seed=3)
+    runs = dynamics.simulate(Decay(rate=2.0), num_seeds=4, seed=3)
     y0 = np.array([jax.random.normal(dynamics.seed_key(3 + i), (), jnp.float64) for i in range(4)])
     t = np.linspace(0.0, 1.0, 5)
-    np.testing.assert_allclose(trajectory.values[""], y0[:, None] * np.exp(-2.0 * t), rtol=1e-6)
-    assert trajectory.config == Decay(rate=2.0).describe() | {"num_seeds": 4, "seed": 3}
-    assert list(trajectory.stop_reasons) == ["completed"] * 4
+    np.testing.assert_allclose(runs["value"].values, y0[:, None] * np.exp(-2.0 * t), rtol=1e-6)
+    config = Decay(rate=2.0).describe() | {"grid": {}, "num_seeds": 4, "seed": 3}
+    assert json.loads(runs.attrs["config"]) == config
+    assert dynamics.stop_reasons(runs).values.tolist() == ["completed"] * 4
+
+
+def test_simulate_is_the_sweep_of_one_point_in_memory_and_on_disk(tmp_path):
+    """The same dataset as `sweep(sim, {})`, in memory and in a store that a second call resumes
+    (serves) instead of running again; a store's unwritten runs read as such."""
+    sim = Decay(rate=5.0, floor=0.05)
+    runs = dynamics.simulate(sim, num_seeds=3, seed=2, chunk_size=2)
+    assert runs.identical(dynamics.sweep(sim, {}, num_seeds=3, seed=2, chunk_size=2))
+    assert runs["value"].dims == ("seed", "save") and runs["final"].dims == ("seed",)
+    store = tmp_path / "decay.zarr"
+    on_disk = dynamics.simulate(sim, num_seeds=3, seed=2, chunk_size=2, store=store)
+    assert on_disk.load().drop_attrs().identical(runs.drop_attrs())
+    assert dynamics.check_store(store).state == "complete"
+    partial = dynamics.sweep(
+        sim, {}, num_seeds=3, seed=2, chunk_size=2, store=tmp_path / "p.zarr", shard=(1, 2)
+    )
+    assert dynamics.stop_reasons(partial).values.tolist() == ["not written"] * 2 + ["event:small"]
 
 
 @pytest.mark.slow
 def test_events_keep_their_names_on_disk(tmp_path):
-    trajectory = dynamics.simulate(Decay(rate=5.0, floor=0.05), num_seeds=3)
-    assert set(trajectory.stop_reasons) == {"event:small"}
-    assert_trajectory_round_trip(trajectory, tmp_path)
+    runs = dynamics.simulate(Decay(rate=5.0, floor=0.05), num_seeds=3)
+    assert set(dynamics.stop_reasons(runs).values.tolist()) == {"event:small"}
+    assert_sweep_round_trip(runs, tmp_path)
     ds = dynamics.sweep(Decay(rate=5.0, floor=0.05), {"rate": [5.0, 0.1]}, num_seeds=2)
     assert_sweep_round_trip(ds, tmp_path)
 
@@ -113,7 +132,7 @@ def test_sweep_of_a_traced_field_equals_separate_simulations(mode):
     assert list(ds["rate"].values) == [0.5, 1.0, 3.0] and list(ds["seed"].values) == [1, 2, 3]
     for rate in (0.5, 3.0):
         alone = dynamics.simulate(Decay(mode=mode, rate=rate), num_seeds=3, seed=1)
-        np.testing.assert_allclose(ds["value"].sel(rate=rate).values, alone.values[""], rtol=1e-12)
+        np.testing.assert_allclose(ds["value"].sel(rate=rate).values, alone["value"].values, rtol=1e-12)
 
 
 def test_sweep_of_two_axes_with_a_static_one():
@@ -190,5 +209,6 @@ def test_seeds_that_end_apart_are_not_called_identical_even_when_nothing_is_save
 
     run(EndsOnly())
     assert not [w for w in recwarn if "every seed gave the same run" in str(w.message)]
-    with pytest.warns(UserWarning, match="every seed gave the same run"):
+    with pytest.warns(UserWarning, match="every seed gave the same run") as caught:
         run(EndsOnly(spread=0.0))
+    assert [w.filename for w in caught] == [__file__]  # the line that called simulate or sweep

@@ -51,7 +51,7 @@ from tasks.toy_paper import Decay
 @theory.claim("y(1) = y(0) e^{-k}", method="by hand", tolerance=1e-6, provenance="derived", sized=True)
 def decay_is_exponential(full: bool):
     run = dynamics.simulate(Decay(k=2.0), num_seeds=8 if full else 2)
-    simulated = float(np.mean(run.values["y"][:, -1] / run.values["y"][:, 0]))
+    simulated = float(np.mean(run["y"].values[:, -1] / run["y"].values[:, 0]))
     predicted = float(np.exp(-2.0))
     return theory.Measured(predicted, simulated, theory.relative_error(predicted, simulated))
 

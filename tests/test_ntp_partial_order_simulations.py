@@ -1,6 +1,8 @@
 """Algorithm 1 on random datasets as a simulation: validation, one run against `algorithm1` called
 directly, many seeds (one dataset seed per run) and a sweep over a traced step size."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -84,15 +86,19 @@ def test_batches_are_padded_to_one_shape():
 
 def test_simulate_runs_each_dataset_seed_as_alone():
     sim = ntp.Algorithm1(**SMALL)
-    trajectory = dynamics.simulate(sim, num_seeds=3, seed=5)
-    assert trajectory.values["W_kq"].shape == (3, 3, 6, 6)
+    runs = dynamics.simulate(sim, num_seeds=3, seed=5)
+    assert runs["W_kq"].shape == (3, 3, 6, 6)
     one = sim.run(dynamics.seed_key(6))
-    assert tree_allclose(
-        {k: v[1] for k, v in trajectory.values.items()},
-        {"W_kq": one.values["W_kq"], "loss": one.values["loss"]}
-        | {f"final/{k}": getattr(one.final, k) for k in ("W_kq", "W_ov")},
+    names = ["W_kq", "loss", "final.W_kq", "final.W_ov"]
+    assert sorted(names) == sorted(
+        n for n in runs.data_vars if n not in ("time", "stop", "event", "t_stop", "num_steps")
     )
-    config = trajectory.config
+    assert tree_allclose(
+        {name: runs[name].values[1] for name in names},
+        {"W_kq": one.values["W_kq"], "loss": one.values["loss"]}
+        | {f"final.{k}": getattr(one.final, k) for k in ("W_kq", "W_ov")},
+    )
+    config = json.loads(runs.attrs["config"])
     assert config["simulation"] == "tasks.ntp_partial_order:Algorithm1" and config["seed"] == 5
     assert config["eta_used"] == ntp.paper_step_sizes(6)[1]
 

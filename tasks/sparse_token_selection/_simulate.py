@@ -42,7 +42,7 @@ class ReducedFlow(dynamics.AbstractSimulation):
     (≈ 1% of t near t = 5e6 with the defaults); the implicit solver's iterations run batched under
     `vmap`, so runs in differently composed batches may stop a few steps apart.
 
-    **Example:** `dynamics.simulate(ReducedFlow(eps=1e-5), num_seeds=1).t_stop` ≈ (T − 1)/(4ε).
+    **Example:** `dynamics.simulate(ReducedFlow(eps=1e-5), num_seeds=1)["t_stop"]` ≈ (T − 1)/(4ε).
     """
 
     d: int = task_param("d")

@@ -440,13 +440,13 @@ def thm1_many_datasets_direction(full: bool) -> Measured:
     falling for every dataset; reports the fraction that reached `cos ≥ 0.99` by `t = 5000`."""
     num = 64 if full else 8
     sim = ntp.Algorithm1(num_steps2=LONG_STEPS, every=100)
-    traj = dynamics.simulate(sim, num)
+    runs = dynamics.simulate(sim, num)
     gaps = []
     for seed in range(num):  # run i trains on the dataset of seed i
         star = w_kq_star_qp(sim.dataset(seed)).W
-        gaps.append(1 - cosines(traj.values["W_kq"][seed], star))
+        gaps.append(1 - cosines(runs["W_kq"].values[seed], star))
     gaps = np.asarray(gaps)  # (datasets, saves at t = 0, 100, ..., 5000)
-    t = traj.times[0]
+    t = runs["time"].values[0]
     falling = np.all(np.diff(gaps[:, 1:], axis=1) <= 1e-12, axis=1)
     cos_end, cos_900 = 1 - gaps[:, -1], 1 - gaps[:, int(np.flatnonzero(t == STEPS)[0])]
     return Measured(

@@ -221,9 +221,9 @@ def theorem1_score_gap_half_log_t() -> Measured:
     seconds at any t1, and a shorter one would fit the transient instead of the law.
     """
     level = sts.ReducedFlow(t1=SCORE_GAP_T1, num_saves=201)
-    trajectory = dynamics.simulate(level, num_seeds=1)
-    ts = np.asarray(trajectory.times[0], dtype=np.float64)
-    alpha = np.asarray(trajectory.values["a"][0], dtype=np.float64) * level.rho**2
+    run = dynamics.simulate(level, num_seeds=1)
+    ts = np.asarray(run["time"].values[0], dtype=np.float64)
+    alpha = np.asarray(run["a"].values[0], dtype=np.float64) * level.rho**2
     growth = dynamics.norm_growth(ts, alpha)
     fitted = np.asarray(growth.fitted)
     slope, intercept = float(growth.log_slope), float(growth.log_intercept)
@@ -242,7 +242,7 @@ def theorem1_score_gap_half_log_t() -> Measured:
         simulated=slope,
         error=max(slope_error, intercept_error),
         note=f"ReducedFlow d={level.d}, T={level.T}, q={q}, one-hot PE, rho={level.rho}, "
-        f"t1={SCORE_GAP_T1:.0e}, stop={trajectory.stop_reasons[0]}; "
+        f"t1={SCORE_GAP_T1:.0e}, stop={dynamics.stop_reasons(run).values[0]}; "
         f"fitted t in [{ts[fitted][0]:.3g}, {ts[fitted][-1]:.3g}] ({int(fitted.sum())} saves): "
         f"slope {slope:.6f} (rel. error {slope_error:.3g}), intercept {intercept:.5f} vs "
         f"1/2 log(2 rho^4 d (T-q)/(||M||^2 q^2)) = {predicted_intercept:.5f} "
