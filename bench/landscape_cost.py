@@ -72,13 +72,13 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
 
     @jax.jit
     def run(params):
-        save = lambda p: {"loss": loss(p)}  # noqa: E731
-        return dynamics.train(loss, params, optimizer, num_steps=args.steps, every=args.every, save=save)
+        save = dynamics.Save(every=args.every, fn=lambda step, p, _: {"loss": loss(p)})
+        return dynamics.train(loss, params, optimizer, num_steps=args.steps, save=save)
 
     @jax.jit
     def run_sharp(params):
-        save = dynamics.edge_of_stability_save(loss, eta, num_iters=args.lanczos)
-        return dynamics.train(loss, params, optimizer, num_steps=args.steps, every=args.every, save=save)
+        save = dynamics.edge_of_stability_save(loss, eta, every=args.every, num_iters=args.lanczos)
+        return dynamics.train(loss, params, optimizer, num_steps=args.steps, save=save)
 
     split = jax.jit(lambda ts, losses: dynamics.phases(ts, losses))
     polish = jax.jit(lambda p: dynamics.critical_point(loss, p))

@@ -158,7 +158,11 @@ def main(argv: Sequence[str] | None = None) -> dict:
 
         def run(loss_fn, m):
             return dynamics.train(
-                loss_fn, m, dynamics.gd(step_rates), num_steps=num_steps, every=num_steps, save=loss
+                loss_fn,
+                m,
+                dynamics.gd(step_rates),
+                num_steps=num_steps,
+                save=dynamics.Save(every=num_steps, fn=lambda step, p, args: loss(p)),
             )
 
         return run

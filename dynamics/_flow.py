@@ -42,26 +42,47 @@ class Crossing(eqx.Module):
 
 
 class Save(eqx.Module):
-    """What a flow records, and when: `fn(t, y, args)` at the times `ts` (Diffrax's `SubSaveAt`).
+    """What a run records, and when: `fn(t, y, args)` at the times `ts` of a flow (Diffrax's
+    `SubSaveAt`), or every `every` steps of discrete training ([`train`][]).
 
     **Fields:**
 
-    - `ts`: the save times; default `[t0, t1]`.
-    - `fn`: `(t, y, args) -> PyTree` (the time, the state and the vector field's `args`);
-      default: the state.
+    - `ts`: a flow's save times; default `[t0, t1]`.
+    - `fn`: `(t, y, args) -> PyTree`: the time (for training, the step number), the state (the
+      parameters) and the vector field's `args` (`None` in training); default: the state.
+    - `every`: [`train`][]'s save period in steps: it saves at steps 0, every, 2·every, ...,
+      num_steps; default 1. One of `ts` and `every`, not both.
 
-    **Example:** save y² at t = 0, 1, 2 along dy/dt = −y, so y² = e^{−2t}:
+    **Raises:** `ValueError` for both `ts` and `every`, or an `every` that is not an integer >= 1.
+
+    **Example:** save y² at t = 0, 1, 2 along dy/dt = −y, so y² = e^{−2t}; then the same function
+    every 2 steps of gradient descent on ½y² with step 0.5, which halves y at each step:
 
         >>> import jax.numpy as jnp
         >>> import dynamics
-        >>> save = dynamics.Save(ts=jnp.array([0.0, 1.0, 2.0]), fn=lambda t, y, args: {"y2": y**2})
+        >>> square = lambda t, y, args: {"y2": y**2}
+        >>> save = dynamics.Save(ts=jnp.array([0.0, 1.0, 2.0]), fn=square)
         >>> run = dynamics.ode_flow(lambda t, y, args: -y, jnp.array(1.0), t1=2.0, save=save)
         >>> [round(float(v), 4) for v in run.values["y2"]]
         [1.0, 0.1353, 0.0183]
+        >>> loss = lambda y: 0.5 * y**2
+        >>> every_two = dynamics.Save(every=2, fn=square)
+        >>> run = dynamics.train(loss, jnp.array(1.0), dynamics.gd(0.5), num_steps=4, save=every_two)
+        >>> run.ts.tolist(), [float(v) for v in run.values["y2"]]
+        ([0, 2, 4], [1.0, 0.0625, 0.00390625])
     """
 
     ts: Float[ArrayLike, " T"] | None = None
     fn: Callable[[Float[Array, ""], PyTree, PyTree], PyTree] | None = None
+    every: int | None = eqx.field(default=None, static=True)
+
+    def __check_init__(self):
+        if self.ts is not None and self.every is not None:
+            raise ValueError("Save takes ts (a flow's save times) or every (a training's period), not both")
+        if self.every is not None and (
+            isinstance(self.every, bool) or not isinstance(self.every, int) or self.every < 1
+        ):
+            raise ValueError(f"Save: every must be an integer >= 1, got {self.every!r}")
 
 
 Event = Predicate | Crossing
@@ -137,6 +158,8 @@ def ode_flow(
         ('completed', 2.0)
     """
     save = Save() if save is None else save
+    if save.every is not None:
+        raise ValueError(f"a flow saves at times, Save(ts=...), not every {save.every} steps")
     save_ts = jnp.asarray([t0, t1] if save.ts is None else save.ts)
     save_fn = (lambda t, y, args: y) if save.fn is None else save.fn
     names = tuple(events or {})

@@ -74,7 +74,7 @@ class Run(eqx.Module):
         ...     jnp.array(1.0),
         ...     dynamics.gd(0.5),
         ...     num_steps=4,
-        ...     every=2,
+        ...     save=dynamics.Save(every=2),
         ...     events={"small": lambda theta: theta < 0.2},
         ... )
         >>> run.ts.tolist(), [round(float(v), 4) for v in run.values], round(float(run.final), 4)

@@ -44,9 +44,10 @@ def sharpness(
 
 
 def edge_of_stability_save(
-    loss: Callable[[PyTree], Float[Array, ""]], step_size: float, *, num_iters: int = 20
-) -> Callable[[PyTree], dict[str, Float[Array, ""]]]:
-    """A `save` function for [`train`][] recording the loss and the sharpness against 2/η.
+    loss: Callable[[PyTree], Float[Array, ""]], step_size: float, *, every: int = 1, num_iters: int = 20
+) -> Save:
+    """A [`Save`][] for [`train`][] recording, every `every` steps, the loss and the sharpness
+    against 2/η.
 
     Gradient descent with step size η is stable on a quadratic only where λ_max < 2/η (the edge of
     stability); the saved `sharpness_ratio` λ_max·η/2 is ≥ 1 where a run is past that edge.
@@ -55,9 +56,11 @@ def edge_of_stability_save(
 
     - `loss`: `params -> scalar`, the loss being trained.
     - `step_size`: η, the step size of the run.
+    - `every`: the save period in steps.
     - `num_iters`: the Lanczos steps of [`sharpness`][].
 
-    **Returns:** `params -> {"loss": L(θ), "sharpness": λ_max, "sharpness_ratio": λ_max·η/2}`.
+    **Returns:** a [`Save`][] of `{"loss": L(θ), "sharpness": λ_max, "sharpness_ratio": λ_max·η/2}`
+    every `every` steps.
 
     **Example:** GD with η = 0.5 on a quadratic of sharpness 3 is below the edge, 3 < 2/η = 4, so
     the ratio is 0.75; both modes shrink by |1 − λη| = ½ a step, so the loss by ¼:
@@ -66,20 +69,20 @@ def edge_of_stability_save(
         >>> import dynamics
         >>> H = jnp.array([[2.0, 1.0], [1.0, 2.0]])
         >>> loss = lambda theta: 0.5 * theta @ H @ theta
-        >>> save = dynamics.edge_of_stability_save(loss, 0.5)
+        >>> save = dynamics.edge_of_stability_save(loss, 0.5, every=2)
         >>> theta0 = jnp.array([1.0, 0.0])
-        >>> run = dynamics.train(loss, theta0, dynamics.gd(0.5), num_steps=4, every=2, save=save)
+        >>> run = dynamics.train(loss, theta0, dynamics.gd(0.5), num_steps=4, save=save)
         >>> [round(float(v), 8) for v in run.values["sharpness"]], float(run.values["sharpness_ratio"][0])
         ([3.0, 3.0, 3.0], 0.75)
         >>> [round(float(v), 6) for v in run.values["loss"]]
         [1.0, 0.0625, 0.003906]
     """
 
-    def save(params: PyTree) -> dict[str, Float[Array, ""]]:
+    def record(step, params: PyTree, args) -> dict[str, Float[Array, ""]]:
         top = sharpness(loss, params, num_iters=num_iters)
         return {"loss": loss(params), "sharpness": top, "sharpness_ratio": top * step_size / 2}
 
-    return save
+    return Save(every=every, fn=record)
 
 
 class GDFlowGap(eqx.Module):
@@ -176,16 +179,16 @@ def gd_flow_gap(
         raise ValueError(f"gd_flow_gap sets {clashes} of the flow itself")
     step_size = jnp.asarray(step_size)
 
-    def with_loss(p: PyTree) -> tuple[PyTree, Float[Array, ""]]:
+    def with_loss(t, p: PyTree, args) -> tuple[PyTree, Float[Array, ""]]:
         return p, loss(p)
 
-    descent = train(loss, params, gd(step_size), num_steps=num_steps, every=every, save=with_loss)
+    descent = train(loss, params, gd(step_size), num_steps=num_steps, save=Save(every=every, fn=with_loss))
     times = descent.ts.astype(step_size.dtype) * step_size
     flow = gradient_flow(
         loss,
         params,
         t1=num_steps * step_size,
-        save=Save(ts=times, fn=lambda t, p, args: with_loss(p)),
+        save=Save(ts=times, fn=with_loss),
         **flow_kwargs,
     )
     (gd_params, gd_loss), (flow_params, flow_loss) = descent.values, flow.values

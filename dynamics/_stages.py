@@ -9,7 +9,7 @@ import jax
 import optax
 from jaxtyping import Array, Float, PRNGKeyArray, PyTree
 
-from ._flow import Predicate
+from ._flow import Predicate, Save
 from ._run import Run
 from ._train import train
 
@@ -26,8 +26,9 @@ class Stage:
       normalisation inside it sees only that block's gradient).
     - `trainable`: a PyTree of booleans, a prefix of the parameters (an `equinox` filter
       spec): `True` where the stage trains, `False` where the parameters are frozen.
-    - `num_steps`, `every`: steps of this stage and save period (see [`train`][]).
-    - `save`: function of the full parameters to save; default the parameters.
+    - `num_steps`: the steps of this stage.
+    - `save`: a [`Save`][] with the save period `every` and `fn(step, params, None)` of the full
+      parameters, as for [`train`][]; default: the full parameters at every step.
     - `events`: named predicates of the full parameters that stop the stage.
     - `sample`: `key -> batch`; when given, step k of the stage descends `loss(params, batch)` on
       the fresh mini-batch `sample(fold_in(stage_key, k))`, as [`train`][] does.
@@ -50,7 +51,7 @@ class Stage:
         ...     optimizer=dynamics.gd(0.1),
         ...     trainable={"m": True, "s": False},
         ...     num_steps=200,
-        ...     every=100,
+        ...     save=dynamics.Save(every=100),
         ...     sample=lambda key: 2.0 + jax.random.normal(key, (8,)),
         ...     key=jax.random.PRNGKey(0),
         ... )
@@ -63,8 +64,7 @@ class Stage:
     optimizer: optax.GradientTransformation
     trainable: PyTree
     num_steps: int
-    every: int = 1
-    save: Callable[[PyTree], PyTree] | None = None
+    save: Save | None = None
     events: Mapping[str, Predicate] | None = None
     sample: Callable[[PRNGKeyArray], PyTree] | None = None
     key: PRNGKeyArray | None = None
@@ -131,7 +131,8 @@ def train_stages(params: PyTree, stages: Sequence[Stage], *, key: PRNGKeyArray |
         def full(part, frozen=frozen):
             return eqx.combine(part, frozen)
 
-        save = stage.save or (lambda p: p)
+        save = stage.save or Save()
+        fn = save.fn or (lambda step, p, args: p)
         events = {
             name: (lambda part, pred=pred, full=full: pred(full(part)))
             for name, pred in (stage.events or {}).items()
@@ -141,10 +142,9 @@ def train_stages(params: PyTree, stages: Sequence[Stage], *, key: PRNGKeyArray |
             trained,
             stage.optimizer,
             num_steps=stage.num_steps,
-            every=stage.every,
             key=stage_key,
             sample=stage.sample,
-            save=lambda part, save=save, full=full: save(full(part)),
+            save=Save(save.ts, lambda t, part, args, fn=fn, full=full: fn(t, full(part), args), save.every),
             events=events,
         )
         params = full(run.final)

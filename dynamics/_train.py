@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import optax
 from jaxtyping import Array, Float, PRNGKeyArray, PyTree
 
-from ._flow import Predicate
+from ._flow import Predicate, Save
 from ._progress import scan_ticker
 from ._run import Run, StopReason, all_finite
 
@@ -22,13 +22,12 @@ def train(
     optimizer: optax.GradientTransformation,
     *,
     num_steps: int,
-    every: int = 1,
+    save: Save | None = None,
     key: PRNGKeyArray | None = None,
     sample: Callable[[PRNGKeyArray], PyTree] | None = None,
-    save: Callable[[PyTree], PyTree] | None = None,
     events: Mapping[str, Predicate] | None = None,
 ) -> Run:
-    """Run `num_steps` optimizer steps under `jax.lax.scan`, saving every `every` steps.
+    """Run `num_steps` optimizer steps under `jax.lax.scan`, saving what and when `save` says.
 
     Full-batch when `sample` is `None` (`loss(params)`, e.g. a population loss: GD is then
     explicit Euler on the gradient flow); otherwise step k draws a fresh mini-batch
@@ -46,11 +45,11 @@ def train(
     - `params`: the initial parameters.
     - `optimizer`: an optax transformation producing the updates (see [`gd`][],
       [`heavy_ball`][], [`adam`][]).
-    - `num_steps`: the number of steps, a multiple of `every`.
-    - `every`: save `save(params)` at steps 0, every, 2·every, ..., num_steps.
+    - `num_steps`: the number of steps, a multiple of the save period.
+    - `save`: a [`Save`][] with `every` (default 1) and `fn(step, params, None)`: saved at steps
+      0, every, 2·every, ..., num_steps; default: the parameters at every step.
     - `key`: the PRNG key of the mini-batch stream (required with `sample`).
     - `sample`: `key -> batch`, a task's sampler.
-    - `save`: the function of the parameters to save; default: the parameters.
     - `events`: named predicates of the parameters that stop the run.
 
     **Returns:** a [`Run`][] with `ts` = the saved step numbers.
@@ -66,8 +65,7 @@ def train(
         ...     jnp.array([1.0, 2.0]),
         ...     dynamics.gd(0.5),
         ...     num_steps=20,
-        ...     every=5,
-        ...     save=loss,
+        ...     save=dynamics.Save(every=5, fn=lambda step, theta, args: loss(theta)),
         ...     events={"converged": lambda theta: loss(theta) < 1e-6},
         ... )
         >>> run.ts.tolist(), [f"{float(v):.3g}" for v in run.values]
@@ -89,13 +87,17 @@ def train(
         >>> bool(abs(run.final - 2.0) < 0.2)
         True
     """
-    if num_steps < 1 or every < 1 or num_steps % every:
+    save = Save() if save is None else save
+    if save.ts is not None:
+        raise ValueError("train saves every few steps, Save(every=...), not at times ts")
+    every = 1 if save.every is None else save.every
+    if num_steps < 1 or num_steps % every:
         raise ValueError(
             f"num_steps must be a positive multiple of every >= 1, got num_steps={num_steps}, every={every}"
         )
     if sample is not None and key is None:
         raise ValueError("key must be given when training on sampled mini-batches")
-    save = (lambda p: p) if save is None else save
+    save_fn = (lambda step, p, args: p) if save.fn is None else save.fn
     predicates = [events[name] for name in (events or {})]
     grad = jax.grad(loss)
     tick = scan_ticker(num_steps)
@@ -127,7 +129,7 @@ def train(
 
     def block(carry, first_step):
         carry, _ = jax.lax.scan(one_step, carry, first_step + jnp.arange(every))
-        return carry, save(carry[0])
+        return carry, save_fn(first_step + every, carry[0], None)
 
     init = (
         params,
@@ -138,7 +140,8 @@ def train(
     )
     carry, saved = jax.lax.scan(block, init, jnp.arange(0, num_steps, every))
     final, _, stop, event, t_stop = carry
-    values = jax.tree.map(lambda first, rest: jnp.concatenate([first[None], rest]), save(params), saved)
+    first = save_fn(jnp.asarray(0), params, None)
+    values = jax.tree.map(lambda first, rest: jnp.concatenate([first[None], rest]), first, saved)
     return Run(
         ts=jnp.arange(0, num_steps + 1, every),
         values=values,

@@ -66,8 +66,8 @@ def main():
     start = {"W1": 0.5 * jnp.eye(3), "W2": 0.5 * jnp.eye(3)}
     print("eta    sharpness x eta/2  final loss  distance to the flow")
     for step_size in (0.02, 0.19, 0.21):
-        save = dynamics.edge_of_stability_save(loss, step_size)
-        gd = dynamics.train(loss, start, dynamics.gd(step_size), num_steps=200, every=50, save=save)
+        save = dynamics.edge_of_stability_save(loss, step_size, every=50)
+        gd = dynamics.train(loss, start, dynamics.gd(step_size), num_steps=200, save=save)
         gap = dynamics.gd_flow_gap(loss, start, step_size, num_steps=200, every=50)
         print(
             f"{step_size:4.2f}  {float(gd.values['sharpness_ratio'][-1]):17.3f}"

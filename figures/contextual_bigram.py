@@ -144,10 +144,9 @@ def fig2(out_dir: Path, full: bool) -> list[Path]:
         sm0,
         dynamics.gd(rates),
         num_steps=steps,
-        every=every,
         key=jax.random.PRNGKey(2),
         sample=lambda k: cb.sample(k, inst, 256),
-        save=lambda p: cb.batch_loss(p, eval_batch),
+        save=dynamics.Save(every=every, fn=lambda step, p, args: cb.batch_loss(p, eval_batch)),
     )
     cfg = cb.Algorithm1(switch="fixed", tau1=20, stage2_steps=steps, every=every)
     lin = dynamics.sweep(cfg, {}, num_seeds=1, seed=2).isel(seed=0)

@@ -270,10 +270,12 @@ def fig3(out_dir: Path, full: bool) -> list[Path]:
         model0,
         dynamics.adam(1e-2),
         num_steps=steps,
-        every=steps,
         key=jax.random.PRNGKey(1),
         sample=lambda k: sts.sample(task, k, 128, dtype=jnp.float32),
-        save=lambda m: sts.mc_loss(m, task, jax.random.PRNGKey(2), 1024, dtype=jnp.float32)[0],
+        save=dynamics.Save(
+            every=steps,
+            fn=lambda step, m, args: sts.mc_loss(m, task, jax.random.PRNGKey(2), 1024, dtype=jnp.float32)[0],
+        ),
     )
     final = run.final
     cos = {k: float(v) for k, v in sts.direction_cosines(final, task).items()}
@@ -340,8 +342,7 @@ def thm1_rate(out_dir: Path, full: bool) -> list[Path]:
         sts.zero_init(small),
         dynamics.gd(0.5),
         num_steps=num,
-        every=10,
-        save=lambda m: sts.exact_population_loss(m, E, subsets),
+        save=dynamics.Save(every=10, fn=lambda step, m, args: sts.exact_population_loss(m, E, subsets)),
     )
     red = sts.reduced_gd(small, 0.5, num, every=10)
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))

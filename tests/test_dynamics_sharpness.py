@@ -61,8 +61,8 @@ def test_sharpness_of_a_quadratic_is_its_top_curvature_everywhere(getkey):
 
 def test_edge_of_stability_save_records_loss_sharpness_and_ratio_along_gd():
     step_size = 0.7  # λ_max η / 2 = 0.7: below the edge 2/η
-    save = dynamics.edge_of_stability_save(_quadratic, step_size)
-    run = dynamics.train(_quadratic, START, dynamics.gd(step_size), num_steps=12, every=3, save=save)
+    save = dynamics.edge_of_stability_save(_quadratic, step_size, every=3)
+    run = dynamics.train(_quadratic, START, dynamics.gd(step_size), num_steps=12, save=save)
     _, gd_loss, _ = _closed_form_gap(_flat(START), step_size, np.arange(0, 13, 3))
     np.testing.assert_allclose(run.values["loss"], gd_loss, rtol=1e-12)
     np.testing.assert_allclose(run.values["sharpness"], [2.0] * 5, rtol=1e-12)
@@ -75,14 +75,15 @@ def test_sharpness_follows_the_run_when_the_hessian_changes():
     def quartic(theta):
         return 0.25 * jnp.sum(theta**4)
 
-    save = dynamics.edge_of_stability_save(quartic, 0.1)
+    record = dynamics.edge_of_stability_save(quartic, 0.1, every=4).fn
     run = dynamics.train(
         quartic,
         jnp.array([1.5, -0.4, 1.0]),
         dynamics.gd(0.1),
         num_steps=20,
-        every=4,
-        save=lambda theta: {**save(theta), "theta": theta},
+        save=dynamics.Save(
+            every=4, fn=lambda step, theta, args: {**record(step, theta, args), "theta": theta}
+        ),
     )
     top = 3 * jnp.max(run.values["theta"] ** 2, axis=1)
     np.testing.assert_allclose(run.values["sharpness"], top, rtol=1e-12)

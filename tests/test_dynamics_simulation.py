@@ -35,7 +35,7 @@ class Decay(dynamics.AbstractSimulation):
         if self.mode == "euler":
             return dynamics.train(
                 lambda y: 0.5 * self.rate * y**2, y0, dynamics.gd(0.01), num_steps=100,
-                every=100 // (self.num_saves - 1), events=events,
+                save=dynamics.Save(every=100 // (self.num_saves - 1)), events=events,
             )  # fmt: skip
         save_ts = jnp.linspace(0.0, 1.0, self.num_saves, dtype=self.dtype)
         save = dynamics.Save(ts=save_ts)
@@ -196,7 +196,11 @@ class EndsOnly(dynamics.AbstractSimulation):
     def run(self, key):
         start = self.spread * jax.random.normal(key, (), self.float_dtype)
         return dynamics.train(
-            lambda p: 0.5 * p**2, start, dynamics.gd(0.5), num_steps=2, every=2, save=lambda p: ()
+            lambda p: 0.5 * p**2,
+            start,
+            dynamics.gd(0.5),
+            num_steps=2,
+            save=dynamics.Save(every=2, fn=lambda step, p, args: ()),
         )
 
 

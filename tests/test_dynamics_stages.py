@@ -17,7 +17,13 @@ def test_frozen_block_does_not_move_and_stages_chain():
     p0 = {"x": jnp.zeros(3), "y": jnp.zeros(3)}
     stages = [
         dynamics.Stage(_loss, dynamics.gd(jnp.asarray(0.1)), {"x": True, "y": False}, num_steps=4),
-        dynamics.Stage(_loss, dynamics.gd(jnp.asarray(0.1)), {"x": False, "y": True}, num_steps=3, every=3),
+        dynamics.Stage(
+            _loss,
+            dynamics.gd(jnp.asarray(0.1)),
+            {"x": False, "y": True},
+            num_steps=3,
+            save=dynamics.Save(every=3),
+        ),
     ]
     first, second = dynamics.train_stages(p0, stages)
     assert np.all(np.asarray(first.values["y"]) == 0)

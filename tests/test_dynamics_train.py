@@ -23,7 +23,7 @@ RATES = {"x": 0.3, "y": 0.05}
 
 
 def test_full_batch_gd_equals_euler_recursion_with_group_rates():
-    run = dynamics.train(quadratic, P0, dynamics.gd(RATES), num_steps=20, every=5)
+    run = dynamics.train(quadratic, P0, dynamics.gd(RATES), num_steps=20, save=dynamics.Save(every=5))
     x, y = np.asarray(P0["x"]), float(P0["y"])
     saved = [x]
     for k in range(1, 21):
@@ -88,7 +88,7 @@ def test_event_freezes_the_run():
         P0,
         dynamics.gd(0.1),
         num_steps=400,
-        every=10,
+        save=dynamics.Save(every=10),
         events={"loss_below": dynamics.loss_below(quadratic, 1e-2)},
     )
     assert dynamics.stop_reason(run.stop, run.event, ("loss_below",)) == "event:loss_below"
@@ -107,7 +107,7 @@ def test_divergence_is_flagged_and_keeps_last_finite_state():
 
 def test_bad_arguments_raise():
     with pytest.raises(ValueError, match="multiple of every"):
-        dynamics.train(quadratic, P0, dynamics.gd(0.1), num_steps=10, every=3)
+        dynamics.train(quadratic, P0, dynamics.gd(0.1), num_steps=10, save=dynamics.Save(every=3))
     with pytest.raises(ValueError, match="key"):
         dynamics.train(lambda p, b: p, P0, dynamics.gd(0.1), num_steps=1, sample=lambda k: k)
     with pytest.raises(ValueError, match="momentum"):

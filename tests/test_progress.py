@@ -17,7 +17,9 @@ def _flow(rate):
 
 
 def _scan(rate):
-    return dynamics.train(lambda w: 0.5 * w**2, jnp.array(1.0), dynamics.gd(rate), num_steps=250, every=50)
+    return dynamics.train(
+        lambda w: 0.5 * w**2, jnp.array(1.0), dynamics.gd(rate), num_steps=250, save=dynamics.Save(every=50)
+    )
 
 
 @pytest.mark.slow

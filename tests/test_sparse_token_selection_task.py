@@ -199,7 +199,11 @@ def test_reduced_dynamics_equal_full_matrix_gd():
         return sts.exact_population_loss(m, E, subsets)
 
     full = dynamics.train(
-        loss, sts.zero_init(cfg), dynamics.gd(0.5), num_steps=60, save=lambda m: (loss(m), m)
+        loss,
+        sts.zero_init(cfg),
+        dynamics.gd(0.5),
+        num_steps=60,
+        save=dynamics.Save(fn=lambda step, m, args: (loss(m), m)),
     )
     red = sts.reduced_gd(cfg, 0.5, 60)
     L, models = full.values

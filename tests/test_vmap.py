@@ -47,10 +47,9 @@ def noisy_regression_run(key, rate):
         jnp.zeros(2),
         dynamics.heavy_ball(rate, momentum=0.5),
         num_steps=30,
-        every=10,
         key=key,
         sample=sample,
-        save=lambda w: jnp.sum((w - target) ** 2),
+        save=dynamics.Save(every=10, fn=lambda step, w, args: jnp.sum((w - target) ** 2)),
     )
 
 

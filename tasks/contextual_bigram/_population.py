@@ -85,8 +85,7 @@ def population_gd(inst: Instance, model: LinearSCB, eta, steps: int, lam=0.0, ev
         model,
         preconditioned_step(inst.mu, eta, lam),
         num_steps=steps,
-        every=every,
-        save=lambda p: _line_state(p, inst),
+        save=dynamics.Save(every=every, fn=lambda step, p, args: _line_state(p, inst)),
     )
 
 

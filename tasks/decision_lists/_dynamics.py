@@ -177,8 +177,7 @@ def result1_gd(
         jnp.zeros((L, L), population.weights.dtype),
         dynamics.gd(step),
         num_steps=num_steps,
-        every=num_steps,
-        save=lambda W: mu(W, arrays),
+        save=dynamics.Save(every=num_steps, fn=lambda step, W, args: mu(W, arrays)),
         events={"perfect": lambda W: mu(W, arrays) > 0},
     )
 
@@ -289,8 +288,7 @@ def result2_gd(
         DecisionListModel(jnp.zeros((L, L), V0.dtype), V0),
         dynamics.gd(eta),
         num_steps=num_steps,
-        every=every,
-        save=metrics,
+        save=dynamics.Save(every=every, fn=lambda step, p, args: metrics(p)),
         events={"perfect": lambda model: metrics(model)["perfect"]} if stop_at_perfect else None,
     )
 
@@ -329,12 +327,14 @@ def uniform_attention_gd(
         V0,
         dynamics.gd(step),
         num_steps=num_steps,
-        every=every,
-        save=lambda V: {
-            "loss": population_loss(DecisionListModel(W, V), population),
-            "kappa": column_argmax_agreement(V, arrays),
-            "rho": centred_cosine(V, P),
-        },
+        save=dynamics.Save(
+            every=every,
+            fn=lambda step, V, args: {
+                "loss": population_loss(DecisionListModel(W, V), population),
+                "kappa": column_argmax_agreement(V, arrays),
+                "rho": centred_cosine(V, P),
+            },
+        ),
     )
 
 
@@ -363,12 +363,14 @@ def joint_gd(
         model0,
         dynamics.gd(step),
         num_steps=num_steps,
-        every=every,
-        save=lambda model: {
-            "loss": loss(model),
-            "mu": mu(model.W, arrays),
-            "kappa": column_argmax_agreement(model.V, arrays),
-            "rho": centred_cosine(model.V, P),
-            "perfect": perfect(model, population),
-        },
+        save=dynamics.Save(
+            every=every,
+            fn=lambda step, model, args: {
+                "loss": loss(model),
+                "mu": mu(model.W, arrays),
+                "kappa": column_argmax_agreement(model.V, arrays),
+                "rho": centred_cosine(model.V, P),
+                "perfect": perfect(model, population),
+            },
+        ),
     )

@@ -52,22 +52,21 @@ def algorithm1(
     V, d = collocation.embeddings.shape[1], collocation.embeddings.shape[0]
     model = NTPModel.zeros(V, d, collocation.embeddings.dtype)
     dtype = collocation.embeddings.dtype
+    record = dynamics.Save(every=every, fn=None if save is None else (lambda step, m, args: save(m)))
     stages = [
         dynamics.Stage(
             loss=lambda m: loss(m, collocation),
             optimizer=dynamics.normalized_gd(jnp.asarray(eta0, dtype)),
             trainable=NTPModel(W_ov=True, W_kq=False),
             num_steps=num_steps1,
-            every=every,
-            save=save,
+            save=record,
         ),
         dynamics.Stage(
             loss=lambda m: loss(m, batch),
             optimizer=dynamics.normalized_gd(jnp.asarray(eta, dtype)),
             trainable=NTPModel(W_ov=False, W_kq=True),
             num_steps=num_steps2,
-            every=every,
-            save=save,
+            save=record,
         ),
     ]
     first, second = dynamics.train_stages(model, stages)

@@ -103,15 +103,15 @@ def sgd_run(
     def draw(k: PRNGKeyArray) -> Batch:
         return sample(k, classes, batch_size, T)
 
+    record = default_metrics(classes) if save is None else save
     return dynamics.train(
         cross_entropy,
         model,
         optimizer(method, eta_y, eta_z, momentum),
         num_steps=num_steps,
-        every=every,
         key=key,
         sample=draw,
-        save=default_metrics(classes) if save is None else save,
+        save=dynamics.Save(every=every, fn=lambda step, p, args: record(p)),
     )
 
 

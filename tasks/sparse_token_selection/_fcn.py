@@ -96,10 +96,11 @@ def fcn_run(
         params,
         dynamics.adam(lr),
         num_steps=num_steps,
-        every=num_steps if every is None else every,
         key=k_train,
         sample=lambda k: sample(task, k, batch_size, dtype=dtype),
-        save=validation,
+        save=dynamics.Save(
+            every=num_steps if every is None else every, fn=lambda step, p, args: validation(p)
+        ),
     )
 
 

@@ -110,8 +110,7 @@ def online_run(
         part(model),
         rule,
         num_steps=num_steps,
-        every=every,
         key=k_train,
         sample=lambda k: sample(task, k, batch_size, slots=slots, dtype=dtype),
-        save=metrics,
+        save=dynamics.Save(every=every, fn=lambda step, p, args: metrics(p)),
     )

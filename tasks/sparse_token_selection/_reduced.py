@@ -85,8 +85,7 @@ def reduced_gd(
         zero_state(dtype),
         dynamics.gd(reduced_rates(config, eta)),
         num_steps=num_steps,
-        every=every,
-        save=save,
+        save=dynamics.Save(every=every, fn=lambda step, p, args: save(p)),
     )
 
 

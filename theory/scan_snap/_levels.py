@@ -169,10 +169,9 @@ def _l0_query_row(key: PRNGKeyArray, num_context, *, batch_size: int) -> Float[A
         ss.YZModel.zeros(17, jnp.float64),
         ss.optimizer("sgd", sims.f64(_L0_ETA_Y), sims.f64(_L0_ETA_Z)),
         num_steps=_L0_STEPS,
-        every=_L0_STEPS,
         key=key,
         sample=lambda k: ss.sample_multinomial(k, arrays, batch_size, num_context),
-        save=lambda m: m.Z[sims.QUERY],
+        save=dynamics.Save(every=_L0_STEPS, fn=lambda step, m, args: m.Z[sims.QUERY]),
     )
     return run.values[-1]
 
@@ -192,8 +191,7 @@ def _population_gd_row(arrays: ss.ClassArrays) -> Float[Array, " M"]:
         ss.YZModel.zeros(17, jnp.float64),
         ss.optimizer("sgd", sims.f64(_L0_ETA_Y), sims.f64(_L0_ETA_Z)),
         num_steps=_L0_STEPS,
-        every=_L0_STEPS,
-        save=lambda m: m.Z[sims.QUERY],
+        save=dynamics.Save(every=_L0_STEPS, fn=lambda step, m, args: m.Z[sims.QUERY]),
     )
     return run.values[-1]
 

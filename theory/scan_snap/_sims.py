@@ -212,7 +212,7 @@ def lemma5_discrete_run(
         model,
         ss.optimizer("sgd", eta_y, jnp.zeros((), jnp.float64)),
         num_steps=num_steps,
-        save=save,
+        save=dynamics.Save(fn=lambda step, p, args: save(p)),
     )
     return run.values
 

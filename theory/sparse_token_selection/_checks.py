@@ -679,7 +679,7 @@ def _off_manifold(bank: int, key: jax.Array) -> jax.Array:
         sts.zero_init(task),
         dynamics.gd(1.0),
         num_steps=30,
-        every=30,
+        save=dynamics.Save(every=30),
     )
     W, V = run.final.W, run.final.V
     g, a = sts.to_scalars(task, run.final)

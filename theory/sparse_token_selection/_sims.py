@@ -36,7 +36,11 @@ def small_full_gd(eta: float = 0.5, num_steps: int = 300) -> dict[str, np.ndarra
         return sts.exact_population_loss(m, E, subsets)
 
     full = dynamics.train(
-        loss, sts.zero_init(cfg), dynamics.gd(eta), num_steps=num_steps, save=lambda m: (loss(m), m)
+        loss,
+        sts.zero_init(cfg),
+        dynamics.gd(eta),
+        num_steps=num_steps,
+        save=dynamics.Save(fn=lambda step, m, args: (loss(m), m)),
     )
     red = sts.reduced_gd(cfg, eta, num_steps)
     L, models = full.values
