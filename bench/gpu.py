@@ -942,10 +942,10 @@ def main(argv: Sequence[str] | None = None) -> dict:
         sizes = dataclasses.replace(sizes, verify_paper=args.verify_paper, verify_checks=None)
     if args.budget:
         sizes = dataclasses.replace(sizes, budget=args.budget)
-    if args.worker:  # one section in this fresh process, its result to --result
-        from attnflow._runtime import use_backend_optimization
+    from attnflow._runtime import use_backend_optimization
 
-        use_backend_optimization()  # the command line's XLA level, before JAX first computes
+    use_backend_optimization()  # the command line's XLA level, before JAX first computes (the workers too)
+    if args.worker:  # one section in this fresh process, its result to --result
         global CHECKPOINT
         CHECKPOINT = args.result
         result = run_section(args.worker, sizes, float(args.budget or sizes.caps[args.worker]))
