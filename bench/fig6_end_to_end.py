@@ -13,7 +13,9 @@ batch 128, T = 128, uniform init, float32; a run's output is its final distinct-
   instead this script's worker mode, which calls `figures._scan_snap_sweep.run_sweep` with the
   compile cache off and writes the entropies to a `.npz` file (no figure drawn).
 - **torch**: `fig6_torch.run_sweep` over the same runs in this process, one run at a time; the
-  torch import happens before timing and is not counted (torch has nothing to compile).
+  torch import happens before timing and is not counted (torch has nothing to compile). With
+  `--torch-device cuda` the loop runs on the GPU; one untimed run of one step first sets up CUDA
+  there (its context and libraries), as the import is left out.
 
 The two sides are interleaved (attnflow first on even repeats, torch first on odd ones); the
 wall times are reported as median, min and max over `--repeats`. Both sides then have to show the
@@ -254,6 +256,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--full` (only for the paper's sweep), 'sweep' = this script's worker calling run_sweep; "
         "'auto' (default) = figure for the paper's sweep, else sweep",
     )
+    parser.add_argument(
+        "--torch-device", default="cpu", help="where the torch loop runs: cpu (default) or cuda"
+    )
     args = parser.parse_args(argv)
     if args.seeds < 1 or args.steps < 1 or args.repeats < 1:
         parser.error("--seeds, --steps and --repeats must be >= 1")
@@ -273,7 +278,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     `attnflow_entropy` / `torch_entropy` (V, Z, R, S), `attnflow_mean` / `torch_mean` (V, Z, R),
     `max_mean_diff`, `claims` ({claim: {"attnflow": pass, "torch": pass}}, None = n/a),
     `attnflow_command`, `attnflow_sweep_seconds` (in-process seconds of the sweep, compilation
-    included, last repeat), `torch_seconds_per_vocabulary` (last repeat).
+    included, last repeat), `torch_seconds_per_vocabulary` (last repeat), `torch_device`.
     """
     args = parse_args(argv)
     fig6_torch = _load_torch_side()  # imports torch: outside every timing
@@ -289,9 +294,13 @@ def main(argv: Sequence[str] | None = None) -> dict:
     command = attnflow_command(args.attnflow, Path("<fresh temp dir>"), num_lasts, args.seeds, args.steps)
     print(f"attnflow: fresh process, compile and start-up included: {' '.join(command)}")
     print(
-        f"torch {torch.__version__}: fig6_torch.run_sweep in this process, one run at a time, "
-        f"{torch.get_num_threads()} threads; torch import excluded"
+        f"torch {torch.__version__}: fig6_torch.run_sweep in this process, one run at a time, on "
+        f"{args.torch_device}, {torch.get_num_threads()} threads; torch import excluded"
     )
+    if args.torch_device != "cpu":  # set up CUDA (context, libraries) outside the timing, like the import
+        fig6_torch.train_run(
+            fig6_torch.syn_medium(num_lasts[0], device=args.torch_device), ETA_Z[0], RATIOS[0], 1, steps=1
+        )
 
     times = {"attnflow": [], "torch": []}
     results = {}
@@ -305,7 +314,14 @@ def main(argv: Sequence[str] | None = None) -> dict:
             else:
                 start = time.perf_counter()
                 entropy, per_vocabulary = fig6_torch.run_sweep(
-                    num_lasts, ETA_Z, RATIOS, seeds, steps=args.steps, batch_size=BATCH_SIZE, T=T
+                    num_lasts,
+                    ETA_Z,
+                    RATIOS,
+                    seeds,
+                    steps=args.steps,
+                    batch_size=BATCH_SIZE,
+                    T=T,
+                    device=args.torch_device,
                 )
                 seconds = time.perf_counter() - start
                 results["torch"] = {"entropy": entropy, "seconds": per_vocabulary}
@@ -385,6 +401,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         attnflow_command=command,
         attnflow_sweep_seconds=attnflow_sweep,
         torch_seconds_per_vocabulary=results["torch"]["seconds"],
+        torch_device=args.torch_device,
     )
 
 

@@ -17,7 +17,9 @@ sampled without a Python loop over samples, and the attention is a gather of Z[x
 scatter-add of the softmax weights into a (B, M) vector, instead of (B, T, M) one-hot products.
 No custom kernels, no `torch.compile`, the default number of threads. Each run seeds its own
 `torch.Generator` with its seed (shared by every rate pair, as `seed=1..10` in the official
-sweep), which draws the initial Y, Z and then every batch.
+sweep), which draws the initial Y, Z and then every batch. The loop runs on the CPU by default, or
+with `--device cuda` on a GPU (each run's `torch.Generator` on the GPU: other random streams than
+on the CPU).
 
 Run `python bench/fig6_torch.py --help` for the flags.
 """
@@ -65,15 +67,15 @@ class Classes:
         return self.probs.shape[1]
 
 
-def syn_medium(num_last: int, dtype: torch.dtype = torch.float32) -> Classes:
+def syn_medium(num_last: int, dtype: torch.dtype = torch.float32, device: str = "cpu") -> Classes:
     """Syn-Medium as the official `Dataset2` builds it (`tasks.scan_snap.Dataset2.syn_medium`, plain
-    numpy), as torch tensors."""
+    numpy), as torch tensors on `device`."""
     classes = Dataset2.syn_medium(num_last).build()
     return Classes(
-        probs=torch.from_numpy(classes.probs).to(dtype),
-        query=torch.from_numpy(classes.query),
-        next_token=torch.from_numpy(classes.next_token),
-        dt_mask=torch.from_numpy(classes.distinct_mask()),
+        probs=torch.from_numpy(classes.probs).to(dtype=dtype, device=device),
+        query=torch.from_numpy(classes.query).to(device),
+        next_token=torch.from_numpy(classes.next_token).to(device),
+        dt_mask=torch.from_numpy(classes.distinct_mask()).to(device),
     )
 
 
@@ -85,7 +87,7 @@ def sample_batch(
 
     **Returns:** `tokens` (B, T − 1), `query` (B,) = ψ(class), `label` (B,) = the class's next token.
     """
-    cls = torch.randint(classes.K, (batch_size,), generator=generator)
+    cls = torch.randint(classes.K, (batch_size,), generator=generator, device=classes.probs.device)
     tokens = torch.multinomial(classes.probs[cls], T - 1, replacement=True, generator=generator)
     return tokens, classes.query[cls], classes.next_token[cls]
 
@@ -100,7 +102,7 @@ def loss_fn(
     """
     # z_{x_T, x_t} = Z[query, tokens]: the query rows, then the contextual columns.
     b = torch.softmax(Z.index_select(0, query).gather(1, tokens), dim=-1)
-    v = torch.zeros(tokens.shape[0], Z.shape[0], dtype=b.dtype).scatter_add(1, tokens, b)
+    v = torch.zeros(tokens.shape[0], Z.shape[0], dtype=b.dtype, device=b.device).scatter_add(1, tokens, b)
     v = v / torch.linalg.vector_norm(v, dim=-1, keepdim=True)
     return F.cross_entropy(v @ Y, label)
 
@@ -108,10 +110,12 @@ def loss_fn(
 def init_params(
     M: int, generator: torch.Generator, dtype: torch.dtype = torch.float32
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Y, Z with every entry i.i.d. U(−1/√M, 1/√M), Y drawn first; both require grad."""
+    """Y, Z with every entry i.i.d. U(−1/√M, 1/√M), Y drawn first, on `generator`'s device; both
+    require grad."""
     bound = 1.0 / math.sqrt(M)
-    Y = torch.empty(M, M, dtype=dtype).uniform_(-bound, bound, generator=generator)
-    Z = torch.empty(M, M, dtype=dtype).uniform_(-bound, bound, generator=generator)
+    device = generator.device
+    Y = torch.empty(M, M, dtype=dtype, device=device).uniform_(-bound, bound, generator=generator)
+    Z = torch.empty(M, M, dtype=dtype, device=device).uniform_(-bound, bound, generator=generator)
     return Y.requires_grad_(), Z.requires_grad_()
 
 
@@ -170,11 +174,12 @@ def train_run(
     T: int = 128,
     dtype: torch.dtype = torch.float32,
 ) -> float:
-    """One run: init from `seed`, `steps` SGD-momentum steps at η_Z = `eta_z`, η_Y = `eta_z` · `ratio`.
+    """One run: init from `seed`, `steps` SGD-momentum steps at η_Z = `eta_z`, η_Y = `eta_z` · `ratio`,
+    on the device of `classes` (its own `torch.Generator` there).
 
     **Returns:** the final distinct-token entropy (NaN if the run diverged).
     """
-    generator = torch.Generator().manual_seed(seed)
+    generator = torch.Generator(device=classes.probs.device).manual_seed(seed)
     Y, Z = init_params(classes.M, generator, dtype)
     optimizer = make_optimizer(Y, Z, eta_y=eta_z * ratio, eta_z=eta_z)
     for _ in range(steps):
@@ -191,8 +196,10 @@ def run_sweep(
     batch_size: int = 128,
     T: int = 128,
     dtype: torch.dtype = torch.float32,
+    device: str = "cpu",
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Every (vocabulary, η_Z, ratio, seed) run, one after the other.
+    """Every (vocabulary, η_Z, ratio, seed) run, one after the other, on `device` (`"cuda"`: the
+    same loop on a GPU; each run ends by reading its entropy back, so its time is all counted).
 
     **Returns:** `(entropy, seconds)`: the final entropies, shape (V, Z, R, S), and the wall time
     of each vocabulary, shape (V,).
@@ -201,7 +208,7 @@ def run_sweep(
     seconds = np.zeros(len(num_lasts))
     for v, num_last in enumerate(num_lasts):
         start = time.perf_counter()
-        classes = syn_medium(num_last, dtype)
+        classes = syn_medium(num_last, dtype, device)
         for z, eta_z in enumerate(eta_zs):
             for r, ratio in enumerate(ratios):
                 for s, seed in enumerate(seeds):
@@ -227,6 +234,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--steps", type=int, default=100, help="SGD-momentum steps per run (default 100)")
     parser.add_argument("--batch-size", type=int, default=128)
     parser.add_argument("--T", type=int, default=128, help="sequence length (query position)")
+    parser.add_argument("--device", default="cpu", help="torch device: cpu (default) or cuda")
     args = parser.parse_args(argv)
     if args.seeds < 1 or args.steps < 1 or args.batch_size < 1 or args.T < 2:
         parser.error("--seeds, --steps, --batch-size must be >= 1 and --T >= 2")
@@ -245,10 +253,17 @@ def main(argv: Sequence[str] | None = None) -> dict:
     print(
         f"Fig 6 sweep in PyTorch {torch.__version__}: {len(args.eta_z)}x{len(args.ratios)} (eta_z, ratio) "
         f"pairs x {args.seeds} seeds, {args.steps} SGD-momentum steps, batch {args.batch_size}, T {args.T}, "
-        f"float32, one run at a time, {torch.get_num_threads()} threads"
+        f"float32, one run at a time, on {args.device}, {torch.get_num_threads()} threads"
     )
     entropy, seconds = run_sweep(
-        args.num_last, args.eta_z, args.ratios, seeds, steps=args.steps, batch_size=args.batch_size, T=args.T
+        args.num_last,
+        args.eta_z,
+        args.ratios,
+        seeds,
+        steps=args.steps,
+        batch_size=args.batch_size,
+        T=args.T,
+        device=args.device,
     )
     runs = len(args.eta_z) * len(args.ratios) * len(seeds)
     per_run = seconds / runs

@@ -1,0 +1,202 @@
+"""The GPU benchmark `bench/gpu.py` at toy sizes on the CPU: the report has every section it ran,
+each with numbers or the reason it has none, and a markdown table; its pieces (the lockstep waste,
+where throughput saturates, the verify section's reading of `attnflow verify`, the time limits)
+on made-up inputs. The whole toy run, every section, under `-m slow`."""
+
+import json
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tests.helpers import REPOSITORY, load_file
+
+GPU = REPOSITORY / "bench" / "gpu.py"
+
+
+@pytest.fixture(scope="module")
+def gpu():
+    return load_file("bench/gpu.py")
+
+
+def _run_toy(out, *sections: str) -> dict:
+    command = [sys.executable, str(GPU), "--toy", "--out", str(out)]
+    if sections:
+        command += ["--sections", *sections]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=REPOSITORY)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    report = json.loads((out / "gpu.json").read_text())
+    assert (out / "gpu.md").read_text().startswith("# GPU benchmark")
+    return report
+
+
+def _numbers(section: dict) -> list[float]:
+    """Every number in a section's tables."""
+    return [
+        x for table in section["tables"] for row in table["rows"] for x in row if isinstance(x, int | float)
+    ]
+
+
+def _check_meta(report: dict) -> None:
+    meta = report["meta"]
+    assert meta["device_kinds"] and meta["date"] and meta["backend"]
+    for library in ("jax", "jaxlib", "diffrax", "equinox", "optax"):
+        assert meta["versions"][library], library
+    assert "torch" in meta["versions"]  # its version, or None where it is not installed
+
+
+def _check_lockstep(section: dict) -> None:
+    assert section["status"] == "ok", section
+    shuffled, ordered = section["orders"]["shuffled"], section["orders"]["sorted"]
+    assert shuffled["useful"] == ordered["useful"] > 0
+    # sorting by expected length groups runs of like length: never more executed steps
+    assert 1 <= ordered["waste"] <= shuffled["waste"]
+    assert 1 <= section["sorted_by_actual_steps"]["waste"] <= ordered["waste"] + 1e-12
+    assert section["waste_after"] == (ordered["waste"] if shuffled["waste"] > 2 else shuffled["waste"])
+    assert section["steps_per_run"]["max"] > section["steps_per_run"]["min"]  # the runs stop apart
+
+
+def _check_verify(section: dict) -> None:
+    assert section["status"] == "ok", section
+    assert section["paper"] == "ntp_partial_order" and not section["full"]
+    (check,) = section["checks"]
+    assert check["name"] == "eqn2_closed_form_vs_qp" and check["verdict"] == "pass" and check["seconds"] > 0
+
+
+def test_gpu_bench_toy_quick(tmp_path, gpu):
+    """Two sections through the worker processes (the lockstep measurement, one quick check), the
+    JSON, the markdown and the goals."""
+    report = _run_toy(tmp_path, "verify", "lockstep")
+    _check_meta(report)
+    assert report["sizes"] == "toy" and list(report["sections"]) == ["lockstep", "verify"]
+    _check_lockstep(report["sections"]["lockstep"])
+    _check_verify(report["sections"]["verify"])
+    goals = {g["goal"]: g for g in report["goals"]}
+    lockstep_goal = goals[gpu.GOALS["lockstep"]]
+    assert lockstep_goal["measured"] == report["sections"]["lockstep"]["waste_after"]
+    assert lockstep_goal["met"] == (lockstep_goal["measured"] < 2)
+    assert goals[gpu.GOALS["fig6"]]["met"] is None  # not run
+    text = (tmp_path / "gpu.md").read_text()
+    assert "## lockstep: ok" in text and "| order | runs | chunk |" in text and "## Goals" in text
+
+
+@pytest.mark.slow
+def test_gpu_bench_toy_all_sections(tmp_path):
+    """`bench/gpu.py --toy`: every section, each with numbers or a recorded reason."""
+    report = _run_toy(tmp_path)
+    _check_meta(report)
+    sections = report["sections"]
+    assert list(sections) == ["fig6", "scaling_L0", "scaling_L1", "lockstep", "sts_step", "verify"]
+    for name, section in sections.items():
+        if section["status"] in ("skipped", "error"):
+            assert section["reason"], name
+        else:
+            assert _numbers(section), name
+            assert all(math.isfinite(x) for x in _numbers(section)), name
+    fig6 = sections["fig6"]
+    assert fig6["status"] in ("ok", "partial")
+    assert fig6["attnflow_seconds"][0] > 0 and fig6["sweep"]["runs"] == 32
+    if fig6["status"] == "ok":
+        assert fig6["ratio"] > 0 and fig6["torch_seconds"][0] > 0
+    else:
+        assert "torch" in fig6["reason"] and fig6["ratio"] is None
+    for level in ("L0", "L1"):
+        scaling = sections[f"scaling_{level}"]
+        assert scaling["status"] == "ok", scaling
+        assert [p["seeds"] for p in scaling["points"]] == [1, 8]
+        assert all(
+            p["seed_steps_per_s"] > 0 and p["first_call_s"] >= p["steady_s"] for p in scaling["points"]
+        )
+    _check_lockstep(sections["lockstep"])
+    sts = sections["sts_step"]
+    assert sts["slots_ms"] > 0 and sts["dense_ms"] > 0 and sts["max_grad_diff"] < 1e-5
+    assert sts["speedup_over_cpu"] is None  # toy size: no CPU figure
+    _check_verify(sections["verify"])
+    text = (tmp_path / "gpu.md").read_text()
+    for name in sections:
+        assert f"## {name}: " in text
+
+
+def test_lockstep_waste(gpu):
+    # chunks [10, 1] and [1, 1]: executed 2*10 + 2*1, useful 13
+    waste = gpu.lockstep_waste([10, 1, 1, 1], chunk=2)
+    assert waste["executed"] == 22 and waste["useful"] == 13 and waste["waste"] == 22 / 13
+    assert waste["chunk_max"] == [10, 1] and waste["chunk_mean"] == [5.5, 1.0]
+    # the last chunk padded to the chunk's width, as run_many pads it
+    assert gpu.lockstep_waste([4, 4, 2], chunk=2)["executed"] == 2 * 4 + 2 * 2
+    assert gpu.lockstep_waste(np.full(8, 7), chunk=4)["waste"] == 1.0
+
+
+def test_saturation(gpu):
+    seeds = (1, 64, 1024, 16384, 65536)
+    curve = gpu.saturation(seeds, [1.0, 50.0, 500.0, 4000.0, 4100.0])
+    assert curve["saturates_at"] == 16384 and curve["rising_at_16384"] is True
+    assert curve["gains"]["1024->16384"] == 8.0
+    curve = gpu.saturation(seeds, [1.0, 50.0, 500.0, 520.0, 530.0])
+    assert curve["saturates_at"] == 1024 and curve["rising_at_16384"] is False
+    curve = gpu.saturation(seeds[:3], [1.0, 50.0, 500.0])
+    assert curve["saturates_at"] is None and curve["rising_at_16384"] is None
+
+
+def test_report_records_failures_and_writes_markdown(tmp_path, gpu):
+    """A section that failed or was skipped shows its reason; numpy values and NaN become JSON."""
+    report = {
+        "meta": {
+            "device_kinds": ["NVIDIA H100"],
+            "backend": "gpu",
+            "devices": ["cuda:0"],
+            "versions": {"jax": "0.0", "torch": None},
+            "date": "2026-01-01T00:00:00+00:00",
+            "commit": None,
+            "host": "h",
+            "cpu": "c",
+            "cores": 16,
+            "xla_flags": "",
+        },
+        "sizes": "full",
+        "budget_s": 460.0,
+        "wall_s": 1.0,
+        "sections": {
+            "fig6": {"status": "error", "reason": "RuntimeError: out of memory", "tables": []},
+            "verify": {"status": "skipped", "reason": "no time left in the budget (3 s)", "tables": []},
+            "sts_step": {
+                "status": "ok",
+                "slots_ms": np.float32(0.5),
+                "tables": [{"title": "t", "columns": ["a", "b"], "rows": [[np.int64(3), float("nan")]]}],
+            },
+        },
+        "goals": [],
+    }
+    report["goals"] = gpu.goals(report["sections"])
+    gpu.write_report(tmp_path, report)
+    stored = json.loads((tmp_path / "gpu.json").read_text())
+    assert stored["sections"]["sts_step"]["slots_ms"] == 0.5
+    assert stored["sections"]["sts_step"]["tables"][0]["rows"] == [[3, None]]
+    assert all(g["met"] is None for g in stored["goals"])  # nothing measured
+    text = (tmp_path / "gpu.md").read_text()
+    assert "## fig6: error" in text and "RuntimeError: out of memory" in text
+    assert "## verify: skipped" in text and "| 3 | – |" in text
+
+
+def test_check_order(gpu):
+    names = ["a", "b", "c", "d"]
+    assert gpu.check_order(names, ["c", "x", "a"]) == ["c", "a", "b", "d"]
+    assert gpu.check_order(names, []) == names
+
+
+def test_checkpoint_keeps_the_results_so_far(tmp_path, gpu, monkeypatch):
+    monkeypatch.setattr(gpu, "CHECKPOINT", tmp_path / "result.json")
+    gpu.checkpoint({"status": "ok", "points": [{"seeds": 1, "rate": np.float64(2.0)}], "tables": []})
+    kept = json.loads((tmp_path / "result.json").read_text())
+    assert kept["status"] == "partial" and kept["reason"] == "the results so far"
+    assert kept["points"] == [{"seeds": 1, "rate": 2.0}]
+    gpu.checkpoint({"status": "ok", "tables": []}, doing="running 64 seeds")
+    assert json.loads((tmp_path / "result.json").read_text())["reason"].endswith("it was running 64 seeds")
+
+
+def test_worker_killed_at_its_time_limit(gpu):
+    result = gpu.run_worker("lockstep", gpu.TOY, budget=0.5, grace=0.0)
+    assert result["status"] == "error" and "time limit" in result["reason"]
+    assert result["worker_s"] < 10
