@@ -80,7 +80,7 @@ from ._rates import Rates, adam, gd, heavy_ball, scale_by_group_rates, scale_tre
 from ._run import STOP_REASONS, Run, StopReason, all_finite, stop_reason
 from ._shared import SHARED_RUNS, shared_store
 from ._sharpness import GDFlowGap, edge_of_stability_save, gd_flow_gap, sharpness
-from ._simulation import AbstractSimulation, key_seed, seed_key
+from ._simulation import AbstractSimulation, Landscape, has_landscape, key_seed, seed_key
 from ._stages import Stage, train_stages
 from ._store import SAVE_DIM, SEED_DIM, remove_store
 from ._sweep import load_sweep, save_sweep, simulate, sweep, sweep_progress
@@ -90,6 +90,8 @@ from ._trajectory import Trajectory, save_npz_atomic
 
 __all__ = [
     "AbstractSimulation",
+    "Landscape",
+    "has_landscape",
     "DEFAULT_MAX_BYTES",
     "MAX_SEED",
     "StoreReport",
