@@ -118,8 +118,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--analyse",
         default="",
         metavar="NAMES",
-        help="analyses of every run, written beside the store with their plots: phases (the plateaus of "
-        "each run's loss, OUT/phases.zarr)",
+        help="analyses of every run, comma-separated, written beside the store with their plots: phases "
+        "(the plateaus of each run's loss, OUT/phases.zarr); critical_point (each final state polished to "
+        "the critical point near it, float64: its status, loss, gradient norm, index and extreme Hessian "
+        "eigenvalues, OUT/critical_point.zarr); sharpness (the top Hessian eigenvalue at each final "
+        "state, beside 2/eta for a level with a step size, OUT/sharpness.zarr); the last two need a level "
+        "that declares its landscape",
     )
     sweep.add_argument(
         "--launch", type=int, default=None, metavar="N", help="submit N shard jobs (submitit), wait for them"

@@ -84,6 +84,13 @@ from ._simulation import AbstractSimulation, Landscape, has_landscape, key_seed,
 from ._stages import Stage, train_stages
 from ._store import SAVE_DIM, SEED_DIM, remove_store
 from ._sweep import load_sweep, save_sweep, simulate, sweep, sweep_progress
+from ._sweep_landscape import (
+    CRITICAL_POINT_STATUSES,
+    num_params,
+    require_landscape,
+    sweep_critical_points,
+    sweep_sharpness,
+)
 from ._sweep_phases import PHASE_DIM, saved_series, sweep_phases
 from ._train import train
 from ._trajectory import Trajectory, save_npz_atomic
@@ -166,6 +173,11 @@ __all__ = [
     "phases",
     "plateau_saddles",
     "sweep_phases",
+    "sweep_critical_points",
+    "sweep_sharpness",
+    "require_landscape",
+    "num_params",
+    "CRITICAL_POINT_STATUSES",
     "shared_store",
     "SHARED_RUNS",
     "saved_series",

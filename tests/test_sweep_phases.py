@@ -83,7 +83,11 @@ def test_the_command_line_writes_the_phases_beside_the_store_and_removes_them_wh
 @pytest.mark.parametrize(
     ("target", "analyse", "message"),
     [
-        ("tests._store_sims:Logistic", "phase", "--analyse: unknown analysis phase (known: phases)"),
+        (
+            "tests._store_sims:Logistic",
+            "phase",
+            "--analyse: unknown analysis phase (known: phases, critical_point, sharpness)",
+        ),
         (
             "tests._store_sims:SlowDecay",
             "phases",
