@@ -295,22 +295,24 @@ def _analyses(text: str, sim) -> list[str]:
 
 
 def _analyse(ds, sim, analyses: list[str], axes: list[str], out: Path) -> list[Path]:
-    """Run `analyses` on the finished sweep `ds`, write each beside the store (`OUT/<name>.zarr`)
-    and draw its plots; returns the plots. An analysis not asked for that an earlier command left
-    for another sweep is removed: nothing beside the store describes other runs."""
+    """Run `analyses` on the finished sweep `ds`, add each to its store (`OUT/sweep.zarr`, as
+    variables `<name>.*` with their checksums: a rerun computes them again) and draw its plots;
+    returns the plots. An analysis an earlier version wrote beside the store (`OUT/<name>.zarr`) is
+    removed where it describes other runs or is written into the store now."""
     import dynamics
 
     from ._sweep_plots import plot_critical_points, plot_phases, plot_sharpness
 
+    store = out / "sweep.zarr"
     plots = []
     for name in ANALYSES:
-        stale = out / f"{name}.zarr"
+        beside = out / f"{name}.zarr"
+        if beside.exists() and (
+            name in analyses or dynamics.load_sweep(beside).attrs.get("identity") != ds.attrs.get("identity")
+        ):
+            dynamics.remove_store(beside)
+            print(f"removed {beside}: the analyses are kept in {store} now")
         if name not in analyses:
-            if stale.exists() and dynamics.load_sweep(stale).attrs.get("identity") != ds.attrs.get(
-                "identity"
-            ):
-                dynamics.remove_store(stale)
-                print(f"removed {stale}: it analysed an earlier sweep (--analyse {name} makes it again)")
             continue
         if name == "phases":
             found = dynamics.sweep_phases(ds, sim.loss_name)
@@ -333,8 +335,8 @@ def _analyse(ds, sim, analyses: list[str], axes: list[str], out: Path) -> list[P
             if "sharpness.ratio" in found:
                 summary += f"; past the edge 2/eta in {int(np.sum(found['sharpness.ratio'] >= 1))} runs"
             drawn = plot_sharpness(found, axes, out / "plots")
-        dynamics.save_sweep(found, stale)
-        print(f"wrote {stale}: {summary}")
+        dynamics.add_to_store(store, found)
+        print(f"added {name}.* to {store}: {summary}")
         plots += drawn
     return plots
 

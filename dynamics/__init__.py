@@ -83,6 +83,7 @@ from ._sharpness import GDFlowGap, edge_of_stability_save, gd_flow_gap, sharpnes
 from ._simulation import AbstractSimulation, Landscape, has_landscape, key_seed, seed_key
 from ._stages import Stage, train_stages
 from ._store import SAVE_DIM, SEED_DIM, remove_store
+from ._store_add import add_to_store
 from ._sweep import load_sweep, save_sweep, simulate, sweep, sweep_progress
 from ._sweep_landscape import (
     CRITICAL_POINT_STATUSES,
@@ -174,6 +175,7 @@ __all__ = [
     "plateau_saddles",
     "sweep_phases",
     "sweep_critical_points",
+    "add_to_store",
     "sweep_sharpness",
     "require_landscape",
     "num_params",

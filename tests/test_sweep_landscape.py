@@ -66,15 +66,15 @@ def test_the_command_line_analyses_a_default_level(tmp_path, monkeypatch, capsys
     assert "top Hessian eigenvalue" in printed and "critical_point" in printed
     ds = dynamics.load_sweep(tmp_path / "sweep.zarr")
     sim = ReducedFlow(**ReducedFlow.small)
-    found = {name: dynamics.load_sweep(tmp_path / f"{name}.zarr") for name in ("critical_point", "sharpness")}
+    assert {"phases.count", "critical_point.index", "sharpness.max_eigenvalue"} <= set(ds.data_vars)
     expected = dynamics.sweep_critical_points(ds, sim)
     for name in expected.data_vars:
-        np.testing.assert_array_equal(found["critical_point"][name], expected[name], err_msg=name)
+        np.testing.assert_array_equal(ds[name], expected[name], err_msg=name)
     land = sim.landscape(dynamics.seed_key(0))
     for t1 in (1000.0, 10000.0):
         final = {name: ds[f"final.{name}"].sel(t1=t1, seed=0).values for name in ("gamma", "a")}
         eigenvalues, _ = dynamics.hessian_spectrum(land.loss, final)
-        top = found["sharpness"]["sharpness.max_eigenvalue"].sel(t1=t1, seed=0)
+        top = ds["sharpness.max_eigenvalue"].sel(t1=t1, seed=0)
         np.testing.assert_allclose(top, eigenvalues[-1], rtol=1e-10)
     for plot in (
         "critical_point.index_histogram.png",
@@ -93,3 +93,32 @@ def test_an_analysis_of_final_states_is_refused_before_any_work_without_a_landsc
     assert cli.main(argv) == 2
     assert "--analyse sharpness analyses the loss at each run's final state" in capsys.readouterr().err
     assert not (tmp_path / "sweep.zarr").exists()
+
+
+def test_analyses_added_to_a_store_are_checked_with_it(tmp_path):
+    """Added variables load with the runs; a lost or changed file of theirs is named, and adding
+    them again mends the store; the sweep resumes on it; an analysis of other runs is refused."""
+    store = tmp_path / "sweep.zarr"
+    dynamics.sweep(Quadratic(), GRID, num_seeds=2, chunk_size=2, store=store)
+    found = dynamics.sweep_sharpness(dynamics.load_sweep(store), Quadratic())
+    dynamics.add_to_store(store, found)
+    loaded = dynamics.load_sweep(store)
+    np.testing.assert_array_equal(loaded["sharpness.max_eigenvalue"], found["sharpness.max_eigenvalue"])
+    assert dynamics.check_store(store).state == "complete"
+    dynamics.sweep(Quadratic(), GRID, num_seeds=2, chunk_size=2, store=store)  # resumes: nothing to run
+    assert dynamics.check_store(store).state == "complete"
+
+    (store / "sharpness.ratio" / "0.0.0").write_bytes(b"changed")
+    report = dynamics.check_store(store)
+    assert report.state == "damaged" and not report.repairable
+    assert "added variables: sharpness.ratio/0.0.0 differs from its checksum" in report.problems[0]
+    with pytest.raises(ValueError, match="is damaged"):
+        dynamics.load_sweep(store)
+    dynamics.add_to_store(store, found)
+    assert dynamics.check_store(store).state == "complete"
+
+    other = dynamics.sweep(Quadratic(), {"rate": [1.0]}, num_seeds=2)
+    with pytest.raises(ValueError, match="analyse another sweep"):
+        dynamics.add_to_store(store, dynamics.sweep_sharpness(other, Quadratic()))
+    with pytest.raises(ValueError, match="the sweep's own variables"):
+        dynamics.add_to_store(store, loaded[["loss"]])
