@@ -23,7 +23,11 @@
   and transitions in log-time, and [`plateau_saddles`][] ([`PlateauSaddles`][]) polishes each
   plateau to its saddle and measures how the run's escape lines up with the saddle's;
   [`sweep_phases`][] finds the plateaus of every run of a sweep at once (from the saved series
-  that [`saved_series`][] names).
+  that [`saved_series`][] names); [`sweep_critical_points`][] and [`sweep_sharpness`][] polish
+  every run's final state to the critical point near it and take the sharpness there, from the
+  loss a simulation declares as a function of its state ([`Landscape`][], [`has_landscape`][],
+  [`require_landscape`][], [`num_params`][], [`CRITICAL_POINT_STATUSES`][]);
+  [`add_to_store`][] adds such analyses to the sweep's store, with their checksums.
 - [`sharpness`][], [`edge_of_stability_save`][], [`gd_flow_gap`][] ([`GDFlowGap`][]): the top
   Hessian eigenvalue along a run against the edge of stability 2/η, and how far gradient descent
   drifts from the gradient flow; [`norm_growth`][] ([`NormGrowth`][]), [`direction_convergence`][]

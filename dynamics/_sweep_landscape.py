@@ -291,7 +291,26 @@ def _in_calls(batched: Callable, traced: dict, seeds: np.ndarray, finals: PyTree
 
 
 def num_params(sim: AbstractSimulation) -> int:
-    """The number of parameters the landscape of `sim` differentiates (traced, not run)."""
+    """The number of parameters the [`Landscape`][] of `sim` differentiates (traced, not run): the
+    dense Hessian of [`sweep_critical_points`][] has its square.
+
+    **Example:** a run that ends in a 3-vector and a step count, whose loss is of the vector:
+
+        >>> import dataclasses
+        >>> import jax.numpy as jnp
+        >>> import dynamics
+        >>> class Bowl(dynamics.AbstractSimulation):
+        ...     dtype: str = dynamics.dtype_param("float64")
+        ...
+        ...     def run(self, key):
+        ...         run = dynamics.train(lambda w: jnp.sum(w**2), jnp.ones(3), dynamics.gd(0.1), num_steps=2)
+        ...         return dataclasses.replace(run, final={"w": run.final, "steps": jnp.asarray(2)})
+        ...
+        ...     def landscape(self, key):
+        ...         return dynamics.Landscape(lambda w: jnp.sum(w**2), params=lambda final: final["w"])
+        >>> dynamics.num_params(Bowl())
+        3
+    """
     final = jax.eval_shape(sim.run, seed_key(0)).final
     counted = []
 
