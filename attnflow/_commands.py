@@ -262,13 +262,13 @@ def sweep(args: argparse.Namespace) -> int:
     return 0
 
 
-ANALYSES = ("phases",)
+ANALYSES = ("phases", "critical_point", "sharpness")
 """What `attnflow sweep --analyse` computes from every run of a finished sweep."""
 
 
 def _analyses(text: str, sim) -> list[str]:
     """The analyses named by `--analyse` (comma-separated), refused before any work when one is
-    unknown or the simulation does not save what it needs."""
+    unknown or the simulation does not save or declare what it needs."""
     import dynamics
 
     names = [name.strip() for name in text.split(",") if name.strip()]
@@ -283,28 +283,80 @@ def _analyses(text: str, sim) -> list[str]:
                 f"{type(sim).__name__} does not save as one number per save (its saved series: "
                 f"{', '.join(series) or 'none'})"
             )
-    return names
+    for name in ("critical_point", "sharpness"):
+        if name in names:
+            try:
+                dynamics.require_landscape(sim, name)
+            except ValueError as err:
+                raise ValueError(f"--analyse {err}") from None
+    return list(dict.fromkeys(names))
 
 
 def _analyse(ds, sim, analyses: list[str], axes: list[str], out: Path) -> list[Path]:
-    """Run `analyses` on the finished sweep `ds`, write each beside the store (`OUT/<name>.zarr`)
-    and draw its plots; returns the plots. An analysis not asked for that an earlier command left
-    for another sweep is removed: nothing beside the store describes other runs."""
+    """Run `analyses` on the finished sweep `ds`, add each to its store (`OUT/sweep.zarr`, as
+    variables `<name>.*` with their checksums: a rerun computes them again) and draw its plots;
+    returns the plots. An analysis an earlier version wrote beside the store (`OUT/<name>.zarr`) is
+    removed where it describes other runs or is written into the store now."""
     import dynamics
 
-    from ._sweep_plots import plot_phases
+    from ._sweep_plots import plot_critical_points, plot_phases, plot_sharpness
 
-    stale = out / "phases.zarr"
-    if "phases" not in analyses:
-        if stale.exists() and dynamics.load_sweep(stale).attrs.get("identity") != ds.attrs.get("identity"):
-            dynamics.remove_store(stale)
-            print(f"removed {stale}: it analysed an earlier sweep (--analyse phases makes it again)")
-        return []
-    found = dynamics.sweep_phases(ds, sim.loss_name)
-    dynamics.save_sweep(found, stale)
-    counts = np.asarray(found["phases.count"]).ravel()
-    print(f"wrote {stale}: {counts.min()} to {counts.max()} plateaus per run")
-    return plot_phases(ds, found, axes, sim.loss_name, out / "plots")
+    store = out / "sweep.zarr"
+    plots = []
+    for name in ANALYSES:
+        beside = out / f"{name}.zarr"
+        if beside.exists() and (
+            name in analyses or dynamics.load_sweep(beside).attrs.get("identity") != ds.attrs.get("identity")
+        ):
+            dynamics.remove_store(beside)
+            print(f"removed {beside}: the analyses are kept in {store} now")
+        if name not in analyses:
+            continue
+        if name == "phases":
+            found = dynamics.sweep_phases(ds, sim.loss_name)
+            counts = np.asarray(found["phases.count"]).ravel()
+            summary = f"{counts.min()} to {counts.max()} plateaus per run"
+            drawn = plot_phases(ds, found, axes, sim.loss_name, out / "plots")
+        elif name == "critical_point":
+            print(
+                f"critical points: {dynamics.num_params(sim)} parameters per run (each Newton step forms and "
+                "diagonalises the dense Hessian)"
+            )
+            start = time.perf_counter()
+            found = dynamics.sweep_critical_points(ds, sim)
+            summary = f"{_status_summary(found)} ({time.perf_counter() - start:.1f} s)"
+            drawn = plot_critical_points(found, axes, out / "plots")
+        else:
+            found = dynamics.sweep_sharpness(ds, sim)
+            top = np.asarray(found["sharpness.max_eigenvalue"])
+            summary = f"top Hessian eigenvalue {np.nanmin(top):.4g} to {np.nanmax(top):.4g}"
+            if "sharpness.ratio" in found:
+                summary += f"; past the edge 2/eta in {int(np.sum(found['sharpness.ratio'] >= 1))} runs"
+            drawn = plot_sharpness(found, axes, out / "plots")
+        dynamics.add_to_store(store, found)
+        print(f"added {name}.* to {store}: {summary}")
+        plots += drawn
+    return plots
+
+
+def _status_summary(found) -> str:
+    """`converged x3 (index 0 x2, index 1 x1), max_steps x1`: how the polishing of the runs ended."""
+    import dynamics
+
+    status = np.asarray(found["critical_point.status"]).ravel()
+    index = np.asarray(found["critical_point.index"]).ravel()
+    parts = []
+    for code, name in enumerate(dynamics.CRITICAL_POINT_STATUSES):
+        count = int(np.sum(status == code))
+        if not count:
+            continue
+        text = f"{name} x{count}"
+        if name == "converged":
+            values, counts = np.unique(index[status == code], return_counts=True)
+            text += " (" + ", ".join(f"index {v} x{n}" for v, n in zip(values, counts)) + ")"
+        parts.append(text)
+    nearby = "; no critical point nearby for the others" if np.any(status != 0) else ""
+    return ", ".join(parts) + nearby
 
 
 _REFERENCE = re.compile(r"\[(`?[^\]`]+`?)\]\[[^\]]*\]")

@@ -2,7 +2,8 @@
 run's steps) with seed bands per grid point and the runs' stop times marked, the final value
 against one grid axis (a line), two (a heat map) or three (heat maps side by side), each scalar
 of the state a run ends in the same way, and, when runs stop early, the stop time `t_stop`
-itself; with the phases of the runs, their plateaus on the loss and their count."""
+itself; with the phases of the runs, their plateaus on the loss and their count; with the
+landscape at the runs' final states, the index of the critical point near each and the sharpness."""
 
 import warnings
 from pathlib import Path
@@ -110,6 +111,74 @@ def plot_phases(ds: xr.Dataset, found: xr.Dataset, axes: list[str], loss: str, o
     paths = [_save(fig, out_dir / "phases_time.png")]
     count = found["phases.count"].astype(float)
     return paths + _finals(count, axes, "phases.count", "plateaus per run", out_dir)
+
+
+def plot_critical_points(found: xr.Dataset, axes: list[str], out_dir: Path) -> list[Path]:
+    """Draw the critical points of a sweep's runs into `out_dir`: `critical_point.index_histogram.png`,
+    how many runs ended near a critical point of each index (and how many near none), and with one
+    to three grid axes `critical_point.index_final.png`, the index against them (converged runs).
+
+    **Arguments:** `found`: from `dynamics.sweep_critical_points`; `axes`: the sweep's grid axes;
+    `out_dir`: the folder (created).
+
+    **Returns:** the files written.
+    """
+    out_dir.mkdir(parents=True, exist_ok=True)
+    status = found["critical_point.status"]
+    converged = status == int(dynamics.CriticalPointStatus.converged)
+    index = found["critical_point.index"].where(converged)
+    values = index.values[np.isfinite(index.values)].astype(int)
+    labels = [str(v) for v in range(values.max() + 1)] if values.size else []
+    counts = [int(np.sum(values == v)) for v in range(len(labels))]
+    colours = ["C0"] * len(labels)
+    names = dynamics.CRITICAL_POINT_STATUSES
+    for code in np.unique(status.values[~converged.values]):
+        labels.append(names[code] if 0 <= code < len(names) else "not run")
+        counts.append(int(np.sum(status.values == code)))
+        colours.append("C7")
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    ax.bar(range(len(labels)), counts, color=colours)
+    ax.set_xticks(range(len(labels)), labels)
+    ax.set_xlabel("index (negative Hessian eigenvalues), or why no critical point was found")
+    ax.set_ylabel("runs")
+    ax.set_title("the critical point near each run's final state", fontsize=9)
+    paths = [_save(fig, out_dir / "critical_point.index_histogram.png")]
+    what = "index of the critical point (converged runs)"
+    return paths + _finals(index.astype(float), axes, "critical_point.index", what, out_dir)
+
+
+def plot_sharpness(found: xr.Dataset, axes: list[str], out_dir: Path) -> list[Path]:
+    """Draw the sharpness of a sweep's runs into `out_dir`: with one to three grid axes
+    `sharpness.max_eigenvalue_final.png`, the top Hessian eigenvalue at the final state against them
+    (with one axis and a step size, the edge of stability 2/η dashed beside it), and
+    `sharpness.ratio_final.png`, λ_max·η/2, where the level has a step size.
+
+    **Arguments:** `found`: from `dynamics.sweep_sharpness`; `axes`: the sweep's grid axes;
+    `out_dir`: the folder (created).
+
+    **Returns:** the files written.
+    """
+    out_dir.mkdir(parents=True, exist_ok=True)
+    top = found["sharpness.max_eigenvalue"]
+    what = "top Hessian eigenvalue at the final state"
+    if len(axes) == 1 and "sharpness.edge_of_stability" in found:
+        fig, ax = plt.subplots(figsize=(5, 3.5))
+        x = np.arange(top.sizes[axes[0]])
+        ax.errorbar(x, top.mean(SEED_DIM).values, yerr=top.std(SEED_DIM).values, marker="o", capsize=3)
+        edge = found["sharpness.edge_of_stability"].mean(SEED_DIM).values
+        ax.plot(x, edge, "--", color="C3", label="2/η, the edge of stability")
+        ax.set_xticks(x, [str(v) for v in top[axes[0]].values])
+        ax.set_xlabel(axes[0])
+        ax.set_ylabel("sharpness.max_eigenvalue")
+        ax.set_title(f"{what}: mean ± std over seeds", fontsize=9)
+        ax.legend(fontsize=7)
+        paths = [_save(fig, out_dir / _final_file("sharpness.max_eigenvalue"))]
+    else:
+        paths = _finals(top, axes, "sharpness.max_eigenvalue", what, out_dir)
+    if "sharpness.ratio" in found:
+        ratio = "λ_max·η/2 (≥ 1: past the edge of stability)"
+        paths += _finals(found["sharpness.ratio"], axes, "sharpness.ratio", ratio, out_dir)
+    return paths
 
 
 def _stopped_early(ds: xr.Dataset) -> xr.DataArray | None:

@@ -118,8 +118,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--analyse",
         default="",
         metavar="NAMES",
-        help="analyses of every run, written beside the store with their plots: phases (the plateaus of "
-        "each run's loss, OUT/phases.zarr)",
+        help="analyses of every run, comma-separated, added to the store (OUT/sweep.zarr, variables "
+        "NAME.*, checksummed) with their plots: phases (the plateaus of each run's loss); critical_point "
+        "(each final state polished to the critical point near it, float64: its status, loss, gradient "
+        "norm, index and extreme Hessian eigenvalues); sharpness (the top Hessian eigenvalue at each "
+        "final state, beside 2/eta for a level with a step size); the last two need a level that "
+        "declares its landscape",
     )
     sweep.add_argument(
         "--launch", type=int, default=None, metavar="N", help="submit N shard jobs (submitit), wait for them"

@@ -23,7 +23,11 @@
   and transitions in log-time, and [`plateau_saddles`][] ([`PlateauSaddles`][]) polishes each
   plateau to its saddle and measures how the run's escape lines up with the saddle's;
   [`sweep_phases`][] finds the plateaus of every run of a sweep at once (from the saved series
-  that [`saved_series`][] names).
+  that [`saved_series`][] names); [`sweep_critical_points`][] and [`sweep_sharpness`][] polish
+  every run's final state to the critical point near it and take the sharpness there, from the
+  loss a simulation declares as a function of its state ([`Landscape`][], [`has_landscape`][],
+  [`require_landscape`][], [`num_params`][], [`CRITICAL_POINT_STATUSES`][]);
+  [`add_to_store`][] adds such analyses to the sweep's store, with their checksums.
 - [`sharpness`][], [`edge_of_stability_save`][], [`gd_flow_gap`][] ([`GDFlowGap`][]): the top
   Hessian eigenvalue along a run against the edge of stability 2/η, and how far gradient descent
   drifts from the gradient flow; [`norm_growth`][] ([`NormGrowth`][]), [`direction_convergence`][]
@@ -81,15 +85,25 @@ from ._rates import Rates, adam, gd, heavy_ball, scale_by_group_rates, scale_tre
 from ._run import STOP_REASONS, Run, StopReason, all_finite, stop_reason
 from ._shared import SHARED_RUNS, shared_store
 from ._sharpness import GDFlowGap, edge_of_stability_save, gd_flow_gap, sharpness
-from ._simulation import AbstractSimulation, key_seed, seed_key
+from ._simulation import AbstractSimulation, Landscape, has_landscape, key_seed, seed_key
 from ._stages import Stage, train_stages
 from ._store import SAVE_DIM, SEED_DIM, remove_store
+from ._store_add import add_to_store
 from ._sweep import load_sweep, save_sweep, simulate, stop_reasons, sweep, sweep_progress
+from ._sweep_landscape import (
+    CRITICAL_POINT_STATUSES,
+    num_params,
+    require_landscape,
+    sweep_critical_points,
+    sweep_sharpness,
+)
 from ._sweep_phases import PHASE_DIM, saved_series, sweep_phases
 from ._train import train
 
 __all__ = [
     "AbstractSimulation",
+    "Landscape",
+    "has_landscape",
     "DEFAULT_MAX_BYTES",
     "MAX_SEED",
     "StoreReport",
@@ -164,6 +178,12 @@ __all__ = [
     "phases",
     "plateau_saddles",
     "sweep_phases",
+    "sweep_critical_points",
+    "add_to_store",
+    "sweep_sharpness",
+    "require_landscape",
+    "num_params",
+    "CRITICAL_POINT_STATUSES",
     "shared_store",
     "SHARED_RUNS",
     "saved_series",

@@ -6,6 +6,10 @@ compared when read, so that a lost, truncated or edited file is named instead of
   metadata, the coordinates) and, per block, its cells `(grid point, seed block)`.
 - `.attnflow_units_done/<block>` (JSON), written once the block's data is: the identity, the
   checksum of each chunk file of the block, where and how long it ran.
+- `.attnflow_added` (JSON), once variables are added to the finished store (the analyses of its
+  runs, [`add_to_store`][]): the identity, the names of the added variables, the checksum of each
+  of their files and of the consolidated metadata that lists them; `pending` while they are being
+  written.
 """
 
 import dataclasses
@@ -25,7 +29,10 @@ CREATED = ".attnflow_created"
 DONE = ".attnflow_units_done"
 CLAIMS = ".attnflow_claims"
 WRITERS = ".attnflow_writers"
-_OURS = (CREATED, DONE, CLAIMS, WRITERS)
+ADDED = ".attnflow_added"
+METADATA = ".zmetadata"
+"""The consolidated metadata of a store: rewritten when variables are added to it."""
+_OURS = (CREATED, DONE, CLAIMS, WRITERS, ADDED)
 
 
 def file_digest(path: Path) -> str:
@@ -75,6 +82,45 @@ def differing_files(path: Path, recorded: dict[str, str]) -> list[str]:
         elif file_digest(full) != digest:
             problems.append(f"{name} differs from its checksum (changed or truncated)")
     return problems
+
+
+def recorded_files(path: Path, created: dict) -> dict[str, str]:
+    """The store's own files with their checksums: those recorded when it was made, with the
+    consolidated metadata as variables added since left it (unchecked while they are being added)."""
+    files = dict(created["files"])
+    added = read_json(path / ADDED)
+    if added is not None:
+        files.pop(METADATA, None)
+        if not added.get("pending") and "metadata" in added:
+            files[METADATA] = added["metadata"]
+    return files
+
+
+def added_variables(path: Path) -> list[str]:
+    """The variables added to the finished store at `path` (none when nothing was added)."""
+    added = read_json(Path(path) / ADDED)
+    return list(added.get("variables", [])) if added else []
+
+
+ADDED_PROBLEM = "added variables"
+"""How every problem of the added variables starts, in a [`StoreReport`][]."""
+
+
+def added_damage(path: Path, identity: str) -> list[str]:
+    """The problems of the variables added to the store: one being written when the writing
+    stopped, a marker of another sweep, a lost or changed file."""
+    added = read_json(path / ADDED)
+    if added is None:
+        return []
+    again = "(add them again: rerun the analysis that wrote them)"
+    if added.get("pending"):
+        return [
+            f"{ADDED_PROBLEM} {', '.join(added.get('variables', []))}: their writing stopped before it "
+            f"ended {again}"
+        ]
+    if added.get("identity") != identity:
+        return [f"{ADDED_PROBLEM}: they belong to another sweep {again}"]
+    return [f"{ADDED_PROBLEM}: {text} {again}" for text in differing_files(path, added.get("files", {}))]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -182,17 +228,19 @@ def check_store(path: str | os.PathLike) -> StoreReport:
             else "not a sweep store written by attnflow"
         )
         return StoreReport(path, "foreign", 0, 0, (why,), (), False)
-    problems = differing_files(path, created["files"])
+    problems = differing_files(path, recorded_files(path, created))
+    added = added_damage(path, created["identity"])
     if created.get("whole"):  # written at once by `save_sweep`: its files are all recorded above
+        problems += added
         return StoreReport(path, "damaged" if problems else "complete", 1, 1, tuple(problems), (), False)
     if problems:
-        return StoreReport(path, "damaged", 0, len(created["units"]), tuple(problems), (), False)
+        return StoreReport(path, "damaged", 0, len(created["units"]), tuple(problems + added), (), False)
     group = zarr.open_group(str(path), mode="r", zarr_format=2, use_consolidated=True)
     ds = xr.open_zarr(str(path), zarr_format=2, consolidated=True, mask_and_scale=False)
     axes = json.loads(attrs["config"]).get("grid", {})
     coords = {name: ds[name].values for name in [*axes, "seed"]}
     shape = tuple(len(coords[a]) for a in axes)
-    names = [n for n in ds.data_vars]
+    names = [n for n in ds.data_vars if n not in added_variables(path)]
     written, damaged = 0, []
     for unit, cells in enumerate(created["units"]):
         marker = read_json(path / DONE / str(unit))
@@ -205,8 +253,12 @@ def check_store(path: str | os.PathLike) -> StoreReport:
             problems.append(f"block {unit} ({where}): {name}: {text}")
         if unit_problems:
             damaged.append(unit)
+    problems += added
     state = "damaged" if problems else "complete" if written == len(created["units"]) else "incomplete"
-    return StoreReport(path, state, written, len(created["units"]), tuple(problems), tuple(damaged))
+    repairable = not added or bool(damaged)  # rerunning blocks does not write added variables again
+    return StoreReport(
+        path, state, written, len(created["units"]), tuple(problems), tuple(damaged), repairable
+    )
 
 
 def expected_chunks(group: zarr.Group, names: Iterable[str], cells) -> dict[str, tuple]:

@@ -13,7 +13,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Int, PRNGKeyArray
+from jaxtyping import Array, Float, Int, PRNGKeyArray, PyTree
 
 from ._params import PARAM_META as _PARAM_META
 from ._params import ParamInfo, Require, check_params, params, parse_settings
@@ -48,6 +48,10 @@ class AbstractSimulation(eqx.Module):
       interface.
 
     **Fields every simulation has:** `dtype` (`"float32"` or `"float64"`).
+
+    **Optional method:** `landscape(key)`, the loss of the run with that key as a function of its
+    final state ([`Landscape`][]): where a level declares it, the engine analyses the state a run
+    ends in (`attnflow sweep --analyse critical_point,sharpness`). Default: none.
 
     **Example:** dy/dt = −r y from a random start; a bad rate fails on construction; one run
     from one seed (float64) ends at y(1) = y(0) e^{−r}:
@@ -107,6 +111,21 @@ class AbstractSimulation(eqx.Module):
         **Returns:** a [`Run`][].
         """
 
+    def landscape(self, key: PRNGKeyArray) -> "Landscape | None":
+        """The loss of the run with PRNG key `key` (its data depend on the key) as a function of
+        its final state, or `None` where the simulation declares none (the default).
+
+        Traceable (it is `vmap`ped over keys); whether it is `None` must depend on the settings
+        only, not on the key's value. The loss should be the one the run saves as `loss_name`, so
+        that at a run's final state it equals the run's last saved loss (where the run saves one at
+        its end).
+
+        **Arguments:** `key`: the run's key.
+
+        **Returns:** a [`Landscape`][], or `None`.
+        """
+        return None
+
     def __check_init__(self):
         check_params(self)
         _check_representable(self)
@@ -141,6 +160,69 @@ class AbstractSimulation(eqx.Module):
         """Everything needed to make the runs again: the class path and every field's value."""
         values = {info.name: getattr(self, info.name) for info in params(type(self))}
         return {"simulation": self.path(), **values, "event_names": list(self.event_names)}
+
+
+def _whole(final: PyTree) -> PyTree:
+    return final
+
+
+class Landscape(eqx.Module):
+    """A run's loss as a function of its parameters, and where the parameters are in its final
+    state: what [`AbstractSimulation.landscape`][] returns, and what the analyses of a run's final
+    state ([`sweep_critical_points`][], [`sweep_sharpness`][]) differentiate.
+
+    **Fields:**
+
+    - `loss`: `params -> scalar`, the loss of the run (its data fixed by the run's key).
+    - `params`: `final -> params`, the parameters in the run's final state (`Run.final`), a PyTree
+      of float arrays; default: the whole final state.
+    - `step_size`: `final -> η`, the step size of a discrete level (gradient descent is stable on a
+      quadratic only where the sharpness is below 2/η); `None` for a flow or where there is none.
+
+    **Example:** a run that ends in `{"w": w, "steps": n}` with loss ½‖w‖², trained at step 0.1:
+
+        >>> import jax.numpy as jnp
+        >>> import dynamics
+        >>> land = dynamics.Landscape(
+        ...     loss=lambda w: 0.5 * jnp.sum(w**2),
+        ...     params=lambda final: final["w"],
+        ...     step_size=lambda final: 0.1,
+        ... )
+        >>> final = {"w": jnp.array([3.0, 4.0]), "steps": jnp.array(10)}
+        >>> float(land.loss(land.params(final))), 2 / land.step_size(final)
+        (12.5, 20.0)
+    """
+
+    loss: Callable[[PyTree], Float[Array, ""]]
+    params: Callable[[PyTree], PyTree] = _whole
+    step_size: Callable[[PyTree], Float[Array, ""]] | None = None
+
+
+def has_landscape(sim: AbstractSimulation) -> bool:
+    """Whether `sim` declares a [`Landscape`][] for its settings ([`AbstractSimulation.landscape`][]
+    traced with a placeholder key: nothing runs).
+
+    **Example:**
+
+        >>> import jax.numpy as jnp
+        >>> import dynamics
+        >>> def descent(self, key):  # GD on w² from w = 1
+        ...     return dynamics.train(lambda w: w**2, jnp.asarray(1.0), dynamics.gd(0.1), num_steps=1)
+        >>> class Still(dynamics.AbstractSimulation):
+        ...     dtype: str = dynamics.dtype_param("float64")
+        ...     run = descent
+        >>> class Bowl(dynamics.AbstractSimulation):
+        ...     dtype: str = dynamics.dtype_param("float64")
+        ...     run = descent
+        ...
+        ...     def landscape(self, key):
+        ...         return dynamics.Landscape(lambda w: w**2)
+        >>> dynamics.has_landscape(Still()), dynamics.has_landscape(Bowl())
+        (False, True)
+    """
+    found = []
+    jax.eval_shape(lambda key: found.append(sim.landscape(key) is not None), seed_key(0))
+    return found[0]
 
 
 _INT32_MAX = 2**31 - 1

@@ -47,6 +47,7 @@ from ._integrity import (
     file_digest,
     layout_digests,
     read_json,
+    recorded_files,
     unit_damage,
 )
 from ._lock import Held, file_lock, store_lock_path
@@ -282,7 +283,7 @@ def _open_or_create(path: Path, plan: Plan, variables_of_a_run: dict, event_name
             f"{path} was written by an older attnflow (format {stored.get('format')!r}), without the "
             f"checksums and the code fingerprint this version keeps, so it cannot be resumed{again}"
         )
-    damaged = differing_files(path, created["files"])
+    damaged = differing_files(path, recorded_files(path, created))
     if damaged:
         raise ValueError(f"{path} is damaged, so it cannot be resumed: {'; '.join(damaged)}{again}")
     differences = _differences(

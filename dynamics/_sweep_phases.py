@@ -109,7 +109,7 @@ def sweep_phases(
             "phases.loss": labelled("loss", True),
         },
         coords={name: ds.coords[name] for name in lead if name in ds.coords}
-        | {PHASE_DIM: np.arange(max_phases)},
+        | {PHASE_DIM: np.arange(np.shape(found.start_time)[-1])},  # fewer than max_phases for few saves
     )
     out.attrs = dict(ds.attrs) | {
         "analysis": json.dumps({"phases": {"loss": loss, "grad_norm": grad_norm, **settings}})

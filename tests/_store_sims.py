@@ -66,3 +66,27 @@ class Logistic(dynamics.AbstractSimulation):
         ts = jnp.logspace(-2.0, 3.0, 101, dtype=self.dtype)
         save = dynamics.Save(ts, lambda t, y, args: {"loss": 1.0 - y, "y": y})
         return dynamics.ode_flow(lambda t, y, args: self.rate * y * (1.0 - y), y0, t1=1e3, save=save)
+
+
+def _quadratic(rate):
+    """L(w) = ½(rate·w₀² + w₁² − w₂²): a saddle at 0, Hessian diag(rate, 1, −1)."""
+    return lambda w: 0.5 * (rate * w[0] ** 2 + w[1] ** 2 - w[2] ** 2)
+
+
+class Quadratic(dynamics.AbstractSimulation):
+    """Gradient descent with step `step` on L(w) = ½(rate·w₀² + w₁² − w₂²) from w₀, w₁ uniform in
+    [1, 2) and w₂ = 0, which it keeps: the runs end near the saddle at 0, whose Hessian is
+    diag(rate, 1, −1). Saves the loss every 5 of 20 steps."""
+
+    rate: float = param(1.0, Interval(0, low_open=True), doc="curvature along w₀", traced=True)
+    step: float = param(0.1, Interval(0, low_open=True), doc="GD step size", traced=True)
+    dtype: str = dynamics.dtype_param("float64")
+
+    def run(self, key):
+        start = jnp.concatenate([1.0 + jax.random.uniform(key, (2,), self.float_dtype), jnp.zeros(1)])
+        loss = _quadratic(self.rate)
+        save = dynamics.Save(every=5, fn=lambda step, w, args: {"loss": loss(w)})
+        return dynamics.train(loss, start, dynamics.gd(self.step), num_steps=20, save=save)
+
+    def landscape(self, key):
+        return dynamics.Landscape(_quadratic(self.rate), step_size=lambda final: self.step)

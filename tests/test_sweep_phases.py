@@ -1,5 +1,5 @@
 """The phases of every run of a sweep (`dynamics.sweep_phases`), and `attnflow sweep --analyse
-phases`, which writes them beside the store with their plots."""
+phases`, which adds them to the store with their plots."""
 
 import json
 from pathlib import Path
@@ -60,30 +60,39 @@ def _sweep(out: Path, *options: str) -> int:
     return cli.main(argv)
 
 
-def test_the_command_line_writes_the_phases_beside_the_store_and_removes_them_when_stale(
+def test_the_command_line_adds_the_phases_to_the_store_and_a_rerun_makes_them_again(
     tmp_path, monkeypatch, capsys
 ):
     monkeypatch.chdir(REPOSITORY)
     assert _sweep(tmp_path, "--grid", "rate=1,10", "--analyse", "phases") == 0
     assert "plateaus per run" in capsys.readouterr().out
-    written = dynamics.load_sweep(tmp_path / "phases.zarr")
-    expected = dynamics.sweep_phases(dynamics.load_sweep(tmp_path / "sweep.zarr"))
-    assert written["phases.count"].values.tolist() == expected["phases.count"].values.tolist()
-    np.testing.assert_array_equal(written["phases.end_time"], expected["phases.end_time"])
+    stored = dynamics.load_sweep(tmp_path / "sweep.zarr")
+    expected = dynamics.sweep_phases(stored)
+    assert stored["phases.count"].values.tolist() == expected["phases.count"].values.tolist()
+    np.testing.assert_array_equal(stored["phases.end_time"], expected["phases.end_time"])
+    assert json.loads(stored["phases.count"].attrs["analysis"]) == json.loads(expected.attrs["analysis"])
+    assert not (tmp_path / "phases.zarr").exists()
     assert (tmp_path / "plots" / "phases_time.png").is_file()
     assert (tmp_path / "plots" / "phases.count_final.png").is_file()
 
     assert _sweep(tmp_path, "--grid", "rate=1,10") == 0  # the same sweep: its phases stay
-    assert (tmp_path / "phases.zarr").is_dir()
-    assert _sweep(tmp_path, "--grid", "rate=1,2", "--overwrite") == 0  # another sweep
-    assert not (tmp_path / "phases.zarr").exists()
-    assert "it analysed an earlier sweep" in capsys.readouterr().out
+    assert dynamics.check_store(tmp_path / "sweep.zarr").state == "complete"
+    assert "phases.count" in dynamics.load_sweep(tmp_path / "sweep.zarr")
+    assert _sweep(tmp_path, "--grid", "rate=1,10", "--analyse", "phases") == 0  # made again, the same
+    again = dynamics.load_sweep(tmp_path / "sweep.zarr")
+    np.testing.assert_array_equal(again["phases.end_time"], expected["phases.end_time"])
+    assert _sweep(tmp_path, "--grid", "rate=1,2", "--overwrite") == 0  # another sweep: no phases
+    assert "phases.count" not in dynamics.load_sweep(tmp_path / "sweep.zarr")
 
 
 @pytest.mark.parametrize(
     ("target", "analyse", "message"),
     [
-        ("tests._store_sims:Logistic", "phase", "--analyse: unknown analysis phase (known: phases)"),
+        (
+            "tests._store_sims:Logistic",
+            "phase",
+            "--analyse: unknown analysis phase (known: phases, critical_point, sharpness)",
+        ),
         (
             "tests._store_sims:SlowDecay",
             "phases",

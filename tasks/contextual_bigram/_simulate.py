@@ -156,6 +156,16 @@ class Algorithm1(_OnInstance):
             num_steps=t_stop,
         )
 
+    def landscape(self, key) -> dynamics.Landscape:
+        """The population loss of the model `(V, Q)` after Stage 3 (`final["model"]`; its loss is
+        `final["metrics"]["loss"]`, while the saved `loss` is Stage 2's). No step size: the stages
+        have their own steps, preconditioning and projections."""
+        del key
+        inst = self.instance()
+        return dynamics.Landscape(
+            lambda model: population_loss(model, inst), params=lambda final: final["model"]
+        )
+
 
 class SGD(_OnInstance):
     """The SGD baselines of Fig. 1 on fresh mini-batches, vanilla or preconditioned and projected.
@@ -194,6 +204,18 @@ class SGD(_OnInstance):
             event=jnp.array(-1),
             t_stop=out["t_stop"],
             num_steps=out["t_stop"],
+        )
+
+    def landscape(self, key) -> dynamics.Landscape:
+        """The population loss of the model `(V, Q)` (`final["model"]`), of which the mini-batch
+        losses are unbiased estimates; the step size `eta` where `kind` is `vanilla` (none for the
+        preconditioned, projected steps)."""
+        del key
+        inst = self.instance()
+        return dynamics.Landscape(
+            lambda model: population_loss(model, inst),
+            params=lambda final: final["model"],
+            step_size=(lambda final: self.eta) if self.kind == "vanilla" else None,
         )
 
 

@@ -37,7 +37,7 @@ from ._dynamics import (
     result2_start,
     uniform_attention_gd,
 )
-from ._model import DecisionListModel, margins
+from ._model import DecisionListModel, margins, population_loss
 from ._task import DISTRIBUTIONS, TaskArrays, random_arrays
 
 _POSITIVE = Interval(0, low_open=True)
@@ -188,6 +188,19 @@ class Result1Flow(dynamics.AbstractSimulation):
         }
         return dataclasses.replace(run, final=final)
 
+    def landscape(self, key) -> dynamics.Landscape:
+        """`W -> 𝓛(W, cP)` on the run's exact population, the loss its flow descends (`final["W"]`)."""
+        arrays = _task(self, key)
+        population = _exact_population(self, arrays, self.distribution)
+        delta, _ = delta_gamma(
+            arrays, population, gamma_definition=self.gamma_definition, delta_definition=self.delta_definition
+        )
+        c = self.c_scale * result1_c(self.n, self.L, delta)
+        V = c * permutation_matrix(arrays, self.float_dtype)
+        return dynamics.Landscape(
+            lambda W: population_loss(DecisionListModel(W, V), population), params=lambda final: final["W"]
+        )
+
 
 class Result2GD(dynamics.AbstractSimulation):
     """Result 2: full-batch GD on `(W, V)` from `W = 0`, `V_0 = cP + U` (`U` uniform in
@@ -269,6 +282,23 @@ class Result2GD(dynamics.AbstractSimulation):
         final = {"model": run.final, "delta": delta} | {k: v for k, v in start.items() if k != "V0"}
         return dataclasses.replace(run, values=values, final=final)
 
+    def landscape(self, key) -> dynamics.Landscape:
+        """The population loss of `(W, V)` (`final["model"]`) on the run's population, exact or
+        sampled, at the step size `final["eta"]`."""
+        arrays = _task(self, key)
+        if self.population_size is None:
+            population = _exact_population(self, arrays, "distinct")
+        else:
+            key_population, _ = jax.random.split(key)
+            K = self.population_size
+            tokens = sample_tokens(key_population, self.L, self.n, "distinct", K)
+            population = make_population(arrays, tokens, np.full(K, 1.0 / K), self.float_dtype)
+        return dynamics.Landscape(
+            lambda model: population_loss(model, population),
+            params=lambda final: final["model"],
+            step_size=lambda final: final["eta"],
+        )
+
 
 class UniformAttentionGD(dynamics.AbstractSimulation):
     """The conclusion's empirical claim: uniform attention (`W ≡ 0`), full-batch GD on `V` from
@@ -304,6 +334,16 @@ class UniformAttentionGD(dynamics.AbstractSimulation):
             arrays, population, V0, step=self.step, num_steps=self.num_steps, every=self.every
         )
         return dataclasses.replace(run, final={"V": run.final})
+
+    def landscape(self, key) -> dynamics.Landscape:
+        """`V -> 𝓛(0, V)` on the run's exact population (`final["V"]`), at the step size `step`."""
+        population = _exact_population(self, _task(self, key), self.distribution)
+        W = jnp.zeros((self.L, self.L), self.float_dtype)
+        return dynamics.Landscape(
+            lambda V: population_loss(DecisionListModel(W, V), population),
+            params=lambda final: final["V"],
+            step_size=lambda final: self.step,
+        )
 
 
 class JointGD(dynamics.AbstractSimulation):
@@ -345,6 +385,14 @@ class JointGD(dynamics.AbstractSimulation):
         )
         return joint_gd(
             arrays, population, model0, step=self.step, num_steps=self.num_steps, every=self.every
+        )
+
+    def landscape(self, key) -> dynamics.Landscape:
+        """The population loss of `(W, V)` on the run's exact population (the final state), at the
+        step size `step`."""
+        population = _exact_population(self, _task(self, key), self.distribution)
+        return dynamics.Landscape(
+            lambda model: population_loss(model, population), step_size=lambda final: self.step
         )
 
 

@@ -137,6 +137,16 @@ class Algorithm1(dynamics.AbstractSimulation):
         """
         return _padded_batches(self.generator(), self.num_rows, self.max_length, self.float_dtype, seed)
 
+    def landscape(self, key) -> dynamics.Landscape:
+        """Eqn 1's loss of the model `(W_ov, W_kq)` (the final state) on the run's dataset, the
+        loss it saves; stage 2 descends it in `W_kq` with `W_ov` frozen, so `W_ov` is generally
+        not at a critical point of it."""
+        V, dtype = self.vocab_size, self.float_dtype
+        shapes = (_batch_shape(self.num_rows, self.max_length, V, dtype), _batch_shape(V, 1, V, dtype))
+        draw = functools.partial(_padded_batches, self.generator(), self.num_rows, self.max_length, dtype)
+        batch, _ = jax.pure_callback(draw, shapes, dynamics.key_seed(key), vmap_method="sequential")
+        return dynamics.Landscape(lambda model: loss(model, batch))
+
     def run(self, key) -> dynamics.Run:
         V, dtype = self.vocab_size, self.float_dtype
         shapes = (_batch_shape(self.num_rows, self.max_length, V, dtype), _batch_shape(V, 1, V, dtype))

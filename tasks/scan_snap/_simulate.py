@@ -15,7 +15,7 @@ from ._classes import SequenceClasses
 from ._generator import Dataset2
 from ._levels import OPTIMIZERS, population_flow, scalar_flow, sgd_run, theory_flow
 from ._metrics import distinct_token_entropy, recall_at_threshold
-from ._model import YZModel
+from ._model import YZModel, population_loss
 from ._text_train import TextSGD
 
 DATASETS = ("syn_small", "syn_medium")
@@ -126,6 +126,13 @@ class SGD(dynamics.AbstractSimulation):
             momentum=self.momentum,
         )
 
+    def landscape(self, key) -> dynamics.Landscape:
+        """The population loss of the model `(Y, Z)` (the final state), the loss it saves as
+        `population_loss` (no step size: the two groups have their own rates, and momentum
+        or Adam change the edge of stability)."""
+        classes = _classes(self.dataset, self.num_last).arrays(self.float_dtype)
+        return dynamics.Landscape(lambda model: population_loss(model, classes))
+
 
 RECALL_TAU_RANGES = {1: (0.028, 0.038), 3: (0.012, 0.016), 5: (0.0075, 0.0105), 10: (0.0040, 0.0050)}
 """The threshold ranges of the recall curves of Figs. 11-12 (the paper's x-axes), per `num_last`."""
@@ -221,6 +228,12 @@ class PopulationFlow(dynamics.AbstractSimulation):
             save_ts=_save_ts(self.t1, self.num_saves, dtype),
             max_steps=self.max_steps,
         )
+
+    def landscape(self, key) -> dynamics.Landscape:
+        """The population loss of the model `(Y, Z)` (the final state), the loss it saves as
+        `population_loss`, and the flow descends."""
+        classes = _classes(self.dataset, self.num_last).arrays(self.float_dtype)
+        return dynamics.Landscape(lambda model: population_loss(model, classes))
 
 
 class TheoryFlow(dynamics.AbstractSimulation):

@@ -19,7 +19,7 @@ from ._config import (
 )
 from ._fcn import fcn_run
 from ._online import BLOCKS, INITS, OPTIMIZERS, online_run, validation_lengths, validation_sparsities
-from ._reduced import reduced_flow
+from ._reduced import reduced_flow, reduced_state_loss
 
 SOLVERS = {"kvaerno5": diffrax.Kvaerno5, "tsit5": diffrax.Tsit5}
 """The ODE solvers of [`ReducedFlow`][] by name."""
@@ -90,6 +90,12 @@ class ReducedFlow(dynamics.AbstractSimulation):
             solver=SOLVERS[self.solver](),
             dtype=dtype,
         )
+
+    def landscape(self, key) -> dynamics.Landscape:
+        """The population loss of the two scalars `{"gamma", "a"}` (the final state), the loss the
+        flow descends and saves."""
+        del key
+        return dynamics.Landscape(reduced_state_loss(self.task))
 
 
 class Online(dynamics.AbstractSimulation):

@@ -1,0 +1,322 @@
+"""The landscape at the end of every run of a sweep: each final state polished to the critical
+point near it ([`sweep_critical_points`][]) and the sharpness there ([`sweep_sharpness`][]), from
+the loss its simulation declares ([`AbstractSimulation.landscape`][]), as datasets labelled like
+the sweep."""
+
+import dataclasses
+import json
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import xarray as xr
+from jaxtyping import PyTree
+
+from ._hessian import hessian_max_eigenvalue
+from ._landscape import critical_point
+from ._landscape_result import CriticalPointStatus
+from ._simulation import AbstractSimulation, has_landscape, seed_key, static_part, traced_arrays, with_values
+from ._store import SEED_DIM
+from ._trajectory import named_leaves
+
+CRITICAL_POINT_STATUSES = tuple(status.name for status in CriticalPointStatus)
+"""The names of the [`CriticalPointStatus`][]es, indexed by `critical_point.status` (stored with
+the variable as its attribute `statuses`)."""
+_RUNS_PER_CALL = 64
+"""The most runs analysed in one compiled call (the dense Hessian of a run takes n² numbers)."""
+
+
+def require_landscape(sim: AbstractSimulation, analysis: str) -> None:
+    """Refuse, before any work, an analysis of final states for a simulation that declares no
+    [`Landscape`][].
+
+    **Raises:** `ValueError` naming the simulation and the analysis.
+
+    **Example:**
+
+        >>> import jax.numpy as jnp
+        >>> import dynamics
+        >>> class Still(dynamics.AbstractSimulation):
+        ...     dtype: str = dynamics.dtype_param("float64")
+        ...
+        ...     def run(self, key):
+        ...         return dynamics.train(lambda w: w**2, jnp.asarray(1.0), dynamics.gd(0.1), num_steps=1)
+        >>> dynamics.require_landscape(Still(), "critical_point")
+        Traceback (most recent call last):
+        ...
+        ValueError: critical_point analyses the loss at each run's final state, and Still declares no ...
+    """
+    if not has_landscape(sim):
+        raise ValueError(
+            f"{analysis} analyses the loss at each run's final state, and {type(sim).__name__} declares no "
+            "landscape (AbstractSimulation.landscape: the loss of a run as a function of its final state)"
+        )
+
+
+def sweep_critical_points(
+    ds: xr.Dataset,
+    sim: AbstractSimulation,
+    *,
+    max_steps: int = 100,
+    gtol: float = 1e-12,
+    eig_tol: float = 1e-8,
+    max_distance: float = float("inf"),
+) -> xr.Dataset:
+    """Polish the final state of every run of a sweep to the critical point near it
+    ([`critical_point`][]: Newton's method on the gradient of the run's loss, in float64), and
+    describe it by its Hessian spectrum.
+
+    The loss of each run is its simulation's [`Landscape`][] at the run's grid point and key (its
+    data may depend on both); the final state is read from the sweep (`final.*`). The runs of one
+    compiled program (the grid points that share a static part) are `vmap`ped in one call. Data in
+    `float32` (the simulation's `dtype`) enter the float64 loss as they are.
+
+    **Arguments:**
+
+    - `ds`: a finished sweep of `sim` (from [`sweep`][] or [`load_sweep`][]).
+    - `sim`: the simulation that made it (its grid values are read from `ds`).
+    - `max_steps`, `gtol`, `eig_tol`, `max_distance`: as for [`critical_point`][].
+
+    **Returns:** a dataset with the sweep's grid axes and `seed`:
+
+    - `critical_point.status`: a [`CriticalPointStatus`][] per run (`0`, converged: a critical
+      point was found; otherwise there is none near, e.g. where the loss's infimum is at
+      infinity); the names are the variable's attribute `statuses`;
+    - `critical_point.loss`, `critical_point.grad_norm`: L and ‖∇L‖ at the point found;
+    - `critical_point.index`: the number of negative Hessian eigenvalues there (0 at a minimum);
+    - `critical_point.min_eigenvalue`, `critical_point.max_eigenvalue`: the extreme eigenvalues;
+    - `critical_point.distance`: how far the point is from the final state;
+    - `critical_point.num_steps`: the Newton steps taken.
+
+    Its attributes are the sweep's and the analysis's settings (`analysis`, JSON).
+
+    **Raises:** `ValueError` when `sim` declares no landscape, or float64 is not enabled.
+
+    **Example:** gradient descent on L(x, y) = ½(x² − y²)·r (a saddle at 0) from a random x and
+    y = 0 stays on the x axis and ends near the saddle: index 1, eigenvalues −r and r:
+
+        >>> import jax
+        >>> import jax.numpy as jnp
+        >>> import dynamics
+        >>> def saddle(rate):
+        ...     return lambda w: 0.5 * rate * (w[0] ** 2 - w[1] ** 2)
+        >>> class Saddle(dynamics.AbstractSimulation):
+        ...     rate: float = dynamics.param(1.0, dynamics.Interval(0, low_open=True), traced=True)
+        ...     dtype: str = dynamics.dtype_param("float64")
+        ...
+        ...     def run(self, key):
+        ...         save = dynamics.Save(fn=lambda step, w, args: {"loss": saddle(self.rate)(w)})
+        ...         start = jnp.stack([1.0 + jax.random.uniform(key, (), self.float_dtype), 0.0])
+        ...         return dynamics.train(saddle(self.rate), start, dynamics.gd(0.1), num_steps=10, save=save)
+        ...
+        ...     def landscape(self, key):
+        ...         return dynamics.Landscape(saddle(self.rate))
+        >>> ds = dynamics.sweep(Saddle(), {"rate": [1.0, 2.0]}, num_seeds=2)
+        >>> found = dynamics.sweep_critical_points(ds, Saddle())
+        >>> found["critical_point.status"].values.tolist(), found["critical_point.index"].values.tolist()
+        ([[0, 0], [0, 0]], [[1, 1], [1, 1]])
+        >>> found["critical_point.min_eigenvalue"].values.tolist()
+        [[-1.0, -1.0], [-2.0, -2.0]]
+        >>> found["critical_point.max_eigenvalue"].values.tolist()
+        [[1.0, 1.0], [2.0, 2.0]]
+    """
+    require_landscape(sim, "critical_point")
+    if not jax.config.read("jax_enable_x64"):
+        raise ValueError(
+            "critical_point works in float64: call jax.config.update('jax_enable_x64', True) first"
+        )
+    settings = dict(max_steps=max_steps, gtol=gtol, eig_tol=eig_tol, max_distance=max_distance)
+
+    def analyse(landscape, final):
+        found = critical_point(landscape.loss, landscape.params(final), **settings)
+        return {
+            "status": found.status,
+            "loss": found.loss,
+            "grad_norm": found.grad_norm,
+            "index": found.index,
+            "min_eigenvalue": found.eigenvalues[0],
+            "max_eigenvalue": found.eigenvalues[-1],
+            "distance": found.distance,
+            "num_steps": found.num_steps,
+        }
+
+    out = _per_run(ds, sim, analyse, "critical_point")
+    out["critical_point.status"].attrs["statuses"] = list(CRITICAL_POINT_STATUSES)
+    out.attrs = dict(ds.attrs) | {"analysis": json.dumps({"critical_point": settings})}
+    return out
+
+
+def sweep_sharpness(ds: xr.Dataset, sim: AbstractSimulation, *, num_iters: int = 100) -> xr.Dataset:
+    """The sharpness λ_max (the largest Hessian eigenvalue of the run's loss) at the final state of
+    every run of a sweep, in float64, beside the edge of stability 2/η of a level with a step size.
+
+    λ_max comes from [`hessian_max_eigenvalue`][] (Lanczos, `num_iters` steps: exact once they reach
+    the number of parameters); the loss and the final state are read as by
+    [`sweep_critical_points`][].
+
+    **Arguments:** `ds`, `sim`: as for [`sweep_critical_points`][]; `num_iters`: the Lanczos steps.
+
+    **Returns:** a dataset with the sweep's grid axes and `seed`: `sharpness.max_eigenvalue`, and,
+    where the simulation's [`Landscape`][] has a `step_size` η, `sharpness.edge_of_stability` (2/η:
+    gradient descent is stable on a quadratic only below it) and `sharpness.ratio` (λ_max·η/2, ≥ 1
+    past the edge). Its attributes are the sweep's and the analysis's settings (`analysis`, JSON).
+
+    **Raises:** `ValueError` when `sim` declares no landscape.
+
+    **Example:** on L(w) = ½ r ‖w‖² with step 0.5 the sharpness is r and the edge 4:
+
+        >>> import jax.numpy as jnp
+        >>> import dynamics
+        >>> class Bowl(dynamics.AbstractSimulation):
+        ...     rate: float = dynamics.param(1.0, dynamics.Interval(0, low_open=True), traced=True)
+        ...     dtype: str = dynamics.dtype_param("float64")
+        ...
+        ...     def run(self, key):
+        ...         loss = lambda w: 0.5 * self.rate * jnp.sum(w**2)
+        ...         return dynamics.train(loss, jnp.ones(3), dynamics.gd(0.5), num_steps=4)
+        ...
+        ...     def landscape(self, key):
+        ...         loss = lambda w: 0.5 * self.rate * jnp.sum(w**2)
+        ...         return dynamics.Landscape(loss, step_size=lambda final: 0.5)
+        >>> ds = dynamics.sweep(Bowl(), {"rate": [1.0, 3.0]}, num_seeds=1)
+        >>> found = dynamics.sweep_sharpness(ds, Bowl())
+        >>> found["sharpness.max_eigenvalue"].round(8).values.tolist()
+        [[1.0], [3.0]]
+        >>> found["sharpness.ratio"].round(8).values.tolist()
+        [[0.25], [0.75]]
+        >>> found["sharpness.edge_of_stability"].values.tolist()
+        [[4.0], [4.0]]
+    """
+    require_landscape(sim, "sharpness")
+
+    def analyse(landscape, final):
+        params = jax.tree.map(lambda leaf: jnp.asarray(leaf, jnp.float64), landscape.params(final))
+        top = hessian_max_eigenvalue(landscape.loss, params, num_iters=num_iters)
+        if landscape.step_size is None:
+            return {"max_eigenvalue": top}
+        step = jnp.asarray(landscape.step_size(final), top.dtype)
+        return {"max_eigenvalue": top, "edge_of_stability": 2 / step, "ratio": top * step / 2}
+
+    out = _per_run(ds, sim, analyse, "sharpness")
+    out.attrs = dict(ds.attrs) | {"analysis": json.dumps({"sharpness": {"num_iters": num_iters}})}
+    return out
+
+
+def grid_axes(ds: xr.Dataset) -> dict[str, list]:
+    """The grid axes of a sweep and their values, from its recorded config (none for
+    [`simulate`][]'s store)."""
+    return json.loads(ds.attrs["config"]).get("grid", {}) if "config" in ds.attrs else {}
+
+
+def _final_states(ds: xr.Dataset, sim: AbstractSimulation) -> tuple[PyTree, list[str]]:
+    """The final states of every run of the sweep, as the PyTree a run ends in with leading axes
+    (grid axes, seed), and the grid axes."""
+    final = jax.eval_shape(sim.run, seed_key(0)).final
+    names = list(named_leaves(final, "final.", ".")) if jax.tree.leaves(final) else []
+    names = ["final" if name == "final." else name for name in names]
+    missing = [name for name in names if name not in ds]
+    if missing or not names:
+        raise ValueError(
+            f"the sweep holds no final state of {type(sim).__name__} "
+            f"(missing: {', '.join(missing) or 'final'})"
+        )
+    axes = list(grid_axes(ds)) or list(ds[names[0]].dims[: ds[names[0]].dims.index(SEED_DIM)])
+    leaves = [ds[name].transpose(*axes, SEED_DIM, ...).values for name in names]
+    return jax.tree.unflatten(jax.tree.structure(final), leaves), axes
+
+
+def _per_run(ds: xr.Dataset, sim: AbstractSimulation, analyse: Callable, prefix: str) -> xr.Dataset:
+    """`analyse(landscape, final) -> {name: scalar}` on every run of the sweep, grouped by compiled
+    program and `vmap`ped over runs, as a dataset `prefix.name` with dims (grid axes, seed)."""
+    finals, axes = _final_states(ds, sim)
+    shape = tuple(ds.sizes[a] for a in axes)
+    seeds = np.asarray(ds[SEED_DIM].values)
+    points = [
+        with_values(sim, {axis: ds[axis].values[i].item() for axis, i in zip(axes, index)})
+        for index in np.ndindex(*shape)
+    ] or [sim]
+    points = [dataclasses.replace(point) for point in points]  # checked, as the sweep built them
+    groups: dict[AbstractSimulation, list[int]] = {}
+    for p, point in enumerate(points):
+        groups.setdefault(static_part(point), []).append(p)
+    flat_finals = jax.tree.map(
+        lambda x: x.reshape(len(points), len(seeds), *x.shape[len(axes) + 1 :]), finals
+    )
+    results: dict[str, np.ndarray] = {}
+    for static, members in groups.items():
+
+        def one(traced, seed, final, static=static):
+            point = with_values(static, traced)
+            with jax.numpy_dtype_promotion(
+                "standard"
+            ):  # the run's data in its dtype, the analysis in float64
+                return analyse(point.landscape(seed_key(seed)), final)
+
+        batched = jax.jit(jax.vmap(one))
+        traced = {
+            k: np.repeat(v, len(seeds))
+            for k, v in traced_arrays(static, [points[p] for p in members]).items()
+        }
+        run_seeds = np.tile(seeds, len(members))
+        run_finals = jax.tree.map(lambda x: x[members].reshape(-1, *x.shape[2:]), flat_finals)
+        out = _in_calls(batched, traced, run_seeds, run_finals)
+        for name, values in out.items():
+            if name not in results:
+                results[name] = np.full(
+                    (len(points), len(seeds)), np.nan if values.dtype.kind == "f" else -1, values.dtype
+                )
+            results[name][members] = values.reshape(len(members), len(seeds))
+    dims = (*axes, SEED_DIM)
+    coords = {name: ds.coords[name] for name in dims if name in ds.coords}
+    return xr.Dataset(
+        {f"{prefix}.{name}": (dims, values.reshape(*shape, len(seeds))) for name, values in results.items()},
+        coords=coords,
+    )
+
+
+def _in_calls(batched: Callable, traced: dict, seeds: np.ndarray, finals: PyTree) -> dict[str, np.ndarray]:
+    """`batched` over runs in calls of at most `_RUNS_PER_CALL` runs, the last padded by repeating
+    its first run (one compilation whatever the number of runs)."""
+    total = len(seeds)
+    size = min(total, _RUNS_PER_CALL)
+    parts = []
+    for start in range(0, total, size):
+        take = np.arange(start, start + size)
+        take = np.where(take < total, take, start)
+        pick = lambda x: np.asarray(x)[take]  # noqa: E731
+        out = batched(jax.tree.map(pick, traced), seeds[take], jax.tree.map(pick, finals))
+        parts.append({name: np.asarray(v)[: min(size, total - start)] for name, v in out.items()})
+    return {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
+
+
+def num_params(sim: AbstractSimulation) -> int:
+    """The number of parameters the [`Landscape`][] of `sim` differentiates (traced, not run): the
+    dense Hessian of [`sweep_critical_points`][] has its square.
+
+    **Example:** a run that ends in a 3-vector and a step count, whose loss is of the vector:
+
+        >>> import dataclasses
+        >>> import jax.numpy as jnp
+        >>> import dynamics
+        >>> class Bowl(dynamics.AbstractSimulation):
+        ...     dtype: str = dynamics.dtype_param("float64")
+        ...
+        ...     def run(self, key):
+        ...         run = dynamics.train(lambda w: jnp.sum(w**2), jnp.ones(3), dynamics.gd(0.1), num_steps=2)
+        ...         return dataclasses.replace(run, final={"w": run.final, "steps": jnp.asarray(2)})
+        ...
+        ...     def landscape(self, key):
+        ...         return dynamics.Landscape(lambda w: jnp.sum(w**2), params=lambda final: final["w"])
+        >>> dynamics.num_params(Bowl())
+        3
+    """
+    final = jax.eval_shape(sim.run, seed_key(0)).final
+    counted = []
+
+    def count(key):
+        params = sim.landscape(key).params(final)
+        counted.append(sum(int(np.prod(leaf.shape)) for leaf in jax.tree.leaves(params)))
+
+    jax.eval_shape(count, seed_key(0))
+    return counted[0]

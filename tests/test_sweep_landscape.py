@@ -1,0 +1,124 @@
+"""The landscape at the end of every run of a sweep (`dynamics.sweep_critical_points`,
+`dynamics.sweep_sharpness`) against closed forms, and `attnflow sweep --analyse
+critical_point,sharpness` end to end on a paper's default level."""
+
+import numpy as np
+import pytest
+
+import dynamics
+from attnflow import cli
+from tests._store_sims import Quadratic, SlowDecay
+from tests.helpers import REPOSITORY
+
+GRID = {"rate": [0.5, 3.0], "step": [0.1, 0.2]}
+
+
+@pytest.fixture(scope="module")
+def swept():
+    return dynamics.sweep(Quadratic(), GRID, num_seeds=3)
+
+
+def test_every_run_is_polished_to_the_saddle_of_the_quadratic(swept):
+    """The critical point is 0, with Hessian diag(rate, 1, −1): index 1, eigenvalues −1 and
+    max(rate, 1), loss 0; its distance from the final state is the final state's norm."""
+    found = dynamics.sweep_critical_points(swept, Quadratic())
+    assert found["critical_point.status"].dims == ("rate", "step", "seed")
+    assert np.all(found["critical_point.status"] == int(dynamics.CriticalPointStatus.converged))
+    assert np.all(found["critical_point.index"] == 1)
+    np.testing.assert_allclose(found["critical_point.min_eigenvalue"], -1.0, rtol=1e-12)
+    top = np.maximum(swept["rate"], 1.0).broadcast_like(found["critical_point.max_eigenvalue"])
+    np.testing.assert_allclose(found["critical_point.max_eigenvalue"], top.transpose(*found.dims), rtol=1e-12)
+    np.testing.assert_allclose(found["critical_point.loss"], 0.0, atol=1e-15)
+    norms = np.sqrt((swept["final"] ** 2).sum("final_dim0"))
+    np.testing.assert_allclose(found["critical_point.distance"], norms, rtol=1e-12)
+    assert found["critical_point.status"].attrs["statuses"][0] == "converged"
+
+
+def test_the_sharpness_is_the_largest_curvature_beside_the_edge_two_over_eta(swept):
+    found = dynamics.sweep_sharpness(swept, Quadratic())
+    top = np.maximum(swept["rate"], 1.0) + 0 * swept["step"]
+    np.testing.assert_allclose(found["sharpness.max_eigenvalue"].mean("seed"), top, rtol=1e-12)
+    edge = (2 / swept["step"] + 0 * swept["rate"]).transpose("rate", "step")
+    np.testing.assert_allclose(found["sharpness.edge_of_stability"].mean("seed"), edge, rtol=1e-12)
+    np.testing.assert_allclose(
+        found["sharpness.ratio"], found["sharpness.max_eigenvalue"] / (2 / swept["step"])
+    )
+
+
+def test_a_simulation_without_a_landscape_is_refused():
+    ds = dynamics.sweep(SlowDecay(), {"rate": [1.0]}, num_seeds=1)
+    with pytest.raises(ValueError, match="SlowDecay declares no landscape"):
+        dynamics.sweep_sharpness(ds, SlowDecay())
+
+
+def test_the_command_line_analyses_a_default_level(tmp_path, monkeypatch, capsys):
+    """`--analyse phases,critical_point,sharpness` on the two-scalar flow of sparse token selection:
+    the stored numbers are the engine's on the stored sweep, and the sharpness that of the dense
+    Hessian of the level's loss at each final state."""
+    monkeypatch.chdir(REPOSITORY)
+    from tasks.sparse_token_selection import ReducedFlow
+
+    sets = [text for key, value in ReducedFlow.small.items() for text in ("--set", f"{key}={value}")]
+    argv = ["sweep", "sparse_token_selection", *sets, "--grid", "t1=1000.0,10000.0", "--seeds", "1"]
+    argv += ["--out", str(tmp_path), "--analyse", "phases,critical_point,sharpness"]
+    assert cli.main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "top Hessian eigenvalue" in printed and "critical_point" in printed
+    ds = dynamics.load_sweep(tmp_path / "sweep.zarr")
+    sim = ReducedFlow(**ReducedFlow.small)
+    assert {"phases.count", "critical_point.index", "sharpness.max_eigenvalue"} <= set(ds.data_vars)
+    expected = dynamics.sweep_critical_points(ds, sim)
+    for name in expected.data_vars:
+        np.testing.assert_array_equal(ds[name], expected[name], err_msg=name)
+    land = sim.landscape(dynamics.seed_key(0))
+    for t1 in (1000.0, 10000.0):
+        final = {name: ds[f"final.{name}"].sel(t1=t1, seed=0).values for name in ("gamma", "a")}
+        eigenvalues, _ = dynamics.hessian_spectrum(land.loss, final)
+        top = ds["sharpness.max_eigenvalue"].sel(t1=t1, seed=0)
+        np.testing.assert_allclose(top, eigenvalues[-1], rtol=1e-10)
+    for plot in (
+        "critical_point.index_histogram.png",
+        "sharpness.max_eigenvalue_final.png",
+        "phases_time.png",
+    ):
+        assert (tmp_path / "plots" / plot).is_file()
+
+
+def test_an_analysis_of_final_states_is_refused_before_any_work_without_a_landscape(
+    tmp_path, monkeypatch, capsys
+):
+    monkeypatch.chdir(REPOSITORY)
+    argv = ["sweep", "tests._store_sims:SlowDecay", "--grid", "rate=1,2", "--seeds", "2"]
+    argv += ["--out", str(tmp_path), "--analyse", "sharpness"]
+    assert cli.main(argv) == 2
+    assert "--analyse sharpness analyses the loss at each run's final state" in capsys.readouterr().err
+    assert not (tmp_path / "sweep.zarr").exists()
+
+
+def test_analyses_added_to_a_store_are_checked_with_it(tmp_path):
+    """Added variables load with the runs; a lost or changed file of theirs is named, and adding
+    them again mends the store; the sweep resumes on it; an analysis of other runs is refused."""
+    store = tmp_path / "sweep.zarr"
+    dynamics.sweep(Quadratic(), GRID, num_seeds=2, chunk_size=2, store=store)
+    found = dynamics.sweep_sharpness(dynamics.load_sweep(store), Quadratic())
+    dynamics.add_to_store(store, found)
+    loaded = dynamics.load_sweep(store)
+    np.testing.assert_array_equal(loaded["sharpness.max_eigenvalue"], found["sharpness.max_eigenvalue"])
+    assert dynamics.check_store(store).state == "complete"
+    dynamics.sweep(Quadratic(), GRID, num_seeds=2, chunk_size=2, store=store)  # resumes: nothing to run
+    assert dynamics.check_store(store).state == "complete"
+
+    (store / "sharpness.ratio" / "0.0.0").write_bytes(b"changed")
+    report = dynamics.check_store(store)
+    assert report.state == "damaged" and not report.repairable
+    assert "added variables: sharpness.ratio/0.0.0 differs from its checksum" in report.problems[0]
+    with pytest.raises(ValueError, match="is damaged"):
+        dynamics.load_sweep(store)
+    dynamics.add_to_store(store, found)
+    assert dynamics.check_store(store).state == "complete"
+
+    other = dynamics.sweep(Quadratic(), {"rate": [1.0]}, num_seeds=2)
+    with pytest.raises(ValueError, match="analyse another sweep"):
+        dynamics.add_to_store(store, dynamics.sweep_sharpness(other, Quadratic()))
+    with pytest.raises(ValueError, match="the sweep's own variables"):
+        dynamics.add_to_store(store, loaded[["loss"]])
