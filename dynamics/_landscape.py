@@ -21,7 +21,7 @@ _RUNNING = -1
 _HESSIAN_BATCH = 32
 """How many columns of a dense Hessian are formed at once: all n at once batches the work into
 arrays n times the size of the loss's own intermediates, which leave the cache (at 10³
-parameters, 32 at a time is several times faster)."""
+parameters, 32 at a time is two to three times faster)."""
 _BISECTIONS = 60
 """How many times bisection halves the Gershgorin interval of a tridiagonal matrix's extreme
 eigenvalues: to below rounding of its norm."""
