@@ -17,8 +17,7 @@ from ._hessian import hessian_max_eigenvalue
 from ._landscape import critical_point
 from ._landscape_result import CriticalPointStatus
 from ._simulation import AbstractSimulation, has_landscape, seed_key, static_part, traced_arrays, with_values
-from ._store import SEED_DIM
-from ._trajectory import named_leaves
+from ._store import SEED_DIM, named_leaves
 
 CRITICAL_POINT_STATUSES = tuple(status.name for status in CriticalPointStatus)
 """The names of the [`CriticalPointStatus`][]es, indexed by `critical_point.status` (stored with
@@ -213,7 +212,7 @@ def _final_states(ds: xr.Dataset, sim: AbstractSimulation) -> tuple[PyTree, list
     """The final states of every run of the sweep, as the PyTree a run ends in with leading axes
     (grid axes, seed), and the grid axes."""
     final = jax.eval_shape(sim.run, seed_key(0)).final
-    names = list(named_leaves(final, "final.", ".")) if jax.tree.leaves(final) else []
+    names = list(named_leaves(final, "final.")) if jax.tree.leaves(final) else []
     names = ["final" if name == "final." else name for name in names]
     missing = [name for name in names if name not in ds]
     if missing or not names:
