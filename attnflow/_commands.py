@@ -319,8 +319,8 @@ def _analyse(ds, sim, analyses: list[str], axes: list[str], out: Path) -> list[P
             drawn = plot_phases(ds, found, axes, sim.loss_name, out / "plots")
         elif name == "critical_point":
             print(
-                f"critical points: {dynamics.num_params(sim)} parameters per run (each Newton step forms and "
-                "diagonalises the dense Hessian)"
+                f"critical points: {dynamics.num_params(sim)} parameters per run (each Newton step forms the "
+                "dense Hessian, n² numbers)"
             )
             start = time.perf_counter()
             found = dynamics.sweep_critical_points(ds, sim)
