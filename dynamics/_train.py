@@ -140,8 +140,8 @@ def train(
     )
     carry, saved = jax.lax.scan(block, init, jnp.arange(0, num_steps, every))
     final, _, stop, event, t_stop = carry
-    first = save_fn(jnp.asarray(0), params, None)
-    values = jax.tree.map(lambda first, rest: jnp.concatenate([first[None], rest]), first, saved)
+    at_start = save_fn(jnp.asarray(0), params, None)
+    values = jax.tree.map(lambda first, rest: jnp.concatenate([first[None], rest]), at_start, saved)
     return Run(
         ts=jnp.arange(0, num_steps + 1, every),
         values=values,

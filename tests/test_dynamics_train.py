@@ -105,6 +105,28 @@ def test_divergence_is_flagged_and_keeps_last_finite_state():
     assert np.isfinite(float(run.final))
 
 
+@pytest.mark.parametrize("every", [0, -2, 1.5, True, "2"])
+def test_a_save_period_that_is_not_a_positive_integer_is_refused(every):
+    with pytest.raises(ValueError, match="every must be an integer >= 1"):
+        dynamics.Save(every=every)
+
+
+def test_a_save_is_for_times_of_a_flow_or_steps_of_training_not_both():
+    with pytest.raises(ValueError, match="not both"):
+        dynamics.Save(ts=jnp.linspace(0.0, 1.0, 3), every=2)
+    with pytest.raises(ValueError, match="not at times ts"):
+        dynamics.train(quadratic, P0, dynamics.gd(0.1), num_steps=4, save=dynamics.Save(ts=jnp.zeros(2)))
+    with pytest.raises(ValueError, match="a flow saves at times"):
+        dynamics.ode_flow(lambda t, y, args: -y, jnp.array(1.0), t1=1.0, save=dynamics.Save(every=2))
+
+
+def test_a_training_save_sees_the_step_number():
+    run = dynamics.train(
+        quadratic, P0, dynamics.gd(RATES), num_steps=6, save=dynamics.Save(every=3, fn=lambda t, p, args: t)
+    )
+    assert run.values.tolist() == run.ts.tolist() == [0, 3, 6]
+
+
 def test_bad_arguments_raise():
     with pytest.raises(ValueError, match="multiple of every"):
         dynamics.train(quadratic, P0, dynamics.gd(0.1), num_steps=10, save=dynamics.Save(every=3))
