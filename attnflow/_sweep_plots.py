@@ -167,6 +167,7 @@ def plot_sharpness(found: xr.Dataset, axes: list[str], out_dir: Path) -> list[Pa
         ax.errorbar(x, top.mean(SEED_DIM).values, yerr=top.std(SEED_DIM).values, marker="o", capsize=3)
         edge = found["sharpness.edge_of_stability"].mean(SEED_DIM).values
         ax.plot(x, edge, "--", color="C3", label="2/η, the edge of stability")
+        _scale(ax.set_yscale, np.concatenate([top.values.ravel(), edge]))  # both in view, far apart
         ax.set_xticks(x, [str(v) for v in top[axes[0]].values])
         ax.set_xlabel(axes[0])
         ax.set_ylabel("sharpness.max_eigenvalue")
