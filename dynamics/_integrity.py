@@ -240,7 +240,8 @@ def check_store(path: str | os.PathLike) -> StoreReport:
     axes = json.loads(attrs["config"]).get("grid", {})
     coords = {name: ds[name].values for name in [*axes, "seed"]}
     shape = tuple(len(coords[a]) for a in axes)
-    names = [n for n in ds.data_vars if n not in added_variables(path)]
+    added_names = set(added_variables(path))
+    names = [n for n in ds.data_vars if n not in added_names]
     written, damaged = 0, []
     for unit, cells in enumerate(created["units"]):
         marker = read_json(path / DONE / str(unit))

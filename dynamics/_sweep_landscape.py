@@ -13,6 +13,7 @@ import numpy as np
 import xarray as xr
 from jaxtyping import PyTree
 
+from ._batch import run_many
 from ._hessian import hessian_max_eigenvalue
 from ._landscape import critical_point
 from ._landscape_result import CriticalPointStatus
@@ -213,7 +214,6 @@ def _final_states(ds: xr.Dataset, sim: AbstractSimulation) -> tuple[PyTree, list
     (grid axes, seed), and the grid axes."""
     final = jax.eval_shape(sim.run, seed_key(0)).final
     names = list(named_leaves(final, "final.")) if jax.tree.leaves(final) else []
-    names = ["final" if name == "final." else name for name in names]
     missing = [name for name in names if name not in ds]
     if missing or not names:
         raise ValueError(
@@ -252,14 +252,13 @@ def _per_run(ds: xr.Dataset, sim: AbstractSimulation, analyse: Callable, prefix:
             ):  # the run's data in its dtype, the analysis in float64
                 return analyse(point.landscape(seed_key(seed)), final)
 
-        batched = jax.jit(jax.vmap(one))
         traced = {
             k: np.repeat(v, len(seeds))
             for k, v in traced_arrays(static, [points[p] for p in members]).items()
         }
         run_seeds = np.tile(seeds, len(members))
         run_finals = jax.tree.map(lambda x: x[members].reshape(-1, *x.shape[2:]), flat_finals)
-        out = _in_calls(batched, traced, run_seeds, run_finals)
+        out, _ = run_many(one, traced, run_seeds, run_finals, chunk_size=_RUNS_PER_CALL)
         for name, values in out.items():
             if name not in results:
                 results[name] = np.full(
@@ -272,21 +271,6 @@ def _per_run(ds: xr.Dataset, sim: AbstractSimulation, analyse: Callable, prefix:
         {f"{prefix}.{name}": (dims, values.reshape(*shape, len(seeds))) for name, values in results.items()},
         coords=coords,
     )
-
-
-def _in_calls(batched: Callable, traced: dict, seeds: np.ndarray, finals: PyTree) -> dict[str, np.ndarray]:
-    """`batched` over runs in calls of at most `_RUNS_PER_CALL` runs, the last padded by repeating
-    its first run (one compilation whatever the number of runs)."""
-    total = len(seeds)
-    size = min(total, _RUNS_PER_CALL)
-    parts = []
-    for start in range(0, total, size):
-        take = np.arange(start, start + size)
-        take = np.where(take < total, take, start)
-        pick = lambda x: np.asarray(x)[take]  # noqa: E731
-        out = batched(jax.tree.map(pick, traced), seeds[take], jax.tree.map(pick, finals))
-        parts.append({name: np.asarray(v)[: min(size, total - start)] for name, v in out.items()})
-    return {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
 
 
 def num_params(sim: AbstractSimulation) -> int:
