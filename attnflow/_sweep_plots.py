@@ -162,18 +162,9 @@ def plot_sharpness(found: xr.Dataset, axes: list[str], out_dir: Path) -> list[Pa
     top = found["sharpness.max_eigenvalue"]
     what = "top Hessian eigenvalue at the final state"
     if len(axes) == 1 and "sharpness.edge_of_stability" in found:
-        fig, ax = plt.subplots(figsize=(5, 3.5))
-        x = np.arange(top.sizes[axes[0]])
-        ax.errorbar(x, top.mean(SEED_DIM).values, yerr=top.std(SEED_DIM).values, marker="o", capsize=3)
         edge = found["sharpness.edge_of_stability"].mean(SEED_DIM).values
-        ax.plot(x, edge, "--", color="C3", label="2/η, the edge of stability")
-        _scale(ax.set_yscale, np.concatenate([top.values.ravel(), edge]))  # both in view, far apart
-        ax.set_xticks(x, [str(v) for v in top[axes[0]].values])
-        ax.set_xlabel(axes[0])
-        ax.set_ylabel("sharpness.max_eigenvalue")
-        ax.set_title(f"{what}: mean ± std over seeds", fontsize=9)
-        ax.legend(fontsize=7)
-        paths = [_save(fig, out_dir / _final_file("sharpness.max_eigenvalue"))]
+        reference = (edge, "2/η, the edge of stability")
+        paths = [_final_line(top, axes[0], "sharpness.max_eigenvalue", what, out_dir, reference)]
     else:
         paths = _finals(top, axes, "sharpness.max_eigenvalue", what, out_dir)
     if "sharpness.ratio" in found:
@@ -279,11 +270,20 @@ def _scale(set_scale, x: np.ndarray) -> None:
         set_scale("log")
 
 
-def _final_line(final, axis: str, name: str, what: str, out_dir: Path) -> Path:
+def _final_line(
+    final, axis: str, name: str, what: str, out_dir: Path, reference: tuple[np.ndarray, str] | None = None
+) -> Path:
+    """`final` against `axis`, mean ± std over seeds; `reference`: `(values along the axis, label)`
+    dashed beside it, on a log scale where the two lie decades apart."""
     fig, ax = plt.subplots(figsize=(5, 3.5))
     mean, std = final.mean(SEED_DIM), final.std(SEED_DIM)
     x = np.arange(final.sizes[axis])
     ax.errorbar(x, mean.values, yerr=std.values, marker="o", capsize=3)
+    if reference is not None:
+        values, label = reference
+        ax.plot(x, values, "--", color="C3", label=label)
+        _scale(ax.set_yscale, np.concatenate([final.values.ravel(), values]))
+        ax.legend(fontsize=7)
     ax.set_xticks(x, [str(v) for v in final[axis].values])
     ax.set_xlabel(axis)
     ax.set_ylabel(name)
