@@ -56,7 +56,7 @@ def provenance() -> dict:
     return {
         "attnflow": __version__,
         "commit": source_commit(),
-        "versions": {name: _version(name) for name in LIBRARIES} | {"python": platform.python_version()},
+        "versions": {name: version_of(name) for name in LIBRARIES} | {"python": platform.python_version()},
         "backend": jax.default_backend(),
         "devices": [str(d) for d in jax.local_devices()],
         "device_kinds": sorted({d.device_kind for d in jax.local_devices()}),
@@ -70,7 +70,8 @@ def provenance() -> dict:
     }
 
 
-def _version(distribution: str) -> str | None:
+def version_of(distribution: str) -> str | None:
+    """The installed version of `distribution`, or `None` when it is not installed."""
     try:
         return importlib.metadata.version(distribution)
     except importlib.metadata.PackageNotFoundError:

@@ -36,7 +36,6 @@ rewritten after every section. Run `python bench/gpu.py --help` for the flags.
 
 import argparse
 import dataclasses
-import importlib.metadata
 import importlib.util
 import json
 import math
@@ -171,13 +170,6 @@ def _load(name: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-def _version(distribution: str) -> str | None:
-    try:
-        return importlib.metadata.version(distribution)
-    except importlib.metadata.PackageNotFoundError:
-        return None
 
 
 def device_memory() -> dict:
@@ -886,11 +878,11 @@ def markdown(report: dict) -> str:
 
 def metadata(commit: str | None) -> dict:
     """Device, versions, machine and date (`attnflow._provenance.provenance`), with torch's version."""
-    from attnflow._provenance import provenance
+    from attnflow._provenance import provenance, version_of
 
     meta = provenance()
-    meta["versions"]["torch"] = _version("torch")
-    meta["versions"]["xarray"] = _version("xarray")
+    meta["versions"]["torch"] = version_of("torch")
+    meta["versions"]["xarray"] = version_of("xarray")
     meta["platform"] = platform.platform()
     meta["memory"] = device_memory()
     meta["env"] = {k: os.environ.get(k) for k in ("XLA_PYTHON_CLIENT_PREALLOCATE", "CUDA_VISIBLE_DEVICES")}
