@@ -56,6 +56,5 @@ def rebuilt_sweep(path: Path) -> tuple[dynamics.AbstractSimulation, dict, dict]:
     attrs = zarr.open_group(str(path), mode="r", zarr_format=2, use_consolidated=True).attrs
     config = json.loads(attrs["config"])
     cls = load_simulation(config["simulation"])
-    fields = {info.name: config[info.name] for info in cls.params() if info.name in config}
     options = {"num_seeds": config["num_seeds"], "seed": config["seed"], "chunk_size": attrs["chunk_size"]}
-    return cls(**fields), config["grid"], options
+    return dynamics.from_setting_values(cls, config), config["grid"], options

@@ -152,7 +152,7 @@ TOY = Sizes(
     seeds=(1, 8),
     point_budget=30.0,
     levels={"L0": {"num_steps": 4, "every": 2, "T": 8, "batch_size": 4}, "L1": {"t1": 5.0, "num_saves": 3}},
-    lockstep_level={"d": 2, "T": 10, "q": 2, "t1": 1e4, "num_saves": 9, "solver": "tsit5"},
+    lockstep_level={"task.d": 2, "task.T": 10, "task.q": 2, "t1": 1e4, "num_saves": 9, "solver": "tsit5"},
     lockstep_eps=(1e-4, 1e-1),
     lockstep_runs=16,
     lockstep_chunk=4,
@@ -281,7 +281,7 @@ def section_scaling(level: str, sizes: Sizes, budget: float) -> dict:
     from tasks.scan_snap import SIMULATIONS
 
     start = time.perf_counter()
-    sim = dataclasses.replace(SIMULATIONS[level](), **sizes.levels[level])
+    sim = dynamics.with_settings(SIMULATIONS[level](), sizes.levels[level])
     static = static_part(sim)
     fn = batched_run(static)
     rows, points, stops = [], [], []
@@ -430,14 +430,14 @@ def section_lockstep(sizes: Sizes, budget: float) -> dict:
     from tasks.sparse_token_selection import ReducedFlow
 
     start = time.perf_counter()
-    sim = dataclasses.replace(ReducedFlow(), **sizes.lockstep_level)
+    sim = dynamics.with_settings(ReducedFlow(), sizes.lockstep_level)
     n, chunk = sizes.lockstep_runs, sizes.lockstep_chunk
     eps = np.geomspace(*sizes.lockstep_eps, n)
     static = static_part(sim)
     fn = batched_run(static)
     traced = traced_arrays(static, [dataclasses.replace(sim, eps=float(e)) for e in eps])
     seeds = np.zeros(n, dtype=int)  # a deterministic flow: the seed does not matter
-    expected = (sim.T - 1) / (4 * eps)  # Theorem 1's t_eps (min(t_eps, t1) orders the same)
+    expected = (sim.task.T - 1) / (4 * eps)  # Theorem 1's t_eps (min(t_eps, t1) orders the same)
     orders = {
         "shuffled": np.random.default_rng(0).permutation(n),
         "sorted": np.argsort(expected, kind="stable"),

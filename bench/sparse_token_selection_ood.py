@@ -11,7 +11,6 @@ dictionary one-hot PE with N = 400 slots, Adam lr 1e-2.
 """
 
 import argparse
-import dataclasses
 import time
 
 import jax
@@ -40,10 +39,7 @@ def main(argv=None) -> dict:
     args = p.parse_args(argv)
     jax.config.update("jax_enable_x64", True)
     sim = sts.Online(
-        d=args.d,
-        T=args.T,
-        q=args.q,
-        pe_dim=args.N,
+        task=sts.STSConfig(d=args.d, T=args.T, q=args.q, pe_dim=args.N),
         optimizer=args.optimizer,
         lr=args.lr,
         batch_size=args.batch,
@@ -60,7 +56,7 @@ def main(argv=None) -> dict:
     start = time.perf_counter()
     for name, fixed in (("stochastic", False), ("fixed", True)):
         keys = dynamics.seed_keys(0, args.seeds)
-        runs, _ = dynamics.run_many(dataclasses.replace(sim, fixed_pe=fixed).run, keys)
+        runs, _ = dynamics.run_many(dynamics.with_settings(sim, {"task.fixed_pe": fixed}).run, keys)
         result[name] = np.median(runs.values["loss_T"][:, -1], axis=0) / L0
         result[name + "_train"] = float(np.median(runs.values["loss"][:, -1]) / L0)
     print(

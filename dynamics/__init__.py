@@ -71,10 +71,15 @@ from ._params import (
     Require,
     check_params,
     dtype_param,
+    from_setting_values,
+    is_config,
     param,
     params,
     parse_settings,
     parse_value,
+    setting_values,
+    settings,
+    with_settings,
 )
 from ._phases import Plateaus, PlateauSaddles, phases, plateau_saddles
 from ._preflight import DEFAULT_MAX_BYTES, MAX_SEED, parse_bytes
@@ -137,6 +142,11 @@ __all__ = [
     "params",
     "parse_settings",
     "parse_value",
+    "from_setting_values",
+    "is_config",
+    "setting_values",
+    "settings",
+    "with_settings",
     "save_sweep",
     "key_seed",
     "seed_key",

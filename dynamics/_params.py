@@ -113,8 +113,9 @@ Allowed = Interval | OneOf | None
 class Require:
     """A condition between several fields, checked after each field on its own.
 
-    **Arguments:** `fields`: the fields involved (their values appear in the error);
-    `holds`: `(*values) -> bool`; `message`: what must hold, in words.
+    **Arguments:** `fields`: the fields involved (their values appear in the error), a setting of
+    a config held in a field by its dotted name (`"task.T"`); `holds`: `(*values) -> bool`;
+    `message`: what must hold, in words.
 
     **Example:** a class attribute `requires` holds the conditions between its fields:
 
@@ -146,7 +147,7 @@ class Require:
 
     def check(self, config) -> None:
         """Raise `ValueError` naming the class, the message and the fields' values unless it holds."""
-        values = [getattr(config, name) for name in self.fields]
+        values = [setting_value(config, name) for name in self.fields]
         if not self.holds(*values):
             got = ", ".join(f"{n}={v!r}" for n, v in zip(self.fields, values))
             raise ValueError(f"{type(config).__name__}: {self.message}, got {got}")
@@ -194,6 +195,8 @@ class ParamInfo:
             text = self.allowed.describe() if self.allowed else "a finite number"
         elif self.type is bool:
             text = "true or false"
+        elif is_config(self.type):
+            text = f"a {self.type.__name__} (set its fields as {self.name}.<field>)"
         else:
             text = "a string"
         return text + (", or none" if self.optional else "")
@@ -351,17 +354,194 @@ def _has_type(kind: type, value) -> bool:
     return isinstance(value, kind)
 
 
-def parse_settings(cls, settings: Mapping[str, str]) -> dict[str, Any]:
-    """Convert `key=value` strings (the command line's `--set`) to typed field values of `cls`.
+def is_config(kind) -> bool:
+    """Whether `kind` is a config class of its own (a dataclass with fields declared by
+    [`param`][]): a simulation's field of that type holds a task's settings as one value, whose
+    fields are set by dotted names (`task.d`).
+
+    **Example:**
+
+        >>> import dataclasses
+        >>> import dynamics
+        >>> @dataclasses.dataclass(frozen=True)
+        ... class Task:
+        ...     d: int = dynamics.param(4, dynamics.Interval(1))
+        >>> dynamics.is_config(Task), dynamics.is_config(int)
+        (True, False)
+    """
+    return (
+        isinstance(kind, type)
+        and dataclasses.is_dataclass(kind)
+        and any(PARAM_META in f.metadata for f in dataclasses.fields(kind))
+    )
+
+
+@functools.cache
+def settings(cls) -> tuple[ParamInfo, ...]:
+    """Every setting of a config class by the name the command line (`--set`, `--grid`) and a sweep's
+    grid give it: its declared fields, and in place of a field that holds a config of its own
+    ([`is_config`][]) that config's settings as `field.name`. A nested config's settings are static
+    (each value compiles its own program); one declared `traced` is refused.
+
+    **Example:** a task's settings held in one field:
+
+        >>> import dataclasses
+        >>> import dynamics
+        >>> @dataclasses.dataclass(frozen=True)
+        ... class Task:
+        ...     d: int = dynamics.param(4, dynamics.Interval(1), doc="dimension")
+        >>> @dataclasses.dataclass(frozen=True)
+        ... class Config:
+        ...     task: Task = dynamics.param(Task(), doc="the task")
+        ...     lr: float = dynamics.param(0.1, dynamics.Interval(0, low_open=True), doc="step")
+        >>> [(info.name, info.default) for info in dynamics.settings(Config)]
+        [('task.d', 4), ('lr', 0.1)]
+    """
+    infos = []
+    for info in params(cls):
+        if not is_config(info.type):
+            infos.append(info)
+            continue
+        if info.default is dataclasses.MISSING or info.default is None:
+            raise TypeError(
+                f"{cls.__name__}.{info.name} holds a {info.type.__name__}: give it a default instance"
+            )
+        for inner in settings(info.type):
+            if inner.traced:
+                raise TypeError(
+                    f"{info.type.__name__}.{inner.name} is traced, but the settings of a config held in a "
+                    f"field ({cls.__name__}.{info.name}) are static"
+                )
+            default = getattr(info.default, inner.name.split(".")[0])
+            for part in inner.name.split(".")[1:]:
+                default = getattr(default, part)
+            infos.append(dataclasses.replace(inner, name=f"{info.name}.{inner.name}", default=default))
+    return tuple(infos)
+
+
+def setting_values(config) -> dict[str, Any]:
+    """The value of every setting of `config` ([`settings`][]), by its dotted name.
+
+    **Example:**
+
+        >>> import dataclasses
+        >>> import dynamics
+        >>> @dataclasses.dataclass(frozen=True)
+        ... class Task:
+        ...     d: int = dynamics.param(4, dynamics.Interval(1))
+        >>> @dataclasses.dataclass(frozen=True)
+        ... class Config:
+        ...     task: Task = dynamics.param(Task())
+        ...     lr: float = dynamics.param(0.1)
+        >>> dynamics.setting_values(Config(task=Task(d=8)))
+        {'task.d': 8, 'lr': 0.1}
+    """
+    return {info.name: setting_value(config, info.name) for info in settings(type(config))}
+
+
+def setting_value(config, name: str):
+    """The value of the setting `name` of `config`, a field or a dotted `field.name`."""
+    for part in name.split("."):
+        config = getattr(config, part)
+    return config
+
+
+def with_settings(config, values: Mapping[str, Any]):
+    """A checked copy of `config` with some settings replaced, a nested config's by dotted names
+    (`{"task.d": 8}`), the others kept.
+
+    **Raises:** `ValueError` naming an unknown setting (and the known ones) or a bad value.
+
+    **Example:**
+
+        >>> import dataclasses
+        >>> import dynamics
+        >>> @dataclasses.dataclass(frozen=True)
+        ... class Task:
+        ...     d: int = dynamics.param(4, dynamics.Interval(1))
+        ...     q: int = dynamics.param(2, dynamics.Interval(1))
+        ...
+        ...     def __post_init__(self):
+        ...         dynamics.check_params(self)
+        >>> @dataclasses.dataclass(frozen=True)
+        ... class Config:
+        ...     task: Task = dynamics.param(Task())
+        ...     lr: float = dynamics.param(0.1)
+        >>> dynamics.with_settings(Config(), {"task.d": 8, "lr": 0.5})
+        Config(task=Task(d=8, q=2), lr=0.5)
+        >>> dynamics.with_settings(Config(), {"task.d": 0})
+        Traceback (most recent call last):
+        ...
+        ValueError: Config.task: Task.d must be an integer >= 1, got 0
+    """
+    return dataclasses.replace(config, **fields_of_settings(type(config), values, config))
+
+
+def fields_of_settings(cls, values: Mapping[str, Any], base=None) -> dict[str, Any]:
+    """The field values of `cls` that `values` (settings by dotted name, see [`settings`][]) give:
+    a nested config built from `base`'s (or the field's default) with its settings replaced.
+
+    **Raises:** `ValueError` naming an unknown setting or a bad value of a nested config.
+    """
+    infos = {info.name: info for info in params(cls)}
+    fields: dict[str, Any] = {}
+    nested: dict[str, dict[str, Any]] = {}
+    for name, value in values.items():
+        head, dot, rest = name.partition(".")
+        info = infos.get(head)
+        if info is None or (dot and not is_config(info.type)):
+            known = ", ".join(i.name for i in settings(cls))
+            raise ValueError(f"{cls.__name__} has no setting {name!r}; known: {known}")
+        if dot:
+            nested.setdefault(head, {})[rest] = value
+        else:
+            fields[head] = value
+    for head, changes in nested.items():
+        inner = fields.get(head, infos[head].default if base is None else getattr(base, head))
+        try:
+            fields[head] = with_settings(inner, changes)
+        except ValueError as err:
+            raise ValueError(f"{cls.__name__}.{head}: {err}") from None
+    return fields
+
+
+def from_setting_values(cls, values: Mapping[str, Any]):
+    """Build `cls` from settings by dotted name, e.g. a recorded [`setting_values`][] (names it
+    does not know are ignored: a config recorded by an older version builds with today's defaults
+    for settings added since, and drops settings removed since).
+
+    **Example:**
+
+        >>> import dataclasses
+        >>> import dynamics
+        >>> @dataclasses.dataclass(frozen=True)
+        ... class Task:
+        ...     d: int = dynamics.param(4, dynamics.Interval(1))
+        >>> @dataclasses.dataclass(frozen=True)
+        ... class Config:
+        ...     task: Task = dynamics.param(Task())
+        ...     lr: float = dynamics.param(0.1)
+        >>> recorded = {"simulation": "mine:Config", "task.d": 8, "lr": 0.5}
+        >>> dynamics.from_setting_values(Config, recorded)
+        Config(task=Task(d=8), lr=0.5)
+    """
+    known = {info.name for info in settings(cls)}
+    return cls(**fields_of_settings(cls, {k: v for k, v in values.items() if k in known}))
+
+
+def parse_settings(cls, settings_text: Mapping[str, str]) -> dict[str, Any]:
+    """Convert `key=value` strings (the command line's `--set`) to typed setting values of `cls`.
 
     **Arguments:**
 
     - `cls`: a config class with fields declared by [`param`][].
-    - `settings`: field name -> value as text; `none` gives `None` for an optional field.
+    - `settings_text`: setting name (see [`settings`][]: `task.d` for a nested config's) -> value
+      as text; `none` gives `None` for an optional setting.
 
-    **Returns:** field name -> typed value (not yet range-checked: building `cls` does that).
+    **Returns:** setting name -> typed value (not yet range-checked: building `cls` with
+    [`with_settings`][] or `cls.from_settings` does that).
 
-    **Raises:** `ValueError` naming an unknown field (and the known ones) or a value of the
+    **Raises:** `ValueError` naming an unknown setting (and the known ones) or a value of the
     wrong type.
 
     **Example:**
@@ -383,9 +563,9 @@ def parse_settings(cls, settings: Mapping[str, str]) -> dict[str, Any]:
         ...
         ValueError: Config has no setting 'lr'; known: eta, seed, center
     """
-    infos = {info.name: info for info in params(cls)}
+    infos = {info.name: info for info in settings(cls)}
     values = {}
-    for key, text in settings.items():
+    for key, text in settings_text.items():
         if key not in infos:
             raise ValueError(f"{cls.__name__} has no setting {key!r}; known: {', '.join(infos)}")
         values[key] = parse_value(cls.__name__, infos[key], text)

@@ -10,7 +10,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from ._params import params
+from ._params import settings
 from ._simulation import AbstractSimulation, batched_run, traced_arrays
 
 MAX_SEED = 2**31 - 1
@@ -54,7 +54,7 @@ def check_grid(sim: AbstractSimulation, grid: Mapping[str, Sequence]) -> dict[st
     """
     if not isinstance(grid, Mapping):
         raise ValueError(f"grid must be a mapping of setting name -> values, got {type(grid).__name__}")
-    known = {info.name for info in params(type(sim))}
+    known = {info.name for info in settings(type(sim))}
     axes = {}
     for name, values in grid.items():
         if name not in known:

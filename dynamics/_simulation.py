@@ -16,7 +16,17 @@ import numpy as np
 from jaxtyping import Array, Float, Int, PRNGKeyArray, PyTree
 
 from ._params import PARAM_META as _PARAM_META
-from ._params import ParamInfo, Require, check_params, params, parse_settings
+from ._params import (
+    ParamInfo,
+    Require,
+    check_params,
+    fields_of_settings,
+    params,
+    parse_settings,
+    setting_value,
+    setting_values,
+    settings,
+)
 from ._run import Run
 
 
@@ -148,18 +158,21 @@ class AbstractSimulation(eqx.Module):
 
     @classmethod
     def params(cls) -> tuple[ParamInfo, ...]:
-        """The declared fields, with their types, defaults, allowed values and docs."""
-        return params(cls)
+        """The settings, with their types, defaults, allowed values and docs: the declared fields,
+        and for a field holding a task's config (e.g. `task`) that config's fields as `task.d`
+        (see [`settings`][])."""
+        return settings(cls)
 
     @classmethod
-    def from_settings(cls, settings: Mapping[str, str]) -> "AbstractSimulation":
-        """Build from `key=value` strings (the command line's `--set`), checking every value."""
-        return cls(**parse_settings(cls, settings))
+    def from_settings(cls, text: Mapping[str, str]) -> "AbstractSimulation":
+        """Build from `key=value` strings (the command line's `--set`, `task.d=5` for a setting of
+        the task's config), checking every value."""
+        return cls(**fields_of_settings(cls, parse_settings(cls, text)))
 
     def describe(self) -> dict:
-        """Everything needed to make the runs again: the class path and every field's value."""
-        values = {info.name: getattr(self, info.name) for info in params(type(self))}
-        return {"simulation": self.path(), **values, "event_names": list(self.event_names)}
+        """Everything needed to make the runs again: the class path and every setting's value, a
+        task config's by dotted name (`"task.d"`), as `--set` and a grid name them."""
+        return {"simulation": self.path(), **setting_values(self), "event_names": list(self.event_names)}
 
 
 def _whole(final: PyTree) -> PyTree:
@@ -234,8 +247,8 @@ def _check_representable(sim: AbstractSimulation) -> None:
     if sim.dtype not in ("float32", "float64"):
         return
     largest = float(np.finfo(sim.dtype).max)
-    for info in params(type(sim)):
-        value = getattr(sim, info.name)
+    for info in settings(type(sim)):
+        value = setting_value(sim, info.name)
         if value is None or isinstance(value, bool):
             continue
         if info.type is float and math.isfinite(value) and abs(value) > largest:

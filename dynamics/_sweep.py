@@ -16,6 +16,7 @@ import zarr
 from ._files import atomic_write, temporary_path
 from ._fingerprint import code_record, largest_array_bytes
 from ._integrity import CREATED, FORMAT, check_store, layout_digests, read_json
+from ._params import with_settings
 from ._preflight import DEFAULT_MAX_BYTES, check_grid, check_precision, check_seeds, check_sizes, trace_run
 from ._run import stop_reason
 from ._simulation import AbstractSimulation, static_part
@@ -266,7 +267,7 @@ def _sweep(
         raise ValueError(f"chunk_size must be an integer >= 1, got {chunk_size!r}")
     axes = check_grid(sim, grid)
     check_precision(sim)
-    sims = [dataclasses.replace(sim, **dict(zip(axes, point))) for point in itertools.product(*axes.values())]
+    sims = [with_settings(sim, dict(zip(axes, point))) for point in itertools.product(*axes.values())]
     statics = [static_part(s) for s in sims]
     programs = {}
     for static, point in zip(statics, sims):

@@ -3,7 +3,6 @@ point near it ([`sweep_critical_points`][]) and the sharpness there ([`sweep_sha
 the loss its simulation declares ([`AbstractSimulation.landscape`][]), as datasets labelled like
 the sweep."""
 
-import dataclasses
 import json
 from collections.abc import Callable
 
@@ -17,6 +16,7 @@ from ._batch import run_many
 from ._hessian import hessian_max_eigenvalue
 from ._landscape import critical_point
 from ._landscape_result import CriticalPointStatus
+from ._params import with_settings
 from ._simulation import AbstractSimulation, has_landscape, seed_key, static_part, traced_arrays, with_values
 from ._store import SEED_DIM, named_leaves
 
@@ -232,10 +232,9 @@ def _per_run(ds: xr.Dataset, sim: AbstractSimulation, analyse: Callable, prefix:
     shape = tuple(ds.sizes[a] for a in axes)
     seeds = np.asarray(ds[SEED_DIM].values)
     points = [
-        with_values(sim, {axis: ds[axis].values[i].item() for axis, i in zip(axes, index)})
+        with_settings(sim, {axis: ds[axis].values[i].item() for axis, i in zip(axes, index)})
         for index in np.ndindex(*shape)
     ] or [sim]
-    points = [dataclasses.replace(point) for point in points]  # checked, as the sweep built them
     groups: dict[AbstractSimulation, list[int]] = {}
     for p, point in enumerate(points):
         groups.setdefault(static_part(point), []).append(p)

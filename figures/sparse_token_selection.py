@@ -22,7 +22,6 @@ paper's T = 200, q = 3, T_test ∈ {250, 300, 350, 400} with d = 10, N = 400. Fi
 not drawn.
 """
 
-import dataclasses
 import functools
 from pathlib import Path
 
@@ -41,9 +40,9 @@ from ._save import caption, named_figures, save_figure
 def _sizes(full: bool) -> dict:
     """The online runs' settings (`Online` fields) and their number of seeds."""
     if full:
-        online = {"d": 10, "T": 200, "q": 3, "pe_dim": 400, "num_steps": 20_000, "every": 1000}
+        online = {"task": sts.STSConfig(d=10, T=200, q=3, pe_dim=400), "num_steps": 20_000, "every": 1000}
         return {"online": online | {"batch_size": 256, "num_eval": 2048}, "seeds": 5}
-    online = {"d": 5, "T": 20, "q": 3, "pe_dim": 40, "num_steps": 2000, "every": 100}
+    online = {"task": sts.STSConfig(d=5, T=20, q=3, pe_dim=40), "num_steps": 2000, "every": 100}
     return {"online": online | {"batch_size": 128, "num_eval": 512}, "seeds": 3}
 
 
@@ -67,7 +66,7 @@ def _length_runs(full: bool, optimizer: str) -> dict:
     )
     out = {"sim": sim}
     for name, fixed in (("stochastic", False), ("fixed", True)):
-        out[name] = _online_values(dataclasses.replace(sim, fixed_pe=fixed), s["seeds"])
+        out[name] = _online_values(dynamics.with_settings(sim, {"task.fixed_pe": fixed}), s["seeds"])
     out["config"] = {"online": sim.describe(), "seeds": s["seeds"], "full": full}
     return out
 
@@ -191,8 +190,8 @@ def fig2(out_dir: Path, full: bool) -> list[Path]:
     sim = runs["sim"]
     L0 = sim.task.trivial_loss
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    _length_panel(ax, runs, "T", sim.T_tests, L0, f"length generalisation (trained at T={sim.T}), GD")
-    floors = {t: F.fixed_pe_floor(sim.d, sim.T, sim.q, t) / L0 for t in sim.T_tests}
+    _length_panel(ax, runs, "T", sim.T_tests, L0, f"length generalisation (trained at T={sim.task.T}), GD")
+    floors = {t: F.fixed_pe_floor(sim.task.d, sim.task.T, sim.task.q, t) / L0 for t in sim.T_tests}
     return save_figure(
         fig,
         out_dir,
@@ -207,8 +206,10 @@ def _fig45(out_dir: Path, full: bool, optimizer: str, name: str) -> list[Path]:
     sim = runs["sim"]
     L0 = sim.task.trivial_loss
     fig, axes = plt.subplots(2, 1, figsize=(7, 8.5), layout="constrained")
-    _length_panel(axes[0], runs, "T", sim.T_tests, L0, f"T_test (trained at T={sim.T}), {optimizer}")
-    _length_panel(axes[1], runs, "q", sim.q_tests, L0, f"q_test at T={sim.T} (trained at q={sim.q})")
+    _length_panel(axes[0], runs, "T", sim.T_tests, L0, f"T_test (trained at T={sim.task.T}), {optimizer}")
+    _length_panel(
+        axes[1], runs, "q", sim.q_tests, L0, f"q_test at T={sim.task.T} (trained at q={sim.task.q})"
+    )
     inset = axes[1].inset_axes([0.55, 0.55, 0.4, 0.4])
     tail = runs["stochastic"]["steps"] >= runs["stochastic"]["steps"][-1] * 0.8
     for i, c in enumerate(plt.cm.viridis(np.linspace(0.0, 0.85, len(sim.q_tests)))):

@@ -20,14 +20,14 @@ Stage-3 model of Algorithm 1 comes after its last save)."""
 
 def _small(paper: str, level: str) -> dynamics.AbstractSimulation:
     cls = papers()[paper].simulation(level)
-    return cls(**(dict(cls.small) | ENDS_AT_LAST_SAVE.get((paper, level), {})))
+    return dynamics.from_setting_values(cls, dict(cls.small) | ENDS_AT_LAST_SAVE.get((paper, level), {}))
 
 
 LANDSCAPES = [
     pytest.param(name, level, marks=() if level == paper.default_level else pytest.mark.slow)
     for name, paper in papers().items()
     for level, cls in paper.simulations.items()
-    if dynamics.has_landscape(cls(**cls.small))
+    if dynamics.has_landscape(dynamics.from_setting_values(cls, cls.small))
 ]
 """Every level that declares a landscape; all but each paper's default level only under `-m slow`."""
 
@@ -35,7 +35,9 @@ LANDSCAPES = [
 def test_each_paper_s_default_level_declares_a_landscape():
     for name, paper in papers().items():
         cls = paper.simulation(paper.default_level)
-        assert dynamics.has_landscape(cls(**cls.small)), f"{name}: {cls.__name__} declares no landscape"
+        assert dynamics.has_landscape(dynamics.from_setting_values(cls, cls.small)), (
+            f"{name}: {cls.__name__} declares no landscape"
+        )
 
 
 @pytest.mark.parametrize(("paper", "level"), LANDSCAPES)

@@ -48,7 +48,7 @@ def test_a_flow_level_exposes_and_passes_its_step_budget(paper, level, monkeypat
 def _small(paper: str, level: str) -> dynamics.AbstractSimulation:
     cls = papers()[paper].simulation(level)
     assert cls.small, f"{cls.__name__} declares no small settings"
-    return cls(**cls.small)
+    return dynamics.from_setting_values(cls, cls.small)
 
 
 @pytest.mark.parametrize(("paper", "level"), LEVELS)
@@ -67,9 +67,9 @@ def _traced_axis(sim: dynamics.AbstractSimulation) -> tuple[str, list[float]]:
     """A traced float field of `sim` and two valid values of it: its own and half (or double; or
     0.1 or 1 where it is 0)."""
     for info in type(sim).params():
-        value = getattr(sim, info.name)
         if not (info.traced and info.type is float):
             continue
+        value = getattr(sim, info.name)  # a traced setting is a field of the simulation itself
         for other in (value / 2, value * 2) if value else (0.1, 1.0):
             try:
                 dataclasses.replace(sim, **{info.name: other})

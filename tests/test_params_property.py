@@ -1,9 +1,8 @@
 """Property-based tests of every registered simulation and public config: each declared field refuses
 bad values (NaN, infinities, non-integers, wrong types, out-of-range values and choices) with one
-error naming the class and the field, and accepts every allowed value, whose `describe()` rebuilds
-the same config."""
+error naming the class and the field (a task config's setting by its dotted name, `task.d`), and
+accepts every allowed value, whose `describe()` rebuilds the same config."""
 
-import dataclasses
 import math
 
 import pytest
@@ -31,7 +30,16 @@ PROPERTY = settings(max_examples=40, deadline=None, suppress_health_check=[Healt
 
 
 def _fields(name: str) -> list[dynamics.ParamInfo]:
-    return dynamics.params(type(BASES[name]()))
+    """Every setting, a config held in a field by its fields' dotted names (`task.d`)."""
+    return dynamics.settings(type(BASES[name]()))
+
+
+def _owner(base, name: str) -> str:
+    """Who an error about setting `name` of `base` names: `Online.task: STSConfig` for `task.d`."""
+    head, dot, _ = name.partition(".")
+    return (
+        f"{type(base).__name__}.{head}: {type(getattr(base, head)).__name__}" if dot else type(base).__name__
+    )
 
 
 def _bad_values(info: dynamics.ParamInfo) -> st.SearchStrategy:
@@ -117,8 +125,8 @@ def test_bad_values_are_refused_naming_the_field(name, data):
     info = data.draw(st.sampled_from(_fields(name)), label="field")
     value = data.draw(_bad_values(info), label="value")
     with pytest.raises(ValueError) as error:
-        dataclasses.replace(base, **{info.name: value})
-    assert f"{type(base).__name__}.{info.name} must be" in str(error.value)
+        dynamics.with_settings(base, {info.name: value})
+    assert f"{_owner(base, info.name)}.{info.name.split('.')[-1]} must be" in str(error.value)
 
 
 @pytest.mark.parametrize("name", sorted(BASES))
@@ -129,14 +137,16 @@ def test_allowed_values_build_and_describe_round_trips(name, data):
     info = data.draw(st.sampled_from(_fields(name)), label="field")
     value = data.draw(_good_values(info), label="value")
     try:
-        config = dataclasses.replace(base, **{info.name: value})
+        config = dynamics.with_settings(base, {info.name: value})
     except ValueError as error:  # only a condition between fields may refuse an allowed value
-        assert str(error).startswith(f"{type(base).__name__}: "), error
+        assert str(error).startswith((f"{type(base).__name__}: ", f"{_owner(base, info.name)}: ")), error
         assume(False)
-    assert getattr(config, info.name) == value
+    assert dynamics.setting_values(config)[info.name] == value
     if isinstance(config, dynamics.AbstractSimulation):
         described = config.describe()
-        rebuilt = type(config)(**{p.name: described[p.name] for p in config.params()})
+        rebuilt = dynamics.from_setting_values(
+            type(config), {p.name: described[p.name] for p in config.params()}
+        )
         assert rebuilt == config
         from_text = type(config).from_settings({p.name: str(described[p.name]) for p in config.params()})
         assert from_text == config

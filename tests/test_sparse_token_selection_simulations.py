@@ -17,7 +17,7 @@ SMALL = {level: cls.small for level, cls in sts.SIMULATIONS.items()}
 
 
 def small(level: str, **changes) -> dynamics.AbstractSimulation:
-    return sts.SIMULATIONS[level](**SMALL[level] | changes)
+    return dynamics.from_setting_values(sts.SIMULATIONS[level], SMALL[level] | changes)
 
 
 def test_levels_are_the_three_simulations():
@@ -31,9 +31,11 @@ def test_levels_are_the_three_simulations():
 @pytest.mark.parametrize(
     "level, bad",
     [
-        ("reduced_flow", {"q": 200}),
-        ("reduced_flow", {"pe_sampler": "iid_sphere"}),
-        ("reduced_flow", {"pe_sampler": "dictionary_onehot", "pe_dim": 100}),
+        ("reduced_flow", {"task.q": 200}),
+        ("reduced_flow", {"task.pe_sampler": "iid_sphere"}),
+        ("reduced_flow", {"task.pe_sampler": "dictionary_onehot", "task.pe_dim": 100}),
+        ("reduced_flow", {"task.keys": "tokens_and_query"}),
+        ("reduced_flow", {"task.x_query_mode": "gaussian"}),
         ("reduced_flow", {"t1": 1.0}),
         ("reduced_flow", {"eps": -1e-3}),
         ("reduced_flow", {"solver": "euler"}),
@@ -43,18 +45,19 @@ def test_levels_are_the_three_simulations():
         ("online", {"every": 300}),
         ("online", {"num_T_tests": 21}),
         ("online", {"num_q_tests": 17}),
-        ("online", {"fixed_pe": 1}),
-        ("online", {"max_length": 10}),
+        ("online", {"task.fixed_pe": 1}),
+        ("online", {"task.max_length": 10}),
         ("fcn", {"width": 0}),
         ("fcn", {"lr": 0.0}),
-        ("fcn", {"T": 2.5}),
+        ("fcn", {"task.T": 2.5}),
+        ("fcn", {"task.pe_dim": 8, "task.pe_sampler": "dictionary_onehot"}),
     ],
 )
 def test_bad_values_are_refused_naming_the_field(level, bad):
     cls = sts.SIMULATIONS[level]
-    name = list(bad)[-1]
-    with pytest.raises(ValueError, match=rf"{cls.__name__}(\.{name}|: .*{name})"):
-        cls(**bad)
+    name = list(bad)[-1].split(".")[-1]
+    with pytest.raises(ValueError, match=rf"{cls.__name__}(\.{name}|: .*{name}|\.task: .*{name})"):
+        dynamics.from_setting_values(cls, bad)
 
 
 @pytest.mark.slow
@@ -122,7 +125,7 @@ def test_reduced_flow_event_time_and_deterministic_seeds(tmp_path):
     t_stop = ds["t_stop"].values
     assert np.all(t_stop[:, 0] == t_stop[:, 1])  # every seed the same run
     assert t_stop[0, 0] == pytest.approx(1e4) and ds.attrs["event_names"] == ["loss_below"]
-    assert t_stop[1, 0] == pytest.approx((sim.T - 1) / (4 * 1e-3), rel=0.2)  # Theorem 1's t_eps
+    assert t_stop[1, 0] == pytest.approx((sim.task.T - 1) / (4 * 1e-3), rel=0.2)  # Theorem 1's t_eps
     assert_sweep_round_trip(ds, tmp_path)  # with an event that fired
     alone = dynamics.simulate(dataclasses.replace(sim, eps=1e-3), num_seeds=1)
     assert dynamics.stop_reasons(alone).values.tolist() == ["event:loss_below"]
@@ -131,13 +134,24 @@ def test_reduced_flow_event_time_and_deterministic_seeds(tmp_path):
 
 def test_from_settings_converts_and_checks():
     sim = sts.Online.from_settings(
-        {"optimizer": "adam", "lr": "1e-2", "max_length": "none", "fixed_pe": "true"}
+        {
+            "optimizer": "adam",
+            "lr": "1e-2",
+            "task.max_length": "none",
+            "task.fixed_pe": "true",
+            "task.T": "25",
+        }
     )
-    assert (sim.optimizer, sim.lr, sim.max_length, sim.fixed_pe) == ("adam", 1e-2, None, True)
+    assert (sim.optimizer, sim.lr, sim.task.max_length, sim.task.fixed_pe) == ("adam", 1e-2, None, True)
+    assert sim.task == sts.Online().task.replace(fixed_pe=True, T=25)  # the other task settings kept
     with pytest.raises(ValueError, match="no setting 'T_tests'"):
         sts.Online.from_settings({"T_tests": "25,30"})
-    with pytest.raises(ValueError, match=r"ReducedFlow\.pe_sampler must be one of"):
-        sts.ReducedFlow.from_settings({"pe_sampler": "iid_sphere"})
+    with pytest.raises(ValueError, match="no setting 'T'; known: task.d, task.T"):
+        sts.Online.from_settings({"T": "25"})
+    with pytest.raises(ValueError, match=r"STSConfig\.pe_sampler must be one of"):
+        sts.ReducedFlow.from_settings({"task.pe_sampler": "nope"})
+    with pytest.raises(ValueError, match=r"ReducedFlow: the reduced loss needs an exactly orthonormal PE"):
+        sts.ReducedFlow.from_settings({"task.pe_sampler": "iid_sphere"})
 
 
 def test_describe_records_every_field():

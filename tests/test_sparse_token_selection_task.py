@@ -291,9 +291,7 @@ def test_fcn_forward_and_online_run_shapes():
     fcn = sts.FCN(cfg.d, cfg.T, 5, jax.random.PRNGKey(0))
     X, y, E, xq = (a[0] for a in sts.sample(cfg, jax.random.PRNGKey(1), 1))
     assert fcn(X, y, E, xq).shape == (2,)
-    sim = sts.Online(
-        d=2, T=6, q=2, pe_dim=8, lr=0.5, batch_size=8, num_steps=2, every=1, num_T_tests=1, num_q_tests=2
-    )
+    sim = sts.Online(task=cfg, lr=0.5, batch_size=8, num_steps=2, every=1, num_T_tests=1, num_q_tests=2)
     runs, finite = dynamics.run_many(dataclasses.replace(sim, num_eval=8).run, dynamics.seed_keys(0, 2))
     out = runs.values
     assert (sim.T_tests, sim.q_tests) == ((8,), (3, 4))

@@ -65,7 +65,7 @@ def test_the_command_line_analyses_a_default_level(tmp_path, monkeypatch, capsys
     printed = capsys.readouterr().out
     assert "top Hessian eigenvalue" in printed and "critical_point" in printed
     ds = dynamics.load_sweep(tmp_path / "sweep.zarr")
-    sim = ReducedFlow(**ReducedFlow.small)
+    sim = dynamics.from_setting_values(ReducedFlow, ReducedFlow.small)
     assert {"phases.count", "critical_point.index", "sharpness.max_eigenvalue"} <= set(ds.data_vars)
     expected = dynamics.sweep_critical_points(ds, sim)
     for name in expected.data_vars:

@@ -1,5 +1,6 @@
 """The STS_q configuration: sizes, the positional-encoding family and the model options, each a
-declared field (type, default, allowed values, doc) shared with the simulations of this task."""
+declared field (type, default, allowed values, doc); every simulation of this task holds one as
+its `task` field (`--set task.T=50`)."""
 
 import dataclasses
 
@@ -20,51 +21,6 @@ KEY_SETS = ("tokens", "tokens_and_query")
 X_QUERY_MODES = ("zeros", "gaussian")
 """The token part of the query: 0_d (the theorems) or a fresh N(0, I_d) vector."""
 
-_FIELDS = {
-    "d": (10, Interval(1), "token dimension d"),
-    "T": (200, Interval(2), "training sequence length (the paper: 200)"),
-    "q": (3, Interval(1), "sparsity q, 1 <= q < T (the paper: 3)"),
-    "pe_sampler": ("dictionary_onehot", OneOf(*PE_SAMPLERS), "positional-encoding family"),
-    "pe_dim": (
-        400,
-        Interval(1),
-        "PE dimension m_E: the slots N of dictionary_onehot, m_E >= T for haar_orthonormal, "
-        "any m_E for iid_sphere; unused by onehot (m_E = T)",
-    ),
-    "rho": (1.0, Interval(0, low_open=True), "PE norm ρ"),
-    "fixed_pe": (
-        False,
-        None,
-        "freeze the PE: dictionary_onehot uses π(i) = i (padded one-hot), the other samplers one "
-        "draw with seed pe_seed",
-    ),
-    "pe_seed": (0, Interval(0), "the seed of the frozen PE draw"),
-    "max_length": (
-        None,
-        Interval(2),
-        "the longest sequence the PE must serve (none: pe_dim, or T for onehot and iid_sphere)",
-    ),
-    "keys": ("tokens", OneOf(*KEY_SETS), "keys/values: the token columns, or with the query too"),
-    "x_query_mode": ("zeros", OneOf(*X_QUERY_MODES), "token part of the query: zeros or gaussian"),
-    "init_scale": (0.01, Interval(0), "σ_0 of the Gaussian random init of the practical model"),
-}
-
-
-def task_param(name: str, default=None, allowed=None, **kwargs):
-    """The declared field `name` of [`STSConfig`][] for a class that carries it too (a simulation),
-    optionally with another default or allowed set.
-
-    **Arguments:** `name`: a field of `STSConfig`; `default`, `allowed`: replacements (`None`:
-    keep `STSConfig`'s); `**kwargs`: passed to `dynamics.param` (e.g. `traced=True`).
-    """
-    base_default, base_allowed, doc = _FIELDS[name]
-    return param(
-        base_default if default is None else default,
-        base_allowed if allowed is None else allowed,
-        doc=doc,
-        **kwargs,
-    )
-
 
 def lengths_served(T: int, pe_sampler: str, pe_dim: int, max_length: int | None = None) -> int:
     """The longest sequence the PE serves: `max_length` when given, else T (onehot, iid_sphere) or
@@ -78,18 +34,8 @@ def _pe_dim_serves(pe_sampler: str, pe_dim: int, T: int, max_length: int | None 
     return pe_sampler not in ("dictionary_onehot", "haar_orthonormal") or pe_dim >= max(T, max_length or 0)
 
 
-Q_BELOW_T = Require(("q", "T"), lambda q, T: q < T, "q must be < T")
-"""1 <= q < T (with `q`'s own range)."""
-
-PE_DIM_COVERS_T = Require(
-    ("pe_sampler", "pe_dim", "T"),
-    _pe_dim_serves,
-    "pe_dim (N slots of dictionary_onehot, m_E of haar_orthonormal) must be >= T",
-)
-"""dictionary_onehot needs N >= T slots and haar_orthonormal m_E >= T."""
-
-TASK_REQUIRES = (
-    Q_BELOW_T,
+_REQUIRES = (
+    Require(("q", "T"), lambda q, T: q < T, "q must be < T"),
     Require(
         ("max_length", "T", "pe_sampler"),
         lambda m, T, s: m is None or m == T or (m > T and s != "onehot"),
@@ -101,7 +47,6 @@ TASK_REQUIRES = (
         "pe_dim (N slots of dictionary_onehot, m_E of haar_orthonormal) must be >= T and >= max_length",
     ),
 )
-"""The conditions between the fields of [`STSConfig`][] (and of a simulation that has them all)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -115,20 +60,35 @@ class STSConfig:
     dictionary one-hot PE with N = 400 slots (>= the longest test length), ρ = 1, x_query = 0.
     """
 
-    d: int = task_param("d")
-    T: int = task_param("T")
-    q: int = task_param("q")
-    pe_sampler: str = task_param("pe_sampler")
-    pe_dim: int = task_param("pe_dim")
-    rho: float = task_param("rho")
-    fixed_pe: bool = task_param("fixed_pe")
-    pe_seed: int = task_param("pe_seed")
-    max_length: int | None = task_param("max_length")
-    keys: str = task_param("keys")
-    x_query_mode: str = task_param("x_query_mode")
-    init_scale: float = task_param("init_scale")
+    d: int = param(10, Interval(1), doc="token dimension d")
+    T: int = param(200, Interval(2), doc="training sequence length (the paper: 200)")
+    q: int = param(3, Interval(1), doc="sparsity q, 1 <= q < T (the paper: 3)")
+    pe_sampler: str = param("dictionary_onehot", OneOf(*PE_SAMPLERS), doc="positional-encoding family")
+    pe_dim: int = param(
+        400,
+        Interval(1),
+        doc="PE dimension m_E: the slots N of dictionary_onehot, m_E >= T for haar_orthonormal, "
+        "any m_E for iid_sphere; unused by onehot (m_E = T)",
+    )
+    rho: float = param(1.0, Interval(0, low_open=True), doc="PE norm ρ")
+    fixed_pe: bool = param(
+        False,
+        doc="freeze the PE: dictionary_onehot uses π(i) = i (padded one-hot), the other samplers one "
+        "draw with seed pe_seed",
+    )
+    pe_seed: int = param(0, Interval(0), doc="the seed of the frozen PE draw")
+    max_length: int | None = param(
+        None,
+        Interval(2),
+        doc="the longest sequence the PE must serve (none: pe_dim, or T for onehot and iid_sphere)",
+    )
+    keys: str = param("tokens", OneOf(*KEY_SETS), doc="keys/values: the token columns, or with the query too")
+    x_query_mode: str = param(
+        "zeros", OneOf(*X_QUERY_MODES), doc="token part of the query: zeros or gaussian"
+    )
+    init_scale: float = param(0.01, Interval(0), doc="σ_0 of the Gaussian random init of the practical model")
 
-    requires = TASK_REQUIRES
+    requires = _REQUIRES
 
     def __post_init__(self):
         check_params(self)

@@ -8,15 +8,7 @@ import jax.numpy as jnp
 import dynamics
 from dynamics import Interval, OneOf, Require, dtype_param, param
 
-from ._config import (
-    ORTHONORMAL_PE,
-    PE_DIM_COVERS_T,
-    Q_BELOW_T,
-    TASK_REQUIRES,
-    STSConfig,
-    lengths_served,
-    task_param,
-)
+from ._config import ORTHONORMAL_PE, STSConfig, lengths_served
 from ._fcn import fcn_run
 from ._online import BLOCKS, INITS, OPTIMIZERS, online_run, validation_lengths, validation_sparsities
 from ._reduced import reduced_flow, reduced_state_loss
@@ -45,12 +37,11 @@ class ReducedFlow(dynamics.AbstractSimulation):
     **Example:** `dynamics.simulate(ReducedFlow(eps=1e-5), num_seeds=1)["t_stop"]` ≈ (T − 1)/(4ε).
     """
 
-    d: int = task_param("d")
-    T: int = task_param("T")
-    q: int = task_param("q")
-    pe_sampler: str = task_param("pe_sampler", "onehot", OneOf(*ORTHONORMAL_PE))
-    pe_dim: int = task_param("pe_dim")
-    rho: float = task_param("rho")
+    task: STSConfig = param(
+        STSConfig(pe_sampler="onehot"),
+        doc="the STS_q instance: d, T, q, an exactly orthonormal PE (pe_sampler, pe_dim) and rho; "
+        "keys tokens and x_query_mode zeros, Theorem 1's",
+    )
     t1: float = param(1e7, Interval(1, low_open=True), doc="end time t = η k", traced=True)
     eps: float = param(
         0.0, Interval(0), doc="stop once the loss is below eps (Theorem 1's t_ε); 0: never", traced=True
@@ -64,15 +55,19 @@ class ReducedFlow(dynamics.AbstractSimulation):
     seed_hint = "the reduced flow from zero init has no randomness: sweep its settings instead"
 
     event_names = ("loss_below",)
-    requires = (Q_BELOW_T, PE_DIM_COVERS_T)
-    small = {"d": 2, "T": 10, "q": 2, "t1": 1e4, "num_saves": 9, "solver": "tsit5"}
-
-    @property
-    def task(self) -> STSConfig:
-        """The STS_q instance."""
-        return STSConfig(
-            d=self.d, T=self.T, q=self.q, pe_sampler=self.pe_sampler, pe_dim=self.pe_dim, rho=self.rho
-        )
+    requires = (
+        Require(
+            ("task.pe_sampler",),
+            lambda sampler: sampler in ORTHONORMAL_PE,
+            f"the reduced loss needs an exactly orthonormal PE ({', '.join(ORTHONORMAL_PE)})",
+        ),
+        Require(
+            ("task.keys", "task.x_query_mode"),
+            lambda keys, x_query: (keys, x_query) == ("tokens", "zeros"),
+            "the reduced flow is Theorem 1's model: keys tokens and x_query_mode zeros",
+        ),
+    )
+    small = {"task.d": 2, "task.T": 10, "task.q": 2, "t1": 1e4, "num_saves": 9, "solver": "tsit5"}
 
     def run(self, key) -> dynamics.Run:
         del key
@@ -111,18 +106,9 @@ class Online(dynamics.AbstractSimulation):
     **Example:** `dynamics.simulate(Online(optimizer="adam", lr=1e-2, init="random"), num_seeds=3)`.
     """
 
-    d: int = task_param("d", 5)
-    T: int = task_param("T", 20)
-    q: int = task_param("q")
-    pe_sampler: str = task_param("pe_sampler")
-    pe_dim: int = task_param("pe_dim", 40)
-    rho: float = task_param("rho")
-    fixed_pe: bool = task_param("fixed_pe")
-    pe_seed: int = task_param("pe_seed")
-    max_length: int | None = task_param("max_length")
-    keys: str = task_param("keys")
-    x_query_mode: str = task_param("x_query_mode")
-    init_scale: float = task_param("init_scale")
+    task: STSConfig = param(
+        STSConfig(d=5, T=20, pe_dim=40), doc="the STS_q instance, its PE and the transformer's options"
+    )
     optimizer: str = param("gd", OneOf(*OPTIMIZERS), doc="gd (mini-batch GD) or adam (β = 0.9, 0.999)")
     lr: float = param(1.0, _POSITIVE, doc="learning rate", traced=True)
     init: str = param("zeros", OneOf(*INITS), doc="zeros (Theorem 1's) or random (N(0, init_scale²))")
@@ -140,10 +126,10 @@ class Online(dynamics.AbstractSimulation):
     dtype: str = dtype_param("float32")
 
     small = {
-        "d": 2,
-        "T": 6,
-        "q": 2,
-        "pe_dim": 8,
+        "task.d": 2,
+        "task.T": 6,
+        "task.q": 2,
+        "task.pe_dim": 8,
         "batch_size": 8,
         "num_steps": 4,
         "every": 2,
@@ -152,33 +138,16 @@ class Online(dynamics.AbstractSimulation):
         "num_eval": 8,
     }
     requires = (
-        *TASK_REQUIRES,
         _every_divides(),
         Require(
-            ("num_T_tests", "T", "pe_sampler", "pe_dim", "max_length"),
+            ("num_T_tests", "task.T", "task.pe_sampler", "task.pe_dim", "task.max_length"),
             lambda n, T, s, m, L: n <= lengths_served(T, s, m, L) - T,
             "num_T_tests must be <= (the longest length the PE serves) − T",
         ),
-        Require(("num_q_tests", "q", "T"), lambda n, q, T: q + n < T, "q + num_q_tests must be < T"),
+        Require(
+            ("num_q_tests", "task.q", "task.T"), lambda n, q, T: q + n < T, "q + num_q_tests must be < T"
+        ),
     )
-
-    @property
-    def task(self) -> STSConfig:
-        """The STS_q instance and its PE."""
-        return STSConfig(
-            d=self.d,
-            T=self.T,
-            q=self.q,
-            pe_sampler=self.pe_sampler,
-            pe_dim=self.pe_dim,
-            rho=self.rho,
-            fixed_pe=self.fixed_pe,
-            pe_seed=self.pe_seed,
-            max_length=self.max_length,
-            keys=self.keys,
-            x_query_mode=self.x_query_mode,
-            init_scale=self.init_scale,
-        )
 
     @property
     def T_tests(self) -> tuple[int, ...]:
@@ -216,9 +185,10 @@ class FCNTraining(dynamics.AbstractSimulation):
     below by (T − q)(Td − width) / (2qT(T − 1)) whatever the training.
     """
 
-    d: int = task_param("d", 4)
-    T: int = task_param("T", 8)
-    q: int = task_param("q", 2)
+    task: STSConfig = param(
+        STSConfig(d=4, T=8, q=2, pe_sampler="onehot"),
+        doc="the STS_q instance: the FCN reads d, T and q and sees no PE (pe_sampler onehot)",
+    )
     width: int = param(16, Interval(1), doc="first-layer width m (the bound needs m of order Td)")
     lr: float = param(3e-3, _POSITIVE, doc="Adam's learning rate", traced=True)
     batch_size: int = param(256, Interval(1), doc="fresh examples per step")
@@ -227,13 +197,24 @@ class FCNTraining(dynamics.AbstractSimulation):
     num_eval: int = param(4096, Interval(1), doc="antithetic validation pairs")
     dtype: str = dtype_param("float32")
 
-    small = {"d": 2, "T": 4, "q": 2, "width": 4, "batch_size": 8, "num_steps": 4, "every": 2, "num_eval": 8}
-    requires = (Q_BELOW_T, _every_divides())
-
-    @property
-    def task(self) -> STSConfig:
-        """The STS_q instance (one-hot PE)."""
-        return STSConfig(d=self.d, T=self.T, q=self.q, pe_sampler="onehot")
+    small = {
+        "task.d": 2,
+        "task.T": 4,
+        "task.q": 2,
+        "width": 4,
+        "batch_size": 8,
+        "num_steps": 4,
+        "every": 2,
+        "num_eval": 8,
+    }
+    requires = (
+        Require(
+            ("task.pe_sampler",),
+            lambda sampler: sampler == "onehot",
+            "the FCN sees no PE: pe_sampler must be onehot",
+        ),
+        _every_divides(),
+    )
 
     def run(self, key) -> dynamics.Run:
         return fcn_run(

@@ -223,25 +223,25 @@ def theorem1_score_gap_half_log_t() -> Measured:
     level = sts.ReducedFlow(t1=SCORE_GAP_T1, num_saves=201)
     run = dynamics.simulate(level, num_seeds=1)
     ts = np.asarray(run["time"].values[0], dtype=np.float64)
-    alpha = np.asarray(run["a"].values[0], dtype=np.float64) * level.rho**2
+    alpha = np.asarray(run["a"].values[0], dtype=np.float64) * level.task.rho**2
     growth = dynamics.norm_growth(ts, alpha)
     fitted = np.asarray(growth.fitted)
     slope, intercept = float(growth.log_slope), float(growth.log_intercept)
 
-    q, r = level.q, level.T - level.q
+    q, r = level.task.q, level.task.T - level.task.q
     block = sts.block_norm_sq(level.task)
-    K = 2 * level.rho**4 * level.d * r / (block * q * q)
+    K = 2 * level.task.rho**4 * level.task.d * r / (block * q * q)
     predicted_intercept = 0.5 * np.log(K)
     slope_error = abs(slope - 0.5) / 0.5
     intercept_error = abs(intercept - predicted_intercept)
 
-    c_bound = (r / q) ** 2 + (2 * r / q + K * r / 2) * np.log(K * ts[-1]) + K * level.T
+    c_bound = (r / q) ** 2 + (2 * r / q + K * r / 2) * np.log(K * ts[-1]) + K * level.task.T
     offset_slope, offset_intercept = np.polyfit(np.log(ts[fitted]), -c_bound / (2 * K * ts[fitted]), 1)
     return Measured(
         predicted=0.5,
         simulated=slope,
         error=max(slope_error, intercept_error),
-        note=f"ReducedFlow d={level.d}, T={level.T}, q={q}, one-hot PE, rho={level.rho}, "
+        note=f"ReducedFlow d={level.task.d}, T={level.task.T}, q={q}, one-hot PE, rho={level.task.rho}, "
         f"t1={SCORE_GAP_T1:.0e}, stop={dynamics.stop_reasons(run).values[0]}; "
         f"fitted t in [{ts[fitted][0]:.3g}, {ts[fitted][-1]:.3g}] ({int(fitted.sum())} saves): "
         f"slope {slope:.6f} (rel. error {slope_error:.3g}), intercept {intercept:.5f} vs "
@@ -513,7 +513,11 @@ def fixed_pe_floor_T400(full: bool = False) -> Measured:
     return _fixed_floor(400, full)
 
 
-ONLINE = sts.Online(d=5, T=20, q=3, pe_sampler="dictionary_onehot", pe_dim=40, num_T_tests=4, num_q_tests=0)
+ONLINE = sts.Online(
+    task=sts.STSConfig(d=5, T=20, q=3, pe_sampler="dictionary_onehot", pe_dim=40),
+    num_T_tests=4,
+    num_q_tests=0,
+)
 """The reduced-size online run of Fig. 2 (T_test = 25, 30, 35, 40)."""
 
 
@@ -541,7 +545,7 @@ def fig2_stochastic_beats_fixed(full: bool = False) -> Measured:
     seeds = 5 if full else 2
     keys = dynamics.seed_keys(0, seeds)
     stoch, _ = dynamics.run_many(sim.run, keys)
-    fixed, _ = dynamics.run_many(dataclasses.replace(sim, fixed_pe=True).run, keys)
+    fixed, _ = dynamics.run_many(dynamics.with_settings(sim, {"task.fixed_pe": True}).run, keys)
     task = sim.task
     L0 = task.trivial_loss
     s = np.median(stoch.values["loss_T"][:, -1], axis=0) / L0

@@ -18,7 +18,7 @@ from .._check import Measured, claim, relative_error
 from . import closed_forms as F
 from ._checks import ONLINE
 
-PAPER_ONLINE = dataclasses.replace(ONLINE, d=10, T=200, pe_dim=400)
+PAPER_ONLINE = dynamics.with_settings(ONLINE, {"task.d": 10, "task.T": 200, "task.pe_dim": 400})
 """The paper's Fig. 2 size: T = 200, q = 3, T_test = 250..400 (paper); d = 10, N = 400 slots (recon)."""
 
 FOLLOWS_TOLERANCE = 0.25
@@ -71,7 +71,7 @@ def _runs(full: bool) -> dict:
     variants = (
         ("stochastic", sim),
         ("definition4", dataclasses.replace(sim, blocks="definition4")),
-        ("fixed", dataclasses.replace(sim, fixed_pe=True)),
+        ("fixed", dynamics.with_settings(sim, {"task.fixed_pe": True})),
     )
     for name, s in variants:
         run, _ = dynamics.run_many(s.run, keys)
@@ -86,12 +86,13 @@ def _runs(full: bool) -> dict:
         )
         / L0
     )
-    onehot = sts.STSConfig(d=sim.d, T=sim.T, q=sim.q, pe_sampler="onehot")
+    onehot = sts.STSConfig(d=task.d, T=task.T, q=task.q, pe_sampler="onehot")
     fixed = sts.reduced_gd(onehot, sim.lr, FIXED_HORIZON, every=100)
     gamma, a = np.asarray(fixed.values["gamma"]), np.asarray(fixed.values["a"])
     out["fixed_steps"] = np.asarray(fixed.ts)
     out["fixed_path"] = (
-        np.stack([F.fixed_pe_loss(gamma, a, sim.d, sim.T, sim.q, T) for T in T_tests], axis=1) / L0
+        np.stack([F.fixed_pe_loss(gamma, a, sim.task.d, sim.task.T, sim.task.q, T) for T in T_tests], axis=1)
+        / L0
     )
     out["stochastic_closed"] = out["stochastic_path"][-1]
     out["fixed_closed"] = out["fixed_path"][out["fixed_steps"] == sim.num_steps][0]
@@ -258,7 +259,7 @@ def fig2_fixed_stays_above_constant(full: bool = False) -> Measured:
     L0 = sim.task.trivial_loss
     path = r["fixed_path"]
     constant = path.min(axis=0)
-    floors = np.array([F.fixed_pe_floor(sim.d, sim.T, sim.q, T) for T in T_tests]) / L0
+    floors = np.array([F.fixed_pe_floor(sim.task.d, sim.task.T, sim.task.q, T) for T in T_tests]) / L0
     lowest = r["fixed"].min(axis=0)
     at_minimum = r["fixed_steps"][path.argmin(axis=0)].tolist()
     ratios = lowest / constant
