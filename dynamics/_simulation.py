@@ -2,6 +2,7 @@
 
 import abc
 import dataclasses
+import functools
 import importlib
 import math
 import typing
@@ -272,6 +273,14 @@ def _is_class_level(annotation) -> bool:
         eqx.AbstractVar,
         eqx.AbstractClassVar,
     )
+
+
+@functools.lru_cache(maxsize=16)
+def run_shape(sim: AbstractSimulation) -> Run:
+    """The shapes and dtypes of a run of `sim` (`jax.ShapeDtypeStruct` leaves), traced once per
+    simulation and kept: nothing runs. The analyses of a sweep read its final state and its saves
+    by it."""
+    return jax.eval_shape(sim.run, seed_key(0))
 
 
 def seed_key(seed) -> PRNGKeyArray:

@@ -17,7 +17,15 @@ from ._hessian import hessian_max_eigenvalue
 from ._landscape import critical_point
 from ._landscape_result import CriticalPointStatus
 from ._params import with_settings
-from ._simulation import AbstractSimulation, has_landscape, seed_key, static_part, traced_arrays, with_values
+from ._simulation import (
+    AbstractSimulation,
+    has_landscape,
+    run_shape,
+    seed_key,
+    static_part,
+    traced_arrays,
+    with_values,
+)
 from ._store import SEED_DIM, named_leaves
 
 CRITICAL_POINT_STATUSES = tuple(status.name for status in CriticalPointStatus)
@@ -212,7 +220,7 @@ def grid_axes(ds: xr.Dataset) -> dict[str, list]:
 def _final_states(ds: xr.Dataset, sim: AbstractSimulation) -> tuple[PyTree, list[str]]:
     """The final states of every run of the sweep, as the PyTree a run ends in with leading axes
     (grid axes, seed), and the grid axes."""
-    final = jax.eval_shape(sim.run, seed_key(0)).final
+    final = run_shape(sim).final
     names = list(named_leaves(final, "final.")) if jax.tree.leaves(final) else []
     missing = [name for name in names if name not in ds]
     if missing or not names:
@@ -293,7 +301,7 @@ def num_params(sim: AbstractSimulation) -> int:
         >>> dynamics.num_params(Bowl())
         3
     """
-    final = jax.eval_shape(sim.run, seed_key(0)).final
+    final = run_shape(sim).final
     counted = []
 
     def count(key):

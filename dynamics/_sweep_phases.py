@@ -9,7 +9,7 @@ import numpy as np
 import xarray as xr
 
 from ._phases import phases
-from ._simulation import AbstractSimulation, seed_key
+from ._simulation import AbstractSimulation, run_shape
 from ._store import SAVE_DIM, SEED_DIM, variables
 
 PHASE_DIM = "phase"
@@ -135,7 +135,7 @@ def saved_series(sim: AbstractSimulation) -> list[str]:
         >>> dynamics.saved_series(Decay())
         ['loss', 'y']
     """
-    run = jax.eval_shape(sim.run, seed_key(0))
+    run = run_shape(sim)
     return [name for name, (dims, _) in variables(run).items() if name != "time" and dims == (SAVE_DIM,)]
 
 
