@@ -35,7 +35,7 @@ def main(argv=None) -> list[dict]:
     print("|---|---|---|---|---|---|---|---|---|")
     rows = []
     for seed in range(args.datasets):  # run i trains on the dataset of seed i
-        data = sim.dataset(seed)
+        data = sim.task.dataset(seed)
         qp, closed, hall = w_kq_star_qp(data).W, w_kq_closed_form(data), hall_columns(data)
         w_900, w_end = runs["W_kq"].values[seed, at_900], runs["W_kq"].values[seed, -1]
         row = dict(

@@ -45,7 +45,7 @@ def run_experiments(num_seeds: int, steps: int = STEPS) -> list[dict]:
     runs = dynamics.simulate(sim, num_seeds=num_seeds)
     experiments = []
     for seed in range(num_seeds):
-        d = sim.dataset(seed)
+        d = sim.task.dataset(seed)
         W_kq = runs["W_kq"].values[seed]
         star_kq = w_kq_star_qp(d).W
         experiments.append(
@@ -146,7 +146,7 @@ def wkq_column(out_dir: Path, full: bool) -> list[Path]:
     steps = STEPS * 5 if full else STEPS
     sim = ntp.Algorithm1(num_steps1=steps, num_steps2=steps, every=steps)
     run = dynamics.simulate(sim, num_seeds=1)
-    d = sim.dataset(0)
+    d = sim.task.dataset(0)
     r = {"t": run["time"].values[0], "W_kq_final": run["final.W_kq"].values[0], "star_kq": w_kq_star_qp(d).W}
     sizes = [len(d.token_types(q).optimal) + len(d.token_types(q).non_optimal) for q in range(d.vocab_size)]
     hall = hall_columns(d)

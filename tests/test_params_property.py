@@ -18,6 +18,7 @@ CONFIGS = {
     "Dataset2": scan_snap.Dataset2.syn_small,
     "RecipeA": ntp_partial_order.RecipeA,
     "RecipeB": ntp_partial_order.RecipeB,
+    "NTPConfig": ntp_partial_order.NTPConfig,
     "DecisionLists": lambda: decision_lists.DecisionLists.random(0, L=8, n=3, M=2),
     "Assumption": contextual_bigram.Assumption,
     "STSConfig": sparse_token_selection.STSConfig,

@@ -1,12 +1,13 @@
 """Next-token prediction with query-dependent partial orders (Huang, Liang, Yang, NeurIPS 2024,
 arXiv 2409.17335): data model, random realizable datasets, the reparameterised one-layer
-transformer, Algorithm 1 (two-stage normalized GD) and its simulation on random datasets."""
+transformer, Algorithm 1 (two-stage normalized GD) and its simulation on random datasets, whose
+dataset settings are one [`NTPConfig`][]."""
 
 from .._paper import PaperInfo
 from ._data import Dataset, QueryReport, TokenTypes, hall_condition, svop, validate
-from ._generate import RecipeA, RecipeB
+from ._generate import RECIPES, NTPConfig, RecipeA, RecipeB
 from ._model import Batch, NTPModel, attend, attention, cross_entropy, logits, loss, make_batch, predict
-from ._simulate import RECIPES, SIMULATIONS, Algorithm1
+from ._simulate import SIMULATIONS, Algorithm1
 from ._train import algorithm1, paper_step_sizes
 
 PAPER = PaperInfo(
@@ -29,6 +30,7 @@ __all__ = [
     "Algorithm1",
     "Batch",
     "Dataset",
+    "NTPConfig",
     "NTPModel",
     "QueryReport",
     "RECIPES",

@@ -443,7 +443,7 @@ def thm1_many_datasets_direction(full: bool) -> Measured:
     runs = dynamics.simulate(sim, num)
     gaps = []
     for seed in range(num):  # run i trains on the dataset of seed i
-        star = w_kq_star_qp(sim.dataset(seed)).W
+        star = w_kq_star_qp(sim.task.dataset(seed)).W
         gaps.append(1 - cosines(runs["W_kq"].values[seed], star))
     gaps = np.asarray(gaps)  # (datasets, saves at t = 0, 100, ..., 5000)
     t = runs["time"].values[0]
