@@ -36,7 +36,7 @@ FLOW_CONFIG = {"rtol": dl.FLOW_CONTROLLER.rtol, "atol": dl.FLOW_CONTROLLER.atol}
 
 def time_vs_bound_grid(n: int, Ls, Ms, num_tasks: int, seed: int = 0) -> dict:
     """τ and the bound for `num_tasks` random tasks in every (L, M) cell (Result 1): for each `L`,
-    one sweep of [`Result1Flow`][tasks.decision_lists.Result1Flow] over `M` × seeds (a sweep's
+    one sweep of [`Result1Flow`][tasks.decision_lists.Result1Flow] over `task.M` × seeds (a sweep's
     points share their shapes, and `W` is L × L), run `s` of a cell on the task
     `DecisionLists.random(seed + s, L=L, n=n, M=M)`.
 
@@ -44,7 +44,13 @@ def time_vs_bound_grid(n: int, Ls, Ms, num_tasks: int, seed: int = 0) -> dict:
     `gamma`, `ratio` = τ/bound.
     """
     sweeps = [
-        dynamics.sweep(dl.Result1Flow(L=L, n=n), {"M": list(Ms)}, num_seeds=num_tasks, seed=seed) for L in Ls
+        dynamics.sweep(
+            dl.Result1Flow(task=dl.DecisionListsConfig(L=L, n=n)),
+            {"task.M": list(Ms)},
+            num_seeds=num_tasks,
+            seed=seed,
+        )
+        for L in Ls
     ]
     out = {
         key: np.stack([ds[f"final.{key}"].values for ds in sweeps]) for key in ("tau", "bound", "c", "gamma")
@@ -149,13 +155,13 @@ def flow_one_task(out_dir: Path, full: bool) -> list[Path]:
     """Result 1 on one task: the population loss, μ(W) and, for the query with the longest list,
     the scores W[a_k, a] of its list entries against the best score outside the list."""
     L, n, M = (16, 4, 3) if full else (10, 4, 3)
-    level = dl.Result1Flow(L=L, n=n, M=M, task_seed=0)
+    level = dl.Result1Flow(task=dl.DecisionListsConfig(L=L, n=n, M=M, seed=0))
     first = dynamics.simulate(level, num_seeds=1)
     tau, bound, c, delta, gamma = (
         float(first[f"final.{key}"][0]) for key in ("tau", "bound", "c", "delta", "gamma")
     )
     k = closed_forms.Constants(delta, gamma, level.delta_definition, level.gamma_definition)
-    task = dl.DecisionLists.random(0, L=L, n=n, M=M)
+    task = level.task.draw()
     a = int(np.argmax([len(e) for e in task.lists]))
     entries = list(task.lists[a])
     outside = np.setdiff1d(np.arange(L), entries)
@@ -226,7 +232,9 @@ def uniform_attention(out_dir: Path, full: bool) -> list[Path]:
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
     data = {}
     for L, n, M in sizes:
-        level = dl.UniformAttentionGD(L=L, n=n, M=M, task_seed=0, step=step_size, num_steps=steps, every=10)
+        level = dl.UniformAttentionGD(
+            task=dl.DecisionListsConfig(L=L, n=n, M=M, seed=0), step=step_size, num_steps=steps, every=10
+        )
         run = dynamics.simulate(level, num_seeds=1)
         values = {key: run[key].values[0] for key in ("loss", "kappa", "rho")}
         label = f"L={L}, n={n}, M={M}"

@@ -4,7 +4,6 @@ the task drawn from each run's seed, many seeds and a sweep.
 Every batched call runs two runs of a level's `SMALL` simulation (two seeds, or two grid points of
 one seed), so the tests of one level share one compiled program."""
 
-import dataclasses
 import json
 
 import jax
@@ -22,10 +21,15 @@ TINY = {"L": 6, "n": 3, "M": 2}
 SMALL = {level: cls.small for level, cls in dl.SIMULATIONS.items()}
 
 
-def _first_of_two(level: str, seed: int, **fields) -> dict[str, np.ndarray]:
+def small(level: str, **changes) -> dynamics.AbstractSimulation:
+    """`SMALL[level]` changed by `changes` (settings by name, the task's as `task.L`)."""
+    return dynamics.from_setting_values(dl.SIMULATIONS[level], SMALL[level] | changes)
+
+
+def _first_of_two(level: str, seed: int, **changes) -> dict[str, np.ndarray]:
     """The values and final state of the run with integer seed `seed` of `SMALL[level]` (changed by
-    `fields`), from a batch of two seeds."""
-    sim = dl.SIMULATIONS[level](**SMALL[level] | fields)
+    `changes`), from a batch of two seeds."""
+    sim = small(level, **changes)
     ds = dynamics.simulate(sim, num_seeds=2, seed=seed)
     return {name: ds[name].values[0] for name in ds.data_vars}
 
@@ -40,18 +44,20 @@ def test_levels_are_the_four_trainings():
 @pytest.mark.parametrize(
     "level, bad",
     [
-        ("result1_flow", {"L": 1}),
-        ("result1_flow", {"n": 20}),
-        ("result1_flow", {"M": 2.5}),
-        ("result1_flow", {"fixed_m": 4}),
-        ("result1_flow", {"task_seed": -1}),
+        ("result1_flow", {"task.L": 1}),
+        ("result1_flow", {"task.n": 20}),
+        ("result1_flow", {"task.M": 2.5}),
+        ("result1_flow", {"task.fixed_m": 4}),
+        ("result1_flow", {"task.seed": -1}),
         ("result1_flow", {"c_scale": 0.0}),
         ("result1_flow", {"horizon": float("inf")}),
         ("result1_flow", {"first_save": 1.0}),
         ("result1_flow", {"gamma_definition": "max"}),
-        ("result1_flow", {"distribution": "uniform"}),
+        ("result1_flow", {"task.distribution": "uniform"}),
         ("result1_flow", {"save_W": 1}),
-        ("result1_flow", {"L": 400}),
+        ("result1_flow", {"task.L": 400}),
+        ("result2_gd", {"task.distribution": "iid"}),
+        ("result2_gd", {"task.L": 40, "task.n": 30}),
         ("result2_gd", {"eps": float("nan")}),
         ("result2_gd", {"population_size": 0}),
         ("result2_gd", {"every": 3}),
@@ -62,9 +68,9 @@ def test_levels_are_the_four_trainings():
 )
 def test_bad_values_are_refused_naming_the_field(level, bad):
     cls = dl.SIMULATIONS[level]
-    (name,) = bad
-    with pytest.raises(ValueError, match=rf"{cls.__name__}(\.{name}|: .*{name})"):
-        cls(**bad)
+    name = list(bad)[-1].split(".")[-1]
+    with pytest.raises(ValueError, match=rf"{cls.__name__}(\.{name}|: .*{name}|\.task: .*{name})"):
+        dynamics.from_setting_values(cls, bad)
 
 
 @pytest.mark.slow
@@ -97,7 +103,7 @@ def test_result1_flow_past_tau_saves_W_along_the_flow():
     """Not stopped at perfect classification, the flow runs on to t1 with τ = inf, and the saved W
     gives the saved loss and μ; μ is positive from τ on (the stopped run's τ)."""
     stopped = _first_of_two("result1_flow", 3)
-    sim = dl.Result1Flow(**SMALL["result1_flow"], horizon=0.5, stop_at_perfect=False, save_W=True)
+    sim = small("result1_flow", horizon=0.5, stop_at_perfect=False, save_W=True)
     runs = dynamics.simulate(sim, num_seeds=2, seed=3)
     run = {name: runs[name].values[0] for name in runs.data_vars}
     times = run["time"]
@@ -117,7 +123,7 @@ def test_result1_flow_past_tau_saves_W_along_the_flow():
 @pytest.mark.slow
 def test_result1_flow_without_the_mu_criterion_enumerates():
     """Under iid μ does not decide perfect classification: τ is the time of the enumerated event."""
-    run = _first_of_two("result1_flow", 0, distribution="iid", L=5)
+    run = _first_of_two("result1_flow", 0, **{"task.distribution": "iid", "task.L": 5})
     task = dl.DecisionLists.random(0, L=5, n=3, M=2, distribution="iid")
     population = dl.exact_population(task)
     c = float(run["final.c"])
@@ -206,7 +212,7 @@ def test_random_arrays_is_the_task_of_each_seed():
 
 
 def test_simulate_runs_each_seed_as_alone_on_its_own_task():
-    sim = dl.UniformAttentionGD(**SMALL["section7_gd"])
+    sim = small("section7_gd")
     runs = dynamics.simulate(sim, num_seeds=2, seed=5)
     one = jax.jit(sim.run)(dynamics.seed_key(6))
     np.testing.assert_allclose(runs["loss"].values[1], one.values["loss"], rtol=1e-10)
@@ -215,32 +221,35 @@ def test_simulate_runs_each_seed_as_alone_on_its_own_task():
     config = json.loads(runs.attrs["config"])
     assert config["simulation"] == "tasks.decision_lists:UniformAttentionGD"
     assert config["seed"] == 5 and config["dtype"] == "float64"
-    with pytest.warns(UserWarning, match="task_seed fixes one task for every seed"):
-        fixed = dynamics.simulate(dataclasses.replace(sim, task_seed=7), num_seeds=2)["final.V"].values
+    with pytest.warns(UserWarning, match="task.seed fixes one task for every seed"):
+        fixed = dynamics.simulate(dynamics.with_settings(sim, {"task.seed": 7}), num_seeds=2)
+    fixed = fixed["final.V"].values
     assert np.array_equal(fixed[0], fixed[1])
 
 
 def test_float32_runs():
-    run = jax.jit(dl.UniformAttentionGD(**SMALL["section7_gd"], dtype="float32").run)(dynamics.seed_key(0))
+    run = jax.jit(small("section7_gd", dtype="float32").run)(dynamics.seed_key(0))
     losses = run.values["loss"]
     assert losses.dtype == jnp.float32 and float(losses[-1]) < float(losses[0])
 
 
 def test_from_settings_converts_and_checks():
     sim = dl.Result2GD.from_settings(
-        {"L": "40", "n": "30", "M": "2", "eps": "4.1", "population_size": "1024"}
+        {"task.L": "40", "task.n": "30", "task.M": "2", "eps": "4.1", "population_size": "1024"}
     )
-    assert (sim.L, sim.n, sim.M, sim.eps, sim.population_size) == (40, 30, 2, 4.1, 1024)
+    assert (sim.task.L, sim.task.n, sim.task.M, sim.eps, sim.population_size) == (40, 30, 2, 4.1, 1024)
     assert dl.Result2GD.from_settings({"population_size": "none"}).population_size is None
     with pytest.raises(ValueError, match="no setting 'foo'"):
         dl.Result1Flow.from_settings({"foo": "1"})
-    with pytest.raises(ValueError, match=r"Result1Flow\.M must be an integer >= 1, got 'x'"):
-        dl.Result1Flow.from_settings({"M": "x"})
+    with pytest.raises(ValueError, match=r"Result1Flow\.task\.M must be an integer >= 1, got 'x'"):
+        dl.Result1Flow.from_settings({"task.M": "x"})
+    with pytest.raises(ValueError, match=r"Result1Flow\.task: DecisionListsConfig: n must be at most L"):
+        dl.Result1Flow.from_settings({"task.L": "8", "task.n": "9"})
 
 
 def test_describe_records_every_field():
-    described = dl.Result1Flow(fixed_m=2).describe()
+    described = dynamics.with_settings(dl.Result1Flow(), {"task.fixed_m": 2}).describe()
     assert described["simulation"] == "tasks.decision_lists:Result1Flow"
-    assert described["fixed_m"] == 2 and described["task_seed"] is None
+    assert described["task.fixed_m"] == 2 and described["task.seed"] is None
     assert described["event_names"] == ["perfect"]
     assert set(described) >= {p.name for p in dl.Result1Flow.params()}

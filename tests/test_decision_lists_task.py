@@ -1,6 +1,8 @@
 """Decision-list task: validation, labels, exact population loss and perfect classification
 against brute-force Python implementations."""
 
+import dataclasses
+import doctest
 import itertools
 import math
 
@@ -9,7 +11,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import dynamics
 import tasks.decision_lists as dl
+from tasks.decision_lists import _task
 
 
 def _softmax_columns(x):
@@ -83,6 +87,25 @@ def test_random_task_is_valid_and_seeded():
     assert all(len(e) == 3 and e[-1] == a for a, e in enumerate(task.lists))
     with pytest.raises(ValueError, match="M"):
         dl.DecisionLists.random(0, L=4, n=2, M=5)
+
+
+def test_task_config_draws_the_task_of_its_seed_or_the_run_s():
+    config = dl.DecisionListsConfig(L=8, n=3, M=2, fixed_m=2, distribution="iid")
+    assert config.draw(5) == dl.DecisionLists.random(5, L=8, n=3, M=2, fixed_m=2, distribution="iid")
+    with pytest.raises(ValueError, match="needs a seed"):
+        config.draw()
+    expected = jax.tree.leaves(dl.DecisionLists.random(5, L=8, n=3, M=2, fixed_m=2).arrays())
+    fixed = dataclasses.replace(config, seed=5)
+    for arrays in (config.arrays(dynamics.seed_key(5)), fixed.arrays(dynamics.seed_key(0))):
+        assert all(np.array_equal(a, b) for a, b in zip(jax.tree.leaves(arrays), expected))
+    with pytest.raises(ValueError, match=r"DecisionListsConfig: fixed_m must be at most M, got fixed_m=3"):
+        dl.DecisionListsConfig(M=2, fixed_m=3)
+
+
+def test_task_module_examples_run():
+    """The docstring examples of the task module (`DecisionListsConfig` in a simulation among them)."""
+    result = doctest.testmod(_task, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
 
 
 def test_labels_match_brute_force(tiny):

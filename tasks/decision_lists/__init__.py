@@ -3,7 +3,8 @@ Gradient-Descent-Based Learning of Decision Lists by Transformers"): the model
 `f_{W,V}(X) = σ(V X σ(Xᵀ W X))`, the sequence-to-sequence decision-list task, its exact population
 loss, the perfect-classification tests, the paper's constants (`δ`, `γ`, Result 1's `c` and time
 bound, Result 2's circular `c`), the trainings of the paper, and those trainings as simulations
-(`SIMULATIONS`: `result1_flow`, `result2_gd`, `section7_gd`, `joint_gd`).
+(`SIMULATIONS`: `result1_flow`, `result2_gd`, `section7_gd`, `joint_gd`), each holding its random
+task as `task`, a `DecisionListsConfig`.
 
 The model, the task and the results are the paper's; the task generator, the sampling
 distribution `D` (`distinct` by default) and the frozen Monte-Carlo population are reconstructed
@@ -53,7 +54,7 @@ from ._dynamics import (
 )
 from ._model import TAU_TIE, DecisionListModel, margins, perfect, population_loss, sequence_loss
 from ._simulate import SIMULATIONS, JointGD, Result1Flow, Result2GD, UniformAttentionGD
-from ._task import DISTRIBUTIONS, DecisionLists, TaskArrays, random_arrays, stack_arrays
+from ._task import DISTRIBUTIONS, DecisionLists, DecisionListsConfig, TaskArrays, random_arrays, stack_arrays
 
 PAPER = PaperInfo(
     name="decision_lists",
@@ -78,6 +79,7 @@ __all__ = [
     "TAU_TIE",
     "DecisionListModel",
     "DecisionLists",
+    "DecisionListsConfig",
     "JointGD",
     "Population",
     "Result1Flow",

@@ -3,9 +3,10 @@ Result 2's GD on `(W, V)` ([`Result2GD`][]), GD on `V` under uniform attention, 
 claim of the conclusion ([`UniformAttentionGD`][]), and joint GD on `(W, V)` from a small random
 start ([`JointGD`][]).
 
-Every run draws its own task, `DecisionLists.random(seed)` with the run's integer seed (on the host,
-through `jax.pure_callback`), unless `task_seed` fixes one task for every run. The population is the
-exact support of `D`; Result 2 may use a frozen Monte-Carlo sample instead.
+Every level holds its random task as one field, `task`, a [`DecisionListsConfig`][] (`--set
+task.L=12`). Every run draws its own task, `DecisionLists.random(seed)` with the run's integer seed
+(on the host, through `jax.pure_callback`), unless `task.seed` fixes one task for every run. The
+population is the exact support of `D`; Result 2 may use a frozen Monte-Carlo sample instead.
 """
 
 import dataclasses
@@ -38,33 +39,9 @@ from ._dynamics import (
     uniform_attention_gd,
 )
 from ._model import DecisionListModel, margins, population_loss
-from ._task import DISTRIBUTIONS, TaskArrays, random_arrays
+from ._task import DecisionListsConfig, TaskArrays
 
 _POSITIVE = Interval(0, low_open=True)
-
-
-def _L(default: int):
-    return param(default, Interval(2), doc="vocabulary size L (= the embedding dimension)")
-
-
-def _n(default: int):
-    return param(default, Interval(2), doc="sequence length n (at most L)")
-
-
-def _M(default: int):
-    return param(default, Interval(1), doc="the largest list length M (at most L)")
-
-
-def _fixed_m():
-    return param(None, Interval(1), doc="one list length for every token (at most M); none: m_a ~ U{1..M}")
-
-
-def _task_seed():
-    return param(None, Interval(0), doc="the NumPy seed of one task for every run; none: each run's own seed")
-
-
-def _distribution():
-    return param("distinct", OneOf(*DISTRIBUTIONS), doc="D: distinct tokens in random order, or iid tokens")
 
 
 def _num_steps(default: int):
@@ -79,26 +56,17 @@ def _support_size(L: int, n: int, distribution: str) -> int:
     return math.comb(L, n) if distribution == "distinct" else L**n
 
 
-_TASK = (
-    Require(("n", "L"), lambda n, L: n <= L, "n must be at most L"),
-    Require(("M", "L"), lambda M, L: M <= L, "M must be at most L"),
-    Require(("fixed_m", "M"), lambda m, M: m is None or m <= M, "fixed_m must be at most M"),
-)
 _EXACT = Require(
-    ("L", "n", "distribution"),
+    ("task.L", "task.n", "task.distribution"),
     lambda L, n, d: _support_size(L, n, d) <= MAX_SUPPORT,
     f"the exact population (C(L, n) or L^n sequences) must have at most {MAX_SUPPORT} sequences",
 )
 _EVERY = Require(("every", "num_steps"), lambda e, n: n % e == 0, "every must divide num_steps")
+_SEED_HINT = "task.seed fixes one task for every seed: leave it unset to draw a task per seed"
 
 
-def _task(sim, key) -> TaskArrays:
-    seed = dynamics.key_seed(key) if sim.task_seed is None else sim.task_seed
-    return random_arrays(seed, L=sim.L, n=sim.n, M=sim.M, fixed_m=sim.fixed_m)
-
-
-def _exact_population(sim, arrays: TaskArrays, distribution: str):
-    tokens, weights = support(sim.L, sim.n, distribution)
+def _exact_population(sim, arrays: TaskArrays):
+    tokens, weights = support(sim.task.L, sim.task.n, sim.task.distribution)
     return make_population(arrays, tokens, weights, sim.float_dtype)
 
 
@@ -125,12 +93,9 @@ class Result1Flow(dynamics.AbstractSimulation):
     **Example:** `dynamics.sweep(Result1Flow(), {"c_scale": [0.5, 1, 2]}, num_seeds=8)`.
     """
 
-    L: int = _L(16)
-    n: int = _n(4)
-    M: int = _M(3)
-    fixed_m: int | None = _fixed_m()
-    task_seed: int | None = _task_seed()
-    distribution: str = _distribution()
+    task: DecisionListsConfig = param(
+        DecisionListsConfig(L=16), doc="the random task: L, n, M, the list lengths, its seed and D"
+    )
     gamma_definition: str = param("joint", OneOf(*GAMMA_DEFINITIONS), doc="γ: joint or conditional on a ∈ s")
     delta_definition: str = param("gamma", OneOf(*DELTA_DEFINITIONS), doc="δ: γ, or min_a P(a ∈ s)")
     c_scale: float = param(1.0, _POSITIVE, doc="c in units of Result 1's 4n log(L)/δ", traced=True)
@@ -145,25 +110,25 @@ class Result1Flow(dynamics.AbstractSimulation):
     stop_at_perfect: bool = param(True, doc="stop at perfect classification (off: run to t1, tau = inf)")
     save_W: bool = param(False, doc="also save W at every save (L² numbers per save)")
     dtype: str = dtype_param("float64")
-    seed_hint = "task_seed fixes one task for every seed: leave it unset to draw a task per seed"
-    small = {"L": 8, "n": 3, "M": 2, "num_saves": 5}
+    seed_hint = _SEED_HINT
+    small = {"task.L": 8, "task.n": 3, "task.M": 2, "num_saves": 5}
 
     event_names = ("perfect",)
-    requires = (*_TASK, _EXACT)
+    requires = (_EXACT,)
 
     def run(self, key) -> dynamics.Run:
-        dtype = self.float_dtype
-        arrays = _task(self, key)
-        population = _exact_population(self, arrays, self.distribution)
+        dtype, task = self.float_dtype, self.task
+        arrays = task.arrays(key)
+        population = _exact_population(self, arrays)
         delta, gamma = delta_gamma(
             arrays, population, gamma_definition=self.gamma_definition, delta_definition=self.delta_definition
         )
-        c = self.c_scale * result1_c(self.n, self.L, delta)
-        bound = result1_time_bound(self.M, self.L, gamma)
+        c = self.c_scale * result1_c(task.n, task.L, delta)
+        bound = result1_time_bound(task.M, task.L, gamma)
         t1 = self.horizon * bound
         log_fractions = jnp.linspace(jnp.log(self.first_save), 0.0, self.num_saves - 1, dtype=dtype)
         save_ts = t1 * jnp.concatenate([jnp.zeros(1, dtype), jnp.exp(log_fractions)])
-        mu_decides = self.distribution == "distinct" and self.n >= 3 and self.L - self.M >= self.n
+        mu_decides = task.distribution == "distinct" and task.n >= 3 and task.L - task.M >= task.n
         options = dict(
             t1=t1,
             save_ts=save_ts,
@@ -190,12 +155,12 @@ class Result1Flow(dynamics.AbstractSimulation):
 
     def landscape(self, key) -> dynamics.Landscape:
         """`W -> 𝓛(W, cP)` on the run's exact population, the loss its flow descends (`final["W"]`)."""
-        arrays = _task(self, key)
-        population = _exact_population(self, arrays, self.distribution)
+        arrays = self.task.arrays(key)
+        population = _exact_population(self, arrays)
         delta, _ = delta_gamma(
             arrays, population, gamma_definition=self.gamma_definition, delta_definition=self.delta_definition
         )
-        c = self.c_scale * result1_c(self.n, self.L, delta)
+        c = self.c_scale * result1_c(self.task.n, self.task.L, delta)
         V = c * permutation_matrix(arrays, self.float_dtype)
         return dynamics.Landscape(
             lambda W: population_loss(DecisionListModel(W, V), population), params=lambda final: final["W"]
@@ -219,11 +184,10 @@ class Result2GD(dynamics.AbstractSimulation):
     `loss0` (`𝓛_0`), `lambda_max`, `eta`, `T` and `delta` (= `γ`).
     """
 
-    L: int = _L(10)
-    n: int = _n(4)
-    M: int = _M(3)
-    fixed_m: int | None = _fixed_m()
-    task_seed: int | None = _task_seed()
+    task: DecisionListsConfig = param(
+        DecisionListsConfig(),
+        doc="the random task: L, n, M, the list lengths and its seed; D distinct (Result 2's)",
+    )
     eps: float = param(1.0, _POSITIVE, doc="ε: V_0 = cP + U with |U| ≤ ε/2 entrywise", traced=True)
     eta_scale: float = param(1.0, _POSITIVE, doc="η in units of 1/λ_max at the start", traced=True)
     population_size: int | None = param(
@@ -233,15 +197,19 @@ class Result2GD(dynamics.AbstractSimulation):
     every: int = _every(1)
     stop_at_perfect: bool = param(False, doc="stop at the first perfect (or certified) step")
     dtype: str = dtype_param("float64")
-    seed_hint = "task_seed fixes one task for every seed: leave it unset to draw a task per seed"
-    small = {"L": 6, "n": 3, "M": 2, "num_steps": 20, "every": 5}
+    seed_hint = _SEED_HINT
+    small = {"task.L": 6, "task.n": 3, "task.M": 2, "num_steps": 20, "every": 5}
 
     event_names = ("perfect",)
     requires = (
-        *_TASK,
+        Require(
+            ("task.distribution",),
+            lambda distribution: distribution == "distinct",
+            "Result 2 is stated for D = distinct: the task's distribution must be distinct",
+        ),
         _EVERY,
         Require(
-            ("L", "n", "population_size"),
+            ("task.L", "task.n", "population_size"),
             lambda L, n, K: K is not None or math.comb(L, n) <= MAX_SUPPORT,
             f"the exact population (C(L, n) sequences) must have at most {MAX_SUPPORT} sequences;"
             " set population_size for a sample",
@@ -250,28 +218,28 @@ class Result2GD(dynamics.AbstractSimulation):
 
     def run(self, key) -> dynamics.Run:
         dtype = self.float_dtype
-        arrays = _task(self, key)
+        arrays = self.task.arrays(key)
         exact = self.population_size is None
         if exact:
-            population = _exact_population(self, arrays, "distinct")
+            population = _exact_population(self, arrays)
             delta, _ = delta_gamma(arrays, population)
             key_U = key
         else:
             key_population, key_U = jax.random.split(key)
             K = self.population_size
-            tokens = sample_tokens(key_population, self.L, self.n, "distinct", K)
+            tokens = sample_tokens(key_population, self.task.L, self.task.n, "distinct", K)
             population = make_population(arrays, tokens, np.full(K, 1.0 / K), dtype)
-            delta = distinct_gamma(arrays.lengths, self.n, self.M, dtype)
-        U = perturbation(key_U, self.L, self.eps, dtype)
+            delta = distinct_gamma(arrays.lengths, self.task.n, self.task.M, dtype)
+        U = perturbation(key_U, self.task.L, self.eps, dtype)
         start = result2_start(
-            arrays, population, U, n=self.n, delta=delta, eps=self.eps, eta_scale=self.eta_scale
+            arrays, population, U, n=self.task.n, delta=delta, eps=self.eps, eta_scale=self.eta_scale
         )
         run = result2_gd(
             arrays,
             population,
             start["V0"],
             start["c"],
-            self.n,
+            self.task.n,
             eta=start["eta"],
             num_steps=self.num_steps,
             every=self.every,
@@ -285,13 +253,13 @@ class Result2GD(dynamics.AbstractSimulation):
     def landscape(self, key) -> dynamics.Landscape:
         """The population loss of `(W, V)` (`final["model"]`) on the run's population, exact or
         sampled, at the step size `final["eta"]`."""
-        arrays = _task(self, key)
+        arrays = self.task.arrays(key)
         if self.population_size is None:
-            population = _exact_population(self, arrays, "distinct")
+            population = _exact_population(self, arrays)
         else:
             key_population, _ = jax.random.split(key)
             K = self.population_size
-            tokens = sample_tokens(key_population, self.L, self.n, "distinct", K)
+            tokens = sample_tokens(key_population, self.task.L, self.task.n, "distinct", K)
             population = make_population(arrays, tokens, np.full(K, 1.0 / K), self.float_dtype)
         return dynamics.Landscape(
             lambda model: population_loss(model, population),
@@ -310,26 +278,23 @@ class UniformAttentionGD(dynamics.AbstractSimulation):
     `π(b)`) and `rho` = `ρ(V)` (the cosine of `V` and `P`, columns centred). `final` holds `V`.
     """
 
-    L: int = _L(10)
-    n: int = _n(4)
-    M: int = _M(3)
-    fixed_m: int | None = _fixed_m()
-    task_seed: int | None = _task_seed()
-    distribution: str = _distribution()
+    task: DecisionListsConfig = param(
+        DecisionListsConfig(), doc="the random task: L, n, M, the list lengths, its seed and D"
+    )
     step: float = param(1.0, _POSITIVE, doc="GD step size", traced=True)
     init_std: float = param(0.0, Interval(0), doc="standard deviation of V_0's entries", traced=True)
     num_steps: int = _num_steps(2000)
     every: int = _every(10)
     dtype: str = dtype_param("float64")
-    seed_hint = "task_seed fixes one task for every seed: leave it unset to draw a task per seed"
-    small = {"L": 6, "n": 3, "M": 2, "num_steps": 40, "every": 10}
+    seed_hint = _SEED_HINT
+    small = {"task.L": 6, "task.n": 3, "task.M": 2, "num_steps": 40, "every": 10}
 
-    requires = (*_TASK, _EXACT, _EVERY)
+    requires = (_EXACT, _EVERY)
 
     def run(self, key) -> dynamics.Run:
-        arrays = _task(self, key)
-        population = _exact_population(self, arrays, self.distribution)
-        V0 = self.init_std * jax.random.normal(key, (self.L, self.L), self.float_dtype)
+        arrays = self.task.arrays(key)
+        population = _exact_population(self, arrays)
+        V0 = self.init_std * jax.random.normal(key, (self.task.L, self.task.L), self.float_dtype)
         run = uniform_attention_gd(
             arrays, population, V0, step=self.step, num_steps=self.num_steps, every=self.every
         )
@@ -337,8 +302,8 @@ class UniformAttentionGD(dynamics.AbstractSimulation):
 
     def landscape(self, key) -> dynamics.Landscape:
         """`V -> 𝓛(0, V)` on the run's exact population (`final["V"]`), at the step size `step`."""
-        population = _exact_population(self, _task(self, key), self.distribution)
-        W = jnp.zeros((self.L, self.L), self.float_dtype)
+        population = _exact_population(self, self.task.arrays(key))
+        W = jnp.zeros((self.task.L, self.task.L), self.float_dtype)
         return dynamics.Landscape(
             lambda V: population_loss(DecisionListModel(W, V), population),
             params=lambda final: final["V"],
@@ -356,12 +321,9 @@ class JointGD(dynamics.AbstractSimulation):
     (every sequence classified perfectly, enumerated). `final` is the model.
     """
 
-    L: int = _L(10)
-    n: int = _n(4)
-    M: int = _M(3)
-    fixed_m: int | None = _fixed_m()
-    task_seed: int | None = _task_seed()
-    distribution: str = _distribution()
+    task: DecisionListsConfig = param(
+        DecisionListsConfig(), doc="the random task: L, n, M, the list lengths, its seed and D"
+    )
     step: float = param(1.0, _POSITIVE, doc="GD step size", traced=True)
     init_std: float = param(
         0.01, Interval(0), doc="standard deviation of the entries of W_0, V_0", traced=True
@@ -369,16 +331,16 @@ class JointGD(dynamics.AbstractSimulation):
     num_steps: int = _num_steps(2000)
     every: int = _every(10)
     dtype: str = dtype_param("float64")
-    seed_hint = "task_seed fixes one task for every seed: leave it unset to draw a task per seed"
-    small = {"L": 6, "n": 3, "M": 2, "num_steps": 40, "every": 10}
+    seed_hint = _SEED_HINT
+    small = {"task.L": 6, "task.n": 3, "task.M": 2, "num_steps": 40, "every": 10}
 
-    requires = (*_TASK, _EXACT, _EVERY)
+    requires = (_EXACT, _EVERY)
 
     def run(self, key) -> dynamics.Run:
-        arrays = _task(self, key)
-        population = _exact_population(self, arrays, self.distribution)
+        arrays = self.task.arrays(key)
+        population = _exact_population(self, arrays)
         key_W, key_V = jax.random.split(key)
-        shape, dtype = (self.L, self.L), self.float_dtype
+        shape, dtype = (self.task.L, self.task.L), self.float_dtype
         model0 = DecisionListModel(
             self.init_std * jax.random.normal(key_W, shape, dtype),
             self.init_std * jax.random.normal(key_V, shape, dtype),
@@ -390,7 +352,7 @@ class JointGD(dynamics.AbstractSimulation):
     def landscape(self, key) -> dynamics.Landscape:
         """The population loss of `(W, V)` on the run's exact population (the final state), at the
         step size `step`."""
-        population = _exact_population(self, _task(self, key), self.distribution)
+        population = _exact_population(self, self.task.arrays(key))
         return dynamics.Landscape(
             lambda model: population_loss(model, population), step_size=lambda final: self.step
         )
