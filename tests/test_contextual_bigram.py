@@ -182,7 +182,7 @@ def test_softmax_model_near_uniform_is_linear_model(tiny):
 @pytest.mark.slow
 def test_algorithm_runs_batched_and_recovers_small():
     inst = cb.random_instance(0, 3, 2, 8)
-    cfg = cb.Algorithm1(T=8, batch=256, stage2_steps=300, every=100, stage1_max_steps=60)
+    cfg = cb.Algorithm1(task=cb.SCBConfig(T=8), batch=256, stage2_steps=300, every=100, stage1_max_steps=60)
     out, ok = dynamics.run_many(eqx.Partial(cb.run_algorithm, inst, cfg=cfg), dynamics.seed_keys(0, 2))
     assert ok.all()
     assert np.all(out["tau1"] < cfg.stage1_max_steps)

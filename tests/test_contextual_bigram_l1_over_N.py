@@ -15,7 +15,7 @@ from .helpers import tree_allclose
 
 def test_surrogate_later_stages_without_noise_are_the_population_process():
     inst = cb.default_instance(20)
-    cfg = cb.Algorithm1(T=20, lam=1e-2, stage2_steps=50, every=50, batch=10**30)
+    cfg = cb.Algorithm1(task=cb.SCBConfig(T=20), lam=1e-2, stage2_steps=50, every=50, batch=10**30)
     start = cb.on_line(0.3, 0.25, inst)
     out = cb.run_later_stages_surrogate(inst, start, jax.random.PRNGKey(0), cfg, probes=8)
     rounded = cb.round_1_2(start, inst, cfg.theta1_fraction)
@@ -45,6 +45,6 @@ def test_surrogate_later_stages_spread_like_mini_batches():
 
 def test_surrogate_later_stages_refuse_a_stage3_they_do_not_run():
     inst = cb.default_instance(20)
-    cfg = cb.Algorithm1(T=20, stage3="gd")
+    cfg = cb.Algorithm1(task=cb.SCBConfig(T=20), stage3="gd")
     with pytest.raises(ValueError, match="stage3='gd'"):
         cb.run_later_stages_surrogate(inst, cb.on_line(0.2, 0.2, inst), jax.random.PRNGKey(0), cfg)

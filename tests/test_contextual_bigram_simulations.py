@@ -1,6 +1,9 @@
 """The sparse contextual bigram ways of training as simulations: validation, one run against the
 function it wraps, many seeds and sweeps."""
 
+import doctest
+import importlib
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -11,8 +14,14 @@ import tasks.contextual_bigram as cb
 
 from .helpers import tree_allclose
 
-INSTANCE = {"T": 8}
+INSTANCE = {"task.T": 8}
 SMALL = {level: cls.small for level, cls in cb.SIMULATIONS.items()}
+
+
+def _small(level: str, **settings) -> dynamics.AbstractSimulation:
+    """The level's small settings with `settings` replaced (a task's by dotted names)."""
+    cls = cb.SIMULATIONS[level]
+    return dynamics.with_settings(cls(), SMALL[level] | settings)
 
 
 def _assert_trees_equal(x, y):
@@ -40,8 +49,8 @@ def test_levels_are_the_three_simulations():
         ("algorithm1", {"round_after_stage1": 1}),
         ("sgd", {"kind": "adam"}),
         ("sgd", {"eta": float("nan")}),
-        ("sgd", {"N": 1}),
-        ("sgd", {"Q": 9}),
+        ("sgd", {"task.N": 1}),
+        ("sgd", {"task.Q": 9}),
         ("population_ode", {"t1": float("inf")}),
         ("population_ode", {"num_saves": 1}),
         ("population_ode", {"dtype": "float16"}),
@@ -49,20 +58,29 @@ def test_levels_are_the_three_simulations():
 )
 def test_bad_values_are_refused_naming_the_field(level, bad):
     cls = cb.SIMULATIONS[level]
-    (name,) = bad
-    with pytest.raises(ValueError, match=rf"{cls.__name__}(\.{name}|: .*{name})"):
-        cls(**{**INSTANCE, **bad})
+    name = next(iter(bad)).split(".")[-1]
+    owner = rf"{cls.__name__}(\.task: SCBConfig)?"  # a task setting's error names the task's class too
+    with pytest.raises(ValueError, match=rf"{owner}(\.{name}|: .*{name})"):
+        dynamics.with_settings(cls(), {**INSTANCE, **bad})
 
 
 def test_the_instance_is_the_declared_random_instance():
     sim = cb.Algorithm1()
     assert tree_allclose(sim.instance(), cb.default_instance())
-    assert tree_allclose(cb.SGD(instance_seed=3, **INSTANCE).instance(), cb.random_instance(3, 3, 2, 8))
+    sgd = cb.SGD(task=cb.SCBConfig(instance_seed=3, T=8))
+    assert tree_allclose(sgd.instance(), cb.random_instance(3, 3, 2, 8))
+    assert sgd.instance() is sgd.task.instance()  # built once per setting
     assert cb.SGD(dtype="float32").instance().P.dtype == jnp.float32
 
 
+def test_the_task_config_examples_run():
+    """The examples of the data model's module: `SCBConfig` (the task every level holds) among them."""
+    result = doctest.testmod(importlib.import_module("tasks.contextual_bigram._instance"))
+    assert result.attempted > 0 and result.failed == 0
+
+
 def test_algorithm1_is_run_algorithm():
-    sim = cb.Algorithm1(switch="fixed", tau1=5, **SMALL["algorithm1"])
+    sim = _small("algorithm1", switch="fixed", tau1=5)
     key = dynamics.seed_key(4)
     run = sim.run(key)
     direct = cb.run_algorithm(cb.random_instance(0, 3, 2, 8), key, sim)
@@ -74,7 +92,7 @@ def test_algorithm1_is_run_algorithm():
 
 
 def test_sgd_is_run_sgd():
-    sim = cb.SGD(kind="projected", eta=0.1, **SMALL["sgd"])
+    sim = _small("sgd", kind="projected", eta=0.1)
     key = dynamics.seed_key(2)
     run = sim.run(key)
     direct = cb.run_sgd(cb.random_instance(0, 3, 2, 8), key, sim)
@@ -84,7 +102,7 @@ def test_sgd_is_run_sgd():
 
 
 def test_population_ode_is_the_line_ode():
-    sim = cb.PopulationODE(alpha0=0.1, beta0=-0.2, **SMALL["population_ode"])
+    sim = _small("population_ode", alpha0=0.1, beta0=-0.2)
     run = sim.run(dynamics.seed_key(0))
     inst = cb.random_instance(0, 3, 2, 8)
     direct = cb.solve_line_ode([0.1, -0.2], cb.k_p(inst), cb.k_q(inst), 8, [0.0, 2.5, 5.0])
@@ -103,12 +121,17 @@ def test_from_settings_converts_and_checks():
         cb.Algorithm1.from_settings({"eta": "1"})
     with pytest.raises(ValueError, match=r"SGD\.batch must be an integer >= 1, got 'x'"):
         cb.SGD.from_settings({"batch": "x"})
+    sgd = cb.SGD.from_settings({"task.T": "8", "task.instance_seed": "3"})
+    assert sgd.task == cb.SCBConfig(instance_seed=3, T=8)
+    with pytest.raises(ValueError, match=r"SGD\.task: SCBConfig\.T must be an integer >= 1, got 0"):
+        cb.SGD.from_settings({"task.T": "0"})
 
 
 def test_describe_records_every_field():
     described = cb.PopulationODE(alpha0=0.3).describe()
     assert described["simulation"] == "tasks.contextual_bigram:PopulationODE"
-    assert described["alpha0"] == 0.3 and described["T"] == 50 and described["dtype"] == "float64"
+    assert described["alpha0"] == 0.3 and described["task.T"] == 50 and described["dtype"] == "float64"
     assert set(described) >= {p.name for p in cb.PopulationODE.params()}
+    assert dynamics.from_setting_values(cb.PopulationODE, described) == cb.PopulationODE(alpha0=0.3)
     traced = {p.name for p in cb.Algorithm1.params() if p.traced}
     assert traced == {"eta1", "eta2", "lam", "delta1", "theta1_fraction", "c_f", "eta3"}

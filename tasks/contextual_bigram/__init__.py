@@ -5,7 +5,8 @@ transfer initialisation, the population processes (the (α, β) ODE of Eqn 8, po
 matrix flow) and the Gaussian-noise surrogate.
 
 The ways of training are simulations ([`SIMULATIONS`][]): `algorithm1` ([`Algorithm1`][]),
-`sgd` ([`SGD`][]) and `population_ode` ([`PopulationODE`][])."""
+`sgd` ([`SGD`][]) and `population_ode` ([`PopulationODE`][]); each holds its random instance as
+one field, `task`, an [`SCBConfig`][] (`--set task.T=200`)."""
 
 from .._paper import PaperInfo
 from ._algorithm import (
@@ -27,9 +28,9 @@ from ._algorithm import (
     transfer_init,
 )
 from ._instance import (
-    DEFAULT_INSTANCE,
     Assumption,
     Instance,
+    SCBConfig,
     check_assumption,
     default_instance,
     extend_context,
@@ -122,10 +123,10 @@ __all__ = [
     "surrogate_noise",
     "surrogate_stage",
     "LOSS_SCALE",
-    "DEFAULT_INSTANCE",
     "Assumption",
     "Batch",
     "Instance",
+    "SCBConfig",
     "LinearSCB",
     "SoftmaxSCB",
     "batch_loss",

@@ -2,24 +2,22 @@
 on mini-batches), `sgd` (the SGD baselines of Fig. 1) and `population_ode` (the (α, β) ODE of
 Eqn 8 on the population lines).
 
-Every simulation trains on one random SCB instance, `random_instance(instance_seed, N, Q, T)`:
-the instance is drawn on the host (rejection sampling until Assumption 2.1 holds) from the
-declared field `instance_seed`, the same for every run, so it is a static field, never traced; the
-run's PRNG key draws only the mini-batch stream. The defaults are the default instance of the
-checks and figures and settings of the experiments that the paper does not give (recon)."""
-
-import functools
+Every simulation trains on one random SCB instance, held as its `task` field: an [`SCBConfig`][],
+`random_instance(instance_seed, N, Q, T)` (`--set task.T=200`). The instance is drawn on the host
+(rejection sampling until Assumption 2.1 holds), the same for every run, so its settings are
+static, never traced; the run's PRNG key draws only the mini-batch stream. The defaults are the
+default instance of the checks and figures and settings of the experiments that the paper does not
+give (recon)."""
 
 import diffrax
 import equinox as eqx
-import jax
 import jax.numpy as jnp
 
 import dynamics
 from dynamics import Interval, OneOf, Require, dtype_param, param
 
 from ._algorithm import SGD_KINDS, STAGE1_RULES, STAGE3_MODES, SWITCHES, run_algorithm, run_sgd
-from ._instance import DEFAULT_INSTANCE, Instance, k_p, k_q, random_instance
+from ._instance import Instance, SCBConfig, k_p, k_q
 from ._metrics import on_line
 from ._model import population_loss
 from ._population import line_flow
@@ -27,52 +25,26 @@ from ._population import line_flow
 _POSITIVE = Interval(0, low_open=True)
 
 
-@functools.lru_cache(maxsize=16)
-def _instance(seed: int, N: int, Q: int, T: int, dtype: str) -> Instance:
-    with jax.ensure_compile_time_eval():  # concrete arrays, also when first built inside a trace
-        inst = random_instance(seed, N, Q, T)
-        return jax.tree.map(lambda a: a.astype(dtype), inst)
-
-
 def _every_divides(steps: str) -> Require:
     return Require(("every", steps), lambda e, n: n % e == 0, f"every must divide {steps}")
 
 
+def _task():
+    return param(SCBConfig(), doc="the SCB instance: instance_seed, vocabulary N, sparsity Q, context T")
+
+
 class _OnInstance(dynamics.AbstractSimulation):
-    """A simulation on the random instance `random_instance(instance_seed, N, Q, T)`."""
+    """A simulation on the random instance of its `task`."""
 
-    instance_seed: eqx.AbstractVar[int]
-    N: eqx.AbstractVar[int]
-    Q: eqx.AbstractVar[int]
-    T: eqx.AbstractVar[int]
-
-    requires = (Require(("Q", "T"), lambda q, t: q <= t, "the sparsity Q must be <= T"),)
+    task: eqx.AbstractVar[SCBConfig]
 
     def instance(self) -> Instance:
-        """The SCB instance of every run, in `dtype` (built once per setting).
+        """The SCB instance of every run, `task.instance(dtype)` (built once per setting).
 
         **Raises:** `ValueError` when no instance satisfying Assumption 2.1 is found (e.g. N
         above about 20, where K_P falls below its floor 0.05).
         """
-        return _instance(self.instance_seed, self.N, self.Q, self.T, self.dtype)
-
-
-def _instance_seed():
-    return param(
-        DEFAULT_INSTANCE["seed"], Interval(0), doc="seed of the random SCB instance (fixed for all runs)"
-    )
-
-
-def _N():
-    return param(DEFAULT_INSTANCE["N"], Interval(2), doc="vocabulary size N")
-
-
-def _Q():
-    return param(DEFAULT_INSTANCE["Q"], Interval(1), doc="sparsity Q: non-zero weights of each q^(k) (<= T)")
-
-
-def _T():
-    return param(DEFAULT_INSTANCE["T"], Interval(1), doc="context length T")
+        return self.task.instance(self.dtype)
 
 
 class Algorithm1(_OnInstance):
@@ -96,10 +68,7 @@ class Algorithm1(_OnInstance):
     **Example:** `dynamics.simulate(Algorithm1(switch="fixed", tau1=20), num_seeds=8)`.
     """
 
-    instance_seed: int = _instance_seed()
-    N: int = _N()
-    Q: int = _Q()
-    T: int = _T()
+    task: SCBConfig = _task()
     batch: int = param(256, Interval(1), doc="mini-batch size B of every stage")
     eta1: float = param(0.5, _POSITIVE, doc="Stage-1 step η₁", traced=True)
     eta2: float = param(0.05, _POSITIVE, doc="Stage-2 step η₂", traced=True)
@@ -131,8 +100,8 @@ class Algorithm1(_OnInstance):
     stage3_steps: int = param(500, Interval(1), doc="Stage-3 steps with stage3=gd")
     dtype: str = dtype_param("float64")
 
-    requires = _OnInstance.requires + (_every_divides("stage2_steps"),)
-    small = {"T": 8, "batch": 16, "stage1_max_steps": 10, "stage2_steps": 20, "every": 10}
+    requires = (_every_divides("stage2_steps"),)
+    small = {"task.T": 8, "batch": 16, "stage1_max_steps": 10, "stage2_steps": 20, "every": 10}
 
     def run(self, key) -> dynamics.Run:
         out = run_algorithm(self.instance(), key, self)
@@ -179,10 +148,7 @@ class SGD(_OnInstance):
     **Example:** `dynamics.sweep(SGD(), {"eta": [0.05, 0.5]}, num_seeds=8)`.
     """
 
-    instance_seed: int = _instance_seed()
-    N: int = _N()
-    Q: int = _Q()
-    T: int = _T()
+    task: SCBConfig = _task()
     kind: str = param("vanilla", OneOf(*SGD_KINDS), doc="vanilla SGD or projected (preconditioned, λ = 0)")
     eta: float = param(0.05, _POSITIVE, doc="step size η", traced=True)
     batch: int = param(256, Interval(1), doc="mini-batch size B")
@@ -191,8 +157,8 @@ class SGD(_OnInstance):
     c_f: float = param(0.1, _POSITIVE, doc="threshold θ₃ = c_f / Q of the normalised metrics", traced=True)
     dtype: str = dtype_param("float64")
 
-    requires = _OnInstance.requires + (_every_divides("num_steps"),)
-    small = {"T": 8, "batch": 16, "num_steps": 20, "every": 10}
+    requires = (_every_divides("num_steps"),)
+    small = {"task.T": 8, "batch": 16, "num_steps": 20, "every": 10}
 
     def run(self, key) -> dynamics.Run:
         out = run_sgd(self.instance(), key, self)
@@ -233,10 +199,7 @@ class PopulationODE(_OnInstance):
     **Example:** `dynamics.sweep(PopulationODE(), {"alpha0": [-0.1, 0.0, 0.1]}, num_seeds=1)`.
     """
 
-    instance_seed: int = _instance_seed()
-    N: int = _N()
-    Q: int = _Q()
-    T: int = _T()
+    task: SCBConfig = _task()
     alpha0: float = param(0.0, doc="initial attention-line coordinate α₀ (0: the uniform Q₀)", traced=True)
     beta0: float = param(0.0, doc="initial output-line coordinate β₀ (0: V₀ = μ1ᵀ)", traced=True)
     t1: float = param(100.0, _POSITIVE, doc="end time (η × population steps)", traced=True)
@@ -248,7 +211,7 @@ class PopulationODE(_OnInstance):
     )
     dtype: str = dtype_param("float64")
     seed_hint = "the population ODE has no randomness: sweep alpha0 or beta0 instead"
-    small = {"T": 8, "t1": 5.0, "num_saves": 3}
+    small = {"task.T": 8, "t1": 5.0, "num_saves": 3}
 
     def run(self, key) -> dynamics.Run:
         del key
@@ -261,7 +224,7 @@ class PopulationODE(_OnInstance):
 
         return line_flow(
             jnp.stack([jnp.asarray(self.alpha0, dtype), jnp.asarray(self.beta0, dtype)]),
-            (k_p(inst), k_q(inst), jnp.asarray(self.T, dtype)),
+            (k_p(inst), k_q(inst), jnp.asarray(self.task.T, dtype)),
             jnp.linspace(0.0, self.t1, self.num_saves, dtype=dtype),
             save=save,
             stepsize_controller=diffrax.PIDController(rtol=self.rtol, atol=self.atol),

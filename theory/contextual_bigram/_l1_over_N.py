@@ -26,7 +26,9 @@ SURROGATE_PROBES = 64
 def _stages23(inst, batch: int, lam: float, keys, steps: int, surrogate: bool) -> tuple[float, float]:
     """Mean over seeds of the final ‖Q − Q*‖_F and of α at the end of Stage 2, for Stages 2-3 from
     α = β = δ₁ on the population lines."""
-    cfg = cb.Algorithm1(N=inst.N, T=inst.T, batch=batch, lam=lam, stage2_steps=steps, every=steps)
+    cfg = cb.Algorithm1(
+        task=cb.SCBConfig(N=inst.N, T=inst.T), batch=batch, lam=lam, stage2_steps=steps, every=steps
+    )
     start = cb.on_line(cfg.delta1, cfg.delta1, inst)
     if surrogate:
         run = eqx.Partial(cb.run_later_stages_surrogate, inst, start, cfg=cfg, probes=SURROGATE_PROBES)

@@ -35,7 +35,7 @@ def stage1_success(T: int, batch: int, seeds: int, steps: int = STAGE1_STEPS, et
     **Returns:** bool array (seeds,).
     """
     inst = cb.default_instance(T)
-    cfg = cb.Algorithm1(T=T, batch=batch, eta1=eta, switch="fixed", tau1=steps)
+    cfg = cb.Algorithm1(task=cb.SCBConfig(T=T), batch=batch, eta1=eta, switch="fixed", tau1=steps)
 
     reaches = eqx.Partial(_stage1_reaches_positive_branch, inst, cfg=cfg)
     out, finite = dynamics.run_many(reaches, dynamics.seed_keys(T * 1000 + batch, seeds))

@@ -69,7 +69,7 @@ def _later_stage_errors(base, Ts, batch: int, seeds: int, steps: int) -> tuple[l
     final, noise = [], []
     for T in Ts:
         inst = cb.extend_context(base, T)
-        cfg = cb.Algorithm1(T=T, batch=batch, stage2_steps=steps, every=steps)
+        cfg = cb.Algorithm1(task=cb.SCBConfig(T=T), batch=batch, stage2_steps=steps, every=steps)
         start = cb.on_line(cfg.delta1, cfg.delta1, inst)
         out, _ = dynamics.run_many(eqx.Partial(cb.run_later_stages, inst, start, cfg=cfg), keys)
         final.append(np.asarray(out["final_metrics"]["dist_Q"]))
@@ -163,7 +163,7 @@ def transfer_then_stages23(full: bool) -> Measured:
     seeds, steps = (64 if full else 16), 4000
     inst, V_pre, rho, eta0 = transfer_setup(T)
     delta = TRANSFER_DELTA
-    cfg = cb.Algorithm1(T=T, batch=batch, stage2_steps=steps, every=steps)
+    cfg = cb.Algorithm1(task=cb.SCBConfig(T=T), batch=batch, stage2_steps=steps, every=steps)
     keys = dynamics.seed_keys(7, seeds)
     transfer, _ = dynamics.run_many(
         eqx.Partial(cb.run_transfer, inst, V_pre, cfg=cfg, delta=delta, eta0=eta0, batch0=batch), keys
