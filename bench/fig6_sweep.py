@@ -24,7 +24,6 @@ Run `python bench/fig6_sweep.py --help` for the flags.
 """
 
 import argparse
-import dataclasses
 import statistics
 import sys
 import time
@@ -54,8 +53,9 @@ def sweep(num_last: int, args: argparse.Namespace):
     """One vocabulary's runs, as `attnflow figures scan_snap_fig6` runs them: the single-run
     function, its arguments over every (η_Z, ratio, seed) and the vocabulary's size M."""
     seeds = tuple(range(args.seed + 1, args.seed + 1 + args.seeds))
-    level = dataclasses.replace(
-        PAPER.level, num_last=num_last, num_steps=args.steps, batch_size=args.batch_size, T=args.T
+    level = dynamics.with_settings(
+        PAPER.level,
+        {"task.num_last": num_last, "num_steps": args.steps, "batch_size": args.batch_size, "T": args.T},
     )
     points = dynamics.grid(eta_z=tuple(args.eta_z), ratio=tuple(args.ratios), seed=seeds)
     dtype = level.float_dtype

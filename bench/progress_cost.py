@@ -58,8 +58,8 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     args = parser.parse_args(argv)
     jax.config.update("jax_enable_x64", True)
     sims = {
-        "flow": ss.PopulationFlow(dataset="syn_small", init="uniform", t1=args.t1),
-        "scan": ss.SGD(dataset="syn_small", num_steps=args.steps, every=args.steps // 10),
+        "flow": ss.PopulationFlow(task=ss.Synthetic(dataset="syn_small"), init="uniform", t1=args.t1),
+        "scan": ss.SGD(task=ss.Synthetic(dataset="syn_small"), num_steps=args.steps, every=args.steps // 10),
     }
     print(f"{'':5} {'first off':>10} {'first on':>9} {'off (s)':>8} {'on (s)':>8} {'ratio':>6}")
     results = {}

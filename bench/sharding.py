@@ -70,8 +70,8 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
         return {"named": lambda: named(seeds), "shard_map": lambda: mapped(seeds)}
 
     sims = {
-        "flow": ss.PopulationFlow(dataset="syn_medium", init="uniform", t1=args.t1),
-        "scan": ss.SGD(dataset="syn_small", num_steps=args.steps, every=args.steps // 10),
+        "flow": ss.PopulationFlow(task=ss.Synthetic(dataset="syn_medium"), init="uniform", t1=args.t1),
+        "scan": ss.SGD(task=ss.Synthetic(dataset="syn_small"), num_steps=args.steps, every=args.steps // 10),
     }
     print(f"{jax.device_count()} devices, {args.seeds} runs per call")
     print(f"{'':5} {'first named':>12} {'first map':>10} {'named (s)':>10} {'map (s)':>9} {'ratio':>6}")

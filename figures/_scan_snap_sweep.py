@@ -53,8 +53,8 @@ class SweepConfig:
 
     @property
     def grid(self) -> dict[str, list]:
-        """The sweep's grid: `num_last`, `eta_z` and `ratio`."""
-        return {"num_last": list(self.num_lasts), "eta_z": list(self.eta_zs), "ratio": list(self.ratios)}
+        """The sweep's grid: `task.num_last`, `eta_z` and `ratio`."""
+        return {"task.num_last": list(self.num_lasts), "eta_z": list(self.eta_zs), "ratio": list(self.ratios)}
 
     @property
     def chunk_size(self) -> int:
@@ -63,7 +63,7 @@ class SweepConfig:
 
     def taus(self, num_last: int) -> np.ndarray:
         """The thresholds τ of the recall curve of vocabulary `num_last` ([`SGDOutcome.taus`][])."""
-        return dataclasses.replace(self.level, num_last=num_last).taus()
+        return dynamics.with_settings(self.level, {"task.num_last": num_last}).taus()
 
     def to_dict(self) -> dict:
         """JSON-ready description, with the derived sizes and seeding written out."""

@@ -24,6 +24,7 @@ from tasks.scan_snap import (
     FIG10_LRS,
     QUICK_LINES,
     TEXT_DATA_ENV,
+    Corpus,
     TextSGD,
     attention_change_rate,
     detect_wikitext_variant,
@@ -49,7 +50,9 @@ def text_corpus() -> str:
 def _base(full: bool) -> TextSGD:
     corpus = text_corpus()
     variant = "tokens" if corpus == "quick" else detect_wikitext_variant(corpus)
-    return TextSGD(corpus=corpus, wikitext_variant=variant, max_lines=None if full else QUICK_LINES)
+    return TextSGD(
+        task=Corpus(source=corpus, wikitext_variant=variant, max_lines=None if full else QUICK_LINES)
+    )
 
 
 def fig10_simulation(full: bool) -> tuple[TextSGD, int]:
@@ -173,7 +176,8 @@ def fig7(out_dir: Path, full: bool) -> list[Path]:
 
 
 def _corpus_label(sim: TextSGD) -> str:
-    if sim.corpus == "quick":
-        lines = "" if sim.max_lines is None else f", first {sim.max_lines} lines"
+    corpus = sim.task
+    if corpus.source == "quick":
+        lines = "" if corpus.max_lines is None else f", first {corpus.max_lines} lines"
         return f"quick corpus (KJV{lines})"
-    return Path(sim.corpus).expanduser().name
+    return Path(corpus.source).expanduser().name

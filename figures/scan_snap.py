@@ -28,6 +28,7 @@ from tasks.scan_snap import (
     SGD,
     Dataset2,
     ScalarFlow,
+    Synthetic,
     h_continuous,
     h_discrete,
     omega_1,
@@ -328,9 +329,10 @@ def _syn_small(eta_ys, eta_zs, method: str) -> tuple[dict[str, np.ndarray], np.n
     **Returns:** `(measurements, saved steps, config)`: `attention (R, saves, K, M)` and
     `population_loss (R, saves)`.
     """
-    dataset = Dataset2.syn_small()
+    task = Synthetic(dataset="syn_small")
+    dataset = task.generator()
     level = SGD(
-        dataset="syn_small",
+        task=task,
         init="zeros",
         optimizer=method,
         **{k: SYN_SMALL[k] for k in ("T", "batch_size", "num_steps", "every", "dtype")},

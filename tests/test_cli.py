@@ -36,7 +36,10 @@ def test_one_registry_names_every_paper_everywhere():
     [
         (["--set", "eta_z=-1"], "SGD.eta_z must be a finite number > 0, got -1.0"),
         (["--level", "L9"], "scan_snap has no level 'L9'; levels: L0, L0_outcome, L1, L2, L3, text"),
-        (["--set", "dataset=wiki"], "SGD.dataset must be one of 'syn_small', 'syn_medium', got 'wiki'"),
+        (
+            ["--set", "task.dataset=wiki"],
+            "SGD.task: Synthetic.dataset must be one of 'syn_small', 'syn_medium', got 'wiki'",
+        ),
         (["--set", "every=3"], "SGD: every must divide num_steps, got every=3, num_steps=100"),
         (["--set", "T=1"], "SGD.T must be an integer >= 2, got 1"),
         (["--set", "T=abc"], "SGD.T must be an integer >= 2, got 'abc'"),

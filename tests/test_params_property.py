@@ -22,6 +22,8 @@ CONFIGS = {
     "DecisionLists": lambda: decision_lists.DecisionLists.random(0, L=8, n=3, M=2),
     "Assumption": contextual_bigram.Assumption,
     "STSConfig": sparse_token_selection.STSConfig,
+    "Synthetic": scan_snap.Synthetic,
+    "Corpus": scan_snap.Corpus,
 }
 SIMULATIONS = {cls.path(): cls for p in papers().values() for cls in p.simulations.values()} | {
     "examples.custom_model:Retrieval": Retrieval
@@ -78,7 +80,7 @@ def _bad_values(info: dynamics.ParamInfo) -> st.SearchStrategy:
     return strategy
 
 
-PATH_FIELDS = {"corpus": st.just("quick")}
+PATH_FIELDS = {"source": st.just("quick"), "task.source": st.just("quick")}
 """String fields that name a corpus or a directory: any text is not allowed, these values are."""
 
 

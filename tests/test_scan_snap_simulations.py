@@ -33,7 +33,9 @@ def test_levels_are_the_four_simulations_and_the_real_text_one():
         ("L0", {"optimizer": "lbfgs"}),
         ("L0", {"momentum": 1.0}),
         ("L1", {"t1": float("inf")}),
-        ("L1", {"dataset": "wikitext"}),
+        ("L1", {"task.dataset": "wikitext"}),
+        ("L1", {"task.num_last": 0}),
+        ("L0_outcome", {"task.dataset": "syn_small"}),
         ("L2", {"class_weighted": 1}),
         ("L3", {"C0": 0.0}),
         ("L3", {"M": 1}),
@@ -43,13 +45,17 @@ def test_levels_are_the_four_simulations_and_the_real_text_one():
 def test_bad_values_are_refused_naming_the_field(level, bad):
     cls = scan_snap.SIMULATIONS[level]
     (name,) = bad
-    with pytest.raises(ValueError, match=rf"{cls.__name__}(\.{name}|: .*{name})"):
-        cls(**bad)
+    head, _, field = name.rpartition(".")
+    nested = rf"\.{head}: \w+\.{field}"  # a setting of the task: "PopulationFlow.task: Synthetic.dataset"
+    with pytest.raises(ValueError, match=rf"{cls.__name__}(\.{name}|: .*{name}|{nested})"):
+        dynamics.with_settings(cls(), bad)
 
 
 @pytest.mark.slow
 def test_population_flow_is_the_level_function():
-    sim = scan_snap.PopulationFlow(dataset="syn_medium", num_last=3, eta_z=2.0, t1=20.0, num_saves=4)
+    sim = scan_snap.PopulationFlow(
+        task=scan_snap.Synthetic(dataset="syn_medium", num_last=3), eta_z=2.0, t1=20.0, num_saves=4
+    )
     run = sim.run(dynamics.seed_key(0))
     classes = scan_snap.Dataset2.syn_medium(3).build().arrays(jnp.float64)
     direct = scan_snap.population_flow(
@@ -66,12 +72,12 @@ def test_population_flow_is_the_level_function():
 def test_the_outcome_level_ends_where_L0_ends_from_the_same_key():
     """SGDOutcome is L0 on Syn-Medium from the random init with η_Y = η_Z · ratio: from the same
     key both train the same model, and its outcome is measured on L0's final model."""
+    task = scan_snap.Synthetic(dataset="syn_medium", num_last=3)
     outcome = scan_snap.SGDOutcome(
-        num_last=3, eta_z=2.0, ratio=5.0, num_steps=6, T=16, batch_size=8, num_taus=7
+        task=task, eta_z=2.0, ratio=5.0, num_steps=6, T=16, batch_size=8, num_taus=7
     )
     level = scan_snap.SGD(
-        dataset="syn_medium",
-        num_last=3,
+        task=task,
         init="uniform",
         eta_y=10.0,
         eta_z=2.0,
@@ -107,8 +113,8 @@ def test_sweep_over_a_static_field_compiles_per_value():
 
 
 def test_from_settings_converts_and_checks():
-    sim = scan_snap.SGD.from_settings({"dataset": "syn_medium", "num_last": "3", "eta_z": "2"})
-    assert (sim.dataset, sim.num_last, sim.eta_z) == ("syn_medium", 3, 2.0)
+    sim = scan_snap.SGD.from_settings({"task.dataset": "syn_medium", "task.num_last": "3", "eta_z": "2"})
+    assert (sim.task.dataset, sim.task.num_last, sim.eta_z) == ("syn_medium", 3, 2.0)
     with pytest.raises(ValueError, match="no setting 'foo'"):
         scan_snap.SGD.from_settings({"foo": "1"})
     with pytest.raises(ValueError, match=r"SGD\.T must be an integer >= 2, got 'x'"):
@@ -119,6 +125,7 @@ def test_describe_records_every_field():
     described = scan_snap.TheoryFlow(class_weighted=True).describe()
     assert described["simulation"] == "tasks.scan_snap:TheoryFlow"
     assert described["class_weighted"] is True and described["dtype"] == "float64"
+    assert described["task.dataset"] == "syn_small" and described["task.num_last"] == 1
     assert set(described) >= {p.name for p in scan_snap.TheoryFlow.params()}
 
 

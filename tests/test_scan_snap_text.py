@@ -105,9 +105,12 @@ def test_wikitext_files_are_checked_before_reading(tmp_path):
     with pytest.raises(ValueError, match="does not exist"):
         scan_snap.wikitext_files(tmp_path / "nowhere")
     with pytest.raises(
-        ValueError, match=r"TextSGD\.corpus must be .quick. or a WikiText directory: .*lacks wiki\.valid\.raw"
+        ValueError, match=r"Corpus\.source must be .quick. or a WikiText directory: .*lacks wiki\.valid\.raw"
     ):
-        scan_snap.TextSGD(corpus=str(tmp_path), wikitext_variant="raw")
+        scan_snap.Corpus(source=str(tmp_path), wikitext_variant="raw")
+    settings = {"task.source": str(tmp_path), "task.wikitext_variant": "raw"}
+    with pytest.raises(ValueError, match=r"TextSGD\.task: Corpus\.source must be .quick. or a WikiText"):
+        dynamics.with_settings(scan_snap.TextSGD(), settings)
 
 
 @pytest.mark.parametrize("variant", ["tokens", "raw"])
@@ -404,30 +407,32 @@ SMALL = {"d_model": 8, "d_hid": 16, "batch_size": 4, "eval_batch_size": 2, "bptt
 
 
 def test_bad_settings_are_refused_naming_the_field(wikitext_dir):
-    corpus = str(wikitext_dir)
+    base = scan_snap.TextSGD(task=scan_snap.Corpus(source=str(wikitext_dir)), **SMALL)
     for bad, name in [
         ({"lr": 0.0}, "lr"),
         ({"dropout": 1.0}, "dropout"),
         ({"d_model": 15}, "d_model"),
         ({"num_heads": 3}, "num_heads"),
         ({"every": 7}, "every"),
-        ({"wikitext_variant": "xml"}, "wikitext_variant"),
-        ({"max_lines": 0}, "max_lines"),
+        ({"task.wikitext_variant": "xml"}, r"task: Corpus\.wikitext_variant"),
+        ({"task.max_lines": 0}, r"task: Corpus\.max_lines"),
     ]:
         with pytest.raises(ValueError, match=rf"TextSGD(\.{name}|: .*{name})"):
-            scan_snap.TextSGD(corpus=corpus, **(SMALL | bad))
+            dynamics.with_settings(base, bad)
     with pytest.raises(
-        ValueError, match=r"TextSGD\.corpus must be .quick. or a WikiText directory: .*does not exist"
+        ValueError,
+        match=r"TextSGD\.task: Corpus\.source must be .quick. or a WikiText directory: .*does not exist",
     ):
-        scan_snap.TextSGD(corpus=corpus + "-missing")
-    sim = scan_snap.TextSGD(corpus=corpus, **(SMALL | {"probe_window": 1000, "num_steps": 2, "every": 1}))
+        dynamics.with_settings(base, {"task.source": str(wikitext_dir) + "-missing"})
+    sim = dynamics.with_settings(base, {"probe_window": 1000, "num_steps": 2, "every": 1})
     with pytest.raises(ValueError, match=r"TextSGD\.probe_window must be below"):
         sim.run(dynamics.seed_key(0))
 
 
 @pytest.mark.slow
 def test_batched_lrs_and_seeds_equal_single_runs_and_learn(wikitext_dir):
-    sim = scan_snap.TextSGD(corpus=str(wikitext_dir), num_steps=200, every=100, dropout=0.1, **SMALL)
+    corpus = scan_snap.Corpus(source=str(wikitext_dir))
+    sim = scan_snap.TextSGD(task=corpus, num_steps=200, every=100, dropout=0.1, **SMALL)
     assert {info.name for info in sim.params() if info.traced} == {"lr", "lr_multiplier", "clip_norm"}
     lrs = [0.5, 2.0]
     ds = dynamics.sweep(sim, {"lr": lrs}, num_seeds=2, chunk_size=4)
@@ -459,7 +464,8 @@ def test_batched_lrs_and_seeds_equal_single_runs_and_learn(wikitext_dir):
 def test_loss_decreases_on_the_quick_corpus():
     pytest.importorskip(QUICK_PACKAGE)
     small = SMALL | {"d_model": 16, "d_hid": 32, "batch_size": 8}
-    sim = scan_snap.TextSGD(max_lines=300, num_steps=300, every=100, lr=1.0, dropout=0.1, **small)
+    corpus = scan_snap.Corpus(max_lines=300)
+    sim = scan_snap.TextSGD(task=corpus, num_steps=300, every=100, lr=1.0, dropout=0.1, **small)
     run = jax.jit(lambda key: sim.run(key))(dynamics.seed_key(0))
     losses = np.asarray(run.final["train_loss"])
     assert losses[-20:].mean() < 0.75 * losses[0], (losses[0], losses[-20:].mean())
@@ -478,6 +484,7 @@ def test_docstring_examples(module_name):
 
 def test_public_names_are_exported():
     for name in (
+        "Corpus",
         "TextSGD",
         "TextTransformer",
         "basic_english",

@@ -82,7 +82,7 @@ def test_the_text_level_is_listed(capsys):
 
 def test_steps_per_epoch_counts_the_training_windows(tmp_path):
     folder = _write_wikitext(tmp_path / "wt", num_train=240)
-    sim = scan_snap.TextSGD(corpus=str(folder), batch_size=4, bptt=7)
+    sim = scan_snap.TextSGD(task=scan_snap.Corpus(source=str(folder)), batch_size=4, bptt=7)
     corpus = scan_snap.load_corpus(str(folder))
     rows = scan_snap.batchify(corpus.train, 4)
     assert sim.steps_per_epoch() == len(range(0, rows.shape[0] - 1, 7))
@@ -129,8 +129,8 @@ def test_figures_7_and_10_draw_from_a_wikitext_directory(tmp_path, monkeypatch, 
         == 0
     )
     fig10 = json.loads((out / "scan_snap_fig10.json").read_text())
-    assert fig10["config"]["simulation"]["corpus"] == str(folder.resolve())
-    assert fig10["config"]["simulation"]["wikitext_variant"] == "raw"
+    assert fig10["config"]["simulation"]["task.source"] == str(folder.resolve())
+    assert fig10["config"]["simulation"]["task.wikitext_variant"] == "raw"
     entropy = np.array(fig10["data"]["entropy"])
     assert entropy.shape == (5, 2) and np.all(np.isfinite(entropy))
     np.testing.assert_allclose(fig10["data"]["entropy_mean"], entropy.mean(1), rtol=1e-6)

@@ -25,7 +25,9 @@ from ._decoder import (
     zeta,
 )
 from ._generator import (
+    DATASETS,
     Dataset2,
+    Synthetic,
 )
 from ._levels import (
     OPTIMIZERS,
@@ -69,6 +71,7 @@ from ._simulate import (
 from ._text_data import (
     TEXT_DATA_ENV,
     WIKITEXT_VARIANTS,
+    Corpus,
     TextCorpus,
     Vocabulary,
     basic_english,
@@ -143,7 +146,9 @@ __all__ = [
     "PAPER",
     "Batch",
     "ClassArrays",
+    "DATASETS",
     "Dataset2",
+    "Synthetic",
     "RECALL_TAU_RANGES",
     "SGD",
     "SGDOutcome",
@@ -198,6 +203,7 @@ __all__ = [
     "xi",
     "zeta",
     "WIKITEXT_VARIANTS",
+    "Corpus",
     "TextCorpus",
     "Vocabulary",
     "basic_english",

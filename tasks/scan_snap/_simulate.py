@@ -1,6 +1,7 @@
 """The four Scan and Snap simulation levels as simulations: L0 mini-batch SGD (and its outcome
 alone, the run of the Fig. 6 sweep), L1 the population flow, L2 the decoupled theory flow, L3 the
-scalar model of Theorem 4. The defaults are the paper's."""
+scalar model of Theorem 4. The defaults are the paper's. L0, L0_outcome, L1 and L2 hold their
+synthetic task (the data set and its query tokens) as one field, `task` (a [`Synthetic`][])."""
 
 import diffrax
 import equinox as eqx
@@ -11,24 +12,18 @@ import numpy as np
 import dynamics
 from dynamics import Interval, OneOf, Require, dtype_param, param
 
-from ._classes import SequenceClasses
-from ._generator import Dataset2
+from ._generator import Synthetic
 from ._levels import OPTIMIZERS, population_flow, scalar_flow, sgd_run, theory_flow
 from ._metrics import distinct_token_entropy, recall_at_threshold
 from ._model import YZModel, population_loss
 from ._text_train import TextSGD
 
-DATASETS = ("syn_small", "syn_medium")
 INITS = ("zeros", "uniform")
 _POSITIVE = Interval(0, low_open=True)
 
 
-def _dataset():
-    return param("syn_small", OneOf(*DATASETS), doc="syn_small (Figs 4-5) or syn_medium (Figs 6, 11, 12)")
-
-
-def _num_last():
-    return param(1, Interval(1), doc="query tokens of syn_medium (the paper: 1, 3, 5, 10)")
+def _task():
+    return param(Synthetic(), doc="the synthetic task: dataset (syn_small or syn_medium) and num_last")
 
 
 def _init():
@@ -44,7 +39,7 @@ def _momentum():
 
 
 def _T():
-    return param(128, Interval(2), doc="sequence length")
+    return param(128, Interval(2), doc="length of the sampled sequences (L1 and L2 are its T → ∞ limit)")
 
 
 def _batch_size():
@@ -69,11 +64,6 @@ def _max_steps():
     )
 
 
-def _classes(dataset: str, num_last: int) -> SequenceClasses:
-    config = Dataset2.syn_small() if dataset == "syn_small" else Dataset2.syn_medium(num_last)
-    return config.build()
-
-
 def _initial_model(init: str, key, M: int, dtype) -> YZModel:
     if init == "zeros":
         return YZModel.zeros(M, dtype=dtype)
@@ -89,11 +79,10 @@ class SGD(dynamics.AbstractSimulation):
     code's setting, Fig 6). Saves the population loss, the distinct-token entropy and the class
     attention every `every` steps.
 
-    **Example:** `dynamics.simulate(SGD(dataset="syn_medium", init="uniform"), num_seeds=64)`.
+    **Example:** `dynamics.simulate(SGD(task=Synthetic(dataset="syn_medium"), init="uniform"), num_seeds=64)`.
     """
 
-    dataset: str = _dataset()
-    num_last: int = _num_last()
+    task: Synthetic = _task()
     init: str = _init()
     eta_y: float = _rate("η_Y of the decoder Y")
     eta_z: float = _rate("η_Z of the attention Z")
@@ -110,7 +99,7 @@ class SGD(dynamics.AbstractSimulation):
     small = {"num_steps": 4, "every": 2, "T": 8, "batch_size": 4}
 
     def run(self, key) -> dynamics.Run:
-        classes = _classes(self.dataset, self.num_last)
+        classes = self.task.classes()
         init_key, data_key = jax.random.split(key)
         return sgd_run(
             data_key,
@@ -130,7 +119,7 @@ class SGD(dynamics.AbstractSimulation):
         """The population loss of the model `(Y, Z)` (the final state), the loss it saves as
         `population_loss` (no step size: the two groups have their own rates, and momentum
         or Adam change the edge of stability)."""
-        classes = _classes(self.dataset, self.num_last).arrays(self.float_dtype)
+        classes = self.task.classes().arrays(self.float_dtype)
         return dynamics.Landscape(lambda model: population_loss(model, classes))
 
 
@@ -149,11 +138,14 @@ class SGDOutcome(dynamics.AbstractSimulation):
     rate pair, as the official code reuses its seeds across the grid. η_Y = η_Z · `ratio`.
 
     **Example:** the paper's sweep (Fig. 6, seeds 1-10), from the command line
-    `attnflow sweep scan_snap --level L0_outcome --grid num_last=1,3,5,10 --grid eta_z=0.5,1,2,3
-    --grid ratio=1,2,5,10 --seed 1 --seeds 10 --out fig6`.
+    `attnflow sweep scan_snap --level L0_outcome --grid task.num_last=1,3,5,10 --grid
+    eta_z=0.5,1,2,3 --grid ratio=1,2,5,10 --seed 1 --seeds 10 --out fig6`.
     """
 
-    num_last: int = _num_last()
+    task: Synthetic = param(
+        Synthetic(dataset="syn_medium"),
+        doc="the synthetic task: Syn-Medium (the sweep's and the recall thresholds'), its num_last",
+    )
     eta_z: float = _rate("η_Z of the attention Z")
     ratio: float = param(1.0, _POSITIVE, doc="η_Y/η_Z (η_Y of the decoder is η_Z · ratio)", traced=True)
     momentum: float = _momentum()
@@ -164,15 +156,24 @@ class SGDOutcome(dynamics.AbstractSimulation):
     dtype: str = dtype_param("float32")
 
     small = {"num_steps": 4, "T": 8, "batch_size": 4, "num_taus": 5}
+    requires = (
+        Require(
+            ("task.dataset",),
+            lambda dataset: dataset == "syn_medium",
+            "the Fig. 6 sweep runs on Syn-Medium: task.dataset must be syn_medium",
+        ),
+    )
 
     def taus(self) -> np.ndarray:
-        """The thresholds of the recall curve: `num_taus` points over `RECALL_TAU_RANGES[num_last]`
-        (over [0.85/M, 1.25/M] for a `num_last` the paper does not plot)."""
-        M = Dataset2.syn_medium(self.num_last).M
-        return np.linspace(*RECALL_TAU_RANGES.get(self.num_last, (0.85 / M, 1.25 / M)), self.num_taus)
+        """The thresholds of the recall curve: `num_taus` points over
+        `RECALL_TAU_RANGES[task.num_last]` (over [0.85/M, 1.25/M] for a `num_last` the paper does
+        not plot)."""
+        num_last = self.task.num_last
+        M = self.task.generator().M
+        return np.linspace(*RECALL_TAU_RANGES.get(num_last, (0.85 / M, 1.25 / M)), self.num_taus)
 
     def run(self, key) -> dynamics.Run:
-        classes = _classes("syn_medium", self.num_last).arrays(self.float_dtype)
+        classes = self.task.classes().arrays(self.float_dtype)
         init_key, data_key = jax.random.split(key)
         run = sgd_run(
             data_key,
@@ -202,8 +203,7 @@ class PopulationFlow(dynamics.AbstractSimulation):
     """L1: gradient flow of the population (T → ∞) loss, Lemma 2, with rates η_Y and η_Z; saves
     as [`SGD`][] does, at `num_saves` equally spaced times."""
 
-    dataset: str = _dataset()
-    num_last: int = _num_last()
+    task: Synthetic = _task()
     init: str = _init()
     eta_y: float = _rate("η_Y of the decoder Y")
     eta_z: float = _rate("η_Z of the attention Z")
@@ -216,7 +216,7 @@ class PopulationFlow(dynamics.AbstractSimulation):
     small = {"t1": 5.0, "num_saves": 3}
 
     def run(self, key) -> dynamics.Run:
-        classes = _classes(self.dataset, self.num_last)
+        classes = self.task.classes()
         init_key, _ = jax.random.split(key)
         dtype = self.float_dtype
         return population_flow(
@@ -232,15 +232,14 @@ class PopulationFlow(dynamics.AbstractSimulation):
     def landscape(self, key) -> dynamics.Landscape:
         """The population loss of the model `(Y, Z)` (the final state), the loss it saves as
         `population_loss`, and the flow descends."""
-        classes = _classes(self.dataset, self.num_last).arrays(self.float_dtype)
+        classes = self.task.classes().arrays(self.float_dtype)
         return dynamics.Landscape(lambda model: population_loss(model, classes))
 
 
 class TheoryFlow(dynamics.AbstractSimulation):
     """L2: the decoupled theory flow of Eqn 10 with the Eqn 9 gradient, state (Z, B_n)."""
 
-    dataset: str = _dataset()
-    num_last: int = _num_last()
+    task: Synthetic = _task()
     init: str = _init()
     eta_y: float = _rate("η_Y (enters through γ(t))")
     eta_z: float = _rate("η_Z of the attention Z")
@@ -253,7 +252,7 @@ class TheoryFlow(dynamics.AbstractSimulation):
     small = {"t1": 5.0, "num_saves": 3}
 
     def run(self, key) -> dynamics.Run:
-        classes = _classes(self.dataset, self.num_last)
+        classes = self.task.classes()
         init_key, _ = jax.random.split(key)
         dtype = self.float_dtype
         return theory_flow(

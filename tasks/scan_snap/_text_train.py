@@ -10,7 +10,6 @@ Fig. 10 trains in one batched, compiled call ([`TextSGD`][] under `dynamics.swee
 """
 
 import dataclasses
-import os
 from collections.abc import Callable
 
 import equinox as eqx
@@ -21,9 +20,9 @@ import optax
 from jaxtyping import Array, ArrayLike, Float, Int, PRNGKeyArray, PyTree
 
 import dynamics
-from dynamics import Interval, OneOf, Require, dtype_param, param
+from dynamics import Interval, Require, dtype_param, param
 
-from ._text_data import QUICK, WIKITEXT_VARIANTS, batchify, check_corpus_source, load_corpus, num_windows
+from ._text_data import Corpus, batchify, num_windows
 from ._text_model import TextTransformer, attention_entropy
 
 QUICK_LINES = 2000
@@ -289,9 +288,9 @@ class TextSGD(dynamics.AbstractSimulation):
     """The WikiText experiments of Sec. 6.6 (Figs. 7 and 10): the paper's transformer
     ([`TextTransformer`][]) trained by [`train_text`][] on a real corpus, in float32.
 
-    `corpus` is `quick` (the bundled public-domain text, [`quick_corpus`][]) or a WikiText
-    directory (`wikitext-2` or `wikitext-103`, files chosen by `wikitext_variant`); it is checked
-    when the config is built, and read and tokenized once per process. The defaults are the
+    Its task is a [`Corpus`][], held as `task`: `quick` (the bundled public-domain text) or a
+    WikiText directory (`wikitext-2` or `wikitext-103`), checked when the config is built, and read
+    and tokenized once per process. The defaults are the
     paper's `decoder_wiki.yaml` (d_model = d_hid = 200, one head, one layer, dropout 0.2, batch 20,
     evaluation batch 10, bptt 35, clipping 0.5); Fig. 10 sweeps `lr` ∈ {1, ..., 5} over 5 seeds
     with `lr_multiplier` = 1, Fig. 7 uses lr = 5 with 1 and 3 layers. Seeds differ in the
@@ -304,15 +303,13 @@ class TextSGD(dynamics.AbstractSimulation):
     split after training.
 
     **Example:** Fig. 10's grid in one compiled call,
-    `dynamics.sweep(TextSGD(corpus="~/data/wikitext-2", num_steps=14_900, every=500),
+    `dynamics.sweep(TextSGD(task=Corpus(source="~/data/wikitext-2"), num_steps=14_900, every=500),
     {"lr": [1.0, 2.0, 3.0, 4.0, 5.0]}, num_seeds=5, chunk_size=25)`.
     """
 
-    corpus: str = param(QUICK, doc="quick (bundled public-domain text) or a WikiText directory")
-    wikitext_variant: str = param(
-        "tokens", OneOf(*WIKITEXT_VARIANTS), doc="WikiText files: tokens (wiki.*.tokens, torchtext's) or raw"
+    task: Corpus = param(
+        Corpus(), doc="the corpus: source (quick or a WikiText directory), wikitext_variant, max_lines"
     )
-    max_lines: int | None = param(None, Interval(1), doc="keep the first lines of each split (none: all)")
     d_model: int = param(200, Interval(2), doc="model width (even)")
     d_hid: int = param(200, Interval(1), doc="FFN width")
     num_heads: int = param(1, Interval(1), doc="attention heads (divides d_model)")
@@ -336,7 +333,7 @@ class TextSGD(dynamics.AbstractSimulation):
     dtype: str = dtype_param("float32")
 
     small = {
-        "max_lines": 200,
+        "task.max_lines": 200,
         "d_model": 8,
         "d_hid": 16,
         "batch_size": 4,
@@ -355,12 +352,9 @@ class TextSGD(dynamics.AbstractSimulation):
     def __check_init__(self):
         dynamics.check_params(self)
         try:
-            check_corpus_source(os.path.expanduser(self.corpus), self.wikitext_variant)
-        except (ValueError, ImportError) as err:
-            raise ValueError(f"TextSGD.corpus must be 'quick' or a WikiText directory: {err}") from None
-
-    def _corpus(self):
-        return load_corpus(os.path.expanduser(self.corpus), self.wikitext_variant, self.max_lines)
+            self.task.check()
+        except ValueError as err:
+            raise ValueError(f"TextSGD.task: {err}") from None
 
     def steps_per_epoch(self) -> int:
         """The steps of one epoch: the training windows of one pass over the corpus's training
@@ -372,10 +366,10 @@ class TextSGD(dynamics.AbstractSimulation):
             >>> scan_snap.TextSGD().steps_per_epoch()
             1153
         """
-        return num_windows(len(self._corpus().train) // self.batch_size, self.bptt)
+        return num_windows(len(self.task.load().train) // self.batch_size, self.bptt)
 
     def run(self, key: PRNGKeyArray) -> dynamics.Run:
-        corpus = self._corpus()
+        corpus = self.task.load()
         train_rows = batchify(corpus.train, self.batch_size)
         valid_rows = batchify(corpus.valid, self.eval_batch_size)
         full = (valid_rows.shape[0] - 1) // self.bptt

@@ -26,7 +26,7 @@ FREEZE_FACTOR = 0.1
 
 
 def _text_sgd(**fields) -> ss.TextSGD:
-    return dataclasses.replace(ss.TextSGD(max_lines=ss.QUICK_LINES), **fields)
+    return dataclasses.replace(ss.TextSGD(task=ss.Corpus(max_lines=ss.QUICK_LINES)), **fields)
 
 
 def spearman(x, y) -> float:
