@@ -63,6 +63,21 @@ def test_a_level_is_found_by_its_path_and_rebuilt_from_its_described_settings(pa
     assert cls.from_settings({info.name: str(described[info.name]) for info in cls.params()}) == sim
 
 
+@pytest.mark.parametrize(("paper", "level"), LEVELS)
+def test_a_level_holding_a_task_config_copies_none_of_its_settings(paper, level):
+    """A task's settings are one field holding its config: no other setting of the level repeats
+    one of the task's by name, and `--set task.<name>=...` reaches the config."""
+    cls = papers()[paper].simulation(level)
+    held = [info for info in dynamics.params(cls) if dynamics.is_config(info.type)]
+    own = {info.name for info in dynamics.params(cls)}
+    for info in held:
+        inner = {setting.name.split(".")[0] for setting in dynamics.settings(info.type)}
+        assert not own & inner, f"{cls.__name__} copies {sorted(own & inner)} of its {info.name}"
+        first = dynamics.settings(info.type)[0]
+        text = {f"{info.name}.{first.name}": str(dynamics.setting_values(cls())[f"{info.name}.{first.name}"])}
+        assert cls.from_settings(text) == cls()
+
+
 def _traced_axis(sim: dynamics.AbstractSimulation) -> tuple[str, list[float]]:
     """A traced float field of `sim` and two valid values of it: its own and half (or double; or
     0.1 or 1 where it is 0)."""

@@ -3,6 +3,8 @@ bad values (NaN, infinities, non-integers, wrong types, out-of-range values and 
 error naming the class and the field (a task config's setting by its dotted name, `task.d`), and
 accepts every allowed value, whose `describe()` rebuilds the same config."""
 
+import functools
+import importlib
 import math
 
 import pytest
@@ -12,19 +14,31 @@ from hypothesis import strategies as st
 import dynamics
 from attnflow.papers import papers
 from examples.custom_model import Retrieval
-from tasks import contextual_bigram, decision_lists, ntp_partial_order, scan_snap, sparse_token_selection
 
-CONFIGS = {
-    "Dataset2": scan_snap.Dataset2.syn_small,
-    "RecipeA": ntp_partial_order.RecipeA,
-    "RecipeB": ntp_partial_order.RecipeB,
-    "NTPConfig": ntp_partial_order.NTPConfig,
-    "DecisionLists": lambda: decision_lists.DecisionLists.random(0, L=8, n=3, M=2),
-    "Assumption": contextual_bigram.Assumption,
-    "STSConfig": sparse_token_selection.STSConfig,
-    "Synthetic": scan_snap.Synthetic,
-    "Corpus": scan_snap.Corpus,
+NEEDS_ARGUMENTS = {
+    "DecisionLists": lambda cls: cls.random(0, L=8, n=3, M=2),
+    "Dataset2": lambda cls: cls.syn_small(),
 }
+"""Public configs that cannot be built from defaults alone (a drawn task, a dataset's sizes): how to
+make one whose fields the tests vary."""
+
+
+def _public_configs() -> dict:
+    """Every public config class of every paper's task package that is not a simulation (those are
+    below), found by scanning: name -> a function making one."""
+    found = {}
+    for name in papers():
+        package = importlib.import_module(f"tasks.{name}")
+        for attr in package.__all__:
+            obj = getattr(package, attr)
+            if dynamics.is_config(obj) and not issubclass(obj, dynamics.AbstractSimulation):
+                found[attr] = (
+                    functools.partial(NEEDS_ARGUMENTS[attr], obj) if attr in NEEDS_ARGUMENTS else obj
+                )
+    return found
+
+
+CONFIGS = _public_configs()
 SIMULATIONS = {cls.path(): cls for p in papers().values() for cls in p.simulations.values()} | {
     "examples.custom_model:Retrieval": Retrieval
 }
