@@ -28,11 +28,12 @@
   loss a simulation declares as a function of its state ([`Landscape`][], [`has_landscape`][],
   [`require_landscape`][], [`num_params`][], [`CRITICAL_POINT_STATUSES`][]);
   [`add_to_store`][] adds such analyses to the sweep's store, with their checksums.
-- [`sharpness`][], [`edge_of_stability_save`][], [`gd_flow_gap`][] ([`GDFlowGap`][]): the top
-  Hessian eigenvalue along a run against the edge of stability 2/η, and how far gradient descent
-  drifts from the gradient flow; [`norm_growth`][] ([`NormGrowth`][]), [`direction_convergence`][]
-  ([`DirectionConvergence`][]): how a run ends when the loss's infimum is at infinity, ‖θ‖ growing
-  as log t or as a power of t and θ/‖θ‖ settling on a direction.
+- [`sharpness`][], [`edge_of_stability_save`][], [`with_sharpness`][], [`gd_flow_gap`][]
+  ([`GDFlowGap`][]): the top Hessian eigenvalue along a run against the edge of stability 2/η,
+  and how far gradient descent drifts from the gradient flow; [`norm_growth`][] ([`NormGrowth`][]),
+  [`direction_convergence`][] ([`DirectionConvergence`][]): how a run ends when the loss's
+  infimum is at infinity, ‖θ‖ growing as log t or as a power of t and θ/‖θ‖ settling on a
+  direction.
 - [`Run`][]: one run, a PyTree (its `final` state, saved `values`, how it stopped).
 - [`AbstractSimulation`][] with fields declared by [`param`][] ([`Interval`][], [`OneOf`][]): one
   way of training one model as a validated config; [`sweep`][] runs a grid of its settings ×
@@ -89,7 +90,7 @@ from ._qp import QPSolution, kkt_residuals, solve_qp
 from ._rates import Rates, adam, gd, heavy_ball, scale_by_group_rates, scale_tree
 from ._run import STOP_REASONS, Run, StopReason, all_finite, stop_reason
 from ._shared import SHARED_RUNS, shared_store
-from ._sharpness import GDFlowGap, edge_of_stability_save, gd_flow_gap, sharpness
+from ._sharpness import GDFlowGap, edge_of_stability_save, gd_flow_gap, sharpness, with_sharpness
 from ._simulation import AbstractSimulation, Landscape, has_landscape, key_seed, seed_key
 from ._stages import Stage, train_stages
 from ._store import SAVE_DIM, SEED_DIM, remove_store
@@ -174,6 +175,7 @@ __all__ = [
     "edge_of_stability_save",
     "gd",
     "gd_flow_gap",
+    "with_sharpness",
     "gradient_flow",
     "grid",
     "heavy_ball",

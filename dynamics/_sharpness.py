@@ -1,6 +1,7 @@
 """Sharpness along a run, against the edge of stability 2/η, and how far gradient descent drifts
 from the gradient flow it discretises."""
 
+import functools
 from collections.abc import Callable
 
 import equinox as eqx
@@ -77,12 +78,76 @@ def edge_of_stability_save(
         >>> [round(float(v), 6) for v in run.values["loss"]]
         [1.0, 0.0625, 0.003906]
     """
+    losses = Save(every=every, fn=functools.partial(_loss_of_state, loss))
+    return with_sharpness(losses, loss, step_size, num_iters=num_iters)
 
-    def record(step, params: PyTree, args) -> dict[str, Float[Array, ""]]:
-        top = sharpness(loss, params, num_iters=num_iters)
-        return {"loss": loss(params), "sharpness": top, "sharpness_ratio": top * step_size / 2}
 
-    return Save(every=every, fn=record)
+def _loss_of_state(loss, t, params: PyTree, args) -> dict[str, Float[Array, ""]]:
+    return {"loss": loss(params)}
+
+
+def with_sharpness(
+    save: Save,
+    loss: Callable[[PyTree], Float[Array, ""]],
+    step_size: float | Float[ArrayLike, ""] | None = None,
+    *,
+    params: Callable[[PyTree], PyTree] | None = None,
+    num_iters: int = 20,
+) -> Save:
+    """`save`, recording at each of its saves also the sharpness of `loss` at the run's state, and
+    its ratio to the edge of stability 2/η.
+
+    What a discrete level adds to its own saves to follow the sharpness along a run: the saves
+    (times or period) and what `save` records stay as they are.
+
+    **Arguments:**
+
+    - `save`: what the run records already; its `fn` must return a dict (`None`: only the
+      sharpness is recorded).
+    - `loss`: `params -> scalar`, the loss whose Hessian is measured (for stochastic training,
+      e.g. the population loss).
+    - `step_size`: η (a number or a traced scalar); `None`: no ratio is recorded.
+    - `params`: `state -> params`, where the loss's parameters sit in the run's state; default:
+      the state itself.
+    - `num_iters`: the Lanczos steps of [`sharpness`][].
+
+    **Returns:** a [`Save`][] whose records add `"sharpness"` (λ_max) and, with a step size,
+    `"sharpness_ratio"` (λ_max·η/2, ≥ 1 past the edge of stability).
+
+    **Raises:** `TypeError`, when the run is traced, if `save.fn` does not return a dict.
+
+    **Example:** GD at η = 0.5 on a quadratic of sharpness 3, saving the distance from the
+    minimum every 2 steps:
+
+        >>> import jax.numpy as jnp
+        >>> import dynamics
+        >>> H = jnp.array([[2.0, 1.0], [1.0, 2.0]])
+        >>> loss = lambda theta: 0.5 * theta @ H @ theta
+        >>> save = dynamics.Save(every=2, fn=lambda step, theta, args: {"norm": jnp.linalg.norm(theta)})
+        >>> save = dynamics.with_sharpness(save, loss, 0.5)
+        >>> run = dynamics.train(loss, jnp.array([1.0, 0.0]), dynamics.gd(0.5), num_steps=4, save=save)
+        >>> sorted(run.values), [round(float(v), 8) for v in run.values["sharpness_ratio"]]
+        (['norm', 'sharpness', 'sharpness_ratio'], [0.75, 0.75, 0.75])
+    """
+    fn = functools.partial(_record_sharpness, save.fn, loss, step_size, params or _itself, num_iters)
+    return Save(ts=save.ts, fn=fn, every=save.every)
+
+
+def _itself(state: PyTree) -> PyTree:
+    return state
+
+
+def _record_sharpness(fn, loss, step_size, params, num_iters, t, state, args) -> dict:
+    record = {} if fn is None else fn(t, state, args)
+    if not isinstance(record, dict):
+        raise TypeError(
+            f"with_sharpness adds to the dict a save function returns, got {type(record).__name__}"
+        )
+    top = sharpness(loss, params(state), num_iters=num_iters)
+    record = record | {"sharpness": top}
+    if step_size is not None:
+        record["sharpness_ratio"] = top * step_size / 2
+    return record
 
 
 class GDFlowGap(eqx.Module):

@@ -69,6 +69,40 @@ def test_edge_of_stability_save_records_loss_sharpness_and_ratio_along_gd():
     np.testing.assert_allclose(run.values["sharpness_ratio"], [2.0 * step_size / 2] * 5, rtol=1e-12)
 
 
+def test_with_sharpness_adds_to_what_a_save_records_and_keeps_its_period():
+    """Beside the save's own record: the sharpness of the loss at each saved state, the ratio to
+    2/η given η, the parameters read from the state by `params`; without a step size no ratio."""
+    step_size = 0.7
+    distance = dynamics.Save(every=3, fn=lambda step, theta, args: {"norm": _flat(theta) @ _flat(theta)})
+    save = dynamics.with_sharpness(distance, _quadratic, step_size)
+    run = dynamics.train(_quadratic, START, dynamics.gd(step_size), num_steps=12, save=save)
+    alone = dynamics.train(_quadratic, START, dynamics.gd(step_size), num_steps=12, save=distance)
+    assert save.every == 3 and run.ts.tolist() == alone.ts.tolist() == [0, 3, 6, 9, 12]
+    np.testing.assert_array_equal(run.values["norm"], alone.values["norm"])
+    np.testing.assert_allclose(run.values["sharpness"], [2.0] * 5, rtol=1e-12)
+    np.testing.assert_allclose(run.values["sharpness_ratio"], [step_size] * 5, rtol=1e-12)
+    wrapped = dynamics.Save(every=6, fn=lambda step, state, args: {"half": state["theta"]["a"] / 2})
+    only = dynamics.with_sharpness(wrapped, _quadratic, params=lambda state: state["theta"])
+    run = dynamics.train(
+        lambda state: _quadratic(state["theta"]), {"theta": START}, dynamics.gd(0.1), num_steps=12, save=only
+    )
+    assert sorted(run.values) == ["half", "sharpness"]
+    np.testing.assert_allclose(run.values["sharpness"], [2.0] * 3, rtol=1e-12)
+
+
+def test_with_sharpness_equals_the_edge_of_stability_save_and_refuses_a_non_dict_record():
+    eos = dynamics.edge_of_stability_save(_quadratic, 0.3, every=2)
+    losses = dynamics.Save(every=2, fn=lambda step, theta, args: {"loss": _quadratic(theta)})
+    mine = dynamics.with_sharpness(losses, _quadratic, 0.3)
+    runs = [dynamics.train(_quadratic, START, dynamics.gd(0.3), num_steps=6, save=s) for s in (eos, mine)]
+    assert tree_allclose(runs[0].values, runs[1].values)
+    bare = dynamics.with_sharpness(
+        dynamics.Save(every=2, fn=lambda step, theta, args: _flat(theta)), _quadratic
+    )
+    with pytest.raises(TypeError, match="adds to the dict a save function returns, got"):
+        dynamics.train(_quadratic, START, dynamics.gd(0.3), num_steps=2, save=bare)
+
+
 def test_sharpness_follows_the_run_when_the_hessian_changes():
     """¼ Σ θᵢ⁴ has Hessian diag(3θᵢ²): the saved sharpness is 3 max θᵢ² at each saved θ."""
 

@@ -38,6 +38,7 @@ from ._data import (
 )
 from ._dynamics import (
     FLOW_CONTROLLER,
+    Along,
     centred_cosine,
     column_argmax_agreement,
     direction_margin,
@@ -69,6 +70,7 @@ PAPER = PaperInfo(
 """This paper as a unit: its name, title, levels, data and cost (see `tasks.PaperInfo`)."""
 
 __all__ = [
+    "Along",
     "PAPER",
     "DELTA_DEFINITIONS",
     "DISTRIBUTIONS",

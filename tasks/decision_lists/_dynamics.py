@@ -6,6 +6,7 @@ claim, recon).
 Every function is pure and `vmap`-able over its array arguments (stacked tasks, constants `c`).
 """
 
+import dataclasses
 from collections.abc import Callable
 
 import diffrax
@@ -260,6 +261,36 @@ def result2_metrics(
     return metrics
 
 
+@dataclasses.dataclass(frozen=True)
+class Along:
+    """What full-batch GD records along a run beside its own metrics: the top eigenvalue of the
+    loss's Hessian against the edge of stability 2/η (`dynamics.with_sharpness`: `sharpness`,
+    `sharpness_ratio` at every save), and the gradient flow run from the same start
+    (`dynamics.gd_flow_gap`: `flow_distance` = ‖θ_GD(k) − θ_flow(kη)‖ and `flow_loss` at every
+    save; the flow costs an adaptive solve, and GD runs once more for the distance).
+
+    **Example:** `uniform_attention_gd(..., along=Along(sharpness=True))`.
+    """
+
+    sharpness: bool = False
+    flow: bool = False
+
+
+def _descend(
+    loss, start, step, *, num_steps: int, save: dynamics.Save, along: Along, events=None
+) -> dynamics.Run:
+    """Full-batch GD on `loss` from `start` at step `step`, recording `save` and what `along` asks."""
+    if along.sharpness:
+        save = dynamics.with_sharpness(save, loss, step)
+    run = dynamics.train(loss, start, dynamics.gd(step), num_steps=num_steps, save=save, events=events)
+    if not along.flow:
+        return run
+    gap = dynamics.gd_flow_gap(loss, start, step, num_steps=num_steps, every=save.every)
+    return dataclasses.replace(
+        run, values=run.values | {"flow_distance": gap.distance, "flow_loss": gap.flow_loss}
+    )
+
+
 def result2_gd(
     arrays: TaskArrays,
     population: Population,
@@ -272,23 +303,28 @@ def result2_gd(
     every: int = 1,
     exact: bool = True,
     stop_at_perfect: bool = False,
+    along: Along = Along(),
 ) -> dynamics.Run:
     """Result 2: full-batch GD on `(W, V)` from `W = 0`, `V = V0`, step `eta`.
 
     **Arguments:** the task, the population, `V0`, `c` (for the metrics), `n`; `eta`;
     `num_steps`, `every`; `exact`: enumerate (exact population) or certify (sample);
-    `stop_at_perfect`: stop at the first perfectly classifying step (event `perfect`).
+    `stop_at_perfect`: stop at the first perfectly classifying step (event `perfect`; not with
+    the flow alongside, which runs all `num_steps`); `along`: what else to record ([`Along`][]).
 
     **Returns:** a `dynamics.Run` of [`DecisionListModel`][]s with the metrics of [`result2_metrics`][].
     """
+    if stop_at_perfect and along.flow:
+        raise ValueError("result2_gd: the flow alongside runs all num_steps; set stop_at_perfect=False")
     metrics = result2_metrics(arrays, population, c, n, exact)
     L = arrays.perm.shape[0]
-    return dynamics.train(
+    return _descend(
         lambda model: population_loss(model, population),
         DecisionListModel(jnp.zeros((L, L), V0.dtype), V0),
-        dynamics.gd(eta),
+        eta,
         num_steps=num_steps,
         save=dynamics.Save(every=every, fn=lambda step, p, args: metrics(p)),
+        along=along,
         events={"perfect": lambda model: metrics(model)["perfect"]} if stop_at_perfect else None,
     )
 
@@ -316,17 +352,19 @@ def uniform_attention_gd(
     step: Float[Array, ""],
     num_steps: int,
     every: int = 1,
+    along: Along = Along(),
 ) -> dynamics.Run:
     """The uniform-attention claim of the conclusion: `W ≡ 0`, full-batch GD on `V` from `V0`; saves the loss,
-    `κ(V)` and `ρ(V)` every `every` steps."""
+    `κ(V)` and `ρ(V)` every `every` steps, and what `along` asks ([`Along`][])."""
     L = arrays.perm.shape[0]
     W = jnp.zeros((L, L), V0.dtype)
     P = permutation_matrix(arrays, V0.dtype)
-    return dynamics.train(
+    return _descend(
         lambda V: population_loss(DecisionListModel(W, V), population),
         V0,
-        dynamics.gd(step),
+        step,
         num_steps=num_steps,
+        along=along,
         save=dynamics.Save(
             every=every,
             fn=lambda step, V, args: {
@@ -346,10 +384,12 @@ def joint_gd(
     step: Float[Array, ""],
     num_steps: int,
     every: int = 1,
+    along: Along = Along(),
 ) -> dynamics.Run:
     """Full-batch GD on `(W, V)` jointly from `model0` (e.g. a small random start: the exploratory
     variant of the uniform-attention claim); saves the loss, `μ(W)`, `κ(V)`, `ρ(V)` and perfect classification
-    (enumerated, exact when the population is the support of `D`) every `every` steps.
+    (enumerated, exact when the population is the support of `D`) every `every` steps, and what
+    `along` asks ([`Along`][]).
 
     **Returns:** a `dynamics.Run` of [`DecisionListModel`][]s.
     """
@@ -358,11 +398,12 @@ def joint_gd(
     def loss(model):
         return population_loss(model, population)
 
-    return dynamics.train(
+    return _descend(
         loss,
         model0,
-        dynamics.gd(step),
+        step,
         num_steps=num_steps,
+        along=along,
         save=dynamics.Save(
             every=every,
             fn=lambda step, model, args: {

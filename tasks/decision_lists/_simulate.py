@@ -29,6 +29,7 @@ from ._constants import (
 )
 from ._data import MAX_SUPPORT, make_population, sample_tokens, support
 from ._dynamics import (
+    Along,
     joint_gd,
     permutation_matrix,
     perturbation,
@@ -50,6 +51,22 @@ def _num_steps(default: int):
 
 def _every(default: int):
     return param(default, Interval(1), doc="save period in steps (divides num_steps)")
+
+
+def _track_sharpness():
+    return param(
+        False,
+        doc="also save the top eigenvalue of the population loss's Hessian (sharpness, Lanczos) and "
+        "its ratio to the edge of stability 2/step (sharpness_ratio) at every save",
+    )
+
+
+def _compare_flow():
+    return param(
+        False,
+        doc="also run the gradient flow from the same start and save its distance from GD at the "
+        "matching time t = k·step (flow_distance) and its loss (flow_loss) at every save",
+    )
 
 
 def _support_size(L: int, n: int, distribution: str) -> int:
@@ -182,6 +199,9 @@ class Result2GD(dynamics.AbstractSimulation):
     Saves every `every` steps: `loss`, `mu` = `μ(W)`, `perfect`, `dist_cP` = `‖V − cP‖_max` and
     `grad_V_max` = `max |∇_V 𝓛|`. `final` holds the `model`, `c`, `c_iterations`, `c_converged`,
     `loss0` (`𝓛_0`), `lambda_max`, `eta`, `T` and `delta` (= `γ`).
+    With `track_sharpness` it saves also `sharpness` (λ_max of the population loss's Hessian) and
+    `sharpness_ratio` (λ_max·η/2, ≥ 1 past the edge of stability); with `compare_flow`,
+    `flow_distance` (from the gradient flow started at the same point, at t = k·η) and `flow_loss`.
     """
 
     task: DecisionListsConfig = param(
@@ -196,6 +216,8 @@ class Result2GD(dynamics.AbstractSimulation):
     num_steps: int = _num_steps(4000)
     every: int = _every(1)
     stop_at_perfect: bool = param(False, doc="stop at the first perfect (or certified) step")
+    track_sharpness: bool = _track_sharpness()
+    compare_flow: bool = _compare_flow()
     dtype: str = dtype_param("float64")
     seed_hint = _SEED_HINT
     small = {"task.L": 6, "task.n": 3, "task.M": 2, "num_steps": 20, "every": 5}
@@ -208,6 +230,11 @@ class Result2GD(dynamics.AbstractSimulation):
             "Result 2 is stated for D = distinct: the task's distribution must be distinct",
         ),
         _EVERY,
+        Require(
+            ("compare_flow", "stop_at_perfect"),
+            lambda flow, stop: not (flow and stop),
+            "the flow alongside runs all num_steps: compare_flow needs stop_at_perfect off",
+        ),
         Require(
             ("task.L", "task.n", "population_size"),
             lambda L, n, K: K is not None or math.comb(L, n) <= MAX_SUPPORT,
@@ -245,6 +272,7 @@ class Result2GD(dynamics.AbstractSimulation):
             every=self.every,
             exact=exact,
             stop_at_perfect=self.stop_at_perfect,
+            along=Along(self.track_sharpness, self.compare_flow),
         )
         values = {name: value for name, value in run.values.items() if name != "model"}
         final = {"model": run.final, "delta": delta} | {k: v for k, v in start.items() if k != "V0"}
@@ -276,6 +304,9 @@ class UniformAttentionGD(dynamics.AbstractSimulation):
 
     Saves every `every` steps: `loss`, `kappa` = `κ(V)` (the fraction of columns whose argmax is
     `π(b)`) and `rho` = `ρ(V)` (the cosine of `V` and `P`, columns centred). `final` holds `V`.
+    With `track_sharpness` it saves also `sharpness` (λ_max of the population loss's Hessian) and
+    `sharpness_ratio` (λ_max·η/2, ≥ 1 past the edge of stability); with `compare_flow`,
+    `flow_distance` (from the gradient flow started at the same point, at t = k·η) and `flow_loss`.
     """
 
     task: DecisionListsConfig = param(
@@ -285,6 +316,8 @@ class UniformAttentionGD(dynamics.AbstractSimulation):
     init_std: float = param(0.0, Interval(0), doc="standard deviation of V_0's entries", traced=True)
     num_steps: int = _num_steps(2000)
     every: int = _every(10)
+    track_sharpness: bool = _track_sharpness()
+    compare_flow: bool = _compare_flow()
     dtype: str = dtype_param("float64")
     seed_hint = _SEED_HINT
     small = {"task.L": 6, "task.n": 3, "task.M": 2, "num_steps": 40, "every": 10}
@@ -296,7 +329,13 @@ class UniformAttentionGD(dynamics.AbstractSimulation):
         population = _exact_population(self, arrays)
         V0 = self.init_std * jax.random.normal(key, (self.task.L, self.task.L), self.float_dtype)
         run = uniform_attention_gd(
-            arrays, population, V0, step=self.step, num_steps=self.num_steps, every=self.every
+            arrays,
+            population,
+            V0,
+            step=self.step,
+            num_steps=self.num_steps,
+            every=self.every,
+            along=Along(self.track_sharpness, self.compare_flow),
         )
         return dataclasses.replace(run, final={"V": run.final})
 
@@ -319,6 +358,9 @@ class JointGD(dynamics.AbstractSimulation):
 
     Saves every `every` steps: `loss`, `mu` = `μ(W)`, `kappa` = `κ(V)`, `rho` = `ρ(V)` and `perfect`
     (every sequence classified perfectly, enumerated). `final` is the model.
+    With `track_sharpness` it saves also `sharpness` (λ_max of the population loss's Hessian) and
+    `sharpness_ratio` (λ_max·η/2, ≥ 1 past the edge of stability); with `compare_flow`,
+    `flow_distance` (from the gradient flow started at the same point, at t = k·η) and `flow_loss`.
     """
 
     task: DecisionListsConfig = param(
@@ -330,6 +372,8 @@ class JointGD(dynamics.AbstractSimulation):
     )
     num_steps: int = _num_steps(2000)
     every: int = _every(10)
+    track_sharpness: bool = _track_sharpness()
+    compare_flow: bool = _compare_flow()
     dtype: str = dtype_param("float64")
     seed_hint = _SEED_HINT
     small = {"task.L": 6, "task.n": 3, "task.M": 2, "num_steps": 40, "every": 10}
@@ -346,7 +390,13 @@ class JointGD(dynamics.AbstractSimulation):
             self.init_std * jax.random.normal(key_V, shape, dtype),
         )
         return joint_gd(
-            arrays, population, model0, step=self.step, num_steps=self.num_steps, every=self.every
+            arrays,
+            population,
+            model0,
+            step=self.step,
+            num_steps=self.num_steps,
+            every=self.every,
+            along=Along(self.track_sharpness, self.compare_flow),
         )
 
     def landscape(self, key) -> dynamics.Landscape:
