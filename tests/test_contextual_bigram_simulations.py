@@ -101,6 +101,7 @@ def test_sgd_is_run_sgd():
     np.testing.assert_array_equal(run.ts, direct["steps"])
 
 
+@pytest.mark.slow
 def test_population_ode_is_the_line_ode():
     sim = _small("population_ode", alpha0=0.1, beta0=-0.2)
     run = sim.run(dynamics.seed_key(0))

@@ -14,6 +14,8 @@ from jax.flatten_util import ravel_pytree
 
 import dynamics
 import tasks.decision_lists as dl
+from dynamics._simulation import run_shape
+from dynamics._store import named_leaves
 from theory.decision_lists import closed_forms
 
 from .helpers import tree_allclose
@@ -206,7 +208,14 @@ def test_uniform_attention_and_joint_gd_are_the_gd_functions():
     assert tree_allclose({k: run[k] for k in direct.values}, direct.values)
 
 
-@pytest.mark.parametrize("level", ["section7_gd", "joint_gd", "result2_gd"])
+@pytest.mark.parametrize(
+    "level",
+    [
+        "section7_gd",
+        pytest.param("joint_gd", marks=pytest.mark.slow),
+        pytest.param("result2_gd", marks=pytest.mark.slow),
+    ],
+)
 def test_sharpness_and_the_flow_alongside_leave_the_run_as_it_is(level):
     """`track_sharpness` and `compare_flow` add values and change none: the sharpness at the last
     save is the top eigenvalue of the dense Hessian of the level's landscape at the final state,
@@ -219,13 +228,14 @@ def test_sharpness_and_the_flow_alongside_leave_the_run_as_it_is(level):
     for name, value in plain.items():
         np.testing.assert_array_equal(along[name], value, err_msg=name)
     sim = small(level, **changes)
-    key = dynamics.seed_key(4)
-    run = jax.jit(sim.run)(key)
-    land = sim.landscape(key)
-    flat, unflatten = ravel_pytree(land.params(run.final))
+    land = sim.landscape(dynamics.seed_key(4))
+    shape = run_shape(sim).final  # the final state, rebuilt from its stored leaves
+    leaves = [jnp.asarray(along[name]) for name in named_leaves(shape, "final.")]
+    final = jax.tree.unflatten(jax.tree.structure(shape), leaves)
+    flat, unflatten = ravel_pytree(land.params(final))
     dense = jnp.linalg.eigvalsh(jax.hessian(lambda x: land.loss(unflatten(x)))(flat))
-    np.testing.assert_allclose(run.values["sharpness"][-1], dense[-1], rtol=1e-8)
-    eta = land.step_size(run.final)
+    np.testing.assert_allclose(along["sharpness"][-1], dense[-1], rtol=1e-8)
+    eta = land.step_size(final)
     np.testing.assert_allclose(along["sharpness_ratio"], along["sharpness"] * eta / 2, rtol=1e-14)
     assert along["flow_distance"][0] == 0.0
     np.testing.assert_allclose(along["flow_loss"][0], along["loss"][0], rtol=1e-14)

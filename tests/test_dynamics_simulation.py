@@ -125,7 +125,7 @@ def test_events_keep_their_names_on_disk(tmp_path):
     assert_sweep_round_trip(ds, tmp_path)
 
 
-@pytest.mark.parametrize("mode", ["flow", "euler"])
+@pytest.mark.parametrize("mode", [pytest.param("flow", marks=pytest.mark.slow), "euler"])
 def test_sweep_of_a_traced_field_equals_separate_simulations(mode):
     ds = dynamics.sweep(Decay(mode=mode), {"rate": [0.5, 1.0, 3.0]}, num_seeds=3, seed=1)
     assert ds["time"].dims == ("rate", "seed", "save")

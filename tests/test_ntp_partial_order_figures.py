@@ -3,6 +3,7 @@
 import json
 
 import numpy as np
+import pytest
 
 from attnflow.papers import all_figures
 from figures import ntp_partial_order
@@ -13,6 +14,7 @@ def test_registered():
     assert {"ntp_partial_order_fig2", "ntp_partial_order_wkq_column"} <= set(all_figures())
 
 
+@pytest.mark.slow
 def test_fig2_data(tmp_path):
     paths = ntp_partial_order.fig2(tmp_path, False)
     stem = "ntp_partial_order_fig2"

@@ -89,6 +89,7 @@ def test_batches_are_padded_to_one_shape():
     assert colloc.tokens.shape == (6, 1)
 
 
+@pytest.mark.slow
 def test_simulate_runs_each_dataset_seed_as_alone():
     sim = small()
     runs = dynamics.simulate(sim, num_seeds=3, seed=5)

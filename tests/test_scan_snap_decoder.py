@@ -357,6 +357,7 @@ def _dt(n):
     return np.arange(1 + 4 * n, 5 + 4 * n)
 
 
+@pytest.mark.slow
 def test_backprop_gradient_matches_decoder_dynamics():
     # With F frozen, the expected modified decoder flow (Eqn 26, uniform classes) from Y = 0
     # gives Y(t)(e_n - α_n) = γ(t) F (I - E') Q e_n exactly (Theorems 1, 5).
@@ -452,7 +453,8 @@ def test_vector_fields_vmap_grad_float32():
     assert d.z.dtype == d.B.dtype == jnp.float32
 
 
-@pytest.mark.parametrize("eta_z", [pytest.param(0.1, marks=pytest.mark.slow), 1.0])
+@pytest.mark.slow
+@pytest.mark.parametrize("eta_z", [0.1, 1.0])
 def test_l2_theorems_2_and_3(eta_z):
     probs, query, _ = _reference_instance()
     K, M = probs.shape

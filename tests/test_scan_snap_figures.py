@@ -28,6 +28,7 @@ def _h_lambert(t, M, eta_y):
     return (a - scipy.special.lambertw(np.exp(a) / (M - 1)).real) / M
 
 
+@pytest.mark.slow
 def test_fig8_h_star_and_h(tmp_path):
     content = _written(scan_snap.fig8(tmp_path, False), "scan_snap_fig8")
     panels = content["data"]["panels"]

@@ -69,6 +69,7 @@ def test_population_flow_is_the_level_function():
     assert tree_allclose(run.values, direct.values)
 
 
+@pytest.mark.slow
 def test_the_outcome_level_ends_where_L0_ends_from_the_same_key():
     """SGDOutcome is L0 on Syn-Medium from the random init with η_Y = η_Z · ratio: from the same
     key both train the same model, and its outcome is measured on L0's final model."""

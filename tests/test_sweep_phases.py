@@ -60,6 +60,7 @@ def _sweep(out: Path, *options: str) -> int:
     return cli.main(argv)
 
 
+@pytest.mark.slow
 def test_the_command_line_adds_the_phases_to_the_store_and_a_rerun_makes_them_again(
     tmp_path, monkeypatch, capsys
 ):
