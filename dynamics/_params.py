@@ -412,9 +412,7 @@ def settings(cls) -> tuple[ParamInfo, ...]:
                     f"{info.type.__name__}.{inner.name} is traced, but the settings of a config held in a "
                     f"field ({cls.__name__}.{info.name}) are static"
                 )
-            default = getattr(info.default, inner.name.split(".")[0])
-            for part in inner.name.split(".")[1:]:
-                default = getattr(default, part)
+            default = setting_value(info.default, inner.name)
             infos.append(dataclasses.replace(inner, name=f"{info.name}.{inner.name}", default=default))
     return tuple(infos)
 
