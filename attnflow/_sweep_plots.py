@@ -232,7 +232,8 @@ def _against_time(values, time, lines, name: str, clock: str, stopped, out_dir: 
         with warnings.catch_warnings():  # saves after every seed stopped are all NaN
             warnings.simplefilter("ignore", RuntimeWarning)
             low, mid, high = (v.quantile(q, SEED_DIM).values for q in (0.1, 0.5, 0.9))
-        ax.plot(t.values, mid, color=colour, label=text)
+        few = np.count_nonzero(np.isfinite(mid)) < 3  # e.g. a run that diverged after its first save
+        ax.plot(t.values, mid, color=colour, label=text, marker="o" if few else None, markersize=4)
         ax.fill_between(t.values, low, high, color=colour, alpha=0.2, linewidth=0)
         if stopped is not None:  # each early stop, as a tick on the time axis in the run's colour
             stops = stopped.sel(select).values.ravel()
@@ -246,6 +247,8 @@ def _against_time(values, time, lines, name: str, clock: str, stopped, out_dir: 
                 clip_on=False,
                 transform=ax.get_xaxis_transform(),
             )
+    if name == "sharpness_ratio":  # dynamics.with_sharpness's λ_max·η/2: GD is unstable above 1
+        ax.axhline(1.0, linestyle="--", color="grey", linewidth=1, label="edge of stability")
     _scale(ax.set_xscale, time.values)
     _scale(ax.set_yscale, values.values)
     ax.set_xlabel(clock)
@@ -276,7 +279,9 @@ def _final_line(
     """`final` against `axis`, mean ± std over seeds; `reference`: `(values along the axis, label)`
     dashed beside it, on a log scale where the two lie decades apart."""
     fig, ax = plt.subplots(figsize=(5, 3.5))
-    mean, std = final.mean(SEED_DIM), final.std(SEED_DIM)
+    with warnings.catch_warnings():  # a diverged run's huge last finite value overflows the std: no bar
+        warnings.simplefilter("ignore", RuntimeWarning)
+        mean, std = final.mean(SEED_DIM), final.std(SEED_DIM)
     x = np.arange(final.sizes[axis])
     ax.errorbar(x, mean.values, yerr=std.values, marker="o", capsize=3)
     if reference is not None:

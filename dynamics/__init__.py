@@ -29,8 +29,9 @@
   [`require_landscape`][], [`num_params`][], [`CRITICAL_POINT_STATUSES`][]);
   [`add_to_store`][] adds such analyses to the sweep's store, with their checksums.
 - [`sharpness`][], [`edge_of_stability_save`][], [`with_sharpness`][], [`gd_flow_gap`][]
-  ([`GDFlowGap`][]): the top Hessian eigenvalue along a run against the edge of stability 2/η,
-  and how far gradient descent drifts from the gradient flow; [`norm_growth`][] ([`NormGrowth`][]),
+  ([`GDFlowGap`][]), [`with_flow_distance`][]: the top Hessian eigenvalue along a run against the
+  edge of stability 2/η, and how far gradient descent drifts from the gradient flow; [`Along`][]
+  offers both as one setting of a discrete level; [`norm_growth`][] ([`NormGrowth`][]),
   [`direction_convergence`][] ([`DirectionConvergence`][]): how a run ends when the loss's
   infimum is at infinity, ‖θ‖ growing as log t or as a power of t and θ/‖θ‖ settling on a
   direction.
@@ -49,6 +50,7 @@
   [`parse_bytes`][] reads a size such as `16G`.
 """
 
+from ._along import Along
 from ._batch import SEEDS_AXIS, grid, run_many, seed_keys
 from ._ending import DirectionConvergence, NormGrowth, direction_convergence, norm_growth
 from ._files import (
@@ -90,7 +92,14 @@ from ._qp import QPSolution, kkt_residuals, solve_qp
 from ._rates import Rates, adam, gd, heavy_ball, scale_by_group_rates, scale_tree
 from ._run import STOP_REASONS, Run, StopReason, all_finite, stop_reason
 from ._shared import SHARED_RUNS, shared_store
-from ._sharpness import GDFlowGap, edge_of_stability_save, gd_flow_gap, sharpness, with_sharpness
+from ._sharpness import (
+    GDFlowGap,
+    edge_of_stability_save,
+    gd_flow_gap,
+    sharpness,
+    with_flow_distance,
+    with_sharpness,
+)
 from ._simulation import AbstractSimulation, Landscape, has_landscape, key_seed, seed_key
 from ._stages import Stage, train_stages
 from ._store import SAVE_DIM, SEED_DIM, remove_store
@@ -107,6 +116,7 @@ from ._sweep_phases import PHASE_DIM, saved_series, sweep_phases
 from ._train import train
 
 __all__ = [
+    "Along",
     "AbstractSimulation",
     "Landscape",
     "has_landscape",
@@ -176,6 +186,7 @@ __all__ = [
     "gd",
     "gd_flow_gap",
     "with_sharpness",
+    "with_flow_distance",
     "gradient_flow",
     "grid",
     "heavy_ball",

@@ -11,7 +11,8 @@ from jaxtyping import Array, ArrayLike, Float, Int, PyTree
 
 from ._flow import Save, gradient_flow
 from ._hessian import hessian_max_eigenvalue
-from ._rates import gd
+from ._rates import Rates, gd, scale_tree
+from ._run import Run
 from ._train import train
 
 
@@ -89,7 +90,7 @@ def _loss_of_state(loss, t, params: PyTree, args) -> dict[str, Float[Array, ""]]
 def with_sharpness(
     save: Save,
     loss: Callable[[PyTree], Float[Array, ""]],
-    step_size: float | Float[ArrayLike, ""] | None = None,
+    step_size: Rates = None,
     *,
     params: Callable[[PyTree], PyTree] | None = None,
     num_iters: int = 20,
@@ -106,13 +107,18 @@ def with_sharpness(
       sharpness is recorded).
     - `loss`: `params -> scalar`, the loss whose Hessian is measured (for stochastic training,
       e.g. the population loss).
-    - `step_size`: η (a number or a traced scalar); `None`: no ratio is recorded.
+    - `step_size`: η, one step size (a number or a traced scalar) or one per parameter group
+      (a [`Rates`][] prefix of the parameters, e.g. GD with [`gd`][]`(rates)`); `None`: no ratio
+      is recorded.
     - `params`: `state -> params`, where the loss's parameters sit in the run's state; default:
       the state itself.
     - `num_iters`: the Lanczos steps of [`sharpness`][].
 
     **Returns:** a [`Save`][] whose records add `"sharpness"` (λ_max) and, with a step size,
-    `"sharpness_ratio"` (λ_max·η/2, ≥ 1 past the edge of stability).
+    `"sharpness_ratio"`: λ_max·η/2 for one η, and for step sizes R per group λ_max(R^½ H R^½)/2, the
+    sharpness of the loss in the coordinates where that GD step is plain GD with step 1 (a second
+    Lanczos run). GD is stable near a minimum only where the ratio is below 1: it is ≥ 1 past the
+    edge of stability.
 
     **Raises:** `TypeError`, when the run is traced, if `save.fn` does not return a dict.
 
@@ -128,6 +134,16 @@ def with_sharpness(
         >>> run = dynamics.train(loss, jnp.array([1.0, 0.0]), dynamics.gd(0.5), num_steps=4, save=save)
         >>> sorted(run.values), [round(float(v), 8) for v in run.values["sharpness_ratio"]]
         (['norm', 'sharpness', 'sharpness_ratio'], [0.75, 0.75, 0.75])
+
+    With a step per coordinate, R = diag(1, 0.1), R^½ H R^½ = [[2, √0.1], [√0.1, 0.2]] has top
+    eigenvalue 1.1 + √0.91 = 2.0539, so the ratio is 1.0270:
+
+        >>> steps = {"fast": 1.0, "slow": 0.1}
+        >>> pair = lambda theta: loss(jnp.stack([theta["fast"], theta["slow"]]))
+        >>> record = dynamics.with_sharpness(dynamics.Save(fn=lambda step, theta, args: {}), pair, steps)
+        >>> state = {"fast": jnp.array(1.0), "slow": jnp.array(0.0)}
+        >>> round(float(record.fn(0, state, None)["sharpness_ratio"]), 4)
+        1.027
     """
     fn = functools.partial(_record_sharpness, save.fn, loss, step_size, params or _itself, num_iters)
     return Save(ts=save.ts, fn=fn, every=save.every)
@@ -143,11 +159,34 @@ def _record_sharpness(fn, loss, step_size, params, num_iters, t, state, args) ->
         raise TypeError(
             f"with_sharpness adds to the dict a save function returns, got {type(record).__name__}"
         )
-    top = sharpness(loss, params(state), num_iters=num_iters)
+    point = params(state)
+    top = sharpness(loss, point, num_iters=num_iters)
     record = record | {"sharpness": top}
-    if step_size is not None:
+    if step_size is None:
+        return record
+    if _is_one_rate(step_size):
         record["sharpness_ratio"] = top * step_size / 2
+    else:
+        record["sharpness_ratio"] = _rate_scaled_sharpness(loss, point, step_size, num_iters) / 2
     return record
+
+
+def _is_one_rate(rates: Rates) -> bool:
+    """Whether `rates` is one step size for every parameter (a number or a scalar array), rather
+    than a PyTree of them per group."""
+    return jax.tree_util.treedef_is_leaf(jax.tree.structure(rates))
+
+
+def _rate_scaled_sharpness(loss, point: PyTree, rates: Rates, num_iters: int) -> Float[Array, ""]:
+    """λ_max(R^½ H R^½): the sharpness of φ ↦ L(R^½ φ) at φ = R^{−½} θ, where GD with step sizes R
+    on θ is GD with step 1 on φ."""
+    root = jax.tree.map(jnp.sqrt, rates)
+
+    def scaled(phi: PyTree) -> Float[Array, ""]:
+        return loss(scale_tree(root, phi))
+
+    inverse_root = jax.tree.map(lambda r: 1 / r, root)
+    return sharpness(scaled, scale_tree(inverse_root, point), num_iters=num_iters)
 
 
 class GDFlowGap(eqx.Module):
@@ -240,32 +279,128 @@ def gd_flow_gap(
         >>> [round(float(v), 6) for v in gap.gd_loss], [round(float(v), 6) for v in gap.flow_loss]
         ([0.5, 0.060788, 0.00739], [0.5, 0.067668, 0.009158])
     """
-    if clashes := sorted(set(_SET_BY_GAP) & flow_kwargs.keys()):
-        raise ValueError(f"gd_flow_gap sets {clashes} of the flow itself")
     step_size = jnp.asarray(step_size)
 
     def with_loss(t, p: PyTree, args) -> tuple[PyTree, Float[Array, ""]]:
         return p, loss(p)
 
+    flow = _flow_at_steps(loss, params, step_size, num_steps=num_steps, every=every, **flow_kwargs)
     descent = train(loss, params, gd(step_size), num_steps=num_steps, save=Save(every=every, fn=with_loss))
-    times = descent.ts.astype(step_size.dtype) * step_size
-    flow = gradient_flow(
-        loss,
-        params,
-        t1=num_steps * step_size,
-        save=Save(ts=times, fn=with_loss),
-        **flow_kwargs,
-    )
     (gd_params, gd_loss), (flow_params, flow_loss) = descent.values, flow.values
     squares = jax.tree.map(
         lambda a, b: jnp.sum(((a - b) ** 2).reshape(a.shape[0], -1), axis=1), gd_params, flow_params
     )
     return GDFlowGap(
         steps=descent.ts,
-        times=times,
+        times=descent.ts.astype(step_size.dtype) * step_size,
         distance=jnp.sqrt(sum(jax.tree.leaves(squares))),
         gd_loss=gd_loss,
         flow_loss=flow_loss,
         gd_stop=descent.stop,
         flow_stop=flow.stop,
     )
+
+
+def _flow_at_steps(
+    loss: Callable[[PyTree], Float[Array, ""]],
+    start: PyTree,
+    step_size: Rates,
+    /,
+    *,
+    num_steps: int,
+    every: int,
+    **flow_kwargs,
+) -> Run:
+    """The gradient flow dθ/dt = −R ∇L(θ) from `start`, R = `step_size`, with time counted in steps of GD with
+    step sizes R (GD is explicit Euler on it with time step 1), saving `(θ, L(θ))` at steps 0,
+    every, …, num_steps.
+
+    **Raises:** `ValueError` if `flow_kwargs` sets `rates`, `t0`, `t1`, `save` or `events`.
+    """
+    if clashes := sorted(set(_SET_BY_GAP) & flow_kwargs.keys()):
+        raise ValueError(f"the flow alongside gradient descent sets {clashes} itself")
+    dtype = jnp.result_type(*jax.tree.leaves(start))
+    steps = jnp.arange(0, num_steps + 1, every).astype(dtype)
+    return gradient_flow(
+        loss,
+        start,
+        rates=step_size,
+        t1=steps[-1],
+        save=Save(ts=steps, fn=lambda t, p, args: (p, loss(p))),
+        **flow_kwargs,
+    )
+
+
+def with_flow_distance(
+    save: Save,
+    loss: Callable[[PyTree], Float[Array, ""]],
+    start: PyTree,
+    step_size: Rates,
+    *,
+    num_steps: int,
+    params: Callable[[PyTree], PyTree] | None = None,
+    **flow_kwargs,
+) -> Save:
+    """`save`, recording at each of its saves also how far the run is from the gradient flow of
+    `loss` started at the same point.
+
+    A GD step with step sizes R is one explicit Euler step of dθ/dt = −R ∇L(θ) with time step 1:
+    the run's state at step k is compared with that flow at time t = k. The flow is integrated
+    first, once, saved at the steps of `save`; gradient descent then runs once, as it would
+    without it. For stochastic training (`loss` the population loss) the distance holds the
+    mini-batch noise as well as the discretisation.
+
+    **Arguments:**
+
+    - `save`: what the run records, with its period `every`; its `fn` must return a dict.
+    - `loss`: `params -> scalar`, the loss whose flow is followed (for stochastic training, the
+      population loss).
+    - `start`: the run's starting parameters θ₀.
+    - `step_size`: η, one step size or one per parameter group (a [`Rates`][] prefix), as in
+      [`gd`][].
+    - `num_steps`: the run's steps; the flow runs to t = num_steps.
+    - `params`: `state -> params`, where the parameters sit in the run's state; default: the
+      state itself.
+    - `**flow_kwargs`: passed on to [`gradient_flow`][] (e.g. `stepsize_controller`, `solver`,
+      `max_steps`).
+
+    **Returns:** a [`Save`][] whose records add `"flow_distance"`, ‖θ(k) − θ_flow(k)‖ (the
+    Euclidean norm over all leaves), and `"flow_loss"`, L(θ_flow(k)). A flow that runs out of
+    solver steps saves `inf` from there on, so its distances are `inf`.
+
+    **Raises:** `ValueError` if `save` has save times `ts` instead of a period, or if
+    `flow_kwargs` sets `rates`, `t0`, `t1`, `save` or `events`; `TypeError`, when the run is
+    traced, if `save.fn` does not return a dict.
+
+    **Example:** GD with η = 0.1 on L(θ) = ½θ² gives θ_k = 0.9^k θ₀, the flow θ₀ e^{−kη}: at step
+    10 they are e^{−1} − 0.9¹⁰ = 0.019201 apart (the same gap as [`gd_flow_gap`][]'s example):
+
+        >>> import jax.numpy as jnp
+        >>> import dynamics
+        >>> loss = lambda theta: 0.5 * theta**2
+        >>> start = jnp.array(1.0)
+        >>> save = dynamics.with_flow_distance(
+        ...     dynamics.Save(every=10, fn=lambda step, theta, args: {}), loss, start, 0.1, num_steps=20
+        ... )
+        >>> run = dynamics.train(loss, start, dynamics.gd(0.1), num_steps=20, save=save)
+        >>> [round(float(d), 6) for d in run.values["flow_distance"]]
+        [0.0, 0.019201, 0.013759]
+    """
+    if save.ts is not None:
+        raise ValueError("the flow alongside compares with a discrete run: save with every=..., not ts")
+    every = 1 if save.every is None else save.every
+    where = params or _itself
+    flow = _flow_at_steps(loss, where(start), step_size, num_steps=num_steps, every=every, **flow_kwargs)
+    fn = functools.partial(_record_flow_distance, save.fn, flow.values, every, where)
+    return Save(fn=fn, every=save.every)
+
+
+def _record_flow_distance(fn, flow_values, every: int, params, step, state, args) -> dict:
+    record = {} if fn is None else fn(step, state, args)
+    if not isinstance(record, dict):
+        raise TypeError(
+            f"with_flow_distance adds to the dict a save function returns, got {type(record).__name__}"
+        )
+    flow_params, flow_loss = jax.tree.map(lambda saved: saved[step // every], flow_values)
+    squares = jax.tree.map(lambda a, b: jnp.sum((a - b) ** 2), params(state), flow_params)
+    return record | {"flow_distance": jnp.sqrt(sum(jax.tree.leaves(squares))), "flow_loss": flow_loss}

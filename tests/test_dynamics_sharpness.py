@@ -166,3 +166,87 @@ def test_vmap_over_starting_points_equals_a_loop(getkey):
 def test_flow_arguments_the_gap_sets_itself_are_refused():
     with pytest.raises(ValueError, match=r"\['rates', 't1'\]"):
         dynamics.gd_flow_gap(_quadratic, START, 0.1, num_steps=2, every=1, t1=1.0, rates=2.0)
+
+
+GROUP_RATES = {"a": 0.3, "b": 0.05}
+"""Step sizes per leaf of START: R = diag(0.3, 0.3, 0.05) in the flat coordinates."""
+
+
+def _rate_matrix() -> np.ndarray:
+    return np.diag([GROUP_RATES["a"]] * 2 + [GROUP_RATES["b"]])
+
+
+def test_the_sharpness_ratio_with_a_step_size_per_group_is_that_of_the_rescaled_hessian():
+    """With step sizes R per group the ratio is λ_max(R^½ H R^½)/2, here on a loss that is not
+    quadratic, against the dense Hessian at the same point."""
+
+    def loss(params):
+        theta = _flat(params)
+        return _quadratic(params) + 0.1 * jnp.sum(jnp.cos(theta) * theta**3)
+
+    save = dynamics.with_sharpness(dynamics.Save(fn=lambda step, p, args: {}), loss, GROUP_RATES)
+    record = save.fn(0, START, None)
+    root = np.sqrt(_rate_matrix())
+    hessian = np.asarray(jax.hessian(lambda theta: loss({"a": theta[:2], "b": theta[2]}))(_flat(START)))
+    np.testing.assert_allclose(record["sharpness"], np.linalg.eigvalsh(hessian)[-1], rtol=1e-12)
+    scaled = np.linalg.eigvalsh(root @ hessian @ root)[-1]
+    np.testing.assert_allclose(record["sharpness_ratio"], scaled / 2, rtol=1e-12)
+
+
+def test_the_flow_distance_of_gd_with_a_step_size_per_group_is_its_closed_form():
+    """GD with rates R is θ_k = (I − RH)^k θ₀ and its flow θ(t) = exp(−RHt) θ₀; with S = R^½HR^½ =
+    QΛQᵀ both are R^½ Q f(Λ) Qᵀ R^{−½} θ₀."""
+    every, num_steps = 4, 20
+    save = dynamics.with_flow_distance(
+        dynamics.Save(every=every, fn=lambda step, p, args: {}),
+        _quadratic,
+        START,
+        GROUP_RATES,
+        num_steps=num_steps,
+        stepsize_controller=TIGHT,
+    )
+    run = dynamics.train(_quadratic, START, dynamics.gd(GROUP_RATES), num_steps=num_steps, save=save)
+    root = np.sqrt(_rate_matrix())
+    curvatures, basis = np.linalg.eigh(root @ HESSIAN @ root)
+    start = basis.T @ np.linalg.solve(root, np.asarray(_flat(START)))
+    steps = np.arange(0, num_steps + 1, every)[:, None]
+    gd = (root @ basis @ ((1 - curvatures) ** steps * start).T).T
+    flow = (root @ basis @ (np.exp(-curvatures * steps) * start).T).T
+    np.testing.assert_allclose(run.values["flow_distance"], np.linalg.norm(gd - flow, axis=1), atol=1e-9)
+    losses = 0.5 * np.einsum("ki,ij,kj->k", flow, HESSIAN, flow)
+    np.testing.assert_allclose(run.values["flow_loss"], losses, rtol=1e-9)
+
+
+def test_the_flow_distance_saved_along_gd_is_the_gap_of_gd_flow_gap():
+    save = dynamics.with_flow_distance(
+        dynamics.Save(every=5, fn=lambda step, p, args: {"loss": _quadratic(p)}),
+        _quadratic,
+        START,
+        0.4,
+        num_steps=20,
+        stepsize_controller=TIGHT,
+    )
+    run = dynamics.train(_quadratic, START, dynamics.gd(0.4), num_steps=20, save=save)
+    gap = _gap(START, 0.4, 20, 5)
+    np.testing.assert_allclose(run.values["flow_distance"], gap.distance, atol=1e-10)
+    np.testing.assert_allclose(run.values["flow_loss"], gap.flow_loss, rtol=1e-10)
+    np.testing.assert_allclose(run.values["loss"], gap.gd_loss, rtol=1e-14)
+
+
+def test_along_adds_what_it_is_asked_for_and_refuses_what_it_cannot_do():
+    save = dynamics.Save(every=2, fn=lambda step, p, args: {"loss": _quadratic(p)})
+    assert dynamics.Along().save(save, _quadratic, START, 0.1, num_steps=4) is save
+    both = dynamics.Along(sharpness=True, flow=True).save(save, _quadratic, START, 0.1, num_steps=4)
+    run = dynamics.train(_quadratic, START, dynamics.gd(0.1), num_steps=4, save=both)
+    assert sorted(run.values) == ["flow_distance", "flow_loss", "loss", "sharpness", "sharpness_ratio"]
+    sharp = dynamics.Along(sharpness=True).save(save, _quadratic, START, num_steps=4)
+    assert (
+        "sharpness_ratio"
+        not in dynamics.train(_quadratic, START, dynamics.gd(0.1), num_steps=4, save=sharp).values
+    )
+    with pytest.raises(ValueError, match="step sizes"):
+        dynamics.Along(flow=True).save(save, _quadratic, START, num_steps=4)
+    with pytest.raises(ValueError, match="every"):
+        dynamics.with_flow_distance(dynamics.Save(ts=jnp.array([0.0])), _quadratic, START, 0.1, num_steps=4)
+    with pytest.raises(ValueError, match="Along.flow"):
+        dynamics.Along(flow="yes")

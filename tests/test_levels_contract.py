@@ -7,11 +7,14 @@ import warnings
 
 import diffrax
 import jax
+import jax.flatten_util
 import numpy as np
 import pytest
 
 import dynamics
 from attnflow.papers import load_simulation, papers
+from dynamics._simulation import run_shape
+from dynamics._store import named_leaves
 
 LEVELS = [(name, level) for name, paper in papers().items() for level in paper.simulations]
 
@@ -48,6 +51,8 @@ def test_a_flow_level_exposes_and_passes_its_step_budget(paper, level, monkeypat
 def _small(paper: str, level: str) -> dynamics.AbstractSimulation:
     cls = papers()[paper].simulation(level)
     assert cls.small, f"{cls.__name__} declares no small settings"
+    unknown = set(cls.small) - {info.name for info in dynamics.settings(cls)}
+    assert not unknown, f"{cls.__name__}.small names no setting {sorted(unknown)}"
     return dynamics.from_setting_values(cls, cls.small)
 
 
@@ -116,3 +121,73 @@ def test_a_sweep_is_each_point_run_alone_in_memory_and_on_disk(paper, level, tmp
             np.testing.assert_array_equal(variable.sel({field: value}).values, run[name].values, err_msg=name)
         if np.issubdtype(variable.dtype, np.floating):
             assert variable.dtype == np.dtype(sim.dtype), name
+
+
+ALONG = [
+    pytest.param(name, level, marks=() if i < 2 else pytest.mark.slow)
+    for i, (name, level) in enumerate(
+        sorted(
+            (
+                (name, level)
+                for name, paper in papers().items()
+                for level, cls in paper.simulations.items()
+                if "along" in {info.name for info in dynamics.params(cls)}
+            ),
+            key=lambda pair: pair[1] not in {"section7_gd", "L0"},
+        )
+    )
+]
+"""The discrete levels that record the sharpness and the flow alongside (`dynamics.Along`); all but
+two only under `-m slow`."""
+
+
+def _seed_values(sim: dynamics.AbstractSimulation) -> dict[str, np.ndarray]:
+    """The saved values and final state of seed 3 of `sim`, as a sweep stores them."""
+    ds = dynamics.simulate(sim, num_seeds=1, seed=3)
+    return {name: ds[name].values[0] for name in ds.data_vars}
+
+
+def _final_state(sim: dynamics.AbstractSimulation, values: dict[str, np.ndarray]):
+    """The final state of a run, rebuilt from its stored leaves."""
+    shape = run_shape(sim).final
+    leaves = [jax.numpy.asarray(values[name]) for name in named_leaves(shape, "final.")]
+    return jax.tree.unflatten(jax.tree.structure(shape), leaves)
+
+
+@pytest.mark.parametrize(("paper", "level"), ALONG)
+def test_the_sharpness_and_the_flow_alongside_leave_a_run_as_it_is(paper, level):
+    """`along.sharpness` and `along.flow` add values and change none. The sharpness at the last save
+    is the top eigenvalue of the dense Hessian of the level's landscape at the final state (its
+    ratio λ_max·η/2 where the landscape declares one step size η); the flow starts where the run
+    does, at its loss. A level whose optimiser has no flow refuses `along.flow`, naming it."""
+    sim = _small(paper, level)
+    plain = _seed_values(sim)
+    try:
+        along = dynamics.with_settings(sim, {"along.sharpness": True, "along.flow": True})
+    except ValueError as refused:
+        assert "along.flow" in str(refused)
+        along = dynamics.with_settings(sim, {"along.sharpness": True})
+    values = _seed_values(along)
+    added = {"sharpness", "sharpness_ratio", "flow_distance", "flow_loss"}
+    assert set(plain) < set(values) <= set(plain) | added and "sharpness" in values
+    for name, value in plain.items():
+        np.testing.assert_array_equal(values[name], value, err_msg=name)
+
+    land = along.landscape(dynamics.seed_key(3))
+    final = _final_state(along, values)
+    flat, unflatten = jax.flatten_util.ravel_pytree(land.params(final))
+    flat = flat.astype(np.float64)
+    dense = np.linalg.eigvalsh(jax.hessian(lambda x: land.loss(unflatten(x)))(flat))
+    single = values["sharpness"].dtype == np.float32  # float32 Lanczos against a float64 Hessian
+    np.testing.assert_allclose(values["sharpness"][-1], dense[-1], rtol=1e-4 if single else 1e-8)
+    rounding = np.finfo(values["sharpness"].dtype).eps
+    if land.step_size is not None:
+        eta = land.step_size(final)
+        np.testing.assert_allclose(
+            values["sharpness_ratio"], values["sharpness"] * eta / 2, rtol=4 * rounding
+        )
+    if "flow_distance" in values:
+        scale = max(np.linalg.norm(values[name]) for name in named_leaves(run_shape(along).final, "final."))
+        assert values["flow_distance"][0] <= 10 * rounding * scale  # the same start, to rounding
+        np.testing.assert_allclose(values["flow_loss"][0], values[along.loss_name][0], rtol=10 * rounding)
+        assert np.all(np.isfinite(values["flow_distance"])) and values["flow_distance"][-1] > 0

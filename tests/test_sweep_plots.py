@@ -2,6 +2,8 @@
 the stop time gets its own plot when runs stop early, and each scalar of the final state is drawn
 against the grid."""
 
+import warnings
+
 import pytest
 
 import dynamics
@@ -58,3 +60,27 @@ def test_three_grid_axes_give_one_heat_map_per_value_of_the_first(tmp_path, draw
     assert "value_final.png" in paths and "final.png" in paths
     assert drawn["final.png"][2] == ["scale = 0.5", "scale = 1.0", "scale = 2.0"]
     assert drawn["final.png"][0] == "floor"
+
+
+def test_a_run_that_blew_up_is_drawn_without_numerical_warnings(tmp_path, drawn):
+    """Euler at rate 10⁴ multiplies y by −99 a step: its last value, ~10¹⁹⁹, overflows a standard
+    deviation; the plots are drawn all the same, with no warning for the user to puzzle over."""
+    ds = dynamics.sweep(Decay(mode="euler"), {"rate": [0.5, 1e4]}, num_seeds=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        paths = {p.name for p in _sweep_plots.plot_sweep(ds, ["rate"], tmp_path)}
+    assert {"final.png", "value_time.png"} <= paths
+
+
+def test_the_sharpness_ratio_is_drawn_with_the_edge_of_stability(tmp_path, monkeypatch):
+    lines = []
+    monkeypatch.setattr(
+        _sweep_plots,
+        "_save",
+        lambda fig, path: lines.extend(line.get_label() for line in fig.axes[0].lines) or path,
+    )
+    ds = dynamics.sweep(Decay(mode="euler"), {"rate": [0.5, 2.0]}, num_seeds=2).rename(
+        {"value": "sharpness_ratio"}
+    )
+    _sweep_plots.plot_sweep(ds, ["rate"], tmp_path)
+    assert "edge of stability" in lines

@@ -23,6 +23,7 @@ from ._model import (
     LinearSCB,
     batch_loss,
     expected_preconditioned,
+    population_loss,
     precondition,
     sample,
     sample_gradients,
@@ -227,22 +228,32 @@ def run_sgd(inst: Instance, key: PRNGKeyArray, cfg: "SGD") -> dict:
     initialisation as Algorithm 1.
 
     **Arguments:** `inst`, `key` (data stream), `cfg`: an [`SGD`][] (`kind`, `eta`, `batch`,
-    `num_steps`, `every`, `c_f`).
+    `num_steps`, `every`, `c_f`, `along`: what else to record of the population loss, with the
+    step size `eta` for `vanilla`).
 
     **Returns:** dict: `curves` (metrics every `every` steps), `steps`, `final_metrics`,
     `final_model`, `stop` and `t_stop` (a `dynamics` stop code and the step it stopped at: NaN
     divergence freezes the run).
     """
     theta3 = _theta3(inst, cfg.c_f)
-    opt = dynamics.gd(cfg.eta) if cfg.kind == "vanilla" else preconditioned_step(inst.mu, cfg.eta)
+    vanilla = cfg.kind == "vanilla"
+    opt = dynamics.gd(cfg.eta) if vanilla else preconditioned_step(inst.mu, cfg.eta)
+    start = scratch_init(inst)
+    save = cfg.along.save(
+        dynamics.Save(every=cfg.every, fn=lambda step, p, args: metrics(p, inst, theta3)),
+        lambda p: population_loss(p, inst),
+        start,
+        cfg.eta if vanilla else None,
+        num_steps=cfg.num_steps,
+    )
     run = dynamics.train(
         batch_loss,
-        scratch_init(inst),
+        start,
         opt,
         num_steps=cfg.num_steps,
         key=key,
         sample=lambda k: sample(k, inst, cfg.batch),
-        save=dynamics.Save(every=cfg.every, fn=lambda step, p, args: metrics(p, inst, theta3)),
+        save=save,
     )
     return dict(
         curves=run.values,

@@ -144,6 +144,10 @@ class SGD(_OnInstance):
     last finite parameters (`stop` = nonfinite). It is also the config that [`run_sgd`][] reads.
 
     **Saves:** the metrics of [`metrics`][] every `every` steps; `final`: `model` and `metrics`.
+    With `along.sharpness` also `sharpness` (λ_max of the population loss's Hessian) and, for
+    `vanilla`, `sharpness_ratio` (λ_max·η/2, ≥ 1 past the edge of stability); with `along.flow`
+    (`vanilla` only) `flow_distance` from the population gradient flow started at the same point, at
+    t = k·η, and `flow_loss` (`dynamics.Along`).
 
     **Example:** `dynamics.sweep(SGD(), {"eta": [0.05, 0.5]}, num_seeds=8)`.
     """
@@ -155,9 +159,21 @@ class SGD(_OnInstance):
     num_steps: int = param(4000, Interval(1), doc="SGD steps")
     every: int = param(100, Interval(1), doc="save period in steps (divides num_steps)")
     c_f: float = param(0.1, _POSITIVE, doc="threshold θ₃ = c_f / Q of the normalised metrics", traced=True)
+    along: dynamics.Along = param(
+        dynamics.Along(),
+        doc="along.sharpness: the population loss's sharpness (and for vanilla its ratio to 2/η) at every "
+        "save; along.flow (vanilla): the population flow from the same start, its distance at t = k·η",
+    )
     dtype: str = dtype_param("float64")
 
-    requires = (_every_divides("num_steps"),)
+    requires = (
+        _every_divides("num_steps"),
+        Require(
+            ("along.flow", "kind"),
+            lambda flow, kind: not flow or kind == "vanilla",
+            "along.flow follows the gradient flow that vanilla SGD discretises: it needs kind=vanilla",
+        ),
+    )
     small = {"task.T": 8, "batch": 16, "num_steps": 20, "every": 10}
 
     def run(self, key) -> dynamics.Run:

@@ -38,7 +38,6 @@ from ._data import (
 )
 from ._dynamics import (
     FLOW_CONTROLLER,
-    Along,
     centred_cosine,
     column_argmax_agreement,
     direction_margin,
@@ -70,7 +69,6 @@ PAPER = PaperInfo(
 """This paper as a unit: its name, title, levels, data and cost (see `tasks.PaperInfo`)."""
 
 __all__ = [
-    "Along",
     "PAPER",
     "DELTA_DEFINITIONS",
     "DISTRIBUTIONS",

@@ -6,7 +6,6 @@ claim, recon).
 Every function is pure and `vmap`-able over its array arguments (stacked tasks, constants `c`).
 """
 
-import dataclasses
 from collections.abc import Callable
 
 import diffrax
@@ -261,34 +260,13 @@ def result2_metrics(
     return metrics
 
 
-@dataclasses.dataclass(frozen=True)
-class Along:
-    """What full-batch GD records along a run beside its own metrics: the top eigenvalue of the
-    loss's Hessian against the edge of stability 2/η (`dynamics.with_sharpness`: `sharpness`,
-    `sharpness_ratio` at every save), and the gradient flow run from the same start
-    (`dynamics.gd_flow_gap`: `flow_distance` = ‖θ_GD(k) − θ_flow(kη)‖ and `flow_loss` at every
-    save; the flow costs an adaptive solve, and GD runs once more for the distance).
-
-    **Example:** `uniform_attention_gd(..., along=Along(sharpness=True))`.
-    """
-
-    sharpness: bool = False
-    flow: bool = False
-
-
 def _descend(
-    loss, start, step, *, num_steps: int, save: dynamics.Save, along: Along, events=None
+    loss, start, step, *, num_steps: int, save: dynamics.Save, along: dynamics.Along | None, events=None
 ) -> dynamics.Run:
     """Full-batch GD on `loss` from `start` at step `step`, recording `save` and what `along` asks."""
-    if along.sharpness:
-        save = dynamics.with_sharpness(save, loss, step)
-    run = dynamics.train(loss, start, dynamics.gd(step), num_steps=num_steps, save=save, events=events)
-    if not along.flow:
-        return run
-    gap = dynamics.gd_flow_gap(loss, start, step, num_steps=num_steps, every=save.every)
-    return dataclasses.replace(
-        run, values=run.values | {"flow_distance": gap.distance, "flow_loss": gap.flow_loss}
-    )
+    if along is not None:
+        save = along.save(save, loss, start, step, num_steps=num_steps)
+    return dynamics.train(loss, start, dynamics.gd(step), num_steps=num_steps, save=save, events=events)
 
 
 def result2_gd(
@@ -303,18 +281,18 @@ def result2_gd(
     every: int = 1,
     exact: bool = True,
     stop_at_perfect: bool = False,
-    along: Along = Along(),
+    along: dynamics.Along | None = None,
 ) -> dynamics.Run:
     """Result 2: full-batch GD on `(W, V)` from `W = 0`, `V = V0`, step `eta`.
 
     **Arguments:** the task, the population, `V0`, `c` (for the metrics), `n`; `eta`;
     `num_steps`, `every`; `exact`: enumerate (exact population) or certify (sample);
     `stop_at_perfect`: stop at the first perfectly classifying step (event `perfect`; not with
-    the flow alongside, which runs all `num_steps`); `along`: what else to record ([`Along`][]).
+    the flow alongside, which runs all `num_steps`); `along`: what else to record (`dynamics.Along`).
 
     **Returns:** a `dynamics.Run` of [`DecisionListModel`][]s with the metrics of [`result2_metrics`][].
     """
-    if stop_at_perfect and along.flow:
+    if stop_at_perfect and along is not None and along.flow:
         raise ValueError("result2_gd: the flow alongside runs all num_steps; set stop_at_perfect=False")
     metrics = result2_metrics(arrays, population, c, n, exact)
     L = arrays.perm.shape[0]
@@ -352,10 +330,10 @@ def uniform_attention_gd(
     step: Float[Array, ""],
     num_steps: int,
     every: int = 1,
-    along: Along = Along(),
+    along: dynamics.Along | None = None,
 ) -> dynamics.Run:
     """The uniform-attention claim of the conclusion: `W ≡ 0`, full-batch GD on `V` from `V0`; saves the loss,
-    `κ(V)` and `ρ(V)` every `every` steps, and what `along` asks ([`Along`][])."""
+    `κ(V)` and `ρ(V)` every `every` steps, and what `along` asks (`dynamics.Along`)."""
     L = arrays.perm.shape[0]
     W = jnp.zeros((L, L), V0.dtype)
     P = permutation_matrix(arrays, V0.dtype)
@@ -384,12 +362,12 @@ def joint_gd(
     step: Float[Array, ""],
     num_steps: int,
     every: int = 1,
-    along: Along = Along(),
+    along: dynamics.Along | None = None,
 ) -> dynamics.Run:
     """Full-batch GD on `(W, V)` jointly from `model0` (e.g. a small random start: the exploratory
     variant of the uniform-attention claim); saves the loss, `μ(W)`, `κ(V)`, `ρ(V)` and perfect classification
     (enumerated, exact when the population is the support of `D`) every `every` steps, and what
-    `along` asks ([`Along`][]).
+    `along` asks (`dynamics.Along`).
 
     **Returns:** a `dynamics.Run` of [`DecisionListModel`][]s.
     """

@@ -29,7 +29,6 @@ from ._constants import (
 )
 from ._data import MAX_SUPPORT, make_population, sample_tokens, support
 from ._dynamics import (
-    Along,
     joint_gd,
     permutation_matrix,
     perturbation,
@@ -53,19 +52,11 @@ def _every(default: int):
     return param(default, Interval(1), doc="save period in steps (divides num_steps)")
 
 
-def _track_sharpness():
+def _along():
     return param(
-        False,
-        doc="also save the top eigenvalue of the population loss's Hessian (sharpness, Lanczos) and "
-        "its ratio to the edge of stability 2/step (sharpness_ratio) at every save",
-    )
-
-
-def _compare_flow():
-    return param(
-        False,
-        doc="also run the gradient flow from the same start and save its distance from GD at the "
-        "matching time t = k·step (flow_distance) and its loss (flow_loss) at every save",
+        dynamics.Along(),
+        doc="along.sharpness: the sharpness of the population loss and its ratio to 2/step at every "
+        "save; along.flow: the gradient flow from the same start, its distance from GD at t = k·step",
     )
 
 
@@ -199,9 +190,10 @@ class Result2GD(dynamics.AbstractSimulation):
     Saves every `every` steps: `loss`, `mu` = `μ(W)`, `perfect`, `dist_cP` = `‖V − cP‖_max` and
     `grad_V_max` = `max |∇_V 𝓛|`. `final` holds the `model`, `c`, `c_iterations`, `c_converged`,
     `loss0` (`𝓛_0`), `lambda_max`, `eta`, `T` and `delta` (= `γ`).
-    With `track_sharpness` it saves also `sharpness` (λ_max of the population loss's Hessian) and
-    `sharpness_ratio` (λ_max·η/2, ≥ 1 past the edge of stability); with `compare_flow`,
-    `flow_distance` (from the gradient flow started at the same point, at t = k·η) and `flow_loss`.
+    With `along.sharpness` it saves also `sharpness` (λ_max of the population loss's Hessian) and
+    `sharpness_ratio` (λ_max·η/2, ≥ 1 past the edge of stability); with `along.flow`,
+    `flow_distance` (from the gradient flow started at the same point, at t = k·η) and `flow_loss`
+    (`dynamics.Along`).
     """
 
     task: DecisionListsConfig = param(
@@ -216,8 +208,7 @@ class Result2GD(dynamics.AbstractSimulation):
     num_steps: int = _num_steps(4000)
     every: int = _every(1)
     stop_at_perfect: bool = param(False, doc="stop at the first perfect (or certified) step")
-    track_sharpness: bool = _track_sharpness()
-    compare_flow: bool = _compare_flow()
+    along: dynamics.Along = _along()
     dtype: str = dtype_param("float64")
     seed_hint = _SEED_HINT
     small = {"task.L": 6, "task.n": 3, "task.M": 2, "num_steps": 20, "every": 5}
@@ -231,9 +222,9 @@ class Result2GD(dynamics.AbstractSimulation):
         ),
         _EVERY,
         Require(
-            ("compare_flow", "stop_at_perfect"),
+            ("along.flow", "stop_at_perfect"),
             lambda flow, stop: not (flow and stop),
-            "the flow alongside runs all num_steps: compare_flow needs stop_at_perfect off",
+            "the flow alongside runs all num_steps: along.flow needs stop_at_perfect off",
         ),
         Require(
             ("task.L", "task.n", "population_size"),
@@ -272,7 +263,7 @@ class Result2GD(dynamics.AbstractSimulation):
             every=self.every,
             exact=exact,
             stop_at_perfect=self.stop_at_perfect,
-            along=Along(self.track_sharpness, self.compare_flow),
+            along=self.along,
         )
         values = {name: value for name, value in run.values.items() if name != "model"}
         final = {"model": run.final, "delta": delta} | {k: v for k, v in start.items() if k != "V0"}
@@ -304,9 +295,10 @@ class UniformAttentionGD(dynamics.AbstractSimulation):
 
     Saves every `every` steps: `loss`, `kappa` = `κ(V)` (the fraction of columns whose argmax is
     `π(b)`) and `rho` = `ρ(V)` (the cosine of `V` and `P`, columns centred). `final` holds `V`.
-    With `track_sharpness` it saves also `sharpness` (λ_max of the population loss's Hessian) and
-    `sharpness_ratio` (λ_max·η/2, ≥ 1 past the edge of stability); with `compare_flow`,
-    `flow_distance` (from the gradient flow started at the same point, at t = k·η) and `flow_loss`.
+    With `along.sharpness` it saves also `sharpness` (λ_max of the population loss's Hessian) and
+    `sharpness_ratio` (λ_max·η/2, ≥ 1 past the edge of stability); with `along.flow`,
+    `flow_distance` (from the gradient flow started at the same point, at t = k·η) and `flow_loss`
+    (`dynamics.Along`).
     """
 
     task: DecisionListsConfig = param(
@@ -316,8 +308,7 @@ class UniformAttentionGD(dynamics.AbstractSimulation):
     init_std: float = param(0.0, Interval(0), doc="standard deviation of V_0's entries", traced=True)
     num_steps: int = _num_steps(2000)
     every: int = _every(10)
-    track_sharpness: bool = _track_sharpness()
-    compare_flow: bool = _compare_flow()
+    along: dynamics.Along = _along()
     dtype: str = dtype_param("float64")
     seed_hint = _SEED_HINT
     small = {"task.L": 6, "task.n": 3, "task.M": 2, "num_steps": 40, "every": 10}
@@ -335,7 +326,7 @@ class UniformAttentionGD(dynamics.AbstractSimulation):
             step=self.step,
             num_steps=self.num_steps,
             every=self.every,
-            along=Along(self.track_sharpness, self.compare_flow),
+            along=self.along,
         )
         return dataclasses.replace(run, final={"V": run.final})
 
@@ -358,9 +349,10 @@ class JointGD(dynamics.AbstractSimulation):
 
     Saves every `every` steps: `loss`, `mu` = `μ(W)`, `kappa` = `κ(V)`, `rho` = `ρ(V)` and `perfect`
     (every sequence classified perfectly, enumerated). `final` is the model.
-    With `track_sharpness` it saves also `sharpness` (λ_max of the population loss's Hessian) and
-    `sharpness_ratio` (λ_max·η/2, ≥ 1 past the edge of stability); with `compare_flow`,
-    `flow_distance` (from the gradient flow started at the same point, at t = k·η) and `flow_loss`.
+    With `along.sharpness` it saves also `sharpness` (λ_max of the population loss's Hessian) and
+    `sharpness_ratio` (λ_max·η/2, ≥ 1 past the edge of stability); with `along.flow`,
+    `flow_distance` (from the gradient flow started at the same point, at t = k·η) and `flow_loss`
+    (`dynamics.Along`).
     """
 
     task: DecisionListsConfig = param(
@@ -372,8 +364,7 @@ class JointGD(dynamics.AbstractSimulation):
     )
     num_steps: int = _num_steps(2000)
     every: int = _every(10)
-    track_sharpness: bool = _track_sharpness()
-    compare_flow: bool = _compare_flow()
+    along: dynamics.Along = _along()
     dtype: str = dtype_param("float64")
     seed_hint = _SEED_HINT
     small = {"task.L": 6, "task.n": 3, "task.M": 2, "num_steps": 40, "every": 10}
@@ -396,7 +387,7 @@ class JointGD(dynamics.AbstractSimulation):
             step=self.step,
             num_steps=self.num_steps,
             every=self.every,
-            along=Along(self.track_sharpness, self.compare_flow),
+            along=self.along,
         )
 
     def landscape(self, key) -> dynamics.Landscape:

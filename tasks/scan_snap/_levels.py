@@ -81,6 +81,7 @@ def sgd_run(
     method: str = "momentum",
     momentum: float = 0.9,
     save: Callable[[YZModel], PyTree] | None = None,
+    along: dynamics.Along | None = None,
 ) -> dynamics.Run:
     """L0: mini-batch training on fresh sampled sequences (the official code's setting).
 
@@ -95,7 +96,11 @@ def sgd_run(
     - `T`, `batch_size`, `num_steps`, `every`: sequence length, batch size, steps, save period.
     - `eta_y`, `eta_z`: learning rates of Y and Z.
     - `method`: `sgd`, `momentum` (heavy ball with μ = `momentum`) or `adam`.
-    - `save`: function of the model to save; default [`default_metrics`][].
+    - `save`: function of the model to save, a dict with `along`; default [`default_metrics`][].
+    - `along`: what else to record (`dynamics.Along`; `None`: nothing) of the population loss, the T → ∞ loss
+      that L1 descends: the sharpness against the edge of stability of `method` (2/η for `sgd`,
+      2(1 + μ)/η for `momentum`, none for `adam`), and with `sgd` the distance from L1's flow at
+      t = k (mini-batch noise, finite T and the discrete steps together).
 
     **Returns:** a `dynamics.Run` with `ts` = step numbers.
     """
@@ -104,6 +109,15 @@ def sgd_run(
         return sample(k, classes, batch_size, T)
 
     record = default_metrics(classes) if save is None else save
+    recorded = dynamics.Save(every=every, fn=lambda step, p, args: record(p))
+    if along is not None:
+        recorded = along.save(
+            recorded,
+            lambda m: population_loss(m, classes),
+            model,
+            _stable_steps(method, eta_y, eta_z, momentum),
+            num_steps=num_steps,
+        )
     return dynamics.train(
         cross_entropy,
         model,
@@ -111,8 +125,19 @@ def sgd_run(
         num_steps=num_steps,
         key=key,
         sample=draw,
-        save=dynamics.Save(every=every, fn=lambda step, p, args: record(p)),
+        save=recorded,
     )
+
+
+def _stable_steps(method: str, eta_y, eta_z, momentum: float) -> YZModel | None:
+    """The step sizes η whose 2/η is the edge of stability of `method` on a quadratic: the rates
+    for `sgd`, the rates over 1 + μ for heavy-ball `momentum` (stable while λη < 2(1 + μ)), none
+    for `adam`."""
+    if method == "sgd":
+        return model_rates(eta_y, eta_z)
+    if method == "momentum":
+        return model_rates(eta_y / (1 + momentum), eta_z / (1 + momentum))
+    return None
 
 
 def population_flow(

@@ -79,6 +79,11 @@ class SGD(dynamics.AbstractSimulation):
     code's setting, Fig 6). Saves the population loss, the distinct-token entropy and the class
     attention every `every` steps.
 
+    With `along.sharpness` it saves also `sharpness` (λ_max of the population loss's Hessian) and,
+    for `sgd` and `momentum`, `sharpness_ratio` (≥ 1 past the edge of stability: λ_max(R^½HR^½)/2
+    with the two rates R, over 1 + μ for momentum); with `along.flow` (`sgd` only) `flow_distance`
+    from L1's flow started at the same point, at t = k, and `flow_loss` (`dynamics.Along`).
+
     **Example:** `dynamics.simulate(SGD(task=Synthetic(dataset="syn_medium"), init="uniform"), num_seeds=64)`.
     """
 
@@ -92,9 +97,21 @@ class SGD(dynamics.AbstractSimulation):
     batch_size: int = _batch_size()
     num_steps: int = _num_steps()
     every: int = param(2, Interval(1), doc="save period in steps (divides num_steps)")
+    along: dynamics.Along = param(
+        dynamics.Along(),
+        doc="along.sharpness: the population loss's sharpness and its ratio to the optimizer's edge of "
+        "stability at every save; along.flow (sgd): L1's flow from the same start, its distance at t = k",
+    )
     dtype: str = dtype_param("float32")
 
-    requires = (Require(("every", "num_steps"), lambda e, n: n % e == 0, "every must divide num_steps"),)
+    requires = (
+        Require(("every", "num_steps"), lambda e, n: n % e == 0, "every must divide num_steps"),
+        Require(
+            ("along.flow", "optimizer"),
+            lambda flow, name: not flow or name == "sgd",
+            "along.flow follows the gradient flow that plain SGD discretises: it needs optimizer=sgd",
+        ),
+    )
     loss_name = "population_loss"
     small = {"num_steps": 4, "every": 2, "T": 8, "batch_size": 4}
 
@@ -113,6 +130,7 @@ class SGD(dynamics.AbstractSimulation):
             eta_z=self.eta_z,
             method=self.optimizer,
             momentum=self.momentum,
+            along=self.along,
         )
 
     def landscape(self, key) -> dynamics.Landscape:
