@@ -284,8 +284,8 @@ def gd_flow_gap(
     def with_loss(t, p: PyTree, args) -> tuple[PyTree, Float[Array, ""]]:
         return p, loss(p)
 
-    flow = _flow_at_steps(loss, params, step_size, num_steps=num_steps, every=every, **flow_kwargs)
     descent = train(loss, params, gd(step_size), num_steps=num_steps, save=Save(every=every, fn=with_loss))
+    flow = _flow_at_steps(loss, params, step_size, num_steps=num_steps, every=every, **flow_kwargs)
     (gd_params, gd_loss), (flow_params, flow_loss) = descent.values, flow.values
     squares = jax.tree.map(
         lambda a, b: jnp.sum(((a - b) ** 2).reshape(a.shape[0], -1), axis=1), gd_params, flow_params

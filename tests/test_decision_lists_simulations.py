@@ -255,3 +255,15 @@ def test_describe_records_every_field():
     assert described["task.fixed_m"] == 2 and described["task.seed"] is None
     assert described["event_names"] == ["perfect"]
     assert set(described) >= {p.name for p in dl.Result1Flow.params()}
+
+
+def test_result1_flow_s_landscape_at_its_end_is_its_last_saved_loss():
+    """Run to its last save (`stop_at_perfect` off), the flow ends where its landscape's loss is the
+    last saved loss (the other levels are checked alike in `test_landscape_hook`)."""
+    sim = small("result1_flow", stop_at_perfect=False)
+    key = dynamics.seed_key(3)
+    run = jax.jit(sim.run)(key)
+    assert float(run.t_stop) == float(run.ts[-1])
+    land = sim.landscape(key)
+    loss = jax.jit(lambda final: land.loss(land.params(final)))(run.final)
+    np.testing.assert_allclose(loss, run.values["loss"][-1], rtol=1e-12)
