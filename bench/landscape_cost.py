@@ -6,6 +6,9 @@ descent in float64.
 - **run**: `dynamics.train` for `--steps` steps, saving the loss every `--every` steps.
 - **sharpness**: the same run saving `dynamics.edge_of_stability_save` instead (the loss and the
   top Hessian eigenvalue by `--lanczos` Lanczos steps against 2/η, every `--every` steps).
+- **flow**: the same run saving also its distance from the gradient flow started at the same point
+  (`dynamics.with_flow_distance`, the flow integrated once beside the run, Tsit5 at rtol 1e-8),
+  as `along.flow` does in a level.
 - **phases**: `dynamics.phases` on the saved losses of the run (after it).
 - **polish**: `dynamics.critical_point` with its full Hessian spectrum from a point near the
   saddle at the origin (the run's own start), once compiled.
@@ -14,9 +17,9 @@ It also prints the sharpness at the end of the run by `--lanczos` Lanczos steps 
 eigenvalue of the dense Hessian there, so that fewer steps are not bought with a wrong value.
 
 Every side is compiled before timing (the first calls are printed apart); each repeat times one
-call of each, alternating the order of the two runs; medians over `--repeats`. It ends with
+call of each, rotating the order of the three runs; medians over `--repeats`. It ends with
 
-    overhead: sharpness every E steps X %, phases Y %; polish at P parameters Z s
+    overhead: sharpness every E steps X %, flow alongside F %, phases Y %; polish at P parameters Z s
 
 where an overhead is (analysed − run) / run. Run from the repository root:
 
@@ -80,6 +83,12 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         save = dynamics.edge_of_stability_save(loss, eta, every=args.every, num_iters=args.lanczos)
         return dynamics.train(loss, params, optimizer, num_steps=args.steps, save=save)
 
+    @jax.jit
+    def run_flow(params):
+        save = dynamics.Save(every=args.every, fn=lambda step, p, _: {"loss": loss(p)})
+        save = dynamics.with_flow_distance(save, loss, params, eta, num_steps=args.steps)
+        return dynamics.train(loss, params, optimizer, num_steps=args.steps, save=save)
+
     split = jax.jit(lambda ts, losses: dynamics.phases(ts, losses))
     polish = jax.jit(lambda p: dynamics.critical_point(loss, p))
 
@@ -87,14 +96,15 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     done = run(start)
     first |= {
         "sharpness": _timed(run_sharp, start),
+        "flow": _timed(run_flow, start),
         "phases": _timed(split, done.ts, done.values["loss"]),
         "polish": _timed(polish, start),
     }
     times = {name: [] for name in first}
+    runs = [("run", run), ("sharpness", run_sharp), ("flow", run_flow)]
     for repeat in range(args.repeats):
-        pair = (run, run_sharp) if repeat % 2 == 0 else (run_sharp, run)
-        for fn in pair:
-            times["run" if fn is run else "sharpness"].append(_timed(fn, start))
+        for name, fn in runs[repeat % 3 :] + runs[: repeat % 3]:
+            times[name].append(_timed(fn, start))
         times["phases"].append(_timed(split, done.ts, done.values["loss"]))
         times["polish"].append(_timed(polish, start))
     median = {name: statistics.median(values) for name, values in times.items()}
@@ -116,12 +126,14 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     print(f"sharpness at the end: {lanczos:.10g} by {args.lanczos} Lanczos steps, {exact:.10g} dense")
     result = {
         "sharpness_overhead": (median["sharpness"] - median["run"]) / median["run"],
+        "flow_overhead": (median["flow"] - median["run"]) / median["run"],
         "phases_overhead": median["phases"] / median["run"],
         "polish_seconds": median["polish"],
         "parameters": parameters,
     }
     print(
         f"overhead: sharpness every {args.every} steps {100 * result['sharpness_overhead']:.0f} %, "
+        f"flow alongside {100 * result['flow_overhead']:.0f} %, "
         f"phases {100 * result['phases_overhead']:.1f} %; polish at {parameters} parameters "
         f"{result['polish_seconds']:.2f} s"
     )

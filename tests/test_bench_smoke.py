@@ -229,7 +229,10 @@ def test_landscape_cost_smoke(capsys):
     result = bench.main(["--d", "3", "--h", "4", "--n", "16", "--steps", "200", "--repeats", "1"])
     out = capsys.readouterr().out
     assert re.search(
-        r"^overhead: sharpness every 100 steps \S+ %, phases \S+ %; polish at 24 parameters \S+ s$", out, re.M
+        r"^overhead: sharpness every 100 steps \S+ %, flow alongside \S+ %, phases \S+ %; "
+        r"polish at 24 parameters \S+ s$",
+        out,
+        re.M,
     )
     assert "polish: converged" in out
     assert all(_positive_finite(result[key]) for key in ("phases_overhead", "polish_seconds"))

@@ -129,7 +129,9 @@ def test_reduced_flow_event_time_and_deterministic_seeds(tmp_path):
     assert_sweep_round_trip(ds, tmp_path)  # with an event that fired
     alone = dynamics.simulate(dataclasses.replace(sim, eps=1e-3), num_seeds=1)
     assert dynamics.stop_reasons(alone).values.tolist() == ["event:loss_below"]
-    assert alone["t_stop"].values.tolist() == t_stop[1, :1].tolist()  # a sweep of one point
+    # A sweep of one point; the event's root is found by the implicit solver batched with the other
+    # runs of its call, so the stop time agrees to rounding, not bit for bit.
+    np.testing.assert_allclose(alone["t_stop"].values, t_stop[1, :1], rtol=1e-13)
 
 
 def test_from_settings_converts_and_checks():

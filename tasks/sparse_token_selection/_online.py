@@ -4,6 +4,7 @@ and the direction cosines of Fig. 1, saved along the run."""
 
 import jax
 import jax.numpy as jnp
+from jaxtyping import Array, Float
 
 import dynamics
 
@@ -60,6 +61,7 @@ def online_run(
     q_tests: tuple[int, ...] = (),
     num_eval: int = 1024,
     dtype=jnp.float32,
+    along: dynamics.Along | None = None,
 ) -> dynamics.Run:
     """One online run: `num_steps` steps of `optimizer` on `batch_size` fresh examples each.
 
@@ -76,6 +78,8 @@ def online_run(
     - `q_tests`: validation subset sizes at the training length, each in [1, T).
     - `num_eval`: antithetic pairs per validation point.
     - `dtype`: the floating-point type of the model and the data.
+    - `along`: what else to record (`dynamics.Along`; `None`: nothing) of the validation loss
+      [`validation_loss`][] (the saved `loss`), with the step size `lr` for `gd`.
 
     **Returns:** a `dynamics.Run` (final state: the model) saving at steps 0, every, ...:
     `loss` (at T, q), `loss_T` (one per T_test, when any), `loss_q` (one per q_test, when any),
@@ -89,7 +93,7 @@ def online_run(
     dtype = jnp.dtype(dtype)
     k_init, k_train, k_eval = jax.random.split(key, 3)
     model = zero_init(task, dtype=dtype) if init == "zeros" else random_init(task, k_init, dtype=dtype)
-    part = definition4_part if blocks == "definition4" else (lambda m: m)
+    part = _trained_part(blocks)
     rule = dynamics.gd(lr) if optimizer == "gd" else dynamics.adam(lr)
     slots = task.pe_sampler in ONEHOT_FAMILIES
 
@@ -105,12 +109,36 @@ def online_run(
             out["loss_q"] = jax.vmap(lambda q: validate(q_key, q=q))(jnp.asarray(q_tests))
         return out | direction_cosines(m, task)
 
+    save = dynamics.Save(every=every, fn=lambda step, p, args: metrics(p))
+    start = part(model)
+    if along is not None:
+        validation = validation_loss(task, key, blocks=blocks, num_eval=num_eval, dtype=dtype)
+        save = along.save(save, validation, start, lr if optimizer == "gd" else None, num_steps=num_steps)
     return dynamics.train(
         lambda m, batch: loss(part(m), batch),
-        part(model),
+        start,
         rule,
         num_steps=num_steps,
         key=k_train,
         sample=lambda k: sample(task, k, batch_size, slots=slots, dtype=dtype),
-        save=dynamics.Save(every=every, fn=lambda step, p, args: metrics(p)),
+        save=save,
     )
+
+
+def _trained_part(blocks: str):
+    return definition4_part if blocks == "definition4" else (lambda m: m)
+
+
+def validation_loss(task: STSConfig, key, *, blocks: str = "all", num_eval: int = 1024, dtype=jnp.float32):
+    """`model -> L̂`: the Monte-Carlo validation loss at (T, q) that [`online_run`][] saves as `loss`,
+    on the fixed draws of the run's `key` (`num_eval` antithetic pairs): a smooth, deterministic
+    estimate of the population loss, of the blocks that `blocks` trains.
+    """
+    part = _trained_part(blocks)
+    slots = task.pe_sampler in ONEHOT_FAMILIES
+
+    def validation(model) -> Float[Array, ""]:
+        _, _, k_eval = jax.random.split(key, 3)  # traced only where the loss is used
+        return mc_loss(part(model), task, k_eval, num_eval, slots=slots, dtype=jnp.dtype(dtype))[0]
+
+    return validation

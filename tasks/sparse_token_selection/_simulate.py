@@ -10,7 +10,15 @@ from dynamics import Interval, OneOf, Require, dtype_param, param
 
 from ._config import ORTHONORMAL_PE, STSConfig, lengths_served
 from ._fcn import fcn_run
-from ._online import BLOCKS, INITS, OPTIMIZERS, online_run, validation_lengths, validation_sparsities
+from ._online import (
+    BLOCKS,
+    INITS,
+    OPTIMIZERS,
+    online_run,
+    validation_lengths,
+    validation_loss,
+    validation_sparsities,
+)
 from ._reduced import reduced_flow, reduced_state_loss
 
 SOLVERS = {"kvaerno5": diffrax.Kvaerno5, "tsit5": diffrax.Tsit5}
@@ -99,6 +107,10 @@ class Online(dynamics.AbstractSimulation):
     validation loss `loss` at (T, q), `loss_T` at `num_T_tests` longer lengths (see
     [`validation_lengths`][]), `loss_q` at `num_q_tests` larger q (see [`validation_sparsities`][])
     and the direction cosines `cos_W`, `cos_W_centred`, `cos_V`; the final state is the model.
+    With `along.sharpness` it saves also `sharpness` (λ_max of the validation loss's Hessian) and,
+    for `gd`, `sharpness_ratio` (λ_max·lr/2, ≥ 1 past the edge of stability); with `along.flow`
+    (`gd` only), `flow_distance` from the gradient flow of the validation loss started at the same
+    point, at t = k·lr, and `flow_loss` (`dynamics.Along`).
 
     The defaults are the figures' reduced size (d = 5, T = 20, q = 3, stochastic dictionary one-hot
     PE with N = 40 slots, GD at lr 1 from zero init); the paper's is T = 200, q = 3, N = 400.
@@ -123,6 +135,11 @@ class Online(dynamics.AbstractSimulation):
     )
     num_q_tests: int = param(3, Interval(0), doc="validation subset sizes q + 1, ..., q + num_q_tests")
     num_eval: int = param(512, Interval(1), doc="antithetic pairs per validation point")
+    along: dynamics.Along = param(
+        dynamics.Along(),
+        doc="along.sharpness: the validation loss's sharpness (and with gd its ratio to 2/lr) at every "
+        "save; along.flow (gd): the validation loss's gradient flow from the same start, its distance",
+    )
     dtype: str = dtype_param("float32")
 
     small = {
@@ -146,6 +163,11 @@ class Online(dynamics.AbstractSimulation):
         ),
         Require(
             ("num_q_tests", "task.q", "task.T"), lambda n, q, T: q + n < T, "q + num_q_tests must be < T"
+        ),
+        Require(
+            ("along.flow", "optimizer"),
+            lambda flow, name: not flow or name == "gd",
+            "along.flow follows the gradient flow that GD discretises: it needs optimizer=gd",
         ),
     )
 
@@ -174,6 +196,17 @@ class Online(dynamics.AbstractSimulation):
             q_tests=self.q_tests,
             num_eval=self.num_eval,
             dtype=self.float_dtype,
+            along=self.along,
+        )
+
+    def landscape(self, key) -> dynamics.Landscape:
+        """The Monte-Carlo validation loss at (T, q) on the run's fixed draws (`validation_loss`,
+        the saved `loss`) of the model (the final state), at the step size `lr` for `gd`."""
+        return dynamics.Landscape(
+            validation_loss(
+                self.task, key, blocks=self.blocks, num_eval=self.num_eval, dtype=self.float_dtype
+            ),
+            step_size=(lambda final: self.lr) if self.optimizer == "gd" else None,
         )
 
 
