@@ -10,7 +10,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float, PyTree
 
 from ._flow import Save
-from ._params import check_params, param
+from ._params import Require, check_params, param
 from ._rates import Rates
 from ._sharpness import with_flow_distance, with_sharpness
 
@@ -74,6 +74,27 @@ class Along:
 
     def __post_init__(self):
         check_params(self)
+
+    @staticmethod
+    def flow_needs(setting: str, value: str, optimiser: str) -> Require:
+        """A level's requirement that `along.flow` is on only while `setting` is `value`: the
+        flow alongside is the gradient flow that `optimiser` discretises, and the level's other
+        optimisers (momentum, Adam, preconditioned or projected steps) discretise none.
+
+        **Example:**
+
+            >>> import dynamics
+            >>> need = dynamics.Along.flow_needs("optimizer", "sgd", "plain SGD")
+            >>> need.fields
+            ('along.flow', 'optimizer')
+            >>> need.message
+            'along.flow follows the gradient flow that plain SGD discretises: it needs optimizer=sgd'
+        """
+        return Require(
+            ("along.flow", setting),
+            lambda flow, chosen: not flow or chosen == value,
+            f"along.flow follows the gradient flow that {optimiser} discretises: it needs {setting}={value}",
+        )
 
     def save(
         self,

@@ -123,22 +123,15 @@ def test_a_sweep_is_each_point_run_alone_in_memory_and_on_disk(paper, level, tmp
             assert variable.dtype == np.dtype(sim.dtype), name
 
 
-ALONG = [
-    pytest.param(name, level, marks=() if i < 2 else pytest.mark.slow)
-    for i, (name, level) in enumerate(
-        sorted(
-            (
-                (name, level)
-                for name, paper in papers().items()
-                for level, cls in paper.simulations.items()
-                if "along" in {info.name for info in dynamics.params(cls)}
-            ),
-            key=lambda pair: pair[1] not in {"section7_gd", "L0"},
-        )
-    )
+_ALONG = [
+    (name, level)
+    for name, paper in papers().items()
+    for level, cls in paper.simulations.items()
+    if "along" in {info.name for info in dynamics.params(cls)}
 ]
+ALONG = [pytest.param(*pair, marks=() if i == 0 else pytest.mark.slow) for i, pair in enumerate(_ALONG)]
 """The discrete levels that record the sharpness and the flow alongside (`dynamics.Along`); all but
-two only under `-m slow`."""
+the first found only under `-m slow`."""
 
 
 def _seed_values(sim: dynamics.AbstractSimulation) -> dict[str, np.ndarray]:

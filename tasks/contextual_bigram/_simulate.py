@@ -168,11 +168,7 @@ class SGD(_OnInstance):
 
     requires = (
         _every_divides("num_steps"),
-        Require(
-            ("along.flow", "kind"),
-            lambda flow, kind: not flow or kind == "vanilla",
-            "along.flow follows the gradient flow that vanilla SGD discretises: it needs kind=vanilla",
-        ),
+        dynamics.Along.flow_needs("kind", "vanilla", "vanilla SGD"),
     )
     small = {"task.T": 8, "batch": 16, "num_steps": 20, "every": 10}
 

@@ -97,10 +97,10 @@ def sgd_run(
     - `eta_y`, `eta_z`: learning rates of Y and Z.
     - `method`: `sgd`, `momentum` (heavy ball with μ = `momentum`) or `adam`.
     - `save`: function of the model to save, a dict with `along`; default [`default_metrics`][].
-    - `along`: what else to record (`dynamics.Along`; `None`: nothing) of the population loss, the T → ∞ loss
-      that L1 descends: the sharpness against the edge of stability of `method` (2/η for `sgd`,
-      2(1 + μ)/η for `momentum`, none for `adam`), and with `sgd` the distance from L1's flow at
-      t = k (mini-batch noise, finite T and the discrete steps together).
+    - `along`: what else to record (`dynamics.Along`; `None`: nothing) of the population loss,
+      the T → ∞ loss that L1 descends: the sharpness against the edge of stability of `method`
+      (2/η for `sgd`, 2(1 + μ)/η for `momentum`, none for `adam`), and with `sgd` the distance
+      from L1's flow at t = k (mini-batch noise, finite T and the discrete steps together).
 
     **Returns:** a `dynamics.Run` with `ts` = step numbers.
     """

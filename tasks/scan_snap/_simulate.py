@@ -106,11 +106,7 @@ class SGD(dynamics.AbstractSimulation):
 
     requires = (
         Require(("every", "num_steps"), lambda e, n: n % e == 0, "every must divide num_steps"),
-        Require(
-            ("along.flow", "optimizer"),
-            lambda flow, name: not flow or name == "sgd",
-            "along.flow follows the gradient flow that plain SGD discretises: it needs optimizer=sgd",
-        ),
+        dynamics.Along.flow_needs("optimizer", "sgd", "plain SGD"),
     )
     loss_name = "population_loss"
     small = {"num_steps": 4, "every": 2, "T": 8, "batch_size": 4}

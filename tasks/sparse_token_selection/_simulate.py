@@ -164,11 +164,7 @@ class Online(dynamics.AbstractSimulation):
         Require(
             ("num_q_tests", "task.q", "task.T"), lambda n, q, T: q + n < T, "q + num_q_tests must be < T"
         ),
-        Require(
-            ("along.flow", "optimizer"),
-            lambda flow, name: not flow or name == "gd",
-            "along.flow follows the gradient flow that GD discretises: it needs optimizer=gd",
-        ),
+        dynamics.Along.flow_needs("optimizer", "gd", "GD"),
     )
 
     @property
