@@ -20,7 +20,7 @@ exact population loss, the reduced two-scalar dynamics and the online training r
 - `iid_sphere` floor (Theorem 2): [`sphere_scores`][], [`sphere_moments`][],
   [`sphere_example_losses`][], [`sphere_loss`][], [`sphere_floor`][], [`sphere_flow`][].
 - Online training: [`online_run`][] ([`OPTIMIZERS`][], [`INITS`][], [`BLOCKS`][]), [`validation_lengths`][],
-  [`validation_sparsities`][].
+  [`validation_sparsities`][], [`validation_loss`][] (the loss it saves, as a function of the model).
 - FCN risk (Proposition C): [`linear_readout_risk`][], [`top_eigenspace_layer`][],
   [`coordinate_layer`][], [`fcn_run`][], [`trained_fcn_losses`][].
 """
@@ -61,7 +61,15 @@ from ._model import (
     to_scalars,
     zero_init,
 )
-from ._online import BLOCKS, INITS, OPTIMIZERS, online_run, validation_lengths, validation_sparsities
+from ._online import (
+    BLOCKS,
+    INITS,
+    OPTIMIZERS,
+    online_run,
+    validation_lengths,
+    validation_loss,
+    validation_sparsities,
+)
 from ._pe import (
     ONEHOT_FAMILIES,
     SlotPE,
@@ -185,6 +193,7 @@ __all__ = [
     "top_eigenspace_layer",
     "trained_fcn_losses",
     "validation_lengths",
+    "validation_loss",
     "validation_sparsities",
     "zero_init",
     "zero_state",

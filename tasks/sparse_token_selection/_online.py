@@ -132,7 +132,13 @@ def _trained_part(blocks: str):
 def validation_loss(task: STSConfig, key, *, blocks: str = "all", num_eval: int = 1024, dtype=jnp.float32):
     """`model -> L̂`: the Monte-Carlo validation loss at (T, q) that [`online_run`][] saves as `loss`,
     on the fixed draws of the run's `key` (`num_eval` antithetic pairs): a smooth, deterministic
-    estimate of the population loss, of the blocks that `blocks` trains.
+    estimate of the population loss, of the blocks that `blocks` trains. It is the loss whose
+    sharpness and gradient flow `along` follows, and the online level's landscape.
+
+    **Arguments:** `task`; `key`: the run's key (its third split draws the validation set);
+    `blocks`, `num_eval`, `dtype`: as in [`online_run`][].
+
+    **Returns:** a function of the model, traceable (it draws the validation set when called).
     """
     part = _trained_part(blocks)
     slots = task.pe_sampler in ONEHOT_FAMILIES
