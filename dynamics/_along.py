@@ -9,13 +9,13 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, PyTree
 
-from ._flow import Save
+from ._flow import _DEFAULT_CONTROLLER, Save
 from ._params import Require, check_params, param
 from ._rates import Rates
 from ._sharpness import with_flow_distance, with_sharpness
 
 _FLOW_CONTROLLERS = {
-    jnp.dtype("float64"): diffrax.PIDController(rtol=1e-8, atol=1e-10),
+    jnp.dtype("float64"): _DEFAULT_CONTROLLER,
     jnp.dtype("float32"): diffrax.PIDController(rtol=1e-5, atol=1e-7),
 }
 """The step-size controller of the flow alongside, by the dtype of the run: float64 at rtol 1e-8

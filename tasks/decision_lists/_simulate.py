@@ -52,6 +52,13 @@ def _every(default: int):
     return param(default, Interval(1), doc="save period in steps (divides num_steps)")
 
 
+def _task(default: DecisionListsConfig | None = None):
+    return param(
+        DecisionListsConfig() if default is None else default,
+        doc="the random task: L, n, M, the list lengths, its seed and D",
+    )
+
+
 def _along():
     return param(
         dynamics.Along(),
@@ -101,9 +108,7 @@ class Result1Flow(dynamics.AbstractSimulation):
     **Example:** `dynamics.sweep(Result1Flow(), {"c_scale": [0.5, 1, 2]}, num_seeds=8)`.
     """
 
-    task: DecisionListsConfig = param(
-        DecisionListsConfig(L=16), doc="the random task: L, n, M, the list lengths, its seed and D"
-    )
+    task: DecisionListsConfig = _task(DecisionListsConfig(L=16))
     gamma_definition: str = param("joint", OneOf(*GAMMA_DEFINITIONS), doc="γ: joint or conditional on a ∈ s")
     delta_definition: str = param("gamma", OneOf(*DELTA_DEFINITIONS), doc="δ: γ, or min_a P(a ∈ s)")
     c_scale: float = param(1.0, _POSITIVE, doc="c in units of Result 1's 4n log(L)/δ", traced=True)
@@ -301,9 +306,7 @@ class UniformAttentionGD(dynamics.AbstractSimulation):
     (`dynamics.Along`).
     """
 
-    task: DecisionListsConfig = param(
-        DecisionListsConfig(), doc="the random task: L, n, M, the list lengths, its seed and D"
-    )
+    task: DecisionListsConfig = _task()
     step: float = param(1.0, _POSITIVE, doc="GD step size", traced=True)
     init_std: float = param(0.0, Interval(0), doc="standard deviation of V_0's entries", traced=True)
     num_steps: int = _num_steps(2000)
@@ -355,9 +358,7 @@ class JointGD(dynamics.AbstractSimulation):
     (`dynamics.Along`).
     """
 
-    task: DecisionListsConfig = param(
-        DecisionListsConfig(), doc="the random task: L, n, M, the list lengths, its seed and D"
-    )
+    task: DecisionListsConfig = _task()
     step: float = param(1.0, _POSITIVE, doc="GD step size", traced=True)
     init_std: float = param(
         0.01, Interval(0), doc="standard deviation of the entries of W_0, V_0", traced=True
