@@ -99,8 +99,8 @@ def plot_phases(ds: xr.Dataset, found: xr.Dataset, axes: list[str], loss: str, o
         levels = plateaus["phases.loss"].values.ravel()
         kept = np.isfinite(starts) & np.isfinite(levels)
         ax.hlines(levels[kept], starts[kept], ends[kept], colors=colour, linewidth=5, alpha=0.25)
-    _scale(ax.set_xscale, time.values)
-    _scale(ax.set_yscale, values.values)
+    _scale(ax, "x", time.values)
+    _scale(ax, "y", values.values)
     ax.set_xlabel(clock)
     ax.set_ylabel(loss)
     ax.set_title(
@@ -249,8 +249,8 @@ def _against_time(values, time, lines, name: str, clock: str, stopped, out_dir: 
             )
     if name == "sharpness_ratio":  # dynamics.with_sharpness's λ_max·η/2: GD is unstable above 1
         ax.axhline(1.0, linestyle="--", color="grey", linewidth=1, label="edge of stability")
-    _scale(ax.set_xscale, time.values)
-    _scale(ax.set_yscale, values.values)
+    _scale(ax, "x", time.values)
+    _scale(ax, "y", values.values)
     ax.set_xlabel(clock)
     ax.set_ylabel(name)
     title = f"{name}: median over seeds, band 10-90 %"
@@ -261,12 +261,21 @@ def _against_time(values, time, lines, name: str, clock: str, stopped, out_dir: 
     return _save(fig, out_dir / f"{name}_time.png")
 
 
-def _scale(set_scale, x: np.ndarray) -> None:
-    """A log axis for positive data over more than two decades (symlog when it starts at 0)."""
+_TOP_DECADE = 100
+"""A log axis ends at 10¹⁰⁰: a diverging run's values beyond it (up to 10³⁰⁸) run off the top,
+where the axis's margins and ticks would overflow the largest float."""
+
+
+def _scale(ax, which: str, x: np.ndarray) -> None:
+    """A log axis (`which`: "x" or "y") for positive data over more than two decades (symlog when
+    it starts at 0), ending at 10^`_TOP_DECADE` where the data go beyond."""
     x = x[np.isfinite(x)]
     positive = x[x > 0]
     if positive.size < 2 or positive.max() / positive.min() <= 100 or np.any(x < 0):
         return
+    if np.log10(positive.max()) > _TOP_DECADE:  # fixed before the scale, which autoscales
+        getattr(ax, f"set_{which}lim")(0 if np.any(x == 0) else positive.min(), 10.0**_TOP_DECADE)
+    set_scale = getattr(ax, f"set_{which}scale")
     if np.any(x == 0):
         set_scale("symlog", linthresh=float(positive.min()))
     else:
@@ -287,7 +296,7 @@ def _final_line(
     if reference is not None:
         values, label = reference
         ax.plot(x, values, "--", color="C3", label=label)
-        _scale(ax.set_yscale, np.concatenate([final.values.ravel(), values]))
+        _scale(ax, "y", np.concatenate([final.values.ravel(), values]))
         ax.legend(fontsize=7)
     ax.set_xticks(x, [str(v) for v in final[axis].values])
     ax.set_xlabel(axis)

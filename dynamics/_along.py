@@ -32,9 +32,10 @@ class Along:
 
     - `sharpness`: save at every save `sharpness`, the top eigenvalue of the loss's Hessian
       (Lanczos, [`with_sharpness`][]), and with the run's step sizes `sharpness_ratio`, its ratio
-      to the edge of stability (λ_max·η/2, ≥ 1 past it).
-    - `flow`: run the gradient flow of the loss from the same start and save its distance from the
-      run at t = k steps, `flow_distance`, and its loss, `flow_loss` ([`with_flow_distance`][]).
+      to the edge of stability (λ_max·η/2, ≥ 1 past it; for normalized GD, λ_max·η/(2‖∇L‖)).
+    - `flow`: run the gradient flow of the loss from the same start (for normalized GD, the
+      normalized flow) and save its distance from the run at t = k steps, `flow_distance`, and
+      its loss, `flow_loss` ([`with_flow_distance`][]).
 
     **Example:** a level of your own offers both as one field, and adds them to its save:
 
@@ -105,6 +106,7 @@ class Along:
         *,
         num_steps: int,
         params: Callable[[PyTree], PyTree] | None = None,
+        normalized: bool = False,
     ) -> Save:
         """`save`, recording also what this asks for.
 
@@ -119,6 +121,8 @@ class Along:
         - `num_steps`: the run's steps.
         - `params`: `state -> params`, where the parameters sit in the run's state; default: the
           state itself.
+        - `normalized`: the run is normalized GD ([`normalized_gd`][]`(step_size)`): the ratio's
+          step size is η/‖∇L‖, the step's own, and the flow is the normalized flow.
 
         **Returns:** the [`Save`][] to train with.
 
@@ -127,7 +131,7 @@ class Along:
         if self.flow and step_size is None:
             raise ValueError("the flow alongside runs at the run's step sizes, and none was given")
         if self.sharpness:
-            save = with_sharpness(save, loss, step_size, params=params)
+            save = with_sharpness(save, loss, step_size, params=params, normalized=normalized)
         if self.flow:
             where = start if params is None else params(start)
             dtype = jnp.result_type(*jax.tree.leaves(where))
@@ -138,6 +142,7 @@ class Along:
                 step_size,
                 num_steps=num_steps,
                 params=params,
+                normalized=normalized,
                 stepsize_controller=_FLOW_CONTROLLERS[jnp.dtype(dtype)],
             )
         return save

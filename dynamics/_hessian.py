@@ -46,8 +46,9 @@ def hessian_max_eigenvalue(
 
     - `lanczos`: `num_iters` Lanczos steps with full re-orthogonalisation; the largest Ritz
       value of the tridiagonal matrix (exact once `num_iters` reaches the dimension). If it meets
-      an invariant subspace early, the remaining steps add zero Ritz values, so an all-negative
-      spectrum would be reported as 0.
+      an invariant subspace early (a residual below √ε times the largest ‖Hv‖ met, e.g. past the
+      Hessian's rank), the remaining steps add zero Ritz values, so an all-negative spectrum
+      would be reported as 0.
     - `power`: power iteration on H + s I with the heuristic shift s = 2 ‖H v₀‖ (meant to exceed
       |λ_min|, so that it converges to the largest algebraic eigenvalue rather than the one of
       largest magnitude; not guaranteed); returns the Rayleigh quotient of the last iterate.
@@ -108,24 +109,33 @@ def _power(matvec, v0, num_iters: int):
 
 
 def _lanczos(matvec, v0, k: int):
+    """The largest Ritz value of `k` Lanczos steps from the unit vector `v0`, re-orthogonalising
+    fully. A residual below √ε times the largest ‖H v‖ met is the end of the Krylov space (the
+    Hessian's rank, or an invariant subspace, reached): normalising it would turn rounding into
+    a vector that is not orthogonal to the basis, and Ritz values beyond λ_max. The steps after
+    that end add zeros."""
     dim = v0.shape[0]
     basis = jnp.zeros((k, dim), v0.dtype).at[0].set(v0)
     alphas = jnp.zeros((k,), v0.dtype)
     betas = jnp.zeros((k,), v0.dtype)
+    breakdown = jnp.sqrt(jnp.finfo(v0.dtype).eps)
 
     def body(i, state):
-        basis, alphas, betas = state
+        basis, alphas, betas, scale = state
         w = matvec(basis[i])
+        scale = jnp.maximum(scale, jnp.linalg.norm(w))
         alpha = jnp.vdot(basis[i], w)
         mask = (jnp.arange(k) <= i).astype(v0.dtype)
         for _ in range(2):  # full re-orthogonalisation, twice for stability
             w = w - basis.T @ (mask * (basis @ w))
         beta = jnp.linalg.norm(w)
+        beta = jnp.where(beta > breakdown * scale, beta, jnp.zeros_like(beta))
         safe = jnp.where(beta > 0, beta, jnp.ones_like(beta))
         nxt = jnp.where(beta > 0, w / safe, jnp.zeros_like(w))
         basis = jnp.where(i + 1 < k, basis.at[jnp.minimum(i + 1, k - 1)].set(nxt), basis)
-        return basis, alphas.at[i].set(alpha), betas.at[i].set(beta)
+        return basis, alphas.at[i].set(alpha), betas.at[i].set(beta), scale
 
-    _, alphas, betas = jax.lax.fori_loop(0, k, body, (basis, alphas, betas))
+    start = (basis, alphas, betas, jnp.zeros((), v0.dtype))
+    _, alphas, betas, _ = jax.lax.fori_loop(0, k, body, start)
     tridiagonal = jnp.diag(alphas) + jnp.diag(betas[:-1], 1) + jnp.diag(betas[:-1], -1)
     return jnp.linalg.eigvalsh(tridiagonal)[-1]

@@ -8,7 +8,8 @@ from jaxtyping import PyTree
 from ._rates import Rates, scale_by_group_rates
 
 
-def _block_norm(group: PyTree) -> jax.Array | None:
+def block_norm(group: PyTree) -> jax.Array | None:
+    """The Frobenius norm of the leaves of `group` together; `None` where it has none."""
     leaves = jax.tree.leaves(group)
     if not leaves:
         return None
@@ -46,7 +47,7 @@ def normalize_by_block(blocks: Rates = None) -> optax.GradientTransformation:
     """
 
     def normalize(group):
-        norm = _block_norm(group)
+        norm = block_norm(group)
         if norm is None:
             return group
 

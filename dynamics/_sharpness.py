@@ -9,8 +9,9 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float, Int, PyTree
 
-from ._flow import Save, gradient_flow
+from ._flow import Save, gradient_flow, ode_flow
 from ._hessian import hessian_max_eigenvalue
+from ._normalized import block_norm, normalized_gd
 from ._rates import Rates, gd, scale_tree
 from ._run import Run
 from ._train import train
@@ -93,6 +94,7 @@ def with_sharpness(
     step_size: Rates = None,
     *,
     params: Callable[[PyTree], PyTree] | None = None,
+    normalized: bool = False,
     num_iters: int = 20,
 ) -> Save:
     """`save`, recording at each of its saves also the sharpness of `loss` at the run's state, and
@@ -112,13 +114,17 @@ def with_sharpness(
       is recorded.
     - `params`: `state -> params`, where the loss's parameters sit in the run's state; default:
       the state itself.
+    - `normalized`: the run is normalized gradient descent ([`normalized_gd`][]`(step_size)`),
+      whose step moves each block by η_b along its gradient: one GD step of step size
+      η_b/‖∇_b L‖ at the state it starts from, the step size the ratio then takes.
     - `num_iters`: the Lanczos steps of [`sharpness`][].
 
     **Returns:** a [`Save`][] whose records add `"sharpness"` (λ_max) and, with a step size,
     `"sharpness_ratio"`: λ_max·η/2 for one η, and for step sizes R per group λ_max(R^½ H R^½)/2, the
     sharpness of the loss in the coordinates where that GD step is plain GD with step 1 (a second
     Lanczos run). GD is stable near a minimum only where the ratio is below 1: it is ≥ 1 past the
-    edge of stability.
+    edge of stability. Normalized, η is η/‖∇L‖ (per block, η_b/‖∇_b L‖), infinite where the
+    gradient vanishes.
 
     **Raises:** `TypeError`, when the run is traced, if `save.fn` does not return a dict.
 
@@ -144,8 +150,18 @@ def with_sharpness(
         >>> state = {"fast": jnp.array(1.0), "slow": jnp.array(0.0)}
         >>> round(float(record.fn(0, state, None)["sharpness_ratio"]), 4)
         1.027
+
+    Normalized GD with η = 0.5 at θ = (1, 0), where ∇L = Hθ = (2, 1): its step is GD's with
+    step 0.5/‖(2, 1)‖ = 0.5/√5, so the ratio is 3·0.5/(2√5) = 0.3354:
+
+        >>> nothing = dynamics.Save(fn=lambda step, theta, args: {})
+        >>> record = dynamics.with_sharpness(nothing, loss, 0.5, normalized=True)
+        >>> round(float(record.fn(0, jnp.array([1.0, 0.0]), None)["sharpness_ratio"]), 4)
+        0.3354
     """
-    fn = functools.partial(_record_sharpness, save.fn, loss, step_size, params or _itself, num_iters)
+    fn = functools.partial(
+        _record_sharpness, save.fn, loss, step_size, params or _itself, normalized, num_iters
+    )
     return Save(ts=save.ts, fn=fn, every=save.every)
 
 
@@ -153,7 +169,7 @@ def _itself(state: PyTree) -> PyTree:
     return state
 
 
-def _record_sharpness(fn, loss, step_size, params, num_iters, t, state, args) -> dict:
+def _record_sharpness(fn, loss, step_size, params, normalized, num_iters, t, state, args) -> dict:
     record = {} if fn is None else fn(t, state, args)
     if not isinstance(record, dict):
         raise TypeError(
@@ -164,6 +180,8 @@ def _record_sharpness(fn, loss, step_size, params, num_iters, t, state, args) ->
     record = record | {"sharpness": top}
     if step_size is None:
         return record
+    if normalized:
+        step_size = _normalized_steps(loss, point, step_size)
     if _is_one_rate(step_size):
         record["sharpness_ratio"] = top * step_size / 2
     else:
@@ -175,6 +193,15 @@ def _is_one_rate(rates: Rates) -> bool:
     """Whether `rates` is one step size for every parameter (a number or a scalar array), rather
     than a PyTree of them per group."""
     return jax.tree_util.treedef_is_leaf(jax.tree.structure(rates))
+
+
+def _normalized_steps(loss, point: PyTree, rates: Rates) -> Rates:
+    """The step sizes of the GD step that normalized GD with `rates` takes at `point`: η/‖∇L‖
+    for one η, η_b/‖∇_b L‖ for each block b of a [`Rates`][] prefix."""
+    grads = jax.grad(loss)(point)
+    if _is_one_rate(rates):
+        return rates / block_norm(grads)
+    return jax.tree.map(lambda rate, block: rate / block_norm(block), rates, grads)
 
 
 def _rate_scaled_sharpness(loss, point: PyTree, rates: Rates, num_iters: int) -> Float[Array, ""]:
@@ -309,11 +336,14 @@ def _flow_at_steps(
     *,
     num_steps: int,
     every: int,
+    normalized: bool = False,
     **flow_kwargs,
 ) -> Run:
     """The gradient flow dθ/dt = −R ∇L(θ) from `start`, R = `step_size`, with time counted in steps of GD with
     step sizes R (GD is explicit Euler on it with time step 1), saving `(θ, L(θ))` at steps 0,
-    every, …, num_steps.
+    every, …, num_steps. `normalized`: the normalized flow dθ_b/dt = −η_b ∇_b L/‖∇_b L‖ per block
+    b of R, which normalized GD discretises the same way (the gradient flow's path at the speed
+    of normalized GD's steps).
 
     **Raises:** `ValueError` if `flow_kwargs` sets `rates`, `t0`, `t1`, `save` or `events`.
     """
@@ -321,14 +351,17 @@ def _flow_at_steps(
         raise ValueError(f"the flow alongside gradient descent sets {clashes} itself")
     dtype = jnp.result_type(*jax.tree.leaves(start))
     steps = jnp.arange(0, num_steps + 1, every).astype(dtype)
-    return gradient_flow(
-        loss,
-        start,
-        rates=step_size,
-        t1=steps[-1],
-        save=Save(ts=steps, fn=lambda t, p, args: (p, loss(p))),
-        **flow_kwargs,
-    )
+    save = Save(ts=steps, fn=lambda t, p, args: (p, loss(p)))
+    if not normalized:
+        return gradient_flow(loss, start, rates=step_size, t1=steps[-1], save=save, **flow_kwargs)
+    direction = normalized_gd(step_size)
+    state = direction.init(start)
+    grad = jax.grad(loss)
+
+    def normalized_field(t, theta, args) -> PyTree:
+        return direction.update(grad(theta), state)[0]
+
+    return ode_flow(normalized_field, start, t1=steps[-1], save=save, **flow_kwargs)
 
 
 def with_flow_distance(
@@ -339,6 +372,7 @@ def with_flow_distance(
     *,
     num_steps: int,
     params: Callable[[PyTree], PyTree] | None = None,
+    normalized: bool = False,
     **flow_kwargs,
 ) -> Save:
     """`save`, recording at each of its saves also how far the run is from the gradient flow of
@@ -361,8 +395,11 @@ def with_flow_distance(
     - `num_steps`: the run's steps; the flow runs to t = num_steps.
     - `params`: `state -> params`, where the parameters sit in the run's state; default: the
       state itself.
+    - `normalized`: the run is normalized gradient descent ([`normalized_gd`][]`(step_size)`),
+      one explicit Euler step of the normalized flow dθ_b/dt = −η_b ∇_b L/‖∇_b L‖ per block b
+      (the gradient flow's path, at normalized GD's speed), the flow then followed.
     - `**flow_kwargs`: passed on to [`gradient_flow`][] (e.g. `stepsize_controller`, `solver`,
-      `max_steps`).
+      `max_steps`), or to [`ode_flow`][] when `normalized`.
 
     **Returns:** a [`Save`][] whose records add `"flow_distance"`, ‖θ(k) − θ_flow(k)‖ (the
     Euclidean norm over all leaves), and `"flow_loss"`, L(θ_flow(k)). A flow that runs out of
@@ -390,7 +427,9 @@ def with_flow_distance(
         raise ValueError("the flow alongside compares with a discrete run: save with every=..., not ts")
     every = 1 if save.every is None else save.every
     where = params or _itself
-    flow = _flow_at_steps(loss, where(start), step_size, num_steps=num_steps, every=every, **flow_kwargs)
+    flow = _flow_at_steps(
+        loss, where(start), step_size, num_steps=num_steps, every=every, normalized=normalized, **flow_kwargs
+    )
     fn = functools.partial(_record_flow_distance, save.fn, flow.values, every, where)
     return Save(fn=fn, every=save.every)
 

@@ -57,3 +57,21 @@ def test_lanczos_is_jittable_and_partial_iterations_bound_below(params):
 def test_bad_method_raises(params):
     with pytest.raises(ValueError, match="method"):
         dynamics.hessian_max_eigenvalue(_loss, params, method="qr")
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_lanczos_past_the_rank_of_the_hessian_stays_at_its_top_eigenvalue(seed):
+    """A loss of 6 linear features of 80 parameters has a Hessian of rank 6: Lanczos meets the end
+    of its Krylov space after 6 steps, and more steps (up to the dimension) must neither lose
+    nor exceed λ_max (normalising the rounding left there made Ritz values of 10³ λ_max)."""
+    rng = np.random.default_rng(seed)
+    features, offsets = jnp.asarray(rng.normal(size=(6, 80))), jnp.asarray(rng.normal(size=6))
+
+    def loss(theta):
+        return jnp.sum(jax.nn.softplus(features @ theta - offsets) ** 2)
+
+    theta = jnp.asarray(rng.normal(size=80))
+    dense = np.linalg.eigvalsh(np.asarray(jax.hessian(loss)(theta)))[-1]
+    for num_iters in (6, 7, 20, 80):
+        top = dynamics.hessian_max_eigenvalue(loss, theta, num_iters=num_iters)
+        np.testing.assert_allclose(top, dense, rtol=1e-12, err_msg=f"{num_iters} steps")

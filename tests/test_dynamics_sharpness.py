@@ -217,6 +217,58 @@ def test_the_flow_distance_of_gd_with_a_step_size_per_group_is_its_closed_form()
     np.testing.assert_allclose(run.values["flow_loss"], losses, rtol=1e-9)
 
 
+def test_the_sharpness_ratio_of_normalized_gd_takes_the_step_of_each_block():
+    """A normalized step moves block b by η_b along its gradient: GD with rates η_b/‖∇_b L‖, whose
+    ratio is λ_max(R^½ H R^½)/2 with those rates, against the dense Hessian (one η: λ_max·η/(2‖∇L‖))."""
+    save = dynamics.Save(fn=lambda step, p, args: {})
+    hessian = np.asarray(HESSIAN)
+    gradient = hessian @ np.asarray(_flat(START))
+    per_block = dynamics.with_sharpness(save, _quadratic, GROUP_RATES, normalized=True).fn(0, START, None)
+    rates = np.diag(
+        [GROUP_RATES["a"] / np.linalg.norm(gradient[:2])] * 2 + [GROUP_RATES["b"] / abs(gradient[2])]
+    )
+    root = np.sqrt(rates)
+    np.testing.assert_allclose(
+        per_block["sharpness_ratio"], np.linalg.eigvalsh(root @ hessian @ root)[-1] / 2, rtol=1e-12
+    )
+    one = dynamics.with_sharpness(save, _quadratic, 0.3, normalized=True).fn(0, START, None)
+    np.testing.assert_allclose(one["sharpness_ratio"], 2.0 * 0.3 / (2 * np.linalg.norm(gradient)), rtol=1e-12)
+
+
+def test_the_normalized_flow_is_the_gradient_flow_s_path_at_normalized_gd_s_speed():
+    """On ½(x² + 4y²) from (1, 1) the gradient flow is (e^{−t}, e^{−4t}); the normalized flow
+    alongside normalized GD with step η is at step k where the gradient flow's path has length ηk,
+    so its loss is the gradient flow's at the t where ∫₀ᵗ ‖∇L‖ = ηk (quadrature and root finding)."""
+    import scipy.integrate
+    import scipy.optimize
+
+    def loss(theta):
+        return 0.5 * (theta[0] ** 2 + 4 * theta[1] ** 2)
+
+    def speed(t):
+        return np.hypot(np.exp(-t), 4 * np.exp(-4 * t))
+
+    eta, every, num_steps = 0.05, 5, 20
+    save = dynamics.with_flow_distance(
+        dynamics.Save(every=every, fn=lambda step, p, args: {}),
+        loss,
+        jnp.ones(2),
+        eta,
+        num_steps=num_steps,
+        normalized=True,
+        stepsize_controller=TIGHT,
+    )
+    run = dynamics.train(loss, jnp.ones(2), dynamics.normalized_gd(eta), num_steps=num_steps, save=save)
+    expected = []
+    for k in range(0, num_steps + 1, every):
+        t = scipy.optimize.brentq(
+            lambda t: scipy.integrate.quad(speed, 0, t, epsabs=1e-14)[0] - eta * k, 0, 5
+        )
+        expected.append(0.5 * (np.exp(-2 * t) + 4 * np.exp(-8 * t)))
+    np.testing.assert_allclose(run.values["flow_loss"], expected, rtol=1e-9)
+    assert run.values["flow_distance"][0] == 0 and 0 < run.values["flow_distance"][-1] < eta
+
+
 def test_the_flow_distance_saved_along_gd_is_the_gap_of_gd_flow_gap():
     save = dynamics.with_flow_distance(
         dynamics.Save(every=5, fn=lambda step, p, args: {"loss": _quadratic(p)}),

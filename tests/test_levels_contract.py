@@ -151,8 +151,8 @@ def _final_state(sim: dynamics.AbstractSimulation, values: dict[str, np.ndarray]
 def test_the_sharpness_and_the_flow_alongside_leave_a_run_as_it_is(paper, level):
     """`along.sharpness` and `along.flow` add values and change none. The sharpness at the last save
     is the top eigenvalue of the dense Hessian of the level's landscape at the final state (its
-    ratio λ_max·η/2 where the landscape declares one step size η); the flow starts where the run
-    does, at its loss. A level whose optimiser has no flow refuses `along.flow`, naming it."""
+    ratio λ_max·η/2 where the landscape declares the step size η at that state); the flow starts
+    where the run does, at its loss. A level whose optimiser has no flow refuses `along.flow`, naming it."""
     sim = _small(paper, level)
     plain = _seed_values(sim)
     try:
@@ -174,10 +174,10 @@ def test_the_sharpness_and_the_flow_alongside_leave_a_run_as_it_is(paper, level)
     single = values["sharpness"].dtype == np.float32  # Lanczos and the Hessian in float32
     np.testing.assert_allclose(values["sharpness"][-1], dense[-1], rtol=1e-4 if single else 1e-8)
     rounding = np.finfo(values["sharpness"].dtype).eps
-    if land.step_size is not None:
+    if land.step_size is not None:  # the step at the final state: η, or a normalized step's η/‖∇L‖
         eta = land.step_size(final)
         np.testing.assert_allclose(
-            values["sharpness_ratio"], values["sharpness"] * eta / 2, rtol=4 * rounding
+            values["sharpness_ratio"][-1], values["sharpness"][-1] * eta / 2, rtol=4 * rounding
         )
     if "flow_distance" in values:
         scale = max(np.linalg.norm(values[name]) for name in named_leaves(run_shape(along).final, "final."))

@@ -3,6 +3,8 @@ a simulation's store that loads with its config, a sweep's labelled store and it
 levels' settings as `attnflow list` documents them."""
 
 import json
+import re
+import time
 
 import numpy as np
 import pytest
@@ -101,3 +103,33 @@ def test_list_documents_the_levels_settings(capsys):
 def test_a_figure_is_listed_by_its_name(capsys):
     assert cli.main(["figures", "--list"]) == 0
     assert "scan_snap_fig6" in capsys.readouterr().out.split()
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--level", "L1", "--seeds", "1000000000"], r"the results would take .* TB \(1,000,000,000 runs"),
+        (["--level", "L1", "--seeds", "100000000"], r"over the limit of 17.2 GB"),
+        (["--level", "L1", "--set", "num_saves=100000000"], r"the results would take"),
+        (["--level", "L0", "--set", "batch_size=1000000000"], r"one block of 16 runs would take at least"),
+        (["--level", "L0", "--set", "eta_y=3.5e38"], r"SGD.eta_y = 3.5e\+38 is beyond float32"),
+    ],
+)
+def test_sizes_and_values_are_refused_before_any_work(argv, message, tmp_path, capsys):
+    start = time.perf_counter()
+    assert cli.main(["simulate", "scan_snap", *argv, "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and re.search(message, err), err
+    assert time.perf_counter() - start < 30 and not list(tmp_path.iterdir())
+
+
+def test_a_flow_out_of_steps_says_so_with_the_time_reached(tmp_path, capsys):
+    from tasks import scan_snap
+
+    run = scan_snap.ScalarFlow(max_steps=3).run(dynamics.seed_key(0))
+    assert dynamics.StopReason(int(run.stop)) == dynamics.StopReason.max_steps
+    assert 0 < float(run.t_stop) < 1000.0 and int(run.num_steps) == 3
+    argv = ["simulate", "scan_snap", "--level", "L3", "--seeds", "1", "--set", "max_steps=3"]
+    assert cli.main([*argv, "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "max_steps x1 (the step budget max_steps ran out at t = " in out

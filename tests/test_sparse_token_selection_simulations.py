@@ -10,8 +10,9 @@ import pytest
 
 import dynamics
 import tasks.sparse_token_selection as sts
+from attnflow import cli
 
-from .helpers import assert_sweep_round_trip, tree_allclose
+from .helpers import REPOSITORY, assert_sweep_round_trip, tree_allclose
 
 SMALL = {level: cls.small for level, cls in sts.SIMULATIONS.items()}
 
@@ -162,3 +163,35 @@ def test_describe_records_every_field():
     assert described["width"] == 8 and described["dtype"] == "float32"
     assert set(described) >= {p.name for p in sts.FCNTraining.params()}
     assert sts.ReducedFlow().task == sts.STSConfig(pe_sampler="onehot")
+
+
+def test_the_command_line_analyses_a_default_level(tmp_path, monkeypatch, capsys):
+    """`--analyse phases,critical_point,sharpness` on the two-scalar flow of sparse token selection:
+    the stored numbers are the engine's on the stored sweep, and the sharpness that of the dense
+    Hessian of the level's loss at each final state."""
+    monkeypatch.chdir(REPOSITORY)
+    ReducedFlow = sts.ReducedFlow
+    sets = [text for key, value in ReducedFlow.small.items() for text in ("--set", f"{key}={value}")]
+    argv = ["sweep", "sparse_token_selection", *sets, "--grid", "t1=1000.0,10000.0", "--seeds", "1"]
+    argv += ["--out", str(tmp_path), "--analyse", "phases,critical_point,sharpness"]
+    assert cli.main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "top Hessian eigenvalue" in printed and "critical_point" in printed
+    ds = dynamics.load_sweep(tmp_path / "sweep.zarr")
+    sim = dynamics.from_setting_values(ReducedFlow, ReducedFlow.small)
+    assert {"phases.count", "critical_point.index", "sharpness.max_eigenvalue"} <= set(ds.data_vars)
+    expected = dynamics.sweep_critical_points(ds, sim)
+    for name in expected.data_vars:
+        np.testing.assert_array_equal(ds[name], expected[name], err_msg=name)
+    land = sim.landscape(dynamics.seed_key(0))
+    for t1 in (1000.0, 10000.0):
+        final = {name: ds[f"final.{name}"].sel(t1=t1, seed=0).values for name in ("gamma", "a")}
+        eigenvalues, _ = dynamics.hessian_spectrum(land.loss, final)
+        top = ds["sharpness.max_eigenvalue"].sel(t1=t1, seed=0)
+        np.testing.assert_allclose(top, eigenvalues[-1], rtol=1e-10)
+    for plot in (
+        "critical_point.index_histogram.png",
+        "sharpness.max_eigenvalue_final.png",
+        "phases_time.png",
+    ):
+        assert (tmp_path / "plots" / plot).is_file()

@@ -1,6 +1,6 @@
 """The landscape at the end of every run of a sweep (`dynamics.sweep_critical_points`,
-`dynamics.sweep_sharpness`) against closed forms, and `attnflow sweep --analyse
-critical_point,sharpness` end to end on a paper's default level."""
+`dynamics.sweep_sharpness`) against closed forms, and what `attnflow sweep --analyse` refuses
+(a paper's default level end to end: its own tests)."""
 
 import numpy as np
 import pytest
@@ -49,39 +49,6 @@ def test_a_simulation_without_a_landscape_is_refused():
     ds = dynamics.sweep(SlowDecay(), {"rate": [1.0]}, num_seeds=1)
     with pytest.raises(ValueError, match="SlowDecay declares no landscape"):
         dynamics.sweep_sharpness(ds, SlowDecay())
-
-
-def test_the_command_line_analyses_a_default_level(tmp_path, monkeypatch, capsys):
-    """`--analyse phases,critical_point,sharpness` on the two-scalar flow of sparse token selection:
-    the stored numbers are the engine's on the stored sweep, and the sharpness that of the dense
-    Hessian of the level's loss at each final state."""
-    monkeypatch.chdir(REPOSITORY)
-    from tasks.sparse_token_selection import ReducedFlow
-
-    sets = [text for key, value in ReducedFlow.small.items() for text in ("--set", f"{key}={value}")]
-    argv = ["sweep", "sparse_token_selection", *sets, "--grid", "t1=1000.0,10000.0", "--seeds", "1"]
-    argv += ["--out", str(tmp_path), "--analyse", "phases,critical_point,sharpness"]
-    assert cli.main(argv) == 0
-    printed = capsys.readouterr().out
-    assert "top Hessian eigenvalue" in printed and "critical_point" in printed
-    ds = dynamics.load_sweep(tmp_path / "sweep.zarr")
-    sim = dynamics.from_setting_values(ReducedFlow, ReducedFlow.small)
-    assert {"phases.count", "critical_point.index", "sharpness.max_eigenvalue"} <= set(ds.data_vars)
-    expected = dynamics.sweep_critical_points(ds, sim)
-    for name in expected.data_vars:
-        np.testing.assert_array_equal(ds[name], expected[name], err_msg=name)
-    land = sim.landscape(dynamics.seed_key(0))
-    for t1 in (1000.0, 10000.0):
-        final = {name: ds[f"final.{name}"].sel(t1=t1, seed=0).values for name in ("gamma", "a")}
-        eigenvalues, _ = dynamics.hessian_spectrum(land.loss, final)
-        top = ds["sharpness.max_eigenvalue"].sel(t1=t1, seed=0)
-        np.testing.assert_allclose(top, eigenvalues[-1], rtol=1e-10)
-    for plot in (
-        "critical_point.index_histogram.png",
-        "sharpness.max_eigenvalue_final.png",
-        "phases_time.png",
-    ):
-        assert (tmp_path / "plots" / plot).is_file()
 
 
 def test_an_analysis_of_final_states_is_refused_before_any_work_without_a_landscape(

@@ -4,6 +4,7 @@ against the grid."""
 
 import warnings
 
+import numpy as np
 import pytest
 
 import dynamics
@@ -84,3 +85,14 @@ def test_the_sharpness_ratio_is_drawn_with_the_edge_of_stability(tmp_path, monke
     )
     _sweep_plots.plot_sweep(ds, ["rate"], tmp_path)
     assert "edge of stability" in lines
+
+
+def test_positive_values_near_the_largest_float_are_drawn_on_a_log_axis_without_warnings(tmp_path, drawn):
+    """A diverging sharpness climbs to ~10³⁰⁰: the usual 5 % margin of a log axis spanning 300
+    decades would reach beyond the largest float."""
+    ds = dynamics.sweep(Decay(mode="euler"), {"rate": [0.5, 1e4]}, num_seeds=2)
+    ds["value"] = np.abs(ds["value"]) ** 1.5
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        paths = {p.name for p in _sweep_plots.plot_sweep(ds, ["rate"], tmp_path)}
+    assert "value_time.png" in paths

@@ -12,8 +12,8 @@ import dynamics
 from dynamics import Interval, Require, dtype_param, param
 
 from ._generate import NTPConfig
-from ._model import Batch, loss, make_batch
-from ._train import algorithm1, paper_step_sizes
+from ._model import Batch, NTPModel, loss, make_batch
+from ._train import algorithm1, paper_step_sizes, stage1, stage2_loss
 
 _STEP = Interval(0)
 
@@ -59,6 +59,10 @@ class Algorithm1(dynamics.AbstractSimulation):
     **Saves:** `W_kq` and `loss` (Eqn 1) every `every` stage-2 steps (stage-2 step numbers); with
     `save_stage1`, also `W_ov` and its collocation loss `loss0` at the same step numbers of stage 1
     (so both stages have the same length); `final`: the model after stage 2, `W_ov` and `W_kq`.
+    With `along.sharpness`, also stage 2's `sharpness` (of `L` over `W_kq`) and `sharpness_ratio`
+    (λ_max·η/(2‖∇L‖): a normalized step is a GD step of size η/‖∇L‖); with `along.flow`, the
+    distance `flow_distance` from the normalized flow dW_kq/dt = −η∇L/‖∇L‖ from stage 2's start
+    (the gradient flow's path at normalized GD's speed) and its loss `flow_loss`.
 
     **Example:** `dynamics.simulate(Algorithm1(num_steps2=5000), num_seeds=64)`.
     """
@@ -72,6 +76,11 @@ class Algorithm1(dynamics.AbstractSimulation):
     num_steps2: int = param(900, Interval(1), doc="stage-2 steps T_2")
     every: int = param(100, Interval(1), doc="save period in stage-2 steps (divides both step counts)")
     save_stage1: bool = param(False, doc="also save stage 1 (W_ov, loss0) at its own step numbers")
+    along: dynamics.Along = param(
+        dynamics.Along(),
+        doc="what stage 2 records along its run: the sharpness over W_kq against normalized GD's edge, "
+        "the normalized flow from its start",
+    )
     dtype: str = dtype_param("float64")
 
     small = {"task.recipe": "A", "task.vocab_size": 6, "num_steps1": 20, "num_steps2": 20, "every": 10}
@@ -115,18 +124,29 @@ class Algorithm1(dynamics.AbstractSimulation):
         draw = functools.partial(_padded_batches, task, dtype)
         return jax.pure_callback(draw, shapes, dynamics.key_seed(key), vmap_method="sequential")
 
+    def _traced_step_sizes(self):
+        """`(η_0, η)` as `step_sizes`, in the jnp arithmetic the traced fields allow."""
+        paper0, paper = paper_step_sizes(self.task.vocab_size)
+        return jnp.where(self.eta0 > 0, self.eta0, paper0), jnp.where(self.eta > 0, self.eta, paper)
+
     def landscape(self, key) -> dynamics.Landscape:
-        """Eqn 1's loss of the model `(W_ov, W_kq)` (the final state) on the run's dataset, the
-        loss it saves; stage 2 descends it in `W_kq` with `W_ov` frozen, so `W_ov` is generally
-        not at a critical point of it."""
-        batch, _ = self._drawn_batches(key)
-        return dynamics.Landscape(lambda model: loss(model, batch))
+        """The loss stage 2 descends and saves: Eqn 1 on the run's dataset as a function of
+        `W_kq` (`final.W_kq`), `W_ov` held at stage 1's result (stage 1 run again from the key).
+        Its step size at the final state is normalized GD's, η/‖∇L‖."""
+        batch, colloc = self._drawn_batches(key)
+        eta0, eta = self._traced_step_sizes()
+        ends = dynamics.Save(every=self.num_steps1)
+        first = stage1(colloc, eta0=eta0, num_steps=self.num_steps1, save=ends)
+        stage_loss = stage2_loss(first.final.W_ov, batch)
+
+        def step_size(final: NTPModel):
+            return eta / jnp.linalg.norm(jax.grad(stage_loss)(final.W_kq))
+
+        return dynamics.Landscape(stage_loss, params=lambda final: final.W_kq, step_size=step_size)
 
     def run(self, key) -> dynamics.Run:
         batch, colloc = self._drawn_batches(key)
-        paper0, paper = paper_step_sizes(self.task.vocab_size)  # the traced fields allow only jnp arithmetic
-        eta0 = jnp.where(self.eta0 > 0, self.eta0, paper0)
-        eta = jnp.where(self.eta > 0, self.eta, paper)
+        eta0, eta = self._traced_step_sizes()
 
         def save(model):
             saved = {"W_kq": model.W_kq, "loss": loss(model, batch)}
@@ -143,6 +163,7 @@ class Algorithm1(dynamics.AbstractSimulation):
             num_steps2=self.num_steps2,
             every=self.every,
             save=save,
+            along=self.along,
         )
         if not self.save_stage1:
             return second
