@@ -1,5 +1,7 @@
 """λ_max from Hessian-vector products against the dense `jax.hessian` on small problems."""
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -59,6 +61,16 @@ def test_bad_method_raises(params):
         dynamics.hessian_max_eigenvalue(_loss, params, method="qr")
 
 
+def _features_loss(features, offsets):
+    """Σ softplus(Aθ − c)²: a loss of the few linear features Aθ, whose Hessian has their rank."""
+    return lambda theta: jnp.sum(jax.nn.softplus(features @ theta - offsets) ** 2)
+
+
+@functools.partial(jax.jit, static_argnames="num_iters")
+def _top_of_features_loss(features, offsets, theta, num_iters):
+    return dynamics.hessian_max_eigenvalue(_features_loss(features, offsets), theta, num_iters=num_iters)
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_lanczos_past_the_rank_of_the_hessian_stays_at_its_top_eigenvalue(seed):
     """A loss of 6 linear features of 80 parameters has a Hessian of rank 6: Lanczos meets the end
@@ -66,12 +78,8 @@ def test_lanczos_past_the_rank_of_the_hessian_stays_at_its_top_eigenvalue(seed):
     nor exceed λ_max (normalising the rounding left there made Ritz values of 10³ λ_max)."""
     rng = np.random.default_rng(seed)
     features, offsets = jnp.asarray(rng.normal(size=(6, 80))), jnp.asarray(rng.normal(size=6))
-
-    def loss(theta):
-        return jnp.sum(jax.nn.softplus(features @ theta - offsets) ** 2)
-
     theta = jnp.asarray(rng.normal(size=80))
-    dense = np.linalg.eigvalsh(np.asarray(jax.hessian(loss)(theta)))[-1]
+    dense = np.linalg.eigvalsh(np.asarray(jax.hessian(_features_loss(features, offsets))(theta)))[-1]
     for num_iters in (6, 7, 20, 80):
-        top = dynamics.hessian_max_eigenvalue(loss, theta, num_iters=num_iters)
+        top = _top_of_features_loss(features, offsets, theta, num_iters)
         np.testing.assert_allclose(top, dense, rtol=1e-12, err_msg=f"{num_iters} steps")
