@@ -331,7 +331,9 @@ def _analyse(ds, sim, analyses: list[str], axes: list[str], out: Path) -> list[P
             top = np.asarray(found["sharpness.max_eigenvalue"])
             summary = f"top Hessian eigenvalue {np.nanmin(top):.4g} to {np.nanmax(top):.4g}"
             if "sharpness.ratio" in found:
-                summary += f"; past the edge 2/eta in {int(np.sum(found['sharpness.ratio'] >= 1))} runs"
+                summary += (
+                    f"; past the edge of stability in {int(np.sum(found['sharpness.ratio'] >= 1))} runs"
+                )
             drawn = plot_sharpness(found, axes, out / "plots")
         dynamics.add_to_store(store, found)
         print(f"added {name}.* to {store}: {summary}")

@@ -30,11 +30,12 @@
   [`add_to_store`][] adds such analyses to the sweep's store, with their checksums.
 - [`sharpness`][], [`edge_of_stability_save`][], [`with_sharpness`][], [`gd_flow_gap`][]
   ([`GDFlowGap`][]), [`with_flow_distance`][]: the top Hessian eigenvalue along a run against the
-  edge of stability 2/η, and how far gradient descent drifts from the gradient flow; [`Along`][]
-  offers both as one setting of a discrete level; [`norm_growth`][] ([`NormGrowth`][]),
-  [`direction_convergence`][] ([`DirectionConvergence`][]): how a run ends when the loss's
-  infimum is at infinity, ‖θ‖ growing as log t or as a power of t and θ/‖θ‖ settling on a
-  direction.
+  edge of stability 2/η, and how far gradient descent drifts from the gradient flow; another
+  optimiser's edge and flow by its steps ([`AbstractSteps`][]: [`NormalizedSteps`][],
+  [`AdamSteps`][]); [`Along`][] offers both as one setting of a discrete level;
+  [`norm_growth`][] ([`NormGrowth`][]), [`direction_convergence`][]
+  ([`DirectionConvergence`][]): how a run ends when the loss's infimum is at infinity, ‖θ‖
+  growing as log t or as a power of t and θ/‖θ‖ settling on a direction.
 - [`Run`][]: one run, a PyTree (its `final` state, saved `values`, how it stopped).
 - [`AbstractSimulation`][] with fields declared by [`param`][] ([`Interval`][], [`OneOf`][]): one
   way of training one model as a validated config; [`sweep`][] runs a grid of its settings ×
@@ -102,6 +103,7 @@ from ._sharpness import (
 )
 from ._simulation import AbstractSimulation, Landscape, has_landscape, key_seed, seed_key
 from ._stages import Stage, train_stages
+from ._steps import AbstractSteps, AdamSteps, NormalizedSteps
 from ._store import SAVE_DIM, SEED_DIM, remove_store
 from ._store_add import add_to_store
 from ._sweep import load_sweep, save_sweep, simulate, stop_reasons, sweep, sweep_progress
@@ -116,6 +118,9 @@ from ._sweep_phases import PHASE_DIM, saved_series, sweep_phases
 from ._train import train
 
 __all__ = [
+    "AbstractSteps",
+    "AdamSteps",
+    "NormalizedSteps",
     "Along",
     "AbstractSimulation",
     "Landscape",

@@ -13,6 +13,7 @@ from ._flow import _DEFAULT_CONTROLLER, Save
 from ._params import Require, check_params, param
 from ._rates import Rates
 from ._sharpness import with_flow_distance, with_sharpness
+from ._steps import AbstractSteps
 
 _FLOW_CONTROLLERS = {
     jnp.dtype("float64"): _DEFAULT_CONTROLLER,
@@ -32,7 +33,8 @@ class Along:
 
     - `sharpness`: save at every save `sharpness`, the top eigenvalue of the loss's Hessian
       (Lanczos, [`with_sharpness`][]), and with the run's step sizes `sharpness_ratio`, its ratio
-      to the edge of stability (λ_max·η/2, ≥ 1 past it; for normalized GD, λ_max·η/(2‖∇L‖)).
+      to the edge of stability (λ_max·η/2, ≥ 1 past it; for normalized GD, λ_max·η/(2‖∇L‖); for
+      Adam, λ_max(P⁻¹H) over its edge (2 + 2β₁)/((1 − β₁)η)).
     - `flow`: run the gradient flow of the loss from the same start (for normalized GD, the
       normalized flow) and save its distance from the run at t = k steps, `flow_distance`, and
       its loss, `flow_loss` ([`with_flow_distance`][]).
@@ -102,11 +104,10 @@ class Along:
         save: Save,
         loss: Callable[[PyTree], Float[Array, ""]],
         start: PyTree,
-        step_size: Rates = None,
+        step_size: Rates | AbstractSteps = None,
         *,
         num_steps: int,
         params: Callable[[PyTree], PyTree] | None = None,
-        normalized: bool = False,
     ) -> Save:
         """`save`, recording also what this asks for.
 
@@ -117,12 +118,12 @@ class Along:
           training, the population loss).
         - `start`: the run's starting state.
         - `step_size`: η, one step size or one per parameter group (a [`Rates`][] prefix); the
-          edge of stability of the sharpness ratio is 2/η. `None`: no ratio, and no flow.
+          edge of stability of the sharpness ratio is 2/η. Or another optimiser's steps:
+          [`NormalizedSteps`][] (the ratio at η/‖∇L‖, the normalized flow), [`AdamSteps`][] (the
+          ratio against Adam's edge; no flow). `None`: no ratio, and no flow.
         - `num_steps`: the run's steps.
         - `params`: `state -> params`, where the parameters sit in the run's state; default: the
           state itself.
-        - `normalized`: the run is normalized GD ([`normalized_gd`][]`(step_size)`): the ratio's
-          step size is η/‖∇L‖, the step's own, and the flow is the normalized flow.
 
         **Returns:** the [`Save`][] to train with.
 
@@ -131,7 +132,7 @@ class Along:
         if self.flow and step_size is None:
             raise ValueError("the flow alongside runs at the run's step sizes, and none was given")
         if self.sharpness:
-            save = with_sharpness(save, loss, step_size, params=params, normalized=normalized)
+            save = with_sharpness(save, loss, step_size, params=params)
         if self.flow:
             where = start if params is None else params(start)
             dtype = jnp.result_type(*jax.tree.leaves(where))
@@ -142,7 +143,6 @@ class Along:
                 step_size,
                 num_steps=num_steps,
                 params=params,
-                normalized=normalized,
                 stepsize_controller=_FLOW_CONTROLLERS[jnp.dtype(dtype)],
             )
         return save

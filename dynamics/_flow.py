@@ -49,7 +49,8 @@ class Save(eqx.Module):
 
     - `ts`: a flow's save times; default `[t0, t1]`.
     - `fn`: `(t, y, args) -> PyTree`: the time (for training, the step number), the state (the
-      parameters) and the vector field's `args` (`None` in training); default: the state.
+      parameters) and the vector field's `args` (in training, the optimiser's state); default:
+      the state.
     - `every`: [`train`][]'s save period in steps: it saves at steps 0, every, 2·every, ...,
       num_steps; default 1. One of `ts` and `every`, not both.
 

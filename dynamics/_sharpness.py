@@ -11,9 +11,10 @@ from jaxtyping import Array, ArrayLike, Float, Int, PyTree
 
 from ._flow import Save, gradient_flow, ode_flow
 from ._hessian import hessian_max_eigenvalue
-from ._normalized import block_norm, normalized_gd
+from ._normalized import normalized_gd
 from ._rates import Rates, gd, scale_tree
 from ._run import Run
+from ._steps import AbstractSteps, NormalizedSteps
 from ._train import train
 
 
@@ -91,10 +92,9 @@ def _loss_of_state(loss, t, params: PyTree, args) -> dict[str, Float[Array, ""]]
 def with_sharpness(
     save: Save,
     loss: Callable[[PyTree], Float[Array, ""]],
-    step_size: Rates = None,
+    step_size: Rates | AbstractSteps = None,
     *,
     params: Callable[[PyTree], PyTree] | None = None,
-    normalized: bool = False,
     num_iters: int = 20,
 ) -> Save:
     """`save`, recording at each of its saves also the sharpness of `loss` at the run's state, and
@@ -110,21 +110,20 @@ def with_sharpness(
     - `loss`: `params -> scalar`, the loss whose Hessian is measured (for stochastic training,
       e.g. the population loss).
     - `step_size`: η, one step size (a number or a traced scalar) or one per parameter group
-      (a [`Rates`][] prefix of the parameters, e.g. GD with [`gd`][]`(rates)`); `None`: no ratio
-      is recorded.
+      (a [`Rates`][] prefix of the parameters, e.g. GD with [`gd`][]`(rates)`); or the steps of
+      another optimiser ([`NormalizedSteps`][], [`AdamSteps`][]: the step sizes of the GD step with
+      its edge, at each saved state and optimiser state); `None`: no ratio is recorded.
     - `params`: `state -> params`, where the loss's parameters sit in the run's state; default:
       the state itself.
-    - `normalized`: the run is normalized gradient descent ([`normalized_gd`][]`(step_size)`),
-      whose step moves each block by η_b along its gradient: one GD step of step size
-      η_b/‖∇_b L‖ at the state it starts from, the step size the ratio then takes.
     - `num_iters`: the Lanczos steps of [`sharpness`][].
 
     **Returns:** a [`Save`][] whose records add `"sharpness"` (λ_max) and, with a step size,
     `"sharpness_ratio"`: λ_max·η/2 for one η, and for step sizes R per group λ_max(R^½ H R^½)/2, the
     sharpness of the loss in the coordinates where that GD step is plain GD with step 1 (a second
     Lanczos run). GD is stable near a minimum only where the ratio is below 1: it is ≥ 1 past the
-    edge of stability. Normalized, η is η/‖∇L‖ (per block, η_b/‖∇_b L‖), infinite where the
-    gradient vanishes.
+    edge of stability. For another optimiser R is its [`AbstractSteps.edge_rates`][]: η/‖∇L‖ for
+    normalized GD (infinite where the gradient vanishes), (1 − β₁)η/((1 + β₁)P) per coordinate for
+    Adam, so that the ratio is λ_max(P⁻¹H) against Adam's edge (2 + 2β₁)/((1 − β₁)η).
 
     **Raises:** `TypeError`, when the run is traced, if `save.fn` does not return a dict.
 
@@ -155,13 +154,11 @@ def with_sharpness(
     step 0.5/‖(2, 1)‖ = 0.5/√5, so the ratio is 3·0.5/(2√5) = 0.3354:
 
         >>> nothing = dynamics.Save(fn=lambda step, theta, args: {})
-        >>> record = dynamics.with_sharpness(nothing, loss, 0.5, normalized=True)
+        >>> record = dynamics.with_sharpness(nothing, loss, dynamics.NormalizedSteps(0.5))
         >>> round(float(record.fn(0, jnp.array([1.0, 0.0]), None)["sharpness_ratio"]), 4)
         0.3354
     """
-    fn = functools.partial(
-        _record_sharpness, save.fn, loss, step_size, params or _itself, normalized, num_iters
-    )
+    fn = functools.partial(_record_sharpness, save.fn, loss, step_size, params or _itself, num_iters)
     return Save(ts=save.ts, fn=fn, every=save.every)
 
 
@@ -169,7 +166,7 @@ def _itself(state: PyTree) -> PyTree:
     return state
 
 
-def _record_sharpness(fn, loss, step_size, params, normalized, num_iters, t, state, args) -> dict:
+def _record_sharpness(fn, loss, step_size, params, num_iters, t, state, args) -> dict:
     record = {} if fn is None else fn(t, state, args)
     if not isinstance(record, dict):
         raise TypeError(
@@ -180,8 +177,8 @@ def _record_sharpness(fn, loss, step_size, params, normalized, num_iters, t, sta
     record = record | {"sharpness": top}
     if step_size is None:
         return record
-    if normalized:
-        step_size = _normalized_steps(loss, point, step_size)
+    if isinstance(step_size, AbstractSteps):  # in training, `args` is the optimiser's state
+        step_size = step_size.edge_rates(loss, point, args)
     if _is_one_rate(step_size):
         record["sharpness_ratio"] = top * step_size / 2
     else:
@@ -191,17 +188,8 @@ def _record_sharpness(fn, loss, step_size, params, normalized, num_iters, t, sta
 
 def _is_one_rate(rates: Rates) -> bool:
     """Whether `rates` is one step size for every parameter (a number or a scalar array), rather
-    than a PyTree of them per group."""
-    return jax.tree_util.treedef_is_leaf(jax.tree.structure(rates))
-
-
-def _normalized_steps(loss, point: PyTree, rates: Rates) -> Rates:
-    """The step sizes of the GD step that normalized GD with `rates` takes at `point`: η/‖∇L‖
-    for one η, η_b/‖∇_b L‖ for each block b of a [`Rates`][] prefix."""
-    grads = jax.grad(loss)(point)
-    if _is_one_rate(rates):
-        return rates / block_norm(grads)
-    return jax.tree.map(lambda rate, block: rate / block_norm(block), rates, grads)
+    than a PyTree of them per group or per coordinate."""
+    return jax.tree_util.treedef_is_leaf(jax.tree.structure(rates)) and jnp.ndim(rates) == 0
 
 
 def _rate_scaled_sharpness(loss, point: PyTree, rates: Rates, num_iters: int) -> Float[Array, ""]:
@@ -336,25 +324,30 @@ def _flow_at_steps(
     *,
     num_steps: int,
     every: int,
-    normalized: bool = False,
     **flow_kwargs,
 ) -> Run:
     """The gradient flow dθ/dt = −R ∇L(θ) from `start`, R = `step_size`, with time counted in steps of GD with
     step sizes R (GD is explicit Euler on it with time step 1), saving `(θ, L(θ))` at steps 0,
-    every, …, num_steps. `normalized`: the normalized flow dθ_b/dt = −η_b ∇_b L/‖∇_b L‖ per block
-    b of R, which normalized GD discretises the same way (the gradient flow's path at the speed
-    of normalized GD's steps).
+    every, …, num_steps. With [`NormalizedSteps`][] η, the normalized flow dθ_b/dt =
+    −η_b ∇_b L/‖∇_b L‖ per block b, which normalized GD discretises the same way (the gradient
+    flow's path at the speed of normalized GD's steps).
 
-    **Raises:** `ValueError` if `flow_kwargs` sets `rates`, `t0`, `t1`, `save` or `events`.
+    **Raises:** `ValueError` if `flow_kwargs` sets `rates`, `t0`, `t1`, `save` or `events`, or
+    for the steps of an optimiser that discretises no flow (Adam).
     """
     if clashes := sorted(set(_SET_BY_GAP) & flow_kwargs.keys()):
         raise ValueError(f"the flow alongside gradient descent sets {clashes} itself")
+    normalized = isinstance(step_size, NormalizedSteps)
+    if isinstance(step_size, AbstractSteps) and not normalized:
+        raise ValueError(
+            f"{type(step_size).__name__}: that optimiser discretises no flow to follow alongside"
+        )
     dtype = jnp.result_type(*jax.tree.leaves(start))
     steps = jnp.arange(0, num_steps + 1, every).astype(dtype)
     save = Save(ts=steps, fn=lambda t, p, args: (p, loss(p)))
     if not normalized:
         return gradient_flow(loss, start, rates=step_size, t1=steps[-1], save=save, **flow_kwargs)
-    direction = normalized_gd(step_size)
+    direction = normalized_gd(step_size.rates)
     state = direction.init(start)
     grad = jax.grad(loss)
 
@@ -372,7 +365,6 @@ def with_flow_distance(
     *,
     num_steps: int,
     params: Callable[[PyTree], PyTree] | None = None,
-    normalized: bool = False,
     **flow_kwargs,
 ) -> Save:
     """`save`, recording at each of its saves also how far the run is from the gradient flow of
@@ -391,23 +383,22 @@ def with_flow_distance(
       population loss).
     - `start`: the run's starting parameters θ₀.
     - `step_size`: η, one step size or one per parameter group (a [`Rates`][] prefix), as in
-      [`gd`][].
+      [`gd`][]; or [`NormalizedSteps`][]: the run is normalized GD, one explicit Euler step of the
+      normalized flow dθ_b/dt = −η_b ∇_b L/‖∇_b L‖ per block b (the gradient flow's path at
+      normalized GD's speed), the flow then followed.
     - `num_steps`: the run's steps; the flow runs to t = num_steps.
     - `params`: `state -> params`, where the parameters sit in the run's state; default: the
       state itself.
-    - `normalized`: the run is normalized gradient descent ([`normalized_gd`][]`(step_size)`),
-      one explicit Euler step of the normalized flow dθ_b/dt = −η_b ∇_b L/‖∇_b L‖ per block b
-      (the gradient flow's path, at normalized GD's speed), the flow then followed.
     - `**flow_kwargs`: passed on to [`gradient_flow`][] (e.g. `stepsize_controller`, `solver`,
-      `max_steps`), or to [`ode_flow`][] when `normalized`.
+      `max_steps`), or to [`ode_flow`][] for normalized GD.
 
     **Returns:** a [`Save`][] whose records add `"flow_distance"`, ‖θ(k) − θ_flow(k)‖ (the
     Euclidean norm over all leaves), and `"flow_loss"`, L(θ_flow(k)). A flow that runs out of
     solver steps saves `inf` from there on, so its distances are `inf`.
 
-    **Raises:** `ValueError` if `save` has save times `ts` instead of a period, or if
-    `flow_kwargs` sets `rates`, `t0`, `t1`, `save` or `events`; `TypeError`, when the run is
-    traced, if `save.fn` does not return a dict.
+    **Raises:** `ValueError` if `save` has save times `ts` instead of a period, if `flow_kwargs`
+    sets `rates`, `t0`, `t1`, `save` or `events`, or for Adam's steps, which follow no flow;
+    `TypeError`, when the run is traced, if `save.fn` does not return a dict.
 
     **Example:** GD with η = 0.1 on L(θ) = ½θ² gives θ_k = 0.9^k θ₀, the flow θ₀ e^{−kη}: at step
     10 they are e^{−1} − 0.9¹⁰ = 0.019201 apart (the same gap as [`gd_flow_gap`][]'s example):
@@ -427,9 +418,7 @@ def with_flow_distance(
         raise ValueError("the flow alongside compares with a discrete run: save with every=..., not ts")
     every = 1 if save.every is None else save.every
     where = params or _itself
-    flow = _flow_at_steps(
-        loss, where(start), step_size, num_steps=num_steps, every=every, normalized=normalized, **flow_kwargs
-    )
+    flow = _flow_at_steps(loss, where(start), step_size, num_steps=num_steps, every=every, **flow_kwargs)
     fn = functools.partial(_record_flow_distance, save.fn, flow.values, every, where)
     return Save(fn=fn, every=save.every)
 

@@ -27,7 +27,7 @@ class Stage:
     - `trainable`: a PyTree of booleans, a prefix of the parameters (an `equinox` filter
       spec): `True` where the stage trains, `False` where the parameters are frozen.
     - `num_steps`: the steps of this stage.
-    - `save`: a [`Save`][] with the save period `every` and `fn(step, params, None)` of the full
+    - `save`: a [`Save`][] with the save period `every` and `fn(step, params, opt_state)` of the full
       parameters, as for [`train`][]; default: the full parameters at every step.
     - `events`: named predicates of the full parameters that stop the stage.
     - `sample`: `key -> batch`; when given, step k of the stage descends `loss(params, batch)` on

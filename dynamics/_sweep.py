@@ -122,6 +122,7 @@ def stop_reasons(ds: xr.Dataset) -> xr.DataArray:
         >>> import dynamics
         >>> class Decay(dynamics.AbstractSimulation):
         ...     t1: float = dynamics.param(1.0, dynamics.Interval(0, low_open=True))
+        ...     dtype: str = dynamics.dtype_param("float64")
         ...     event_names = ("half",)
         ...
         ...     def run(self, key):

@@ -46,8 +46,9 @@ def train(
     - `optimizer`: an optax transformation producing the updates (see [`gd`][],
       [`heavy_ball`][], [`adam`][]).
     - `num_steps`: the number of steps, a multiple of the save period.
-    - `save`: a [`Save`][] with `every` (default 1) and `fn(step, params, None)`: saved at steps
-      0, every, 2·every, ..., num_steps; default: the parameters at every step.
+    - `save`: a [`Save`][] with `every` (default 1) and `fn(step, params, opt_state)`, the
+      optimiser's state after that step as its `args`: saved at steps 0, every, 2·every, ...,
+      num_steps; default: the parameters at every step.
     - `key`: the PRNG key of the mini-batch stream (required with `sample`).
     - `sample`: `key -> batch`, a task's sampler.
     - `events`: named predicates of the parameters that stop the run.
@@ -129,18 +130,19 @@ def train(
 
     def block(carry, first_step):
         carry, _ = jax.lax.scan(one_step, carry, first_step + jnp.arange(every))
-        return carry, save_fn(first_step + every, carry[0], None)
+        return carry, save_fn(first_step + every, carry[0], carry[1])
 
+    opt_state = optimizer.init(params)
     init = (
         params,
-        optimizer.init(params),
+        opt_state,
         jnp.array(StopReason.completed),
         jnp.array(-1),
         jnp.array(num_steps),
     )
     carry, saved = jax.lax.scan(block, init, jnp.arange(0, num_steps, every))
     final, _, stop, event, t_stop = carry
-    at_start = save_fn(jnp.asarray(0), params, None)
+    at_start = save_fn(jnp.asarray(0), params, opt_state)
     values = jax.tree.map(lambda first, rest: jnp.concatenate([first[None], rest]), at_start, saved)
     return Run(
         ts=jnp.arange(0, num_steps + 1, every),

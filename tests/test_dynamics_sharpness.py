@@ -223,7 +223,9 @@ def test_the_sharpness_ratio_of_normalized_gd_takes_the_step_of_each_block():
     save = dynamics.Save(fn=lambda step, p, args: {})
     hessian = np.asarray(HESSIAN)
     gradient = hessian @ np.asarray(_flat(START))
-    per_block = dynamics.with_sharpness(save, _quadratic, GROUP_RATES, normalized=True).fn(0, START, None)
+    per_block = dynamics.with_sharpness(save, _quadratic, dynamics.NormalizedSteps(GROUP_RATES)).fn(
+        0, START, None
+    )
     rates = np.diag(
         [GROUP_RATES["a"] / np.linalg.norm(gradient[:2])] * 2 + [GROUP_RATES["b"] / abs(gradient[2])]
     )
@@ -231,7 +233,7 @@ def test_the_sharpness_ratio_of_normalized_gd_takes_the_step_of_each_block():
     np.testing.assert_allclose(
         per_block["sharpness_ratio"], np.linalg.eigvalsh(root @ hessian @ root)[-1] / 2, rtol=1e-12
     )
-    one = dynamics.with_sharpness(save, _quadratic, 0.3, normalized=True).fn(0, START, None)
+    one = dynamics.with_sharpness(save, _quadratic, dynamics.NormalizedSteps(0.3)).fn(0, START, None)
     np.testing.assert_allclose(one["sharpness_ratio"], 2.0 * 0.3 / (2 * np.linalg.norm(gradient)), rtol=1e-12)
 
 
@@ -253,9 +255,8 @@ def test_the_normalized_flow_is_the_gradient_flow_s_path_at_normalized_gd_s_spee
         dynamics.Save(every=every, fn=lambda step, p, args: {}),
         loss,
         jnp.ones(2),
-        eta,
+        dynamics.NormalizedSteps(eta),
         num_steps=num_steps,
-        normalized=True,
         stepsize_controller=TIGHT,
     )
     run = dynamics.train(loss, jnp.ones(2), dynamics.normalized_gd(eta), num_steps=num_steps, save=save)
@@ -302,3 +303,58 @@ def test_along_adds_what_it_is_asked_for_and_refuses_what_it_cannot_do():
         dynamics.with_flow_distance(dynamics.Save(ts=jnp.array([0.0])), _quadratic, START, 0.1, num_steps=4)
     with pytest.raises(ValueError, match="Along.flow"):
         dynamics.Along(flow="yes")
+
+
+def test_the_sharpness_ratio_of_adam_is_that_of_its_preconditioned_hessian_against_38_over_eta():
+    """Adam's ratio at each save is λ_max(P⁻¹H)·η(1 − β₁)/(2 + 2β₁), with P = (1 − β₁ᵗ)(√v̂ + ε) the
+    preconditioner of the next step, rebuilt here from the saved optimiser state and the dense
+    Hessian of a loss that is not quadratic."""
+
+    def loss(params):
+        theta = _flat(params)
+        return _quadratic(params) + 0.1 * jnp.sum(jnp.cos(theta) * theta**3)
+
+    b1, b2, eps = 0.9, 0.99, 1e-8
+    steps = dynamics.AdamSteps(GROUP_RATES, b1=b1, b2=b2, eps=eps)
+    keep = dynamics.Save(
+        every=3, fn=lambda step, p, state: {"p": p, "nu": state[0].nu, "count": state[0].count}
+    )
+    save = dynamics.with_sharpness(keep, loss, steps)
+    run = dynamics.train(
+        loss, START, dynamics.adam(GROUP_RATES, b1=b1, b2=b2, eps=eps), num_steps=9, save=save
+    )
+    rates = np.diag(_rate_matrix())
+    for k in range(len(run.ts)):
+        p = jax.tree.map(lambda leaf: leaf[k], run.values["p"])
+        theta, g = np.asarray(_flat(p)), np.asarray(_flat(jax.grad(loss)(p)))
+        nu = np.asarray(_flat(jax.tree.map(lambda leaf: leaf[k], run.values["nu"])))
+        t = int(run.values["count"][k]) + 1
+        v = (b2 * nu + (1 - b2) * g**2) / (1 - b2**t)
+        P = (1 - b1**t) * (np.sqrt(v) + eps) / rates  # per coordinate, the learning rate inside
+        hessian = np.asarray(jax.hessian(lambda x: loss({"a": x[:2], "b": x[2]}))(theta))
+        top = np.linalg.eigvals(np.linalg.solve(np.diag(P), hessian)).real.max()
+        np.testing.assert_allclose(
+            run.values["sharpness_ratio"][k], top * (1 - b1) / (2 + 2 * b1), rtol=1e-10
+        )
+
+
+def test_adam_becomes_unstable_where_its_ratio_crosses_1_and_then_hovers_at_its_edge():
+    """Adam at η = 0.01 on ½θᵀdiag(1, 10, 100)θ: as the loss falls its second moment decays and
+    the preconditioned sharpness grows. The loss falls (by a factor of 10 at most once between
+    saves) until the first save where the ratio reaches 1; it jumps there or at the next save;
+    from then on the ratio stays near 1 (the adaptive edge of stability)."""
+    hessian = jnp.diag(jnp.array([1.0, 10.0, 100.0]))
+
+    def loss(theta):
+        return 0.5 * theta @ hessian @ theta
+
+    steps = dynamics.AdamSteps(0.01, b2=0.99)
+    save = dynamics.with_sharpness(
+        dynamics.Save(every=50, fn=lambda s, p, state: {"loss": loss(p)}), loss, steps
+    )
+    run = dynamics.train(loss, jnp.ones(3), dynamics.adam(0.01, b2=0.99), num_steps=4000, save=save)
+    losses, ratios = np.asarray(run.values["loss"]), np.asarray(run.values["sharpness_ratio"])
+    edge = int(np.argmax(ratios >= 1))
+    jump = int(np.argmax(losses[1:] > 10 * losses[:-1])) + 1
+    assert 0 < edge <= jump <= edge + 1, (edge, jump, ratios[: edge + 2])
+    assert 0.8 < np.median(ratios[jump:]) < 1.2

@@ -184,3 +184,30 @@ def test_the_sharpness_and_the_flow_alongside_leave_a_run_as_it_is(paper, level)
         assert values["flow_distance"][0] <= 10 * rounding * scale  # the same start, to rounding
         np.testing.assert_allclose(values["flow_loss"][0], values[along.loss_name][0], rtol=10 * rounding)
         assert np.all(np.isfinite(values["flow_distance"])) and values["flow_distance"][-1] > 0
+
+
+def _with_adam(sim: dynamics.AbstractSimulation) -> dynamics.AbstractSimulation | None:
+    """`sim` trained with Adam, where its `optimizer` setting offers it."""
+    try:
+        return dynamics.with_settings(sim, {"optimizer": "adam"})
+    except ValueError:
+        return None
+
+
+ADAM = [
+    pytest.param(*pair, marks=pytest.mark.slow) for pair in _ALONG if _with_adam(_small(*pair)) is not None
+]
+"""The levels of `ALONG` whose `optimizer` can be Adam (under `-m slow`)."""
+
+
+@pytest.mark.parametrize(("paper", "level"), ADAM)
+def test_adam_s_sharpness_ratio_alongside_leaves_a_run_as_it_is(paper, level):
+    """With Adam, `along.sharpness` records the ratio to Adam's preconditioned edge
+    (`dynamics.AdamSteps`) at every save, finite and positive, and changes no value of the run."""
+    sim = _with_adam(_small(paper, level))
+    plain = _seed_values(sim)
+    values = _seed_values(dynamics.with_settings(sim, {"along.sharpness": True}))
+    assert set(values) - set(plain) == {"sharpness", "sharpness_ratio"}
+    for name, value in plain.items():
+        np.testing.assert_array_equal(values[name], value, err_msg=name)
+    assert np.all(np.isfinite(values["sharpness_ratio"])) and np.all(values["sharpness_ratio"] > 0)

@@ -64,10 +64,9 @@ def algorithm1(
         record,
         stage2_loss(W_ov, batch),
         first.final,
-        jnp.asarray(eta, W_ov.dtype),
+        dynamics.NormalizedSteps(jnp.asarray(eta, W_ov.dtype)),
         num_steps=num_steps2,
         params=_W_kq,
-        normalized=True,
     )
     (second,) = dynamics.train_stages(
         first.final,

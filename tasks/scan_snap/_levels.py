@@ -99,8 +99,9 @@ def sgd_run(
     - `save`: function of the model to save, a dict with `along`; default [`default_metrics`][].
     - `along`: what else to record (`dynamics.Along`; `None`: nothing) of the population loss,
       the T → ∞ loss that L1 descends: the sharpness against the edge of stability of `method`
-      (2/η for `sgd`, 2(1 + μ)/η for `momentum`, none for `adam`), and with `sgd` the distance
-      from L1's flow at t = k (mini-batch noise, finite T and the discrete steps together).
+      (2/η for `sgd`, 2(1 + μ)/η for `momentum`, λ_max(P⁻¹H) against 38/η for `adam`,
+      [`dynamics.AdamSteps`][]), and with `sgd` the distance from L1's flow at t = k (mini-batch
+      noise, finite T and the discrete steps together).
 
     **Returns:** a `dynamics.Run` with `ts` = step numbers.
     """
@@ -129,15 +130,15 @@ def sgd_run(
     )
 
 
-def _stable_steps(method: str, eta_y, eta_z, momentum: float) -> YZModel | None:
-    """The step sizes η whose 2/η is the edge of stability of `method` on a quadratic: the rates
-    for `sgd`, the rates over 1 + μ for heavy-ball `momentum` (stable while λη < 2(1 + μ)), none
-    for `adam`."""
+def _stable_steps(method: str, eta_y, eta_z, momentum: float) -> YZModel | dynamics.AdamSteps:
+    """The steps whose edge of stability is that of `method` on a quadratic: the rates for `sgd`,
+    the rates over 1 + μ for heavy-ball `momentum` (stable while λη < 2(1 + μ)), Adam's
+    preconditioned edge for `adam`."""
     if method == "sgd":
         return model_rates(eta_y, eta_z)
     if method == "momentum":
         return model_rates(eta_y / (1 + momentum), eta_z / (1 + momentum))
-    return None
+    return dynamics.AdamSteps(model_rates(eta_y, eta_z))
 
 
 def population_flow(

@@ -79,7 +79,8 @@ def online_run(
     - `num_eval`: antithetic pairs per validation point.
     - `dtype`: the floating-point type of the model and the data.
     - `along`: what else to record (`dynamics.Along`; `None`: nothing) of the validation loss
-      [`validation_loss`][] (the saved `loss`), with the step size `lr` for `gd`.
+      [`validation_loss`][] (the saved `loss`), against the edge 2/lr for `gd` and Adam's
+      preconditioned edge for `adam` ([`dynamics.AdamSteps`][]).
 
     **Returns:** a `dynamics.Run` (final state: the model) saving at steps 0, every, ...:
     `loss` (at T, q), `loss_T` (one per T_test, when any), `loss_q` (one per q_test, when any),
@@ -113,7 +114,8 @@ def online_run(
     start = part(model)
     if along is not None:
         validation = validation_loss(task, key, blocks=blocks, num_eval=num_eval, dtype=dtype)
-        save = along.save(save, validation, start, lr if optimizer == "gd" else None, num_steps=num_steps)
+        steps = lr if optimizer == "gd" else dynamics.AdamSteps(lr)
+        save = along.save(save, validation, start, steps, num_steps=num_steps)
     return dynamics.train(
         lambda m, batch: loss(part(m), batch),
         start,
