@@ -22,7 +22,7 @@ exact population loss, the reduced two-scalar dynamics and the online training r
 - Online training: [`online_run`][] ([`OPTIMIZERS`][], [`INITS`][], [`BLOCKS`][]), [`validation_lengths`][],
   [`validation_sparsities`][], [`validation_loss`][] (the loss it saves, as a function of the model).
 - FCN risk (Proposition C): [`linear_readout_risk`][], [`top_eigenspace_layer`][],
-  [`coordinate_layer`][], [`fcn_run`][], [`trained_fcn_losses`][].
+  [`coordinate_layer`][], [`fcn_run`][], [`fcn_validation_loss`][], [`trained_fcn_losses`][].
 """
 
 from .._paper import PaperInfo
@@ -31,6 +31,7 @@ from ._data import Batch, antithetic, random_subset, sample, target
 from ._fcn import (
     coordinate_layer,
     fcn_run,
+    fcn_validation_loss,
     linear_readout_risk,
     subset_second_moment,
     top_eigenspace_layer,
@@ -153,6 +154,7 @@ __all__ = [
     "exact_population_loss",
     "example_loss",
     "fcn_run",
+    "fcn_validation_loss",
     "from_blocks",
     "from_scalars",
     "ground_truth",

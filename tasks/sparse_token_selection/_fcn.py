@@ -3,6 +3,8 @@ that sees X only through a linear first layer, the first layers that attain or m
 bound (derived; see "Training dynamics" on the sparse_token_selection page of the documentation),
 and trained ReLU MLPs of a given width."""
 
+import functools
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -66,6 +68,7 @@ def fcn_run(
     lr=1e-3,
     num_eval: int = 4096,
     dtype=jnp.float32,
+    along: dynamics.Along | None = None,
 ) -> dynamics.Run:
     """Train one ReLU MLP of first-layer width `width` (the [`FCN`][] baseline) with Adam on fresh
     STS_q samples, measuring its population loss by Monte Carlo along the way.
@@ -80,17 +83,24 @@ def fcn_run(
     - `batch_size`, `lr`: examples per step and Adam's learning rate (may be traced).
     - `num_eval`: antithetic validation pairs.
     - `dtype`: the floating-point type of the MLP and the data.
+    - `along`: what else to record (`dynamics.Along`; `None`: nothing) of the validation loss
+      [`fcn_validation_loss`][] (the saved `loss`): its sharpness against Adam's preconditioned
+      edge ([`dynamics.AdamSteps`][]); Adam follows no flow.
 
     **Returns:** a `dynamics.Run` (final state: the MLP's arrays) saving `loss` and `loss_se`
     (its Monte-Carlo standard error) at steps 0, every, ..., num_steps.
     """
-    k_init, k_train, k_eval = jax.random.split(key, 3)
-    params, static = eqx.partition(FCN(task.d, task.T, width, k_init, dtype=dtype), eqx.is_array)
+    k_init, k_train, k_eval = _fcn_keys(key)
+    params, static = _fcn_parts(task, width, k_init, dtype)
 
     def validation(p):
         mean, se = mc_loss(eqx.combine(p, static), task, k_eval, num_eval, dtype=dtype)
         return {"loss": mean, "loss_se": se}
 
+    save = dynamics.Save(every=num_steps if every is None else every, fn=lambda step, p, args: validation(p))
+    if along is not None:
+        validation_loss = functools.partial(_validation_loss, task, static, k_eval, num_eval, dtype)
+        save = along.save(save, validation_loss, params, dynamics.AdamSteps(lr), num_steps=num_steps)
     return dynamics.train(
         lambda p, batch: loss(eqx.combine(p, static), batch),
         params,
@@ -98,10 +108,30 @@ def fcn_run(
         num_steps=num_steps,
         key=k_train,
         sample=lambda k: sample(task, k, batch_size, dtype=dtype),
-        save=dynamics.Save(
-            every=num_steps if every is None else every, fn=lambda step, p, args: validation(p)
-        ),
+        save=save,
     )
+
+
+def fcn_validation_loss(task: STSConfig, width: int, key: jax.Array, *, num_eval: int, dtype):
+    """The loss [`fcn_run`][] saves as `loss`, as a function of the MLP's arrays: the Monte-Carlo
+    population loss on the run's fixed validation draws (from its `key`)."""
+    k_init, _, k_eval = _fcn_keys(key)
+    _, static = _fcn_parts(task, width, k_init, dtype)
+    return functools.partial(_validation_loss, task, static, k_eval, num_eval, dtype)
+
+
+def _validation_loss(task: STSConfig, static, k_eval: jax.Array, num_eval: int, dtype, params):
+    return mc_loss(eqx.combine(params, static), task, k_eval, num_eval, dtype=dtype)[0]
+
+
+def _fcn_keys(key: jax.Array) -> jax.Array:
+    """The keys of a run's init, training batches and validation draws."""
+    return jax.random.split(key, 3)
+
+
+def _fcn_parts(task: STSConfig, width: int, k_init: jax.Array, dtype):
+    """The initial MLP's arrays and the rest of it."""
+    return eqx.partition(FCN(task.d, task.T, width, k_init, dtype=dtype), eqx.is_array)
 
 
 def _final_loss(task: STSConfig, width: int, options: dict, key: jax.Array):

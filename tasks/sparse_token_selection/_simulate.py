@@ -9,7 +9,7 @@ import dynamics
 from dynamics import Interval, OneOf, Require, dtype_param, param
 
 from ._config import ORTHONORMAL_PE, STSConfig, lengths_served
-from ._fcn import fcn_run
+from ._fcn import fcn_run, fcn_validation_loss
 from ._online import (
     BLOCKS,
     INITS,
@@ -224,6 +224,11 @@ class FCNTraining(dynamics.AbstractSimulation):
     num_steps: int = param(3000, Interval(1), doc="Adam steps")
     every: int = param(300, Interval(1), doc="save period in steps (divides num_steps)")
     num_eval: int = param(4096, Interval(1), doc="antithetic validation pairs")
+    along: dynamics.Along = param(
+        dynamics.Along(),
+        doc="what else to record of the validation loss along the run: its sharpness against Adam's "
+        "preconditioned edge (along.flow: Adam follows no flow)",
+    )
     dtype: str = dtype_param("float32")
 
     small = {
@@ -243,6 +248,12 @@ class FCNTraining(dynamics.AbstractSimulation):
             "the FCN sees no PE: pe_sampler must be onehot",
         ),
         _every_divides(),
+        Require(
+            ("along.flow",),
+            lambda flow: not flow,
+            "along.flow follows the gradient flow an optimiser discretises, and the FCN trains with "
+            "Adam, which discretises none",
+        ),
     )
 
     def run(self, key) -> dynamics.Run:
@@ -256,6 +267,14 @@ class FCNTraining(dynamics.AbstractSimulation):
             lr=self.lr,
             num_eval=self.num_eval,
             dtype=self.float_dtype,
+            along=self.along,
+        )
+
+    def landscape(self, key) -> dynamics.Landscape:
+        """The saved `loss`, the Monte-Carlo validation loss on the run's fixed draws, as a
+        function of the MLP's arrays (the final state); no step size (Adam)."""
+        return dynamics.Landscape(
+            fcn_validation_loss(self.task, self.width, key, num_eval=self.num_eval, dtype=self.float_dtype)
         )
 
 
