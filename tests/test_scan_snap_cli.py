@@ -124,12 +124,11 @@ def test_sizes_and_values_are_refused_before_any_work(argv, message, tmp_path, c
 
 
 def test_a_flow_out_of_steps_says_so_with_the_time_reached(tmp_path, capsys):
-    from tasks import scan_snap
-
-    run = scan_snap.ScalarFlow(max_steps=3).run(dynamics.seed_key(0))
-    assert dynamics.StopReason(int(run.stop)) == dynamics.StopReason.max_steps
-    assert 0 < float(run.t_stop) < 1000.0 and int(run.num_steps) == 3
     argv = ["simulate", "scan_snap", "--level", "L3", "--seeds", "1", "--set", "max_steps=3"]
     assert cli.main([*argv, "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "max_steps x1 (the step budget max_steps ran out at t = " in out
+    (store,) = tmp_path.glob("scan_snap_L3_1seeds_*.zarr")
+    ds = dynamics.load_sweep(store)
+    assert dynamics.StopReason(int(ds["stop"].values[0])) == dynamics.StopReason.max_steps
+    assert 0 < float(ds["t_stop"].values[0]) < 1000.0 and int(ds["num_steps"].values[0]) == 3

@@ -13,6 +13,18 @@ from attnflow import _sweep_plots
 from .test_dynamics_simulation import Decay
 
 
+@pytest.fixture(scope="module")
+def euler():
+    """Euler on the decay at two rates, 2 seeds: drawn by several tests, run once."""
+    return dynamics.sweep(Decay(mode="euler"), {"rate": [0.5, 2.0]}, num_seeds=2)
+
+
+@pytest.fixture(scope="module")
+def blown_up():
+    """Euler at rate 10⁴ multiplies y by −99 a step: its last value is about 10¹⁹⁹."""
+    return dynamics.sweep(Decay(mode="euler"), {"rate": [0.5, 1e4]}, num_seeds=2)
+
+
 @pytest.fixture
 def drawn(monkeypatch):
     """The x-label and title of every plot drawn, by file name, and the titles of its panels."""
@@ -37,8 +49,8 @@ def test_a_flow_with_early_stops_is_drawn_against_time_with_its_stop_times(tmp_p
     assert drawn["t_stop_final.png"][1].startswith("the time of each run that stopped early")
 
 
-def test_discrete_training_is_drawn_against_steps_and_has_no_stop_plot(tmp_path, drawn):
-    ds = dynamics.sweep(Decay(mode="euler"), {"rate": [0.5, 2.0]}, num_seeds=2)
+def test_discrete_training_is_drawn_against_steps_and_has_no_stop_plot(tmp_path, drawn, euler):
+    ds = euler
     paths = _sweep_plots.plot_sweep(ds, ["rate"], tmp_path)
     assert "t_stop_final.png" not in {p.name for p in paths}
     time_plots = [name for name in drawn if name.endswith("_time.png")]
@@ -46,8 +58,8 @@ def test_discrete_training_is_drawn_against_steps_and_has_no_stop_plot(tmp_path,
     assert not any("stopped early" in drawn[name][1] for name in time_plots)
 
 
-def test_each_scalar_of_the_final_state_is_drawn_against_the_grid(tmp_path, drawn):
-    ds = dynamics.sweep(Decay(mode="euler"), {"rate": [0.5, 2.0]}, num_seeds=2)
+def test_each_scalar_of_the_final_state_is_drawn_against_the_grid(tmp_path, drawn, euler):
+    ds = euler
     finals = [name for name in ds.data_vars if name.startswith("final") and ds[name].dims == ("rate", "seed")]
     paths = {p.name for p in _sweep_plots.plot_sweep(ds, ["rate"], tmp_path)}
     assert finals and {f"{name}.png" for name in finals} <= paths
@@ -63,35 +75,34 @@ def test_three_grid_axes_give_one_heat_map_per_value_of_the_first(tmp_path, draw
     assert drawn["final.png"][0] == "floor"
 
 
-def test_a_run_that_blew_up_is_drawn_without_numerical_warnings(tmp_path, drawn):
-    """Euler at rate 10⁴ multiplies y by −99 a step: its last value, ~10¹⁹⁹, overflows a standard
-    deviation; the plots are drawn all the same, with no warning for the user to puzzle over."""
-    ds = dynamics.sweep(Decay(mode="euler"), {"rate": [0.5, 1e4]}, num_seeds=2)
+def test_a_run_that_blew_up_is_drawn_without_numerical_warnings(tmp_path, drawn, blown_up):
+    """A last value of ~10¹⁹⁹ overflows a standard deviation; the plots are drawn all the same,
+    with no warning for the user to puzzle over."""
+    ds = blown_up
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         paths = {p.name for p in _sweep_plots.plot_sweep(ds, ["rate"], tmp_path)}
     assert {"final.png", "value_time.png"} <= paths
 
 
-def test_the_sharpness_ratio_is_drawn_with_the_edge_of_stability(tmp_path, monkeypatch):
+def test_the_sharpness_ratio_is_drawn_with_the_edge_of_stability(tmp_path, monkeypatch, euler):
     lines = []
     monkeypatch.setattr(
         _sweep_plots,
         "_save",
         lambda fig, path: lines.extend(line.get_label() for line in fig.axes[0].lines) or path,
     )
-    ds = dynamics.sweep(Decay(mode="euler"), {"rate": [0.5, 2.0]}, num_seeds=2).rename(
-        {"value": "sharpness_ratio"}
-    )
+    ds = euler.rename({"value": "sharpness_ratio"})
     _sweep_plots.plot_sweep(ds, ["rate"], tmp_path)
     assert "edge of stability" in lines
 
 
-def test_positive_values_near_the_largest_float_are_drawn_on_a_log_axis_without_warnings(tmp_path, drawn):
+def test_positive_values_near_the_largest_float_are_drawn_on_a_log_axis_without_warnings(
+    tmp_path, drawn, blown_up
+):
     """A diverging sharpness climbs to ~10³⁰⁰: the usual 5 % margin of a log axis spanning 300
     decades would reach beyond the largest float."""
-    ds = dynamics.sweep(Decay(mode="euler"), {"rate": [0.5, 1e4]}, num_seeds=2)
-    ds["value"] = np.abs(ds["value"]) ** 1.5
+    ds = blown_up.assign(value=np.abs(blown_up["value"]) ** 1.5)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         paths = {p.name for p in _sweep_plots.plot_sweep(ds, ["rate"], tmp_path)}
