@@ -89,7 +89,7 @@ class AdamSteps(AbstractSteps):
     is the preconditioner of the step to be taken from the state: its second moment
     v = β₂v + (1 − β₂)g² after t steps, bias-corrected v̂ = v/(1 − β₂ᵗ).
 
-    The state is the one of the optimiser's `optax.scale_by_adam`, found in its state.
+    v and t are read from the `optax.scale_by_adam` state inside the optimiser's state.
 
     **Fields:** `rates`, `b1`, `b2`, `eps`: those of [`adam`][].
 
