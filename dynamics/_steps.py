@@ -11,7 +11,7 @@ import optax
 from jaxtyping import Array, Float, PyTree
 
 from ._normalized import block_norm
-from ._rates import Rates
+from ._rates import Rates, scale_tree
 
 
 class AbstractSteps(eqx.Module):
@@ -120,13 +120,9 @@ class AdamSteps(AbstractSteps):
         def preconditioner(v, g):
             return first * (jnp.sqrt((self.b2 * v + (1 - self.b2) * g**2) / second) + self.eps)
 
-        conditioned = jax.tree.map(preconditioner, adam.nu, grads)
         factor = (1 - self.b1) / (1 + self.b1)
-        if jax.tree_util.treedef_is_leaf(jax.tree.structure(self.rates)):
-            return jax.tree.map(lambda p: self.rates * factor / p, conditioned)
-        return jax.tree.map(
-            lambda rate, group: jax.tree.map(lambda p: rate * factor / p, group), self.rates, conditioned
-        )
+        inverse = jax.tree.map(lambda v, g: factor / preconditioner(v, g), adam.nu, grads)
+        return scale_tree(self.rates, inverse)
 
 
 def _adam_state(opt_state: PyTree) -> optax.ScaleByAdamState:
