@@ -6,8 +6,8 @@ file and one markdown file.
 
 Sections, in this order (`--sections` picks some):
 
-- `fig6`: the whole Fig. 6 sweep end to end, `bench/fig6_end_to_end.py`: attnflow in a fresh
-  process (compilation included) against the PyTorch per-run loop of `bench/fig6_torch.py` on the
+- `fig6`: the whole Fig. 6 sweep end to end, `bench/scan_snap/fig6_end_to_end.py`: attnflow in a fresh
+  process (compilation included) against the PyTorch per-run loop of `bench/scan_snap/fig6_torch.py` on the
   same device (CUDA when torch sees a GPU), and the ratio.
 - `scaling_L0`, `scaling_L1`: throughput against the number of seeds (1, 64, 1 024, 16 384, 65 536)
   of the Scan and Snap L0 SGD level and the L1 population flow, all seeds in one `run_many` call:
@@ -20,7 +20,7 @@ Sections, in this order (`--sections` picks some):
   the chunk's most solver steps, summed over chunks) / (the runs' own solver steps, summed). Measured
   with the runs in a shuffled order and sorted by their expected length (t_ε ∝ 1/ε).
 - `sts_step`: one online step of sparse token selection at the paper's size (T = 200, N = 400,
-  batch 256), `bench/sparse_token_selection_slots.py`, against the CPU figure (31 ms a step with
+  batch 256), `bench/sparse_token_selection/slots.py`, against the CPU figure (31 ms a step with
   slots, 99 ms dense, on two CPU cores).
 - `verify`: the checks of one paper at its full sizes, as `attnflow --no-compile-cache verify --paper
   sparse_token_selection --full` runs them, each timed in the section's fresh worker process
@@ -63,7 +63,7 @@ SECTIONS = ("fig6", "scaling_L0", "scaling_L1", "lockstep", "sts_step", "verify"
 STS_CPU_MS = {"slots": 31.0, "dense": 99.0}
 STS_CPU_SOURCE = (
     "docs/papers/sparse_token_selection.md: one step at T = 200, N = 400, batch 256, float32 on two "
-    "CPU cores (`python bench/sparse_token_selection_slots.py --repeats 5`)"
+    "CPU cores (`python bench/sparse_token_selection/slots.py --repeats 5`)"
 )
 VERIFY_CPU_SECONDS = {
     "papers": {
@@ -166,7 +166,7 @@ TOY = Sizes(
 
 def _load(name: str):
     """The bench script `bench/<name>.py` as a module."""
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"bench_{name.replace('/', '_')}", BENCH / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -190,7 +190,7 @@ def _median(values: Sequence[float]) -> float:
 
 def section_fig6(sizes: Sizes, budget: float) -> dict:
     """The whole Fig. 6 sweep end to end, attnflow against the PyTorch loop on the same device."""
-    e2e = _load("fig6_end_to_end")
+    e2e = _load("scan_snap/fig6_end_to_end")
     args = e2e.parse_args(list(sizes.fig6_argv))
     runs = len(args.num_last) * len(e2e.ETA_Z) * len(e2e.RATIOS) * args.seeds
     sweep = {"runs": runs, "steps": args.steps, "num_last": list(args.num_last), "seeds": args.seeds}
@@ -548,7 +548,7 @@ def section_sts_step(sizes: Sizes, budget: float) -> dict:
     """One online step of sparse token selection, slots and dense, against the CPU figure."""
     import jax
 
-    slots = _load("sparse_token_selection_slots")
+    slots = _load("sparse_token_selection/slots")
     out = slots.main(list(sizes.sts_argv))
     paper_size = not sizes.sts_argv
     speedup = (

@@ -30,7 +30,7 @@ def _batched(fn: Callable, args: tuple, meters: bool) -> PyTree:
 
     The runs are laid out over the devices by their `NamedSharding` (the compiler partitions the
     batched program). `jax.shard_map` (each device on its own) measures 1.10-1.20x faster for an
-    explicit flow on 4 CPU devices (`bench/sharding.py`), but Diffrax's implicit solvers and
+    explicit flow on 4 CPU devices (`bench/scan_snap/sharding.py`), but Diffrax's implicit solvers and
     root-found events solve linear systems with lineax, which fails under `shard_map` ("pytree
     does not match out_structure"), so the compiler's partitioning stays."""
     with progress_inside(meters):

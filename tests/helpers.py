@@ -1,6 +1,8 @@
 """Helpers shared by the tests."""
 
 import importlib.util
+import math
+import re
 from pathlib import Path
 
 import equinox as eqx
@@ -34,3 +36,15 @@ def assert_sweep_round_trip(dataset, tmp_path) -> None:
 
     loaded = load_sweep(save_sweep(dataset, tmp_path / "sweep.zarr"))
     xr.testing.assert_identical(loaded.load(), dataset)
+
+
+def printed_ratio(text: str, label: str) -> float:
+    """The number a benchmark printed on its line `"<label>: <number>"`."""
+    match = re.search(rf"^{re.escape(label)}: (\S+)$", text, re.MULTILINE)
+    assert match, f"no line {label!r} in the output:\n{text}"
+    return float(match.group(1))
+
+
+def positive_finite(x: float) -> bool:
+    """True for a finite number above zero (a benchmark's time or ratio)."""
+    return math.isfinite(x) and x > 0

@@ -25,7 +25,7 @@ Wall time: median over `--repeats` interleaved repeats (adaptive and Euler alter
 time per jitted call, compiled before timing (compile excluded); a repeat averages as many
 back-to-back calls as last ~0.2 s, so the millisecond-long adaptive solve is not timer noise.
 
-Run `python bench/population_flow.py --help` for the flags.
+Run `python bench/scan_snap/population_flow.py --help` for the flags.
 """
 
 import argparse

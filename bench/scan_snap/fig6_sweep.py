@@ -20,7 +20,7 @@ wall time is printed separately):
 Both sides are timed in the same process, interleaved (batched then loop for every vocabulary,
 order swapped on odd repeats); the table reports medians over `--repeats`.
 
-Run `python bench/fig6_sweep.py --help` for the flags.
+Run `python bench/scan_snap/fig6_sweep.py --help` for the flags.
 """
 
 import argparse

@@ -1,5 +1,5 @@
 """Fig. 6 sweep in PyTorch: the per-run training loop of the official Scan and Snap code
-(`decoder_only.py`), one run at a time, as a baseline for `bench/fig6_end_to_end.py`.
+(`decoder_only.py`), one run at a time, as a baseline for `bench/scan_snap/fig6_end_to_end.py`.
 
 The setting: Syn-Medium (`num_last` query tokens, two classes each, 10 common tokens, 10 distinct
 tokens per class; M = 33, 79, 125, 240 for `num_last` = 1, 3, 5, 10); Y and Z (M × M) i.i.d.
@@ -21,7 +21,7 @@ sweep), which draws the initial Y, Z and then every batch. The loop runs on the 
 with `--device cuda` on a GPU (each run's `torch.Generator` on the GPU: other random streams than
 on the CPU).
 
-Run `python bench/fig6_torch.py --help` for the flags.
+Run `python bench/scan_snap/fig6_torch.py --help` for the flags.
 """
 
 import argparse

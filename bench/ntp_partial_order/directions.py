@@ -3,7 +3,7 @@ with the max-margin W*_kq (QP of Eqn 3) and with Proposition 2's closed form, at
 T_2 = 900 and at 5000 stage-2 steps, and whether the closed form applies (its Hall-type condition
 holds for every query). A measurement, not a timing benchmark.
 
-    python bench/ntp_directions.py [--datasets 10]
+    python bench/ntp_partial_order/directions.py [--datasets 10]
 """
 
 import argparse

@@ -13,7 +13,7 @@ spans all devices, while under `shard_map` each device's loop stops when its own
 Run it with several (forced) CPU devices; the script sets
 `XLA_FLAGS=--xla_force_host_platform_device_count=--devices` itself before JAX starts:
 
-    python bench/sharding.py --devices 4 --seeds 64 --repeats 5
+    python bench/scan_snap/sharding.py --devices 4 --seeds 64 --repeats 5
 
 Both sides compile before timing; each repeat times one call of each, alternating which goes
 first; medians over `--repeats`. Prints the seconds per side and ends with

@@ -1,5 +1,5 @@
 """The whole Fig. 6 sweep end to end: attnflow as a user runs it against the PyTorch loop of
-`bench/fig6_torch.py`, side by side.
+`bench/scan_snap/fig6_torch.py`, side by side.
 
 The sweep: Syn-Medium `num_last` ∈ {1, 3, 5, 10} (M = 33, 79, 125, 240), η_Z ∈ {0.5, 1, 2, 3}
 × η_Y/η_Z ∈ {1, 2, 5, 10}, seeds 1..10 (640 runs), each 100 steps of SGD with momentum 0.9,
@@ -25,7 +25,7 @@ side, and two claims are evaluated on each side (pass/fail, not asserted): the e
 ratio 2 for every η_Z. The two sides draw from different random streams, so their per-cell means
 agree only statistically (to about 0.01-0.02 nats).
 
-Run `python bench/fig6_end_to_end.py --help` for the flags.
+Run `python bench/scan_snap/fig6_end_to_end.py --help` for the flags.
 """
 
 import argparse
@@ -47,7 +47,7 @@ import numpy as np
 from figures._scan_snap_sweep import SweepConfig, run_sweep
 
 BENCH = Path(__file__).resolve().parent
-ROOT = BENCH.parent
+ROOT = BENCH.parents[1]
 PAPER = SweepConfig.paper(full=True)
 """The paper's sweep, the one `attnflow figures scan_snap_fig6 --full` runs."""
 NUM_LAST, ETA_Z, RATIOS = PAPER.num_lasts, PAPER.eta_zs, PAPER.ratios
@@ -61,7 +61,7 @@ CLAIMS = {
 
 
 def _load_torch_side():
-    """`bench/fig6_torch.py` as a module (imports torch)."""
+    """`bench/scan_snap/fig6_torch.py` as a module (imports torch)."""
     spec = importlib.util.spec_from_file_location("bench_fig6_torch", BENCH / "fig6_torch.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -2,7 +2,7 @@
 distances of Algorithm 1 and of vanilla SGD at the large and the small step; and the Stage-1
 success rate vs batch size for T in {50, 200}.
 
-Run: `python bench/contextual_bigram_closing.py [--seeds 32] [--json out.json]` (float64, CPU).
+Run: `python bench/contextual_bigram/closing.py [--seeds 32] [--json out.json]` (float64, CPU).
 """
 
 import argparse

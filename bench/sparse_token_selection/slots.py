@@ -8,7 +8,7 @@ alternate within every repeat (order swapped on odd repeats); the medians are re
 compile time is excluded. Also printed: `max|dL|` and `max|dgrad|`, the largest differences of
 the loss and gradient between the two sides on one batch (equal work: rounding only).
 
-    python bench/sparse_token_selection_slots.py --repeats 5
+    python bench/sparse_token_selection/slots.py --repeats 5
 """
 
 import argparse

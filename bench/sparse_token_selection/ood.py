@@ -6,8 +6,8 @@ the ratio fixed / stochastic. Defaults are the paper's lengths (T = 200, q = 3, 
 350, 400}: `--num-T-tests` lengths evenly spaced up to N) with the reconstructed d = 10,
 dictionary one-hot PE with N = 400 slots, Adam lr 1e-2.
 
-    python bench/sparse_token_selection_ood.py --steps 2000 --seeds 3
-    python bench/sparse_token_selection_ood.py --T 20 --N 40 --d 5 --optimizer gd --lr 1 --fcn
+    python bench/sparse_token_selection/ood.py --steps 2000 --seeds 3
+    python bench/sparse_token_selection/ood.py --T 20 --N 40 --d 5 --optimizer gd --lr 1 --fcn
 """
 
 import argparse

@@ -15,7 +15,7 @@ ratio are printed per simulation, ending with the line
 (1.00: the meters cost nothing). The bars themselves are drawn on stderr; redirect it to
 /dev/null to keep the table readable. Run from the repository root:
 
-    python bench/progress_cost.py --repeats 7 2>/dev/null
+    python bench/scan_snap/progress_cost.py --repeats 7 2>/dev/null
 """
 
 import argparse
