@@ -5,7 +5,10 @@ descent in float64.
 
 - **run**: `dynamics.train` for `--steps` steps, saving the loss every `--every` steps.
 - **sharpness**: the same run saving `dynamics.edge_of_stability_save` instead (the loss and the
-  top Hessian eigenvalue by `--lanczos` Lanczos steps against 2/η, every `--every` steps).
+  top Hessian eigenvalue by `--lanczos` Lanczos steps against 2/η, every `--every` steps), each
+  Lanczos run started from the top eigenvector of the save before.
+- **cold**: the same, each Lanczos run from the same random start (`dynamics.sharpness` in the
+  save function), as one would write it without that warm start.
 - **flow**: the same run saving also its distance from the gradient flow started at the same point
   (`dynamics.with_flow_distance`, the flow integrated once beside the run, Tsit5 at rtol 1e-8),
   as `along.flow` does in a level.
@@ -13,14 +16,18 @@ descent in float64.
 - **polish**: `dynamics.critical_point` with its full Hessian spectrum from a point near the
   saddle at the origin (the run's own start), once compiled.
 
-It also prints the sharpness at the end of the run by `--lanczos` Lanczos steps beside the top
-eigenvalue of the dense Hessian there, so that fewer steps are not bought with a wrong value.
+It also prints the largest relative error of both sharpness runs against the top eigenvalue of
+the dense Hessian at every save (apart, at the first two saves, where the warm start has no
+eigenvector yet to start from, and over the rest), so that fewer steps are not bought with a
+wrong value.
 
 Every side is compiled before timing (the first calls are printed apart); each repeat times one
-call of each, rotating the order of the three runs; medians over `--repeats`. It ends with
+call of each, rotating the order of the four runs; medians over `--repeats`. It ends with
 
-    overhead: sharpness every E steps X %, flow alongside F %, phases Y %; polish at P parameters Z s
+    overhead: sharpness every E steps X % (from a random start C %), flow alongside F %,
+    phases Y %; polish at P parameters Z s
 
+(one line)
 where an overhead is (analysed − run) / run. Run from the repository root:
 
     python bench/landscape_cost.py --repeats 7
@@ -50,6 +57,20 @@ def problem(d: int, h: int, n: int, scale: float):
         return 0.5 * jnp.mean(jnp.sum((predicted - outputs) ** 2, axis=-1))
 
     return loss, start
+
+
+def sharpness_errors(loss, optimizer, start, args, runs) -> dict[str, tuple[float, float]]:
+    """For each run of `runs` (name: jitted run saving `sharpness`), the largest relative error
+    of its saved sharpness against the dense Hessian's top eigenvalue at the same saves: over the
+    first two saves and over the rest."""
+    keep = dynamics.Save(every=args.every, fn=lambda step, p, _: p)
+    points = dynamics.train(loss, start, optimizer, num_steps=args.steps, save=keep).values
+    dense = jax.lax.map(lambda p: jnp.max(dynamics.hessian_spectrum(loss, p)[0]), points)
+    errors = {}
+    for name, fn in runs.items():
+        error = jnp.abs(fn(start).values["sharpness"] - dense) / dense
+        errors[name] = (float(jnp.max(error[:2])), float(jnp.max(error[2:])))
+    return errors
 
 
 def _timed(fn, *args) -> float:
@@ -84,6 +105,16 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         return dynamics.train(loss, params, optimizer, num_steps=args.steps, save=save)
 
     @jax.jit
+    def run_cold(params):
+        def record(step, p, _):
+            top = dynamics.sharpness(loss, p, num_iters=args.lanczos)
+            return {"loss": loss(p), "sharpness": top, "sharpness_ratio": top * eta / 2}
+
+        return dynamics.train(
+            loss, params, optimizer, num_steps=args.steps, save=dynamics.Save(every=args.every, fn=record)
+        )
+
+    @jax.jit
     def run_flow(params):
         save = dynamics.Save(every=args.every, fn=lambda step, p, _: {"loss": loss(p)})
         save = dynamics.with_flow_distance(save, loss, params, eta, num_steps=args.steps)
@@ -96,14 +127,15 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     done = run(start)
     first |= {
         "sharpness": _timed(run_sharp, start),
+        "cold": _timed(run_cold, start),
         "flow": _timed(run_flow, start),
         "phases": _timed(split, done.ts, done.values["loss"]),
         "polish": _timed(polish, start),
     }
     times = {name: [] for name in first}
-    runs = [("run", run), ("sharpness", run_sharp), ("flow", run_flow)]
+    runs = [("run", run), ("sharpness", run_sharp), ("cold", run_cold), ("flow", run_flow)]
     for repeat in range(args.repeats):
-        for name, fn in runs[repeat % 3 :] + runs[: repeat % 3]:
+        for name, fn in runs[repeat % 4 :] + runs[: repeat % 4]:
             times[name].append(_timed(fn, start))
         times["phases"].append(_timed(split, done.ts, done.values["loss"]))
         times["polish"].append(_timed(polish, start))
@@ -120,19 +152,25 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         print(f"{name:10} {first[name]:>10.3f} {median[name]:>11.4f}")
     status = dynamics.CriticalPointStatus(int(point.status)).name
     print(f"polish: {status}, |grad| {float(point.grad_norm):.2e}, index {int(point.index)}")
-    end = done.final
-    exact = float(jnp.max(dynamics.hessian_spectrum(loss, end)[0]))
-    lanczos = float(dynamics.sharpness(loss, end, num_iters=args.lanczos))
-    print(f"sharpness at the end: {lanczos:.10g} by {args.lanczos} Lanczos steps, {exact:.10g} dense")
+    errors = sharpness_errors(loss, optimizer, start, args, {"warm": run_sharp, "cold": run_cold})
+    for name, (first_two, rest) in errors.items():
+        print(
+            f"sharpness by {args.lanczos} Lanczos steps, {name}: largest relative error {first_two:.1e} at "
+            f"the first two saves, {rest:.1e} after (dense Hessian at every save)"
+        )
     result = {
         "sharpness_overhead": (median["sharpness"] - median["run"]) / median["run"],
+        "cold_overhead": (median["cold"] - median["run"]) / median["run"],
+        "warm_error": errors["warm"][1],
+        "cold_error": errors["cold"][1],
         "flow_overhead": (median["flow"] - median["run"]) / median["run"],
         "phases_overhead": median["phases"] / median["run"],
         "polish_seconds": median["polish"],
         "parameters": parameters,
     }
     print(
-        f"overhead: sharpness every {args.every} steps {100 * result['sharpness_overhead']:.0f} %, "
+        f"overhead: sharpness every {args.every} steps {100 * result['sharpness_overhead']:.0f} % "
+        f"(from a random start {100 * result['cold_overhead']:.0f} %), "
         f"flow alongside {100 * result['flow_overhead']:.0f} %, "
         f"phases {100 * result['phases_overhead']:.1f} %; polish at {parameters} parameters "
         f"{result['polish_seconds']:.2f} s"

@@ -15,7 +15,8 @@
 - [`run_many`][], [`grid`][], [`seed_keys`][]: `vmap` over seeds and grids, chunked and sharded;
   [`progress_inside`][]: progress bars inside long flows and scans.
 - [`hessian_max_eigenvalue`][], [`hvp`][]: the largest Hessian eigenvalue from Hessian-vector
-  products (Lanczos or power iteration), e.g. for a step size η ≤ 1/λ_max.
+  products (Lanczos or power iteration), e.g. for a step size η ≤ 1/λ_max; [`top_eigenpair`][]:
+  with its eigenvector, Lanczos started from a vector of one's own (the last one found).
 - [`critical_point`][] ([`CriticalPoint`][], [`CriticalPointStatus`][]), [`hessian_spectrum`][]:
   Newton's method on the gradient polishes a starting point to the critical point near it, minimum
   or saddle, with the dense Hessian spectrum there, its index and an escape direction; the status
@@ -63,7 +64,7 @@ from ._files import (
     temporary_path,
 )
 from ._flow import Crossing, Event, Predicate, Save, gradient_flow, loss_below, ode_flow
-from ._hessian import HESSIAN_METHODS, hessian_max_eigenvalue, hvp
+from ._hessian import HESSIAN_METHODS, hessian_max_eigenvalue, hvp, top_eigenpair
 from ._integrity import StoreReport, check_store
 from ._landscape import critical_point, hessian_spectrum
 from ._landscape_result import CriticalPoint, CriticalPointStatus
@@ -229,6 +230,7 @@ __all__ = [
     "soft_threshold",
     "solve_qp",
     "stop_reason",
+    "top_eigenpair",
     "train",
     "train_stages",
 ]

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float, PyTree
 
 from ._flow import _DEFAULT_CONTROLLER, Save
-from ._params import Require, check_params, param
+from ._params import Interval, Require, check_params, param
 from ._rates import Rates
 from ._sharpness import with_flow_distance, with_sharpness
 from ._steps import AbstractSteps
@@ -35,6 +35,9 @@ class Along:
       (Lanczos, [`with_sharpness`][]), and with the run's step sizes `sharpness_ratio`, its ratio
       to the edge of stability (λ_max·η/2, ≥ 1 past it; for normalized GD, λ_max·η/(2‖∇L‖); for
       Adam, λ_max(P⁻¹H) over its edge (2 + 2β₁)/((1 − β₁)η)).
+    - `lanczos`: the Lanczos steps of each sharpness. Each save's run starts from the top
+      eigenvector the last save found, so along a run the estimate keeps converging: 8 to 10 steps
+      are enough on a Hessian that changes slowly between saves (`bench/landscape_cost.py`).
     - `flow`: run the gradient flow of the loss from the same start (for normalized GD, the
       normalized flow) and save its distance from the run at t = k steps, `flow_distance`, and
       its loss, `flow_loss` ([`with_flow_distance`][]).
@@ -68,6 +71,9 @@ class Along:
         False,
         doc="save the top eigenvalue of the loss's Hessian (sharpness, Lanczos) and its ratio to the "
         "edge of stability (sharpness_ratio) at every save",
+    )
+    lanczos: int = param(
+        20, Interval(1), doc="Lanczos steps of each sharpness, started from the last save's top eigenvector"
     )
     flow: bool = param(
         False,
@@ -132,7 +138,7 @@ class Along:
         if self.flow and step_size is None:
             raise ValueError("the flow alongside runs at the run's step sizes, and none was given")
         if self.sharpness:
-            save = with_sharpness(save, loss, step_size, params=params)
+            save = with_sharpness(save, loss, step_size, params=params, num_iters=self.lanczos)
         if self.flow:
             where = start if params is None else params(start)
             dtype = jnp.result_type(*jax.tree.leaves(where))

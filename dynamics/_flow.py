@@ -53,8 +53,13 @@ class Save(eqx.Module):
       the state.
     - `every`: [`train`][]'s save period in steps: it saves at steps 0, every, 2·every, ...,
       num_steps; default 1. One of `ts` and `every`, not both.
+    - `carry`: in training only, `state -> PyTree`, what `fn` starts with at the first save: `fn`
+      is then `(t, y, args, carry) -> (record, carry)` and each save hands its `carry` to the next
+      (e.g. the last top Hessian eigenvector, to start the next Lanczos run from). Default: none,
+      and `fn` takes no `carry`.
 
-    **Raises:** `ValueError` for both `ts` and `every`, or an `every` that is not an integer >= 1.
+    **Raises:** `ValueError` for both `ts` and `every`, an `every` that is not an integer >= 1, or
+    a `carry` with `ts` (a flow's saves are independent of each other).
 
     **Example:** save y² at t = 0, 1, 2 along dy/dt = −y, so y² = e^{−2t}; then the same function
     every 2 steps of gradient descent on ½y² with step 0.5, which halves y at each step:
@@ -71,19 +76,54 @@ class Save(eqx.Module):
         >>> run = dynamics.train(loss, jnp.array(1.0), dynamics.gd(0.5), num_steps=4, save=every_two)
         >>> run.ts.tolist(), [float(v) for v in run.values["y2"]]
         ([0, 2, 4], [1.0, 0.0625, 0.00390625])
+
+    A `carry` passed from save to save: here the largest |y| met so far, which the run's saves
+    alone cannot tell (they only see y now):
+
+        >>> def largest(step, y, args, seen):
+        ...     seen = jnp.maximum(seen, jnp.abs(y))
+        ...     return {"y": y, "largest": seen}, seen
+        >>> record = dynamics.Save(every=1, fn=largest, carry=jnp.abs)
+        >>> run = dynamics.train(loss, jnp.array(1.0), dynamics.gd(3.0), num_steps=3, save=record)
+        >>> [float(v) for v in run.values["y"]], [float(v) for v in run.values["largest"]]
+        ([1.0, -2.0, 4.0, -8.0], [1.0, 2.0, 4.0, 8.0])
     """
 
     ts: Float[ArrayLike, " T"] | None = None
-    fn: Callable[[Float[Array, ""], PyTree, PyTree], PyTree] | None = None
+    fn: Callable[..., PyTree] | None = None
     every: int | None = eqx.field(default=None, static=True)
+    carry: Callable[[PyTree], PyTree] | None = None
 
     def __check_init__(self):
         if self.ts is not None and self.every is not None:
             raise ValueError("Save takes ts (a flow's save times) or every (a training's period), not both")
+        if self.ts is not None and self.carry is not None:
+            raise ValueError("a carry passes from save to save in training (every=...), not at a flow's ts")
         if self.every is not None and (
             isinstance(self.every, bool) or not isinstance(self.every, int) or self.every < 1
         ):
             raise ValueError(f"Save: every must be an integer >= 1, got {self.every!r}")
+
+
+def save_with_carry(save: Save) -> tuple[Callable[[PyTree], PyTree], Callable[..., tuple[PyTree, PyTree]]]:
+    """`save`'s function as one that keeps a carry, whether it has one or not.
+
+    **Returns:** `(start, fn)`: `start(state)` the carry at the first save (`None` for a `save`
+    without one) and `fn(t, y, args, carry) -> (record, carry)`; the record is the state when
+    `save.fn` is `None`.
+    """
+    if save.carry is not None:
+        return save.carry, save.fn
+    fn = _the_state if save.fn is None else save.fn
+    return _no_carry, lambda t, y, args, carry: (fn(t, y, args), carry)
+
+
+def _the_state(t, y, args) -> PyTree:
+    return y
+
+
+def _no_carry(state: PyTree) -> None:
+    return None
 
 
 Event = Predicate | Crossing
@@ -162,6 +202,8 @@ def ode_flow(
     if save.every is not None:
         raise ValueError(f"a flow saves at times, Save(ts=...), not every {save.every} steps")
     save_ts = jnp.asarray([t0, t1] if save.ts is None else save.ts)
+    if save.carry is not None:
+        raise ValueError("a flow's saves keep no carry: Save(carry=...) is for training")
     save_fn = (lambda t, y, args: y) if save.fn is None else save.fn
     names = tuple(events or {})
     conditions = [_condition(events[name]) for name in names]

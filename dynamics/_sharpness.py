@@ -7,10 +7,11 @@ from collections.abc import Callable
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+from jax.flatten_util import ravel_pytree
 from jaxtyping import Array, ArrayLike, Float, Int, PyTree
 
-from ._flow import Save, gradient_flow, ode_flow
-from ._hessian import hessian_max_eigenvalue
+from ._flow import Save, gradient_flow, ode_flow, save_with_carry
+from ._hessian import hessian_max_eigenvalue, top_eigenpair
 from ._normalized import normalized_gd
 from ._rates import Rates, gd, scale_tree
 from ._run import Run
@@ -115,7 +116,10 @@ def with_sharpness(
       its edge, at each saved state and optimiser state); `None`: no ratio is recorded.
     - `params`: `state -> params`, where the loss's parameters sit in the run's state; default:
       the state itself.
-    - `num_iters`: the Lanczos steps of [`sharpness`][].
+    - `num_iters`: the Lanczos steps of each sharpness. In training (a `save` with `every`),
+      each Lanczos run starts from the top eigenvector the last save found ([`top_eigenpair`][]),
+      so the estimate keeps converging along the run; at a flow's times, and at the first save,
+      from a fixed random start ([`sharpness`][]).
 
     **Returns:** a [`Save`][] whose records add `"sharpness"` (λ_max) and, with a step size,
     `"sharpness_ratio"`: λ_max·η/2 for one η, and for step sizes R per group λ_max(R^½ H R^½)/2, the
@@ -158,8 +162,13 @@ def with_sharpness(
         >>> round(float(record.fn(0, jnp.array([1.0, 0.0]), None)["sharpness_ratio"]), 4)
         0.3354
     """
-    fn = functools.partial(_record_sharpness, save.fn, loss, step_size, params or _itself, num_iters)
-    return Save(ts=save.ts, fn=fn, every=save.every)
+    where = params or _itself
+    if save.every is None:
+        fn = functools.partial(_record_sharpness, save.fn, loss, step_size, where, num_iters)
+        return Save(ts=save.ts, fn=fn)
+    start, inner = save_with_carry(save)
+    fn = functools.partial(_record_warm_sharpness, inner, loss, step_size, where, num_iters)
+    return Save(fn=fn, every=save.every, carry=functools.partial(_no_vectors_yet, start, where))
 
 
 def _itself(state: PyTree) -> PyTree:
@@ -167,23 +176,54 @@ def _itself(state: PyTree) -> PyTree:
 
 
 def _record_sharpness(fn, loss, step_size, params, num_iters, t, state, args) -> dict:
+    """A save of `with_sharpness` at a flow's times: each Lanczos run from the random start."""
     record = {} if fn is None else fn(t, state, args)
+    return _add_sharpness(record, loss, step_size, params(state), num_iters, args, None)[0]
+
+
+def _no_vectors_yet(start, params, state: PyTree) -> tuple[PyTree, dict]:
+    """The carry of a warm-started `with_sharpness` at the first save: the carry of the save it
+    extends, and zero vectors, so that the first Lanczos runs start from the random start alone."""
+    zeros = jnp.zeros_like(ravel_pytree(params(state))[0])
+    return start(state), {"top": zeros, "scaled": zeros}
+
+
+def _record_warm_sharpness(inner, loss, step_size, params, num_iters, t, state, args, carry):
+    """A save of `with_sharpness` in training: each Lanczos run starts from the last save's top
+    eigenvector, and hands its own to the next save."""
+    kept, vectors = carry
+    record, kept = inner(t, state, args, kept)
+    record, vectors = _add_sharpness(record, loss, step_size, params(state), num_iters, args, vectors)
+    return record, (kept, vectors)
+
+
+def _add_sharpness(record, loss, step_size, point, num_iters, args, vectors) -> tuple[dict, dict | None]:
+    """`record` with the sharpness at `point` (and its ratio to the edge of `step_size`), and the
+    Ritz vectors found, Lanczos started from `vectors` (`None`: from the random start)."""
     if not isinstance(record, dict):
         raise TypeError(
             f"with_sharpness adds to the dict a save function returns, got {type(record).__name__}"
         )
-    point = params(state)
-    top = sharpness(loss, point, num_iters=num_iters)
+    found = {} if vectors is None else dict(vectors)
+    if vectors is None:
+        top = sharpness(loss, point, num_iters=num_iters)
+    else:
+        top, found["top"] = _warm_pair(loss, point, num_iters, vectors["top"])
     record = record | {"sharpness": top}
     if step_size is None:
-        return record
+        return record, found or None
     if isinstance(step_size, AbstractSteps):  # in training, `args` is the optimiser's state
         step_size = step_size.edge_rates(loss, point, args)
     if _is_one_rate(step_size):
         record["sharpness_ratio"] = top * step_size / 2
+        return record, found or None
+    scaled, start = _rate_scaled(loss, point, step_size)
+    if vectors is None:
+        record["sharpness_ratio"] = sharpness(scaled, start, num_iters=num_iters) / 2
     else:
-        record["sharpness_ratio"] = _rate_scaled_sharpness(loss, point, step_size, num_iters) / 2
-    return record
+        ratio, found["scaled"] = _warm_pair(scaled, start, num_iters, vectors["scaled"])
+        record["sharpness_ratio"] = ratio / 2
+    return record, found or None
 
 
 def _is_one_rate(rates: Rates) -> bool:
@@ -192,16 +232,25 @@ def _is_one_rate(rates: Rates) -> bool:
     return jax.tree_util.treedef_is_leaf(jax.tree.structure(rates)) and jnp.ndim(rates) == 0
 
 
-def _rate_scaled_sharpness(loss, point: PyTree, rates: Rates, num_iters: int) -> Float[Array, ""]:
-    """λ_max(R^½ H R^½): the sharpness of φ ↦ L(R^½ φ) at φ = R^{−½} θ, where GD with step sizes R
-    on θ is GD with step 1 on φ."""
+def _warm_pair(loss, point, num_iters: int, last: Float[Array, " n"]):
+    """λ_max at `point` and its Ritz vector, Lanczos started from `last`, kept in `last`'s dtype
+    (the carry of a scan keeps one dtype)."""
+    top, vector = top_eigenpair(
+        loss, point, num_iters=num_iters, start=last.astype(ravel_pytree(point)[0].dtype)
+    )
+    return top, vector.astype(last.dtype)
+
+
+def _rate_scaled(loss, point: PyTree, rates: Rates) -> tuple[Callable[[PyTree], Float[Array, ""]], PyTree]:
+    """φ ↦ L(R^½ φ) and φ = R^{−½} θ, where GD with step sizes R on θ is GD with step 1 on φ: its
+    sharpness there is λ_max(R^½ H R^½)."""
     root = jax.tree.map(jnp.sqrt, rates)
 
     def scaled(phi: PyTree) -> Float[Array, ""]:
         return loss(scale_tree(root, phi))
 
     inverse_root = jax.tree.map(lambda r: 1 / r, root)
-    return sharpness(scaled, scale_tree(inverse_root, point), num_iters=num_iters)
+    return scaled, scale_tree(inverse_root, point)
 
 
 class GDFlowGap(eqx.Module):
@@ -419,16 +468,28 @@ def with_flow_distance(
     every = 1 if save.every is None else save.every
     where = params or _itself
     flow = _flow_at_steps(loss, where(start), step_size, num_steps=num_steps, every=every, **flow_kwargs)
-    fn = functools.partial(_record_flow_distance, save.fn, flow.values, every, where)
-    return Save(fn=fn, every=save.every)
+    if save.carry is None:
+        fn = functools.partial(_record_flow_distance, save.fn, flow.values, every, where)
+        return Save(fn=fn, every=save.every)
+    fn = functools.partial(_record_flow_distance_carried, save.fn, flow.values, every, where)
+    return Save(fn=fn, every=save.every, carry=save.carry)
+
+
+def _record_flow_distance_carried(fn, flow_values, every: int, params, step, state, args, carry):
+    record, carry = fn(step, state, args, carry)
+    return _add_flow_distance(record, flow_values, every, params(state), step), carry
 
 
 def _record_flow_distance(fn, flow_values, every: int, params, step, state, args) -> dict:
     record = {} if fn is None else fn(step, state, args)
+    return _add_flow_distance(record, flow_values, every, params(state), step)
+
+
+def _add_flow_distance(record, flow_values, every: int, point, step) -> dict:
     if not isinstance(record, dict):
         raise TypeError(
             f"with_flow_distance adds to the dict a save function returns, got {type(record).__name__}"
         )
     flow_params, flow_loss = jax.tree.map(lambda saved: saved[step // every], flow_values)
-    squares = jax.tree.map(lambda a, b: jnp.sum((a - b) ** 2), params(state), flow_params)
+    squares = jax.tree.map(lambda a, b: jnp.sum((a - b) ** 2), point, flow_params)
     return record | {"flow_distance": jnp.sqrt(sum(jax.tree.leaves(squares))), "flow_loss": flow_loss}

@@ -9,7 +9,7 @@ import jax
 import optax
 from jaxtyping import Array, Float, PRNGKeyArray, PyTree
 
-from ._flow import Predicate, Save
+from ._flow import Predicate, Save, save_with_carry
 from ._run import Run
 from ._train import train
 
@@ -132,7 +132,9 @@ def train_stages(params: PyTree, stages: Sequence[Stage], *, key: PRNGKeyArray |
             return eqx.combine(part, frozen)
 
         save = stage.save or Save()
-        fn = save.fn or (lambda step, p, args: p)
+        if save.ts is not None:
+            raise ValueError(f"stage {index} saves every few steps, Save(every=...), not at times ts")
+        start, fn = save_with_carry(save)
         events = {
             name: (lambda part, pred=pred, full=full: pred(full(part)))
             for name, pred in (stage.events or {}).items()
@@ -144,7 +146,11 @@ def train_stages(params: PyTree, stages: Sequence[Stage], *, key: PRNGKeyArray |
             num_steps=stage.num_steps,
             key=stage_key,
             sample=stage.sample,
-            save=Save(save.ts, lambda t, part, args, fn=fn, full=full: fn(t, full(part), args), save.every),
+            save=Save(
+                every=save.every,
+                fn=lambda t, part, args, kept, fn=fn, full=full: fn(t, full(part), args, kept),
+                carry=lambda part, start=start, full=full: start(full(part)),
+            ),
             events=events,
         )
         params = full(run.final)

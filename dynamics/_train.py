@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import optax
 from jaxtyping import Array, Float, PRNGKeyArray, PyTree
 
-from ._flow import Predicate, Save
+from ._flow import Predicate, Save, save_with_carry
 from ._progress import scan_ticker
 from ._run import Run, StopReason, all_finite
 
@@ -47,8 +47,8 @@ def train(
       [`heavy_ball`][], [`adam`][]).
     - `num_steps`: the number of steps, a multiple of the save period.
     - `save`: a [`Save`][] with `every` (default 1) and `fn(step, params, opt_state)`, the
-      optimiser's state after that step as its `args`: saved at steps 0, every, 2·every, ...,
-      num_steps; default: the parameters at every step.
+      optimiser's state after that step as its `args` (and its `carry` last, with one): saved at
+      steps 0, every, 2·every, ..., num_steps; default: the parameters at every step.
     - `key`: the PRNG key of the mini-batch stream (required with `sample`).
     - `sample`: `key -> batch`, a task's sampler.
     - `events`: named predicates of the parameters that stop the run.
@@ -98,7 +98,7 @@ def train(
         )
     if sample is not None and key is None:
         raise ValueError("key must be given when training on sampled mini-batches")
-    save_fn = (lambda step, p, args: p) if save.fn is None else save.fn
+    save_start, save_fn = save_with_carry(save)
     predicates = [events[name] for name in (events or {})]
     grad = jax.grad(loss)
     tick = scan_ticker(num_steps)
@@ -128,11 +128,14 @@ def train(
             tick(step)
         return carry, None
 
-    def block(carry, first_step):
+    def block(both, first_step):
+        carry, kept = both
         carry, _ = jax.lax.scan(one_step, carry, first_step + jnp.arange(every))
-        return carry, save_fn(first_step + every, carry[0], carry[1])
+        record, kept = save_fn(first_step + every, carry[0], carry[1], kept)
+        return (carry, kept), record
 
     opt_state = optimizer.init(params)
+    at_start, kept = save_fn(jnp.asarray(0), params, opt_state, save_start(params))
     init = (
         params,
         opt_state,
@@ -140,9 +143,8 @@ def train(
         jnp.array(-1),
         jnp.array(num_steps),
     )
-    carry, saved = jax.lax.scan(block, init, jnp.arange(0, num_steps, every))
+    (carry, _), saved = jax.lax.scan(block, (init, kept), jnp.arange(0, num_steps, every))
     final, _, stop, event, t_stop = carry
-    at_start = save_fn(jnp.asarray(0), params, opt_state)
     values = jax.tree.map(lambda first, rest: jnp.concatenate([first[None], rest]), at_start, saved)
     return Run(
         ts=jnp.arange(0, num_steps + 1, every),

@@ -14,7 +14,8 @@ def test_landscape_cost_smoke(capsys):
     result = bench.main(["--d", "3", "--h", "4", "--n", "16", "--steps", "200", "--repeats", "1"])
     out = capsys.readouterr().out
     assert re.search(
-        r"^overhead: sharpness every 100 steps \S+ %, flow alongside \S+ %, phases \S+ %; "
+        r"^overhead: sharpness every 100 steps \S+ % \(from a random start \S+ %\), flow alongside \S+ %, "
+        r"phases \S+ %; "
         r"polish at 24 parameters \S+ s$",
         out,
         re.M,

@@ -127,6 +127,38 @@ def test_a_training_save_sees_the_step_number():
     assert run.values.tolist() == run.ts.tolist() == [0, 3, 6]
 
 
+def _count_saves(step, theta, args, count):
+    return {"count": count, "theta": theta}, count + 1
+
+
+def test_a_save_s_carry_passes_from_each_save_to_the_next():
+    """A carry started from the initial state at save 0 reaches save k as start + k, in training
+    and through each stage of `train_stages` (a stage starts its carry anew)."""
+    start = jnp.array(1.0)
+    save = dynamics.Save(every=2, fn=_count_saves, carry=lambda theta: 10 * theta)
+    run = dynamics.train(lambda theta: 0.5 * theta**2, start, dynamics.gd(0.5), num_steps=6, save=save)
+    assert run.values["count"].tolist() == [10.0, 11.0, 12.0, 13.0]
+    assert run.values["theta"].tolist() == [1.0, 0.25, 0.0625, 0.015625]
+    stage = dynamics.Stage(lambda theta: 0.5 * theta**2, dynamics.gd(0.5), True, num_steps=4, save=save)
+    first, second = dynamics.train_stages(start, [stage, stage])
+    assert first.values["count"].tolist() == [10.0, 11.0, 12.0]
+    assert second.values["count"].tolist() == [0.625, 1.625, 2.625]  # 10 θ, θ = 2⁻⁴ after 4 steps
+
+
+def test_a_carry_is_for_training_only():
+    with pytest.raises(ValueError, match="not at a flow's ts"):
+        dynamics.Save(ts=jnp.linspace(0.0, 1.0, 3), fn=_count_saves, carry=jnp.abs)
+    with pytest.raises(ValueError, match="keep no carry"):
+        dynamics.ode_flow(
+            lambda t, y, args: -y, jnp.array(1.0), t1=1.0, save=dynamics.Save(fn=_count_saves, carry=jnp.abs)
+        )
+    with pytest.raises(ValueError, match="not at times ts"):
+        stage = dynamics.Stage(
+            quadratic, dynamics.gd(0.1), True, num_steps=2, save=dynamics.Save(ts=jnp.zeros(2))
+        )
+        dynamics.train_stages(P0, [stage])
+
+
 def test_bad_arguments_raise():
     with pytest.raises(ValueError, match="multiple of every"):
         dynamics.train(quadratic, P0, dynamics.gd(0.1), num_steps=10, save=dynamics.Save(every=3))
