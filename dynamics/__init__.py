@@ -33,7 +33,7 @@
   ([`GDFlowGap`][]), [`with_flow_distance`][]: the top Hessian eigenvalue along a run against the
   edge of stability 2/η, and how far gradient descent drifts from the gradient flow; another
   optimiser's edge and flow by its steps ([`AbstractSteps`][]: [`NormalizedSteps`][],
-  [`AdamSteps`][]); [`Along`][] offers both as one setting of a discrete level;
+  [`AdamSteps`][], [`ProjectedSteps`][]); [`Along`][] offers both as one setting of a discrete level;
   [`norm_growth`][] ([`NormGrowth`][]), [`direction_convergence`][]
   ([`DirectionConvergence`][]): how a run ends when the loss's infimum is at infinity, ‖θ‖
   growing as log t or as a power of t and θ/‖θ‖ settling on a direction.
@@ -104,7 +104,7 @@ from ._sharpness import (
 )
 from ._simulation import AbstractSimulation, Landscape, has_landscape, key_seed, seed_key
 from ._stages import Stage, train_stages
-from ._steps import AbstractSteps, AdamSteps, NormalizedSteps
+from ._steps import AbstractSteps, AdamSteps, NormalizedSteps, ProjectedSteps
 from ._store import SAVE_DIM, SEED_DIM, remove_store
 from ._store_add import add_to_store
 from ._sweep import load_sweep, save_sweep, simulate, stop_reasons, sweep, sweep_progress
@@ -122,6 +122,7 @@ __all__ = [
     "AbstractSteps",
     "AdamSteps",
     "NormalizedSteps",
+    "ProjectedSteps",
     "Along",
     "AbstractSimulation",
     "Landscape",

@@ -122,11 +122,12 @@ class Along:
         - `save`: what the run records, every `every` steps, as a dict.
         - `loss`: `params -> scalar`, the loss whose Hessian and flow are meant (for stochastic
           training, the population loss).
-        - `start`: the run's starting state.
+        - `start`: the run's starting state; only the flow reads it.
         - `step_size`: η, one step size or one per parameter group (a [`Rates`][] prefix); the
           edge of stability of the sharpness ratio is 2/η. Or another optimiser's steps:
           [`NormalizedSteps`][] (the ratio at η/‖∇L‖, the normalized flow), [`AdamSteps`][] (the
-          ratio against Adam's edge; no flow). `None`: no ratio, and no flow.
+          ratio against Adam's edge; no flow), [`ProjectedSteps`][] (steps kept to a subspace).
+          `None`: no ratio, and no flow.
         - `num_steps`: the run's steps.
         - `params`: `state -> params`, where the parameters sit in the run's state; default: the
           state itself.

@@ -113,7 +113,8 @@ def with_sharpness(
     - `step_size`: η, one step size (a number or a traced scalar) or one per parameter group
       (a [`Rates`][] prefix of the parameters, e.g. GD with [`gd`][]`(rates)`); or the steps of
       another optimiser ([`NormalizedSteps`][], [`AdamSteps`][]: the step sizes of the GD step with
-      its edge, at each saved state and optimiser state); `None`: no ratio is recorded.
+      its edge, at each saved state and optimiser state; [`ProjectedSteps`][]: steps that keep to
+      a subspace); `None`: no ratio is recorded.
     - `params`: `state -> params`, where the loss's parameters sit in the run's state; default:
       the state itself.
     - `num_iters`: the Lanczos steps of each sharpness. In training (a `save` with `every`),
@@ -127,7 +128,8 @@ def with_sharpness(
     Lanczos run). GD is stable near a minimum only where the ratio is below 1: it is ≥ 1 past the
     edge of stability. For another optimiser R is its [`AbstractSteps.edge_rates`][]: η/‖∇L‖ for
     normalized GD (infinite where the gradient vanishes), (1 − β₁)η/((1 + β₁)P) per coordinate for
-    Adam, so that the ratio is λ_max(P⁻¹H) against Adam's edge (2 + 2β₁)/((1 − β₁)η).
+    Adam, so that the ratio is λ_max(P⁻¹H) against Adam's edge (2 + 2β₁)/((1 − β₁)η). For steps
+    projected by Π onto a subspace, λ_max(Π R^½ H R^½ Π)/2.
 
     **Raises:** `TypeError`, when the run is traced, if `save.fn` does not return a dict.
 
@@ -204,6 +206,9 @@ def _add_sharpness(record, loss, step_size, point, num_iters, args, vectors) -> 
         raise TypeError(
             f"with_sharpness adds to the dict a save function returns, got {type(record).__name__}"
         )
+    # The barrier keeps the compiler from sharing work between the record and the Lanczos runs on
+    # the same loss, which can change the record's values by a rounding.
+    record, point = jax.lax.optimization_barrier((record, point))
     found = {} if vectors is None else dict(vectors)
     if vectors is None:
         top = sharpness(loss, point, num_iters=num_iters)
@@ -212,12 +217,17 @@ def _add_sharpness(record, loss, step_size, point, num_iters, args, vectors) -> 
     record = record | {"sharpness": top}
     if step_size is None:
         return record, found or None
+    project = None
     if isinstance(step_size, AbstractSteps):  # in training, `args` is the optimiser's state
+        project = step_size.edge_projection()
         step_size = step_size.edge_rates(loss, point, args)
-    if _is_one_rate(step_size):
+    if project is None and _is_one_rate(step_size):
         record["sharpness_ratio"] = top * step_size / 2
         return record, found or None
-    scaled, start = _rate_scaled(loss, point, step_size)
+    if project is None:
+        scaled, start = _rate_scaled(loss, point, step_size)
+    else:
+        scaled, start = _projected(loss, point, step_size, project)
     if vectors is None:
         record["sharpness_ratio"] = sharpness(scaled, start, num_iters=num_iters) / 2
     else:
@@ -230,6 +240,18 @@ def _is_one_rate(rates: Rates) -> bool:
     """Whether `rates` is one step size for every parameter (a number or a scalar array), rather
     than a PyTree of them per group or per coordinate."""
     return jax.tree_util.treedef_is_leaf(jax.tree.structure(rates)) and jnp.ndim(rates) == 0
+
+
+def _projected(
+    loss, point: PyTree, rates: Rates, project
+) -> tuple[Callable[[PyTree], Float[Array, ""]], PyTree]:
+    """φ ↦ L(θ + Π R^½ φ) and φ = 0: its Hessian there is Π R^½ H R^½ Π."""
+    root = jax.tree.map(jnp.sqrt, rates)
+
+    def scaled(phi: PyTree) -> Float[Array, ""]:
+        return loss(jax.tree.map(jnp.add, point, project(scale_tree(root, phi))))
+
+    return scaled, jax.tree.map(jnp.zeros_like, point)
 
 
 def _warm_pair(loss, point, num_iters: int, last: Float[Array, " n"]):

@@ -51,6 +51,12 @@ class AbstractSteps(eqx.Module):
         """The step sizes R at `params`: a [`Rates`][] prefix of the parameters, or a PyTree
         like them with one step size per coordinate."""
 
+    def edge_projection(self) -> Callable[[PyTree], PyTree] | None:
+        """The projection Π onto the directions the steps move in, when they keep to a subspace
+        (e.g. centred columns, for steps that keep column sums): the ratio is then
+        λ_max(Π R^½ H R^½ Π)/2. `None` (the default): the steps move in every direction."""
+        return None
+
 
 class NormalizedSteps(AbstractSteps):
     """Normalized gradient descent with step sizes `rates` ([`normalized_gd`][]): block b moves by
@@ -138,3 +144,41 @@ def _adam_state(opt_state: PyTree) -> optax.ScaleByAdamState:
             f"found {len(found)}: train with dynamics.adam"
         )
     return found[0]
+
+
+class ProjectedSteps(AbstractSteps):
+    """Gradient descent with fixed step sizes R whose step is projected onto a subspace, θ ← θ −
+    Π R ∇L(θ), e.g. preconditioned steps that keep the column sums of a matrix (Π centres each
+    column, [`center_columns`][]). Π must be an orthogonal projection that commutes with R (a
+    step size per column commutes with centring the columns). On that subspace the step is
+    GD's with step 1 in the coordinates φ = R^{−½}θ, so it is stable near a minimum only while
+    λ_max(Π R^½ H R^½ Π) < 2.
+
+    **Fields:**
+
+    - `rates`: R, a [`Rates`][] prefix of the parameters or one step size per coordinate.
+    - `project`: Π, `tangent -> tangent` on PyTrees like the parameters.
+
+    **Example:** GD with step 0.5 that keeps θ₁ + θ₂ on ½θᵀHθ, H = diag(1, 3): the directions it
+    moves in are (1, −1)/√2, where the curvature is (1 + 3)/2 = 2, so the ratio is 2·0.5/2 = 0.5
+    (without the projection it would be 3·0.5/2 = 0.75):
+
+        >>> import jax.numpy as jnp
+        >>> import dynamics
+        >>> loss = lambda theta: 0.5 * (theta[0] ** 2 + 3 * theta[1] ** 2)
+        >>> centre = lambda tangent: tangent - jnp.mean(tangent)
+        >>> record = dynamics.with_sharpness(
+        ...     dynamics.Save(fn=lambda *_: {}), loss, dynamics.ProjectedSteps(0.5, centre)
+        ... )
+        >>> round(float(record.fn(0, jnp.array([1.0, 0.0]), None)["sharpness_ratio"]), 8)
+        0.5
+    """
+
+    rates: Rates
+    project: Callable[[PyTree], PyTree]
+
+    def edge_rates(self, loss, params, opt_state) -> Rates:
+        return self.rates
+
+    def edge_projection(self) -> Callable[[PyTree], PyTree]:
+        return self.project

@@ -136,3 +136,34 @@ def test_describe_records_every_field():
     assert dynamics.from_setting_values(cb.PopulationODE, described) == cb.PopulationODE(alpha0=0.3)
     traced = {p.name for p in cb.Algorithm1.params() if p.traced}
     assert traced == {"eta1", "eta2", "lam", "delta1", "theta1_fraction", "c_f", "eta3"}
+
+
+def test_algorithm1_s_sharpness_ratio_is_stage2_s_preconditioned_projected_edge():
+    """With `along.sharpness` (and no Stage 3, so the final model is Stage 2's last), the last save
+    holds the dense top eigenvalue of the population loss's Hessian and, as the ratio, half the top
+    eigenvalue of Π R^½ H R^½ Π: R = η₂/μ per column and Π the centring of every column, built as
+    matrices; the run's other values are unchanged."""
+    sim = _small("algorithm1", switch="fixed", tau1=5, stage3="none", eta2=0.3)
+    plain = dynamics.simulate(sim, num_seeds=1, seed=3)
+    ds = dynamics.simulate(dynamics.with_settings(sim, {"along.sharpness": True}), num_seeds=1, seed=3)
+    for name in plain.data_vars:
+        np.testing.assert_array_equal(ds[name].values, plain[name].values, err_msg=name)
+    inst = sim.instance()
+    model = cb.LinearSCB(
+        V=jnp.asarray(ds["final.model.V"].values[0]), Q=jnp.asarray(ds["final.model.Q"].values[0])
+    )
+    flat, unflatten = jax.flatten_util.ravel_pytree(model)
+    hessian = jax.hessian(lambda x: cb.population_loss(unflatten(x), inst))(flat)
+    columns = jax.flatten_util.ravel_pytree(
+        jax.tree.map(lambda leaf: jnp.broadcast_to(inst.mu, leaf.shape), model)
+    )[0]
+    root = jnp.diag(jnp.sqrt(0.3 / columns))
+    centre = [
+        jnp.kron(jnp.eye(rows) - jnp.ones((rows, rows)) / rows, jnp.eye(inst.N)) for rows in (inst.N, inst.T)
+    ]
+    project = jax.scipy.linalg.block_diag(*centre)  # row-major vec: entry (i, j) at i·N + j
+    edge = project @ root @ hessian @ root @ project
+    np.testing.assert_allclose(ds["sharpness"].values[0, -1], jnp.linalg.eigvalsh(hessian)[-1], rtol=1e-10)
+    np.testing.assert_allclose(
+        ds["sharpness_ratio"].values[0, -1], jnp.linalg.eigvalsh(edge)[-1] / 2, rtol=1e-10
+    )

@@ -7,6 +7,7 @@ import diffrax
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 
 import dynamics
@@ -405,3 +406,50 @@ def test_a_warm_start_on_another_eigenvector_still_finds_the_top():
     top, vector = dynamics.top_eigenpair(lambda t: 0.5 * t @ H @ t, jnp.zeros(50), num_iters=20, start=bottom)
     assert abs(float(top) - 5.0) < 1e-5
     assert abs(float(vector[-1])) > 0.99 and float(jnp.linalg.norm(vector)) == pytest.approx(1.0, abs=1e-14)
+
+
+def _centre_columns(tangent):
+    return tangent - jnp.mean(tangent, axis=0, keepdims=True)
+
+
+def _projected_quadratic():
+    """½ vec(W)ᵀ A vec(W) on a 3 × 2 matrix W, A a random symmetric positive definite matrix, with
+    a step size per column and the projection that keeps the column sums, as dense matrices."""
+    M = jax.random.normal(jax.random.PRNGKey(3), (6, 6))
+    A = M @ M.T / 6 + 0.1 * jnp.eye(6)
+    column_rates = jnp.array([0.1, 0.3])
+    rates = jnp.broadcast_to(column_rates, (3, 2))
+    centre = jnp.eye(3) - jnp.ones((3, 3)) / 3
+    project = jnp.kron(centre, jnp.eye(2))  # vec is row-major: W[i, j] at 2i + j
+    root = jnp.diag(jnp.sqrt(rates.reshape(-1)))
+    edge = project @ root @ A @ root @ project
+    return (lambda W: 0.5 * W.reshape(-1) @ A @ W.reshape(-1)), rates, float(jnp.linalg.eigvalsh(edge)[-1])
+
+
+def test_projected_steps_ratio_is_the_top_eigenvalue_of_the_projected_scaled_hessian():
+    loss, rates, top = _projected_quadratic()
+    steps = dynamics.ProjectedSteps(rates, _centre_columns)
+    save = dynamics.with_sharpness(dynamics.Save(every=1, fn=lambda step, W, args: {}), loss, steps)
+    W0 = jax.random.normal(jax.random.PRNGKey(4), (3, 2))
+    run = dynamics.train(loss, W0, dynamics.gd(rates), num_steps=2, save=save)
+    np.testing.assert_allclose(run.values["sharpness_ratio"], top / 2, rtol=1e-12)
+
+
+@pytest.mark.parametrize("ratio", [0.95, 1.05])
+def test_projected_steps_are_unstable_exactly_past_a_ratio_of_one(ratio):
+    """Projected preconditioned GD, θ ← θ − Π R ∇L, with R scaled so that the ratio is 0.95 or 1.05:
+    the first converges on the subspace it keeps to, the second runs away."""
+    loss, rates, top = _projected_quadratic()
+    rates = rates * (2 * ratio / top)
+    optimizer = optax.chain(dynamics.center_columns(), dynamics.gd(rates))  # a rate per column: they commute
+    steps = dynamics.ProjectedSteps(rates, _centre_columns)
+    save = dynamics.with_sharpness(
+        dynamics.Save(every=200, fn=lambda step, W, args: {"loss": loss(W)}), loss, steps
+    )
+    W0 = jax.random.normal(jax.random.PRNGKey(4), (3, 2))
+    run = dynamics.train(loss, W0, optimizer, num_steps=400, save=save)
+    np.testing.assert_allclose(run.values["sharpness_ratio"], ratio, rtol=1e-10)
+    size = float(jnp.max(jnp.abs(run.final)))
+    np.testing.assert_allclose(run.final.sum(axis=0), W0.sum(axis=0), rtol=0, atol=1e-12 * max(size, 1.0))
+    grows = float(run.values["loss"][-1]) > float(run.values["loss"][0])
+    assert grows == (ratio > 1)

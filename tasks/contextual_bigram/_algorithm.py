@@ -57,6 +57,24 @@ def preconditioned_step(mu, eta, lam=0.0) -> optax.GradientTransformation:
     )
 
 
+def preconditioned_steps(mu, eta, like: LinearSCB) -> dynamics.ProjectedSteps:
+    """The steps of [`preconditioned_step`][] as the sharpness ratio sees them: step size η/μ_j
+    for column j of V and Q, projected onto centred columns (so that every column sum is kept).
+    The l1 proximal step is left out: it is nonexpansive, so it keeps a step stable that is
+    stable without it.
+
+    **Arguments:** `mu` (N,); `eta`; `like`: a model of the run's shapes.
+
+    **Returns:** a `dynamics.ProjectedSteps`.
+    """
+    rates = jax.tree.map(lambda leaf: jnp.broadcast_to(eta / mu, leaf.shape), like)
+    return dynamics.ProjectedSteps(rates, _centre_columns)
+
+
+def _centre_columns(tangent: LinearSCB) -> LinearSCB:
+    return jax.tree.map(lambda leaf: leaf - jnp.mean(leaf, axis=0, keepdims=True), tangent)
+
+
 def _q_min(inst: Instance) -> Float[Array, ""]:
     """The smallest non-zero weight of Q*."""
     Qs = inst.Q_star
@@ -148,13 +166,20 @@ def _later_stages(inst: Instance, key, cfg: "Algorithm1", theta3, round_first: b
     def normalise_2_3(p):
         return LinearSCB(V=p.V, Q=normalise_attention(p.Q, theta3))
 
+    save = cfg.along.save(
+        dynamics.Save(every=cfg.every, fn=lambda step, p, args: metrics(p, inst, theta3)),
+        lambda p: population_loss(p, inst),
+        None,  # the flow alongside is refused: Stage 2's start is only known once Stage 1 has run
+        preconditioned_steps(inst.mu, cfg.eta2, like=scratch_init(inst)),
+        num_steps=cfg.stage2_steps,
+    )
     stages = [
         dynamics.Stage(
             batch_loss,
             preconditioned_step(inst.mu, cfg.eta2, cfg.lam),
             True,
             num_steps=cfg.stage2_steps,
-            save=dynamics.Save(every=cfg.every, fn=lambda step, p, args: metrics(p, inst, theta3)),
+            save=save,
             sample=draw,
             key=k2,
             prepare=(lambda p: round_1_2(p, inst, cfg.theta1_fraction)) if round_first else None,

@@ -64,6 +64,9 @@ class Algorithm1(_OnInstance):
     τ₁ + Stage-2 step. `final`: `model` and `metrics` after Stage 3, `stage2_model` and
     `stage2_metrics` before normalisation, `stage1_metrics` at the switch, `tau1` and
     `alpha_after_stage1`. `stop`, `t_stop` are those of Stage 2 (`t_stop` counted from step 0).
+    With `along.sharpness` also, at every Stage-2 save, `sharpness` (λ_max of the population
+    loss's Hessian) and `sharpness_ratio`: λ_max(Π R^½ H R^½ Π)/2 for Stage 2's steps, R = η₂/μ
+    per column and Π the centring of the columns (`preconditioned_steps`; ≥ 1 past their edge).
 
     **Example:** `dynamics.simulate(Algorithm1(switch="fixed", tau1=20), num_seeds=8)`.
     """
@@ -98,9 +101,22 @@ class Algorithm1(_OnInstance):
     )
     eta3: float = param(0.05, _POSITIVE, doc="Stage-3 step η₃ with stage3=gd", traced=True)
     stage3_steps: int = param(500, Interval(1), doc="Stage-3 steps with stage3=gd")
+    along: dynamics.Along = param(
+        dynamics.Along(),
+        doc="along.sharpness: Stage 2's population sharpness and its ratio to the edge of its "
+        "preconditioned projected steps at every save (along.flow: refused)",
+    )
     dtype: str = dtype_param("float64")
 
-    requires = (_every_divides("stage2_steps"),)
+    requires = (
+        _every_divides("stage2_steps"),
+        Require(
+            ("along.flow",),
+            lambda flow: not flow,
+            "along.flow needs the run's start, and Stage 2 starts where Stage 1's switch and the "
+            "rounding leave it",
+        ),
+    )
     small = {"task.T": 8, "batch": 16, "stage1_max_steps": 10, "stage2_steps": 20, "every": 10}
 
     def run(self, key) -> dynamics.Run:
