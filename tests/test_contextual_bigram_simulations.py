@@ -142,12 +142,9 @@ def test_algorithm1_s_sharpness_ratio_is_stage2_s_preconditioned_projected_edge(
     """With `along.sharpness` (and no Stage 3, so the final model is Stage 2's last), the last save
     holds the dense top eigenvalue of the population loss's Hessian and, as the ratio, half the top
     eigenvalue of Π R^½ H R^½ Π: R = η₂/μ per column and Π the centring of every column, built as
-    matrices; the run's other values are unchanged."""
+    matrices (that it changes no other value is the levels' contract)."""
     sim = _small("algorithm1", switch="fixed", tau1=5, stage3="none", eta2=0.3)
-    plain = dynamics.simulate(sim, num_seeds=1, seed=3)
     ds = dynamics.simulate(dynamics.with_settings(sim, {"along.sharpness": True}), num_seeds=1, seed=3)
-    for name in plain.data_vars:
-        np.testing.assert_array_equal(ds[name].values, plain[name].values, err_msg=name)
     inst = sim.instance()
     model = cb.LinearSCB(
         V=jnp.asarray(ds["final.model.V"].values[0]), Q=jnp.asarray(ds["final.model.Q"].values[0])

@@ -372,7 +372,7 @@ def _two_layer_linear(d: int = 6, h: int = 12, n: int = 64):
 
 
 def test_in_training_each_lanczos_run_starts_from_the_last_eigenvector():
-    """With 6 Lanczos steps in 144 parameters, the sharpness saved every 100 steps of GD on a
+    """With 6 Lanczos steps in 144 parameters, the sharpness saved every 100 of 1500 steps of GD on a
     two-layer linear network is within 10⁻⁵ of the dense Hessian's top eigenvalue from the fifth
     save on, where 6 steps from the random start at each save miss it by more than 10⁻⁴."""
     loss, start = _two_layer_linear()
@@ -382,14 +382,14 @@ def test_in_training_each_lanczos_run_starts_from_the_last_eigenvector():
         loss,
         start,
         dynamics.gd(eta),
-        num_steps=3000,
+        num_steps=1500,
         save=dynamics.with_sharpness(keep, loss, eta, num_iters=6),
     )
     cold = dynamics.train(
         loss,
         start,
         dynamics.gd(eta),
-        num_steps=3000,
+        num_steps=1500,
         save=dynamics.Save(every=100, fn=lambda step, p, args: dynamics.sharpness(loss, p, num_iters=6)),
     )
     dense = jax.vmap(lambda p: jnp.max(dynamics.hessian_spectrum(loss, p)[0]))(warm.values["p"])
