@@ -6,6 +6,7 @@ the sweep."""
 import json
 from collections.abc import Callable
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -17,6 +18,7 @@ from ._hessian import hessian_max_eigenvalue
 from ._landscape import critical_point
 from ._landscape_result import CriticalPointStatus
 from ._params import with_settings
+from ._progress import progress_over
 from ._simulation import (
     AbstractSimulation,
     has_landscape,
@@ -77,8 +79,11 @@ def sweep_critical_points(
 
     The loss of each run is its simulation's [`Landscape`][] at the run's grid point and key (its
     data may depend on both); the final state is read from the sweep (`final.*`). The runs of one
-    compiled program (the grid points that share a static part) are `vmap`ped in one call. Data in
-    `float32` (the simulation's `dtype`) enter the float64 loss as they are.
+    compiled program (the grid points that share a static part) share one compiled polish, called
+    for one run after the other, with progress over the runs: a batch of dense Hessians gains
+    nothing on a CPU, and jaxlib's batched LAPACK kernels can deadlock there (two of them, LU and
+    eigh of a batch of 2312-parameter Hessians, each waited on the other's thread for ever). Data
+    in `float32` (the simulation's `dtype`) enter the float64 loss as they are.
 
     **Arguments:**
 
@@ -149,7 +154,7 @@ def sweep_critical_points(
             "num_steps": found.num_steps,
         }
 
-    out = _per_run(ds, sim, analyse, "critical_point")
+    out = _per_run(ds, sim, analyse, "critical_point", one_at_a_time=True)
     out["critical_point.status"].attrs["statuses"] = list(CRITICAL_POINT_STATUSES)
     out.attrs = dict(ds.attrs) | {"analysis": json.dumps({"critical_point": settings})}
     return out
@@ -233,9 +238,16 @@ def _final_states(ds: xr.Dataset, sim: AbstractSimulation) -> tuple[PyTree, list
     return jax.tree.unflatten(jax.tree.structure(final), leaves), axes
 
 
-def _per_run(ds: xr.Dataset, sim: AbstractSimulation, analyse: Callable, prefix: str) -> xr.Dataset:
+def _per_run(
+    ds: xr.Dataset, sim: AbstractSimulation, analyse: Callable, prefix: str, *, one_at_a_time: bool = False
+) -> xr.Dataset:
     """`analyse(landscape, final) -> {name: scalar}` on every run of the sweep, grouped by compiled
-    program and `vmap`ped over runs, as a dataset `prefix.name` with dims (grid axes, seed)."""
+    program and `vmap`ped over runs, as a dataset `prefix.name` with dims (grid axes, seed).
+
+    With `one_at_a_time`, each run is analysed by its own call of one compiled program instead:
+    for dense linear algebra, where a batch gains nothing, and where jaxlib's batched LAPACK
+    kernels (LU and eigendecomposition of a batch of large matrices, run side by side as the two
+    branches of a `vmap`ped `cond`) can wait on each other for ever in a small CPU thread pool."""
     finals, axes = _final_states(ds, sim)
     shape = tuple(ds.sizes[a] for a in axes)
     seeds = np.asarray(ds[SEED_DIM].values)
@@ -265,7 +277,10 @@ def _per_run(ds: xr.Dataset, sim: AbstractSimulation, analyse: Callable, prefix:
         }
         run_seeds = np.tile(seeds, len(members))
         run_finals = jax.tree.map(lambda x: x[members].reshape(-1, *x.shape[2:]), flat_finals)
-        out, _ = run_many(one, traced, run_seeds, run_finals, chunk_size=_RUNS_PER_CALL)
+        if one_at_a_time:
+            out = _each_run(one, traced, run_seeds, run_finals, description=prefix)
+        else:
+            out, _ = run_many(one, traced, run_seeds, run_finals, chunk_size=_RUNS_PER_CALL)
         for name, values in out.items():
             if name not in results:
                 results[name] = np.full(
@@ -278,6 +293,19 @@ def _per_run(ds: xr.Dataset, sim: AbstractSimulation, analyse: Callable, prefix:
         {f"{prefix}.{name}": (dims, values.reshape(*shape, len(seeds))) for name, values in results.items()},
         coords=coords,
     )
+
+
+def _each_run(fn: Callable, *batched_args, description: str) -> dict[str, np.ndarray]:
+    """`fn` on each run (the leading axis of `batched_args`) in turn, one compiled program for all,
+    with progress over the runs; the outputs stacked along the run axis."""
+    compiled = eqx.filter_jit(fn)
+    num_runs = len(jax.tree.leaves(batched_args)[0])
+    pieces = []
+    with progress_over(num_runs, description, "run", num_runs > 1) as bar:
+        for i in range(num_runs):
+            pieces.append(jax.device_get(compiled(*jax.tree.map(lambda x, i=i: x[i], batched_args))))
+            bar.update()
+    return jax.tree.map(lambda *xs: np.stack(xs), *pieces)
 
 
 def num_params(sim: AbstractSimulation) -> int:
