@@ -256,10 +256,12 @@ def _projected(
 
 def _warm_pair(loss, point, num_iters: int, last: Float[Array, " n"]):
     """λ_max at `point` and its Ritz vector, Lanczos started from `last`, kept in `last`'s dtype
-    (the carry of a scan keeps one dtype)."""
+    (the carry of a scan keeps one dtype). A vector that is not finite (a Hessian that overflowed)
+    is handed on as zeros, so that the next save starts from the random start again."""
     top, vector = top_eigenpair(
         loss, point, num_iters=num_iters, start=last.astype(ravel_pytree(point)[0].dtype)
     )
+    vector = jnp.where(jnp.all(jnp.isfinite(vector)), vector, jnp.zeros_like(vector))
     return top, vector.astype(last.dtype)
 
 

@@ -138,6 +138,7 @@ def test_describe_records_every_field():
     assert traced == {"eta1", "eta2", "lam", "delta1", "theta1_fraction", "c_f", "eta3"}
 
 
+@pytest.mark.slow
 def test_algorithm1_s_sharpness_ratio_is_stage2_s_preconditioned_projected_edge():
     """With `along.sharpness` (and no Stage 3, so the final model is Stage 2's last), the last save
     holds the dense top eigenvalue of the population loss's Hessian and, as the ratio, half the top

@@ -453,3 +453,21 @@ def test_projected_steps_are_unstable_exactly_past_a_ratio_of_one(ratio):
     np.testing.assert_allclose(run.final.sum(axis=0), W0.sum(axis=0), rtol=0, atol=1e-12 * max(size, 1.0))
     grows = float(run.values["loss"][-1]) > float(run.values["loss"][0])
     assert grows == (ratio > 1)
+
+
+def test_a_save_whose_hessian_is_not_finite_leaves_the_next_one_a_fresh_start():
+    """GD with step 0.5 on ½θ² halves θ; the sharpness is taken of a loss whose Hessian is NaN for
+    θ in (0.3, 0.7), i.e. at the save of θ = 0.5 only: that save's sharpness is NaN, and the saves
+    after it, started afresh rather than from a NaN vector, find the curvature 1 again."""
+
+    def flawed(theta):
+        return 0.5 * theta**2 * jnp.where((theta > 0.3) & (theta < 0.7), jnp.nan, 1.0)
+
+    save = dynamics.with_sharpness(
+        dynamics.Save(every=1, fn=lambda step, theta, args: {}), flawed, num_iters=1
+    )
+    run = dynamics.train(
+        lambda theta: 0.5 * theta**2, jnp.array(1.0), dynamics.gd(0.5), num_steps=4, save=save
+    )
+    sharpness = np.asarray(run.values["sharpness"])
+    assert np.isnan(sharpness[1]) and np.all(sharpness[[0, 2, 3, 4]] == 1.0)
