@@ -168,13 +168,25 @@ def with_sharpness(
     if save.every is None:
         fn = functools.partial(_record_sharpness, save.fn, loss, step_size, where, num_iters)
         return Save(ts=save.ts, fn=fn)
-    start, inner = save_with_carry(save)
+    start, inner = _extending(save)
     fn = functools.partial(_record_warm_sharpness, inner, loss, step_size, where, num_iters)
     return Save(fn=fn, every=save.every, carry=functools.partial(_no_vectors_yet, start, where))
 
 
 def _itself(state: PyTree) -> PyTree:
     return state
+
+
+def _extending(save: Save) -> tuple[Callable[[PyTree], PyTree], Callable[..., tuple[PyTree, PyTree]]]:
+    """`save_with_carry` of a training save that `with_sharpness` or `with_flow_distance`
+    extends: one without a function records nothing of its own (an empty dict)."""
+    if save.fn is None and save.carry is None:
+        save = Save(every=save.every, fn=_nothing)
+    return save_with_carry(save)
+
+
+def _nothing(t, state, args) -> dict:
+    return {}
 
 
 def _record_sharpness(fn, loss, step_size, params, num_iters, t, state, args) -> dict:
@@ -209,21 +221,21 @@ def _add_sharpness(record, loss, step_size, point, num_iters, args, vectors) -> 
     # The barrier keeps the compiler from sharing work between the record and the Lanczos runs on
     # the same loss, which can change the record's values by a rounding.
     record, point = jax.lax.optimization_barrier((record, point))
-    found = {} if vectors is None else dict(vectors)
+    found = None if vectors is None else dict(vectors)
     if vectors is None:
         top = sharpness(loss, point, num_iters=num_iters)
     else:
         top, found["top"] = _warm_pair(loss, point, num_iters, vectors["top"])
     record = record | {"sharpness": top}
     if step_size is None:
-        return record, found or None
+        return record, found
     project = None
     if isinstance(step_size, AbstractSteps):  # in training, `args` is the optimiser's state
         project = step_size.edge_projection()
         step_size = step_size.edge_rates(loss, point, args)
     if project is None and _is_one_rate(step_size):
         record["sharpness_ratio"] = top * step_size / 2
-        return record, found or None
+        return record, found
     if project is None:
         scaled, start = _rate_scaled(loss, point, step_size)
     else:
@@ -233,7 +245,7 @@ def _add_sharpness(record, loss, step_size, point, num_iters, args, vectors) -> 
     else:
         ratio, found["scaled"] = _warm_pair(scaled, start, num_iters, vectors["scaled"])
         record["sharpness_ratio"] = ratio / 2
-    return record, found or None
+    return record, found
 
 
 def _is_one_rate(rates: Rates) -> bool:
@@ -492,28 +504,18 @@ def with_flow_distance(
     every = 1 if save.every is None else save.every
     where = params or _itself
     flow = _flow_at_steps(loss, where(start), step_size, num_steps=num_steps, every=every, **flow_kwargs)
-    if save.carry is None:
-        fn = functools.partial(_record_flow_distance, save.fn, flow.values, every, where)
-        return Save(fn=fn, every=save.every)
-    fn = functools.partial(_record_flow_distance_carried, save.fn, flow.values, every, where)
-    return Save(fn=fn, every=save.every, carry=save.carry)
+    start, inner = _extending(save)
+    fn = functools.partial(_record_flow_distance, inner, flow.values, every, where)
+    return Save(fn=fn, every=save.every, carry=start)
 
 
-def _record_flow_distance_carried(fn, flow_values, every: int, params, step, state, args, carry):
+def _record_flow_distance(fn, flow_values, every: int, params, step, state, args, carry):
     record, carry = fn(step, state, args, carry)
-    return _add_flow_distance(record, flow_values, every, params(state), step), carry
-
-
-def _record_flow_distance(fn, flow_values, every: int, params, step, state, args) -> dict:
-    record = {} if fn is None else fn(step, state, args)
-    return _add_flow_distance(record, flow_values, every, params(state), step)
-
-
-def _add_flow_distance(record, flow_values, every: int, point, step) -> dict:
     if not isinstance(record, dict):
         raise TypeError(
             f"with_flow_distance adds to the dict a save function returns, got {type(record).__name__}"
         )
     flow_params, flow_loss = jax.tree.map(lambda saved: saved[step // every], flow_values)
-    squares = jax.tree.map(lambda a, b: jnp.sum((a - b) ** 2), point, flow_params)
-    return record | {"flow_distance": jnp.sqrt(sum(jax.tree.leaves(squares))), "flow_loss": flow_loss}
+    squares = jax.tree.map(lambda a, b: jnp.sum((a - b) ** 2), params(state), flow_params)
+    distance = jnp.sqrt(sum(jax.tree.leaves(squares)))
+    return record | {"flow_distance": distance, "flow_loss": flow_loss}, carry

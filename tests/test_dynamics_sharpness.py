@@ -471,3 +471,19 @@ def test_a_save_whose_hessian_is_not_finite_leaves_the_next_one_a_fresh_start():
     )
     sharpness = np.asarray(run.values["sharpness"])
     assert np.isnan(sharpness[1]) and np.all(sharpness[[0, 2, 3, 4]] == 1.0)
+
+
+def test_a_training_save_without_a_function_records_only_what_is_added():
+    """`Save(every=...)` with no `fn` records nothing of its own under `with_sharpness` and
+    `with_flow_distance`, alone or one on top of the other (the sharpness's carry passed through)."""
+    bare = dynamics.Save(every=2)
+    sharp = dynamics.with_sharpness(bare, _quadratic, 0.3)
+    both = dynamics.with_flow_distance(sharp, _quadratic, START, 0.3, num_steps=4)
+    flow = dynamics.with_flow_distance(bare, _quadratic, START, 0.3, num_steps=4)
+    for save, names in [
+        (sharp, ["sharpness", "sharpness_ratio"]),
+        (flow, ["flow_distance", "flow_loss"]),
+        (both, ["flow_distance", "flow_loss", "sharpness", "sharpness_ratio"]),
+    ]:
+        run = dynamics.train(_quadratic, START, dynamics.gd(0.3), num_steps=4, save=save)
+        assert sorted(run.values) == names
