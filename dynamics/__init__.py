@@ -4,7 +4,8 @@
   names, with named stopping events ([`Event`][]: a boolean [`Predicate`][] or a
   [`Crossing`][] located by root finding).
 - [`train`][] with the optax steps [`gd`][], [`heavy_ball`][], [`adam`][] and
-  [`scale_by_group_rates`][]: discrete steps under `jax.lax.scan`.
+  [`scale_by_group_rates`][]: discrete steps under `jax.lax.scan`; a training loop of one's own
+  reads its [`Save`][] through [`save_with_carry`][].
 - [`scale_columns`][], [`center_columns`][], [`proximal_l1`][] (with [`soft_threshold`][],
   [`project_columns`][]): column preconditioning, centring and an l1 proximal step with affine
   re-projection, on chosen leaves.
@@ -33,7 +34,8 @@
   ([`GDFlowGap`][]), [`with_flow_distance`][]: the top Hessian eigenvalue along a run against the
   edge of stability 2/η, and how far gradient descent drifts from the gradient flow; another
   optimiser's edge and flow by its steps ([`AbstractSteps`][]: [`NormalizedSteps`][],
-  [`AdamSteps`][], [`ProjectedSteps`][]); [`Along`][] offers both as one setting of a discrete level;
+  [`AdamSteps`][], [`ClippedSteps`][], [`ProjectedSteps`][]); [`Along`][] offers both as one
+  setting of a discrete level;
   [`norm_growth`][] ([`NormGrowth`][]), [`direction_convergence`][]
   ([`DirectionConvergence`][]): how a run ends when the loss's infimum is at infinity, ‖θ‖
   growing as log t or as a power of t and θ/‖θ‖ settling on a direction.
@@ -63,7 +65,7 @@ from ._files import (
     remove_stale_temporaries,
     temporary_path,
 )
-from ._flow import Crossing, Event, Predicate, Save, gradient_flow, loss_below, ode_flow
+from ._flow import Crossing, Event, Predicate, Save, gradient_flow, loss_below, ode_flow, save_with_carry
 from ._hessian import HESSIAN_METHODS, hessian_max_eigenvalue, hvp, top_eigenpair
 from ._integrity import StoreReport, check_store
 from ._landscape import critical_point, hessian_spectrum
@@ -104,7 +106,7 @@ from ._sharpness import (
 )
 from ._simulation import AbstractSimulation, Landscape, has_landscape, key_seed, seed_key
 from ._stages import Stage, train_stages
-from ._steps import AbstractSteps, AdamSteps, NormalizedSteps, ProjectedSteps
+from ._steps import AbstractSteps, AdamSteps, ClippedSteps, NormalizedSteps, ProjectedSteps
 from ._store import SAVE_DIM, SEED_DIM, remove_store
 from ._store_add import add_to_store
 from ._sweep import load_sweep, save_sweep, simulate, stop_reasons, sweep, sweep_progress
@@ -121,6 +123,7 @@ from ._train import train
 __all__ = [
     "AbstractSteps",
     "AdamSteps",
+    "ClippedSteps",
     "NormalizedSteps",
     "ProjectedSteps",
     "Along",
@@ -148,6 +151,7 @@ __all__ = [
     "NormGrowth",
     "SAVE_DIM",
     "Save",
+    "save_with_carry",
     "SEED_DIM",
     "Interval",
     "OneOf",

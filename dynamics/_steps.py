@@ -182,3 +182,40 @@ class ProjectedSteps(AbstractSteps):
 
     def edge_projection(self) -> Callable[[PyTree], PyTree]:
         return self.project
+
+
+class ClippedSteps(AbstractSteps):
+    """Gradient descent with step sizes R after clipping the gradient to global norm c
+    (`optax.clip_by_global_norm`, or PyTorch's `clip_grad_norm_` with its ε): the step is GD's
+    with step sizes R·min(1, c/(‖∇L‖ + ε)) at the state it starts from, so far from a minimum
+    (a gradient longer than c) a clipped step is a normalized one.
+
+    **Fields:**
+
+    - `rates`: R, a [`Rates`][] prefix of the parameters (one step size per parameter group).
+    - `max_norm`: c.
+    - `eps`: ε, added to the norm (0 for optax, 10⁻⁶ for PyTorch).
+
+    **Example:** at θ = (1, 0) on ½θᵀHθ the gradient is (2, 1), of norm √5 > 1: clipped to norm 1,
+    a step of 0.5 is GD's with step 0.5/√5; near the minimum, where the gradient is short, it is
+    GD's with step 0.5:
+
+        >>> import jax.numpy as jnp
+        >>> import dynamics
+        >>> H = jnp.array([[2.0, 1.0], [1.0, 2.0]])
+        >>> loss = lambda theta: 0.5 * theta @ H @ theta
+        >>> steps = dynamics.ClippedSteps(0.5, max_norm=1.0)
+        >>> round(float(steps.edge_rates(loss, jnp.array([1.0, 0.0]), None)), 6), round(0.5 / 5**0.5, 6)
+        (0.223607, 0.223607)
+        >>> float(steps.edge_rates(loss, jnp.array([0.01, 0.0]), None))
+        0.5
+    """
+
+    rates: Rates
+    max_norm: float
+    eps: float = 0.0
+
+    def edge_rates(self, loss, params, opt_state) -> Rates:
+        norm = block_norm(jax.grad(loss)(params))
+        scale = jnp.minimum(self.max_norm / (norm + self.eps), 1.0)
+        return jax.tree.map(lambda rate: rate * scale, self.rates)

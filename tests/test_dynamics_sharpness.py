@@ -236,6 +236,29 @@ def test_the_sharpness_ratio_of_normalized_gd_takes_the_step_of_each_block():
     np.testing.assert_allclose(one["sharpness_ratio"], 2.0 * 0.3 / (2 * np.linalg.norm(gradient)), rtol=1e-12)
 
 
+@pytest.mark.parametrize("max_norm", [0.1, 100.0])
+def test_the_sharpness_ratio_of_clipped_gd_takes_its_rates_times_the_clipping_factor(max_norm):
+    """A step clipped to global norm c is GD's with rates R·min(1, c/(‖∇L‖ + ε)): the ratio is
+    λ_max(R^½ H R^½)/2 with those rates, against the dense Hessian, clipped (c = 0.1) or not
+    (c = 100). The step optax's clipping (ε = 0) then GD takes is GD's with those rates."""
+    save = dynamics.Save(fn=lambda step, p, args: {})
+    eps = 1e-6
+    gradient = np.asarray(HESSIAN) @ np.asarray(_flat(START))
+    factor = min(1.0, max_norm / (np.linalg.norm(gradient) + eps))
+    assert (factor < 1.0) == (max_norm < 1.0)
+    steps = dynamics.ClippedSteps(GROUP_RATES, max_norm, eps)
+    record = dynamics.with_sharpness(save, _quadratic, steps).fn(0, START, None)
+    root = np.sqrt(_rate_matrix() * factor)
+    np.testing.assert_allclose(
+        record["sharpness_ratio"], np.linalg.eigvalsh(root @ HESSIAN @ root)[-1] / 2, rtol=1e-12
+    )
+    clipped = optax.chain(optax.clip_by_global_norm(max_norm), dynamics.gd(GROUP_RATES))
+    grads = jax.grad(_quadratic)(START)
+    moved, _ = clipped.update(grads, clipped.init(START), START)
+    rates = dynamics.ClippedSteps(GROUP_RATES, max_norm).edge_rates(_quadratic, START, None)  # optax: ε = 0
+    assert tree_allclose(moved, jax.tree.map(lambda rate, g: -rate * g, rates, grads), rtol=1e-12)
+
+
 def test_the_normalized_flow_is_the_gradient_flow_s_path_at_normalized_gd_s_speed():
     """On ½(x² + 4y²) from (1, 1) the gradient flow is (e^{−t}, e^{−4t}); the normalized flow
     alongside normalized GD with step η is at step k where the gradient flow's path has length ηk,

@@ -369,7 +369,15 @@ _loss_and_grad = jax.jit(jax.value_and_grad(_mean_ce))
 @jax.jit
 def _three_steps(key, model, rows, clip):
     return scan_snap.train_text(
-        key, model, rows, lr=LR, lr_multiplier=MULTIPLIER, clip_norm=clip, bptt=4, num_steps=3, every=3
+        key,
+        model,
+        rows,
+        lr=LR,
+        lr_multiplier=MULTIPLIER,
+        clip_norm=clip,
+        bptt=4,
+        num_steps=3,
+        save=dynamics.Save(every=3),
     )
 
 
@@ -404,6 +412,68 @@ def test_steps_are_hand_computed_sgd_with_clipping_and_two_groups(getkey, clip, 
 
 
 SMALL = {"d_model": 8, "d_hid": 16, "batch_size": 4, "eval_batch_size": 2, "bptt": 8, "probe_window": 2}
+
+
+def _dense_hessian(loss, model) -> np.ndarray:
+    """The Hessian of `loss` at `model`, flattened and symmetrised."""
+    flat, unflatten = jax.flatten_util.ravel_pytree(model)
+    hessian = np.asarray(jax.jit(jax.hessian(lambda x: loss(unflatten(x))))(flat))
+    return (hessian + hessian.T) / 2
+
+
+@pytest.mark.slow  # 30 s: three runs compiled and a dense Hessian
+def test_sharpness_along_is_the_first_window_s_hessian_against_the_clipped_edge():
+    """`along.sharpness` of `TextSGD` saves λ_max of the Hessian of the first training window's
+    loss (dropout off) and λ_max(R^½HR^½)/2 with R the two groups' rates times the clipping factor
+    of that loss's gradient: at the last save both equal the dense values at the model the run
+    reached there (the run replayed from its seed with the same functions, saving the model);
+    the other saved values do not change, and `along.flow` is refused."""
+    settings = dict(scan_snap.TextSGD.small) | {"task.max_lines": 20, "d_model": 4, "dtype": "float64"}
+    settings |= {"num_steps": 6, "every": 3, "lr": 0.3, "lr_multiplier": 3.0}
+    sim = dynamics.with_settings(scan_snap.TextSGD(), settings)
+    with pytest.raises(ValueError, match="along.flow"):
+        dynamics.with_settings(sim, {"along.flow": True})
+    along = dynamics.with_settings(sim, {"along.sharpness": True})
+    key = dynamics.seed_key(0)
+    plain, run = jax.jit(sim.run)(key), jax.jit(along.run)(key)
+    for name, value in plain.values.items():
+        np.testing.assert_array_equal(run.values[name], value, err_msg=name)
+
+    corpus = sim.task.load()
+    rows = scan_snap.batchify(corpus.train, sim.batch_size)
+    init_key, dropout_key = jax.random.split(key)
+    model = scan_snap.TextTransformer.init(
+        init_key,
+        len(corpus.vocab),
+        d_model=sim.d_model,
+        d_hid=sim.d_hid,
+        dropout=sim.dropout,
+        dtype=jnp.float64,
+    )
+    replay = eqx.filter_jit(scan_snap.train_text)(
+        dropout_key,
+        model,
+        rows,
+        lr=sim.lr,
+        lr_multiplier=sim.lr_multiplier,
+        bptt=sim.bptt,
+        num_steps=sim.num_steps,
+        save=dynamics.Save(every=sim.every),
+    )
+    last = jax.tree.map(lambda leaf: leaf[-1], replay.values)
+    inputs, targets = scan_snap.get_batch(rows, 0, sim.bptt)
+    loss = functools.partial(_mean_ce, data=inputs, target=targets)
+    hessian = _dense_hessian(loss, last)
+    np.testing.assert_allclose(run.values["sharpness"][-1], np.linalg.eigvalsh(hessian)[-1], rtol=1e-8)
+
+    grads = jax.grad(loss)(last)
+    norm = math.sqrt(sum(float(np.sum(np.asarray(g) ** 2)) for g in jax.tree.leaves(grads)))
+    clip = min(1.0, sim.clip_norm / (norm + 1e-6))
+    assert clip < 1.0  # the clipped edge is what is compared
+    rates = scan_snap.text_rates(last, sim.lr * clip, sim.lr_multiplier)
+    root = np.sqrt(jax.flatten_util.ravel_pytree(jax.tree.map(np.full_like, last, rates))[0])
+    top = np.linalg.eigvalsh(root[:, None] * hessian * root[None, :])[-1]
+    np.testing.assert_allclose(run.values["sharpness_ratio"][-1], top / 2, rtol=1e-8)
 
 
 def test_bad_settings_are_refused_naming_the_field(wikitext_dir):

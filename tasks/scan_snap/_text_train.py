@@ -10,14 +10,13 @@ Fig. 10 trains in one batched, compiled call ([`TextSGD`][] under `dynamics.swee
 """
 
 import dataclasses
-from collections.abc import Callable
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from jaxtyping import Array, ArrayLike, Float, Int, PRNGKeyArray, PyTree
+from jaxtyping import Array, ArrayLike, Float, Int, PRNGKeyArray
 
 import dynamics
 from dynamics import Interval, Require, dtype_param, param
@@ -218,13 +217,12 @@ def train_text(
     clip_norm: Float[ArrayLike, ""] = 0.5,
     bptt: int = 35,
     num_steps: int,
-    every: int,
-    save: Callable[[TextTransformer], PyTree] | None = None,
+    save: dynamics.Save,
 ) -> dynamics.Run:
     """SGD on the training windows in order (step k trains on window k mod W of W per epoch), with
-    [`text_optimizer`][] and dropout drawn from `fold_in(key, k)`; saves `save(model)` every `every`
-    steps. A step that would make the parameters non-finite is not taken and the run freezes
-    (`stop` = nonfinite), as in `dynamics.train`.
+    [`text_optimizer`][] and dropout drawn from `fold_in(key, k)`; saves what and when `save` says,
+    as `dynamics.train` does. A step that would make the parameters non-finite is not taken and the
+    run freezes (`stop` = nonfinite), as in `dynamics.train`.
 
     **Arguments:**
 
@@ -233,13 +231,17 @@ def train_text(
     - `train_rows`: batchified training tokens, shape (R, B) ([`batchify`][]).
     - `lr`, `lr_multiplier`, `clip_norm`: see [`text_optimizer`][] (traceable).
     - `bptt`: the window length.
-    - `num_steps`, `every`: steps and save period (`every` divides `num_steps`).
-    - `save`: the function of the model to save; default: the model.
+    - `num_steps`: the steps, a multiple of the save period.
+    - `save`: a `dynamics.Save` with `every` and `fn(step, model, opt_state)` (and its `carry`
+      last, with one), as in `dynamics.train`; `fn` `None` saves the model.
 
     **Returns:** a `dynamics.Run` with `ts` the saved step numbers and `final` =
     `{"model": the final model, "train_loss": the loss of every step, shape (num_steps,)}`.
     """
-    if num_steps < 1 or every < 1 or num_steps % every:
+    if save.ts is not None or save.every is None:
+        raise ValueError("train_text saves every few steps, Save(every=...), not at times ts")
+    every = save.every
+    if num_steps < 1 or num_steps % every:
         raise ValueError(f"num_steps must be a positive multiple of every >= 1, got {num_steps}, {every}")
     R = np.shape(train_rows)[0]
     windows = num_windows(R, bptt)
@@ -248,7 +250,7 @@ def train_text(
     rows = train_rows if isinstance(train_rows, np.ndarray) else jnp.asarray(train_rows)
     padded = _pad(rows, bptt)
     optimizer = text_optimizer(model, lr, lr_multiplier, clip_norm)
-    save = (lambda m: m) if save is None else save
+    save_start, save_fn = dynamics.save_with_carry(save)
     loss_and_grad = jax.value_and_grad(window_loss)
 
     def one_step(carry, step):
@@ -265,14 +267,18 @@ def train_text(
         keep = lambda new, old: jax.tree.map(lambda a, b: jnp.where(accept, a, b), new, old)  # noqa: E731
         return (keep(new_model, model), keep(new_state, opt_state), stop, t_stop), loss
 
-    def block(carry, first_step):
+    def block(both, first_step):
+        carry, kept = both
         carry, losses = jax.lax.scan(one_step, carry, first_step + jnp.arange(every))
-        return carry, (save(carry[0]), losses)
+        record, kept = save_fn(first_step + every, carry[0], carry[1], kept)
+        return (carry, kept), (record, losses)
 
-    init = (model, optimizer.init(model), jnp.array(dynamics.StopReason.completed), jnp.array(num_steps))
-    carry, (saved, losses) = jax.lax.scan(block, init, jnp.arange(0, num_steps, every))
+    opt_state = optimizer.init(model)
+    at_start, kept = save_fn(jnp.asarray(0), model, opt_state, save_start(model))
+    init = (model, opt_state, jnp.array(dynamics.StopReason.completed), jnp.array(num_steps))
+    (carry, _), (saved, losses) = jax.lax.scan(block, (init, kept), jnp.arange(0, num_steps, every))
     final, _, stop, t_stop = carry
-    values = jax.tree.map(lambda first, rest: jnp.concatenate([first[None], rest]), save(model), saved)
+    values = jax.tree.map(lambda first, rest: jnp.concatenate([first[None], rest]), at_start, saved)
     return dynamics.Run(
         ts=jnp.arange(0, num_steps + 1, every),
         values=values,
@@ -300,7 +306,10 @@ class TextSGD(dynamics.AbstractSimulation):
     column 0 of validation window `probe_window` (batchified by `eval_batch_size`; the code's
     `i == 100 * bptt`), and `probe_entropy`: its mean row entropy. **Final:** `train_loss` (every
     step's), `val_loss`, and `val_entropy` (per layer) from [`evaluate_text`][] on the validation
-    split after training.
+    split after training. With `along.sharpness` it saves also `sharpness`, λ_max of the Hessian
+    of the first training window's loss (every column, dropout off), and `sharpness_ratio`, its
+    ratio to the edge of the clipped step: λ_max(R^½HR^½)/2 with R the two groups' rates times
+    min(1, clip_norm/(‖∇L‖ + 10⁻⁶)) of that loss's gradient ([`dynamics.ClippedSteps`][]).
 
     **Example:** Fig. 10's grid in one compiled call,
     `dynamics.sweep(TextSGD(task=Corpus(source="~/data/wikitext-2"), num_steps=14_900, every=500),
@@ -330,6 +339,11 @@ class TextSGD(dynamics.AbstractSimulation):
     num_steps: int = param(1500, Interval(1), doc="SGD steps (windows in order, epoch after epoch)")
     every: int = param(500, Interval(1), doc="save period in steps (divides num_steps)")
     probe_window: int = param(100, Interval(0), doc="validation window of the saved attention map")
+    along: dynamics.Along = param(
+        dynamics.Along(),
+        doc="along.sharpness: the sharpness of the first training window's loss (dropout off) and its "
+        "ratio to clipped SGD's edge of stability at every save; no along.flow",
+    )
     dtype: str = dtype_param("float32")
 
     small = {
@@ -347,6 +361,11 @@ class TextSGD(dynamics.AbstractSimulation):
         Require(("every", "num_steps"), lambda e, n: n % e == 0, "every must divide num_steps"),
         Require(("d_model",), lambda d: d % 2 == 0, "d_model must be even (sinusoidal encoding)"),
         Require(("num_heads", "d_model"), lambda h, d: d % h == 0, "num_heads must divide d_model"),
+        Require(
+            ("along.flow",),
+            lambda flow: not flow,
+            "along.flow: SGD with clipping and dropout on a stream of windows discretises no gradient flow",
+        ),
     )
 
     def __check_init__(self):
@@ -394,13 +413,16 @@ class TextSGD(dynamics.AbstractSimulation):
             dtype=self.float_dtype,
         )
 
-        def save(m: TextTransformer) -> dict[str, Array]:
+        def probe_map(step, m: TextTransformer, opt_state) -> dict[str, Array]:
             attention = probe_attention(m, probe)
             return {
                 "attention": attention,
                 "probe_entropy": jnp.mean(attention_entropy(jnp.mean(attention, 0))),
             }
 
+        save = dynamics.Save(every=self.every, fn=probe_map)
+        if self.along.sharpness:
+            save = self._along_sharpness(save, model, train_rows)
         run = train_text(
             dropout_key,
             model,
@@ -410,7 +432,6 @@ class TextSGD(dynamics.AbstractSimulation):
             clip_norm=self.clip_norm,
             bptt=self.bptt,
             num_steps=self.num_steps,
-            every=self.every,
             save=save,
         )
         evaluation = evaluate_text(run.final["model"], valid_rows, self.bptt)
@@ -420,3 +441,15 @@ class TextSGD(dynamics.AbstractSimulation):
             "val_entropy": evaluation["entropy"],
         }
         return dataclasses.replace(run, final=final)
+
+    def _along_sharpness(self, save: dynamics.Save, model: TextTransformer, train_rows) -> dynamics.Save:
+        """`save` with the sharpness of the first training window's loss (every column, dropout
+        off) and its ratio to the edge of clipped SGD with the two groups' rates."""
+        inputs, targets, real = _window(_pad(train_rows, self.bptt), train_rows.shape[0], 0, self.bptt)
+
+        def first_window_loss(m: TextTransformer) -> Float[Array, ""]:
+            return window_loss(m, inputs, targets, real)
+
+        rates = text_rates(model, self.lr, self.lr_multiplier)
+        steps = dynamics.ClippedSteps(rates, self.clip_norm, CLIP_EPS)
+        return self.along.save(save, first_window_loss, model, steps, num_steps=self.num_steps)
