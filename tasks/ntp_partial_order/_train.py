@@ -12,9 +12,6 @@ import dynamics
 
 from ._model import Batch, NTPModel, loss
 
-_NOTHING_ALONG = dynamics.Along()
-"""Stage 2 records only what `save` asks for."""
-
 
 def paper_step_sizes(dim: int) -> tuple[float, float]:
     """The experiment's step sizes `η_0 = 0.2/√d`, `η = 0.05/√d` (paper, Section 7)."""
@@ -31,7 +28,7 @@ def algorithm1(
     num_steps2: int,
     every: int = 1,
     save: Callable[[NTPModel], PyTree] | None = None,
-    along: dynamics.Along = _NOTHING_ALONG,
+    along: dynamics.Along | None = None,
 ) -> tuple[dynamics.Run, dynamics.Run]:
     """Algorithm 1: stage 1 trains `W_ov` on the collocation loss `L_0` by normalized GD with step
     `η_0`; stage 2 trains `W_kq` on `L` (all of `D_0`) with `W_ov` frozen, step `η`. Both start
@@ -50,7 +47,7 @@ def algorithm1(
     - `save`: function of the model to save; default the model.
     - `along`: what stage 2 also records along its run ([`dynamics.Along`][]): the sharpness of
       `L` over `W_kq` against normalized GD's edge, and the normalized flow from stage 2's start;
-      default neither.
+      `None`: neither.
 
     **Returns:** the two stages' `dynamics.Run`s (steps restart at 0 in stage 2).
     """
@@ -60,14 +57,15 @@ def algorithm1(
     record = dynamics.Save(every=every, fn=None if save is None else (lambda step, m, args: save(m)))
     first = stage1(collocation, eta0=eta0, num_steps=num_steps1, save=record)
     W_ov = first.final.W_ov
-    record = along.save(
-        record,
-        stage2_loss(W_ov, batch),
-        first.final,
-        dynamics.NormalizedSteps(jnp.asarray(eta, W_ov.dtype)),
-        num_steps=num_steps2,
-        params=_W_kq,
-    )
+    if along is not None:
+        record = along.save(
+            record,
+            stage2_loss(W_ov, batch),
+            first.final,
+            dynamics.NormalizedSteps(jnp.asarray(eta, W_ov.dtype)),
+            num_steps=num_steps2,
+            params=_W_kq,
+        )
     (second,) = dynamics.train_stages(
         first.final,
         [
