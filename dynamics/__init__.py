@@ -5,7 +5,7 @@
   [`Crossing`][] located by root finding).
 - [`train`][] with the optax steps [`gd`][], [`heavy_ball`][], [`adam`][] and
   [`scale_by_group_rates`][]: discrete steps under `jax.lax.scan`; a training loop of one's own
-  reads its [`Save`][] through [`save_with_carry`][].
+  steps and saves through [`scan_with_saves`][], as `train` does.
 - [`scale_columns`][], [`center_columns`][], [`proximal_l1`][] (with [`soft_threshold`][],
   [`project_columns`][]): column preconditioning, centring and an l1 proximal step with affine
   re-projection, on chosen leaves.
@@ -65,7 +65,7 @@ from ._files import (
     remove_stale_temporaries,
     temporary_path,
 )
-from ._flow import Crossing, Event, Predicate, Save, gradient_flow, loss_below, ode_flow, save_with_carry
+from ._flow import Crossing, Event, Predicate, Save, gradient_flow, loss_below, ode_flow
 from ._hessian import HESSIAN_METHODS, hessian_max_eigenvalue, hvp, top_eigenpair
 from ._integrity import StoreReport, check_store
 from ._landscape import critical_point, hessian_spectrum
@@ -118,7 +118,7 @@ from ._sweep_landscape import (
     sweep_sharpness,
 )
 from ._sweep_phases import PHASE_DIM, saved_series, sweep_phases
-from ._train import train
+from ._train import scan_with_saves, train
 
 __all__ = [
     "AbstractSteps",
@@ -151,7 +151,6 @@ __all__ = [
     "NormGrowth",
     "SAVE_DIM",
     "Save",
-    "save_with_carry",
     "SEED_DIM",
     "Interval",
     "OneOf",
@@ -234,6 +233,7 @@ __all__ = [
     "sharpness",
     "soft_threshold",
     "solve_qp",
+    "scan_with_saves",
     "stop_reason",
     "top_eigenpair",
     "train",

@@ -106,26 +106,12 @@ class Save(eqx.Module):
 
 
 def save_with_carry(save: Save) -> tuple[Callable[[PyTree], PyTree], Callable[..., tuple[PyTree, PyTree]]]:
-    """`save`'s function as one that keeps a carry, whether it has one or not: how a training
-    loop reads a [`Save`][] ([`train`][], and a task's own loop).
+    """`save`'s function as one that keeps a carry, whether it has one or not (how
+    [`scan_with_saves`][] and [`train_stages`][] read a training save).
 
     **Returns:** `(start, fn)`: `start(state)` the carry at the first save (`None` for a `save`
     without one) and `fn(t, y, args, carry) -> (record, carry)`; the record is the state when
     `save.fn` is `None`.
-
-    **Example:** a loop halving y, saving y² every step:
-
-        >>> import jax.numpy as jnp
-        >>> import dynamics
-        >>> start, fn = dynamics.save_with_carry(dynamics.Save(every=1, fn=lambda t, y, args: y**2))
-        >>> y = jnp.array(1.0)
-        >>> carry, records = start(y), []
-        >>> for step in range(3):
-        ...     record, carry = fn(step, y, None, carry)
-        ...     records.append(float(record))
-        ...     y = y / 2
-        >>> records
-        [1.0, 0.25, 0.0625]
     """
     if save.carry is not None:
         return save.carry, save.fn

@@ -222,10 +222,7 @@ def _add_sharpness(record, loss, step_size, point, num_iters, args, vectors) -> 
     # the same loss, which can change the record's values by a rounding.
     record, point = jax.lax.optimization_barrier((record, point))
     found = None if vectors is None else dict(vectors)
-    if vectors is None:
-        top = sharpness(loss, point, num_iters=num_iters)
-    else:
-        top, found["top"] = _warm_pair(loss, point, num_iters, vectors["top"])
+    top = _top(loss, point, num_iters, found, "top")
     record = record | {"sharpness": top}
     if step_size is None:
         return record, found
@@ -240,11 +237,7 @@ def _add_sharpness(record, loss, step_size, point, num_iters, args, vectors) -> 
         scaled, start = _rate_scaled(loss, point, step_size)
     else:
         scaled, start = _projected(loss, point, step_size, project)
-    if vectors is None:
-        record["sharpness_ratio"] = sharpness(scaled, start, num_iters=num_iters) / 2
-    else:
-        ratio, found["scaled"] = _warm_pair(scaled, start, num_iters, vectors["scaled"])
-        record["sharpness_ratio"] = ratio / 2
+    record["sharpness_ratio"] = _top(scaled, start, num_iters, found, "scaled") / 2
     return record, found
 
 
@@ -264,6 +257,15 @@ def _projected(
         return loss(jax.tree.map(jnp.add, point, project(scale_tree(root, phi))))
 
     return scaled, jax.tree.map(jnp.zeros_like, point)
+
+
+def _top(loss, point, num_iters: int, vectors: dict | None, name: str) -> Float[Array, ""]:
+    """λ_max at `point`: Lanczos from the random start when `vectors` is `None`, else from
+    `vectors[name]`, which then becomes the Ritz vector found."""
+    if vectors is None:
+        return sharpness(loss, point, num_iters=num_iters)
+    top, vectors[name] = _warm_pair(loss, point, num_iters, vectors[name])
+    return top
 
 
 def _warm_pair(loss, point, num_iters: int, last: Float[Array, " n"]):

@@ -5,7 +5,7 @@ from collections.abc import Callable, Mapping
 import jax
 import jax.numpy as jnp
 import optax
-from jaxtyping import Array, Float, PRNGKeyArray, PyTree
+from jaxtyping import Array, Float, Int, PRNGKeyArray, PyTree
 
 from ._flow import Predicate, Save, save_with_carry
 from ._progress import scan_ticker
@@ -89,16 +89,8 @@ def train(
         True
     """
     save = Save() if save is None else save
-    if save.ts is not None:
-        raise ValueError("train saves every few steps, Save(every=...), not at times ts")
-    every = 1 if save.every is None else save.every
-    if num_steps < 1 or num_steps % every:
-        raise ValueError(
-            f"num_steps must be a positive multiple of every >= 1, got num_steps={num_steps}, every={every}"
-        )
     if sample is not None and key is None:
         raise ValueError("key must be given when training on sampled mini-batches")
-    save_start, save_fn = save_with_carry(save)
     predicates = [events[name] for name in (events or {})]
     grad = jax.grad(loss)
     tick = scan_ticker(num_steps)
@@ -128,26 +120,17 @@ def train(
             tick(step)
         return carry, None
 
-    def block(both, first_step):
-        carry, kept = both
-        carry, _ = jax.lax.scan(one_step, carry, first_step + jnp.arange(every))
-        record, kept = save_fn(first_step + every, carry[0], carry[1], kept)
-        return (carry, kept), record
-
-    opt_state = optimizer.init(params)
-    at_start, kept = save_fn(jnp.asarray(0), params, opt_state, save_start(params))
     init = (
         params,
-        opt_state,
+        optimizer.init(params),
         jnp.array(StopReason.completed),
         jnp.array(-1),
         jnp.array(num_steps),
     )
-    (carry, _), saved = jax.lax.scan(block, (init, kept), jnp.arange(0, num_steps, every))
+    carry, ts, values, _ = scan_with_saves(one_step, init, save, num_steps=num_steps)
     final, _, stop, event, t_stop = carry
-    values = jax.tree.map(lambda first, rest: jnp.concatenate([first[None], rest]), at_start, saved)
     return Run(
-        ts=jnp.arange(0, num_steps + 1, every),
+        ts=ts,
         values=values,
         final=final,
         stop=stop,
@@ -156,3 +139,68 @@ def train(
         num_steps=jnp.asarray(t_stop),
         event_names=tuple(events or {}),
     )
+
+
+def scan_with_saves(
+    one_step: Callable[[PyTree, Array], tuple[PyTree, PyTree]],
+    init: PyTree,
+    save: Save,
+    *,
+    num_steps: int,
+) -> tuple[PyTree, Int[Array, " S"], PyTree, PyTree]:
+    """A training loop's steps under `jax.lax.scan`, recording what `save` says at steps 0,
+    every, 2·every, ..., num_steps: the loop of [`train`][], for a task that steps in its own way.
+
+    **Arguments:**
+
+    - `one_step`: `(carry, step) -> (carry, output)`; the carry starts with the state and the
+      optimiser's state, which `save.fn` sees as its `y` and `args`.
+    - `init`: the carry before step 0.
+    - `save`: a [`Save`][] with `every` (default 1), `fn(step, y, args)` (`None`: `y`) and, with
+      a `carry`, `fn(step, y, args, carry) -> (record, carry)`.
+    - `num_steps`: the steps, a multiple of the save period.
+
+    **Returns:** `(carry, ts, values, outputs)`: the carry after the last step, the S saved step
+    numbers, the records stacked along a leading save axis, and the steps' outputs stacked as
+    (S − 1, every, ...).
+
+    **Raises:** `ValueError` for a `save` with `ts`, or `num_steps` not a positive multiple of its
+    period.
+
+    **Example:** halving y every step and counting the steps, y saved every 2 steps:
+
+        >>> import jax.numpy as jnp
+        >>> import dynamics
+        >>> def halve(carry, step):
+        ...     y, count = carry
+        ...     return (y / 2, count + 1), step
+        >>> carry, ts, values, outputs = dynamics.scan_with_saves(
+        ...     halve, (jnp.array(1.0), jnp.array(0)), dynamics.Save(every=2), num_steps=4
+        ... )
+        >>> ts.tolist(), [float(v) for v in values], int(carry[1]), outputs.tolist()
+        ([0, 2, 4], [1.0, 0.25, 0.0625], 4, [[0, 1], [2, 3]])
+    """
+    _check_period(save, num_steps)
+    every = 1 if save.every is None else save.every
+    start, fn = save_with_carry(save)
+
+    def block(both, first_step):
+        carry, kept = both
+        carry, outputs = jax.lax.scan(one_step, carry, first_step + jnp.arange(every))
+        record, kept = fn(first_step + every, carry[0], carry[1], kept)
+        return (carry, kept), (record, outputs)
+
+    at_start, kept = fn(jnp.asarray(0), init[0], init[1], start(init[0]))
+    (carry, _), (saved, outputs) = jax.lax.scan(block, (init, kept), jnp.arange(0, num_steps, every))
+    values = jax.tree.map(lambda first, rest: jnp.concatenate([first[None], rest]), at_start, saved)
+    return carry, jnp.arange(0, num_steps + 1, every), values, outputs
+
+
+def _check_period(save: Save, num_steps: int) -> None:
+    if save.ts is not None:
+        raise ValueError("training saves every few steps, Save(every=...), not at times ts")
+    every = 1 if save.every is None else save.every
+    if num_steps < 1 or num_steps % every:
+        raise ValueError(
+            f"num_steps must be a positive multiple of every >= 1, got num_steps={num_steps}, every={every}"
+        )

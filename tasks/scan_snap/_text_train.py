@@ -233,16 +233,12 @@ def train_text(
     - `bptt`: the window length.
     - `num_steps`: the steps, a multiple of the save period.
     - `save`: a `dynamics.Save` with `every` and `fn(step, model, opt_state)` (and its `carry`
-      last, with one), as in `dynamics.train`; `fn` `None` saves the model.
+      last, with one), as in `dynamics.train` (both step through `dynamics.scan_with_saves`);
+      `fn` `None` saves the model.
 
     **Returns:** a `dynamics.Run` with `ts` the saved step numbers and `final` =
     `{"model": the final model, "train_loss": the loss of every step, shape (num_steps,)}`.
     """
-    if save.ts is not None or save.every is None:
-        raise ValueError("train_text saves every few steps, Save(every=...), not at times ts")
-    every = save.every
-    if num_steps < 1 or num_steps % every:
-        raise ValueError(f"num_steps must be a positive multiple of every >= 1, got {num_steps}, {every}")
     R = np.shape(train_rows)[0]
     windows = num_windows(R, bptt)
     if windows < 1:
@@ -250,7 +246,6 @@ def train_text(
     rows = train_rows if isinstance(train_rows, np.ndarray) else jnp.asarray(train_rows)
     padded = _pad(rows, bptt)
     optimizer = text_optimizer(model, lr, lr_multiplier, clip_norm)
-    save_start, save_fn = dynamics.save_with_carry(save)
     loss_and_grad = jax.value_and_grad(window_loss)
 
     def one_step(carry, step):
@@ -267,20 +262,11 @@ def train_text(
         keep = lambda new, old: jax.tree.map(lambda a, b: jnp.where(accept, a, b), new, old)  # noqa: E731
         return (keep(new_model, model), keep(new_state, opt_state), stop, t_stop), loss
 
-    def block(both, first_step):
-        carry, kept = both
-        carry, losses = jax.lax.scan(one_step, carry, first_step + jnp.arange(every))
-        record, kept = save_fn(first_step + every, carry[0], carry[1], kept)
-        return (carry, kept), (record, losses)
-
-    opt_state = optimizer.init(model)
-    at_start, kept = save_fn(jnp.asarray(0), model, opt_state, save_start(model))
-    init = (model, opt_state, jnp.array(dynamics.StopReason.completed), jnp.array(num_steps))
-    (carry, _), (saved, losses) = jax.lax.scan(block, (init, kept), jnp.arange(0, num_steps, every))
+    init = (model, optimizer.init(model), jnp.array(dynamics.StopReason.completed), jnp.array(num_steps))
+    carry, ts, values, losses = dynamics.scan_with_saves(one_step, init, save, num_steps=num_steps)
     final, _, stop, t_stop = carry
-    values = jax.tree.map(lambda first, rest: jnp.concatenate([first[None], rest]), at_start, saved)
     return dynamics.Run(
-        ts=jnp.arange(0, num_steps + 1, every),
+        ts=ts,
         values=values,
         final={"model": final, "train_loss": losses.reshape(num_steps)},
         stop=stop,
