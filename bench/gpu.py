@@ -7,8 +7,10 @@ file and one markdown file.
 Sections, in this order (`--sections` picks some):
 
 - `fig6`: the whole Fig. 6 sweep end to end, `bench/scan_snap/fig6_end_to_end.py`: attnflow in a fresh
-  process (compilation included) against the PyTorch per-run loop of `bench/scan_snap/fig6_torch.py` on the
-  same device (CUDA when torch sees a GPU), and the ratio.
+  process (compilation included, each program's compile time logged) against the PyTorch per-run
+  loop of `bench/scan_snap/fig6_torch.py` on the same device (CUDA when torch sees a GPU), and the
+  ratio; then attnflow's process again under other XLA flags (the GPU autotuner off, cuBLAS instead
+  of Triton GEMMs) while the section has time, with how far each moves the entropies.
 - `scaling_L0`, `scaling_L1`: throughput against the number of seeds (1, 64, 1 024, 16 384, 65 536)
   of the Scan and Snap L0 SGD level and the L1 population flow, all seeds in one `run_many` call:
   seed-steps per second in the steady state, the first (compiling) call apart, peak device memory,
@@ -41,6 +43,7 @@ import json
 import math
 import os
 import platform
+import re
 import signal
 import statistics
 import subprocess
@@ -102,7 +105,8 @@ class Sizes:
     """Seconds for the whole run; each section gets at most its cap, and what is left."""
     caps: dict
     fig6_argv: tuple[str, ...]
-    fig6_repeats: int
+    fig6_xla_flags: tuple[str, ...]
+    """XLA flags under which the Fig. 6 section times attnflow's process again, one run each."""
     seeds: tuple[int, ...]
     point_budget: float
     """Seconds: the seeds stop growing once a point's first call took longer."""
@@ -123,9 +127,9 @@ class Sizes:
 FULL = Sizes(
     name="full",
     budget=460.0,
-    caps={"fig6": 240, "scaling_L0": 100, "scaling_L1": 100, "lockstep": 90, "sts_step": 60, "verify": 420},
+    caps={"fig6": 400, "scaling_L0": 100, "scaling_L1": 100, "lockstep": 90, "sts_step": 60, "verify": 420},
     fig6_argv=(),
-    fig6_repeats=1,
+    fig6_xla_flags=("--xla_gpu_autotune_level=0", "--xla_gpu_enable_triton_gemm=false"),
     seeds=(1, 64, 1024, 16384, 65536),
     point_budget=30.0,
     levels={"L0": {}, "L1": {"init": "uniform"}},
@@ -148,7 +152,7 @@ TOY = Sizes(
     budget=300.0,
     caps=dict.fromkeys(SECTIONS, 90),
     fig6_argv=("--num-last", "1", "--seeds", "2", "--steps", "10"),
-    fig6_repeats=1,
+    fig6_xla_flags=("--xla_gpu_autotune_level=0",),
     seeds=(1, 8),
     point_budget=30.0,
     levels={"L0": {"num_steps": 4, "every": 2, "T": 8, "batch_size": 4}, "L1": {"t1": 5.0, "num_saves": 3}},
@@ -189,58 +193,143 @@ def _median(values: Sequence[float]) -> float:
 
 
 def section_fig6(sizes: Sizes, budget: float) -> dict:
-    """The whole Fig. 6 sweep end to end, attnflow against the PyTorch loop on the same device."""
+    """The whole Fig. 6 sweep end to end, attnflow against the PyTorch loop on the same device, then
+    attnflow again under each of `sizes.fig6_xla_flags` while time is left. Each attnflow
+    process logs its compilations (`JAX_LOG_COMPILES=1`), so its time splits into compiling and the
+    rest; the torch loop runs one vocabulary at a time, and the numbers so far are kept after each
+    step (a section stopped at its limit keeps them)."""
+    import numpy as np
+
     e2e = _load("scan_snap/fig6_end_to_end")
     args = e2e.parse_args(list(sizes.fig6_argv))
+    start = time.perf_counter()
+    seeds = tuple(range(1, args.seeds + 1))
     runs = len(args.num_last) * len(e2e.ETA_Z) * len(e2e.RATIOS) * args.seeds
     sweep = {"runs": runs, "steps": args.steps, "num_last": list(args.num_last), "seeds": args.seeds}
     sweep["attnflow_mode"] = args.attnflow
+
+    def attnflow(flags: str | None = None, timeout: float | None = None):
+        env = {"JAX_LOG_COMPILES": "1"}
+        if flags:
+            env["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {flags}".strip()
+        seconds, out, command, log = e2e.run_attnflow(
+            args.attnflow, args.num_last, args.seeds, args.steps, env=env, timeout=timeout
+        )
+        entropy = np.where(out["completed"], out["entropy"], np.nan)
+        return seconds, float(out["seconds"]), command, compile_times(log), entropy
+
+    seconds, sweep_s, command, compiled, entropy = attnflow()
+    result = {
+        "status": "ok",
+        "sweep": sweep,
+        "attnflow_seconds": [seconds],
+        "attnflow_sweep_seconds": sweep_s,
+        "attnflow_command": command,
+        "attnflow_compile": compiled,
+        "torch_seconds": None,
+        "ratio": None,
+        "tables": [_fig6_table(seconds, sweep_s, compiled, None, None, runs, args.steps)],
+    }
+    checkpoint(result, "timing the PyTorch loop")
     try:
         import torch
     except ImportError:
-        seconds, result, command = e2e.run_attnflow(args.attnflow, args.num_last, args.seeds, args.steps)
-        return {
-            "status": "partial",
-            "reason": "torch is not installed: the attnflow side alone, no ratio",
-            "sweep": sweep,
-            "attnflow_seconds": [seconds],
-            "attnflow_sweep_seconds": float(result["seconds"]),
-            "attnflow_command": command,
-            "torch_seconds": None,
-            "ratio": None,
-            "tables": [_fig6_table(seconds, float(result["seconds"]), None, None, runs, args.steps)],
+        torch = None
+        result |= {"status": "partial", "reason": "torch is not installed: the attnflow side alone, no ratio"}
+    if torch is not None:
+        fig6_torch = e2e._load_torch_side()
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        if device == "cuda":  # CUDA's context and libraries, outside the timing (as the import)
+            fig6_torch.train_run(
+                fig6_torch.syn_medium(args.num_last[0], device=device),
+                e2e.ETA_Z[0],
+                e2e.RATIOS[0],
+                1,
+                steps=1,
+            )
+        torch_entropy, per_vocabulary = [], []
+        for num_last in args.num_last:
+            values, vocabulary_s = fig6_torch.run_sweep(
+                (num_last,), e2e.ETA_Z, e2e.RATIOS, seeds, steps=args.steps,
+                batch_size=e2e.BATCH_SIZE, T=e2e.T, device=device,
+            )  # fmt: skip
+            torch_entropy.append(values[0])
+            per_vocabulary.append(float(vocabulary_s[0]))
+            result["torch_seconds_per_vocabulary"] = per_vocabulary
+            checkpoint(
+                result,
+                f"timing the PyTorch loop ({len(per_vocabulary)} of {len(args.num_last)} vocabularies done)",
+            )
+        torch_s = sum(per_vocabulary)
+        torch_info = {"version": torch.__version__, "cuda": torch.version.cuda, "device": device}
+        if device == "cuda":
+            torch_info["device_name"] = torch.cuda.get_device_name(0)
+            torch_info["peak_bytes_allocated"] = int(torch.cuda.max_memory_allocated())
+        means = {
+            "attnflow": np.nanmean(entropy, axis=-1),
+            "torch": np.nanmean(np.stack(torch_entropy), axis=-1),
         }
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    argv = [*sizes.fig6_argv, "--repeats", str(sizes.fig6_repeats), "--torch-device", device]
-    out = e2e.main(argv)
-    torch_info = {"version": torch.__version__, "cuda": torch.version.cuda, "device": device}
-    if device == "cuda":
-        torch_info["device_name"] = torch.cuda.get_device_name(0)
-        torch_info["peak_bytes_allocated"] = int(torch.cuda.max_memory_allocated())
-    attnflow_s, torch_s = out["attnflow_stats"]["median"], out["torch_stats"]["median"]
+        verdicts = {
+            side: e2e.evaluate_claims(mean, args.num_last, e2e.ETA_Z, e2e.RATIOS)
+            for side, mean in means.items()
+        }
+        result |= {
+            "torch_seconds": [torch_s],
+            "torch": torch_info,
+            "ratio": torch_s / seconds,
+            "max_mean_entropy_diff": float(np.nanmax(np.abs(means["attnflow"] - means["torch"]))),
+            "claims": {claim: {side: verdicts[side][claim][0] for side in verdicts} for claim in e2e.CLAIMS},
+            "tables": [_fig6_table(seconds, sweep_s, compiled, torch_s, device, runs, args.steps)],
+        }
+    variants = []
+    for flags in sizes.fig6_xla_flags:
+        left = budget - (time.perf_counter() - start)
+        if left < sizes.min_section:
+            result.setdefault("notes", []).append(f"XLA flags {flags!r} not timed ({left:.0f} s left)")
+            continue
+        checkpoint(result, f"timing attnflow with XLA flags {flags!r}")
+        row = {"xla_flags": flags}
+        try:
+            seconds_v, sweep_v, _, compiled_v, entropy_v = attnflow(flags, timeout=left)
+        except subprocess.TimeoutExpired:
+            row |= {"seconds": None, "reason": f"not done in the {left:.0f} s left"}
+        else:
+            row |= {
+                "seconds": seconds_v,
+                "sweep_seconds": sweep_v,
+                "compile": compiled_v,
+                "max_abs_entropy_change": float(np.nanmax(np.abs(entropy_v - entropy))),
+                "same_completed": bool(np.array_equal(np.isnan(entropy_v), np.isnan(entropy))),
+            }
+        variants.append(row)
+        result["xla_variants"] = variants
+    if variants:
+        result["tables"].append(_variants_table(seconds, compiled, variants, result["torch_seconds"]))
+    return result
+
+
+COMPILE_LINE = re.compile(r"Finished XLA compilation of (\S+) in ([0-9.eE+-]+) sec")
+
+
+def compile_times(log: str) -> dict:
+    """The XLA compilations that a process with `JAX_LOG_COMPILES=1` wrote to `log`: how many, their
+    seconds in all, and the longest (its name and seconds)."""
+    found = [(name, float(seconds)) for name, seconds in COMPILE_LINE.findall(log)]
+    name, longest = max(found, key=lambda item: item[1], default=(None, 0.0))
     return {
-        "status": "ok",
-        "sweep": sweep,
-        "argv": argv,
-        "attnflow_seconds": out["attnflow_seconds"],
-        "attnflow_sweep_seconds": float(out["attnflow_sweep_seconds"]),
-        "attnflow_command": out["attnflow_command"],
-        "torch_seconds": out["torch_seconds"],
-        "torch_seconds_per_vocabulary": [float(s) for s in out["torch_seconds_per_vocabulary"]],
-        "torch": torch_info,
-        "ratio": out["ratio"],
-        "max_mean_entropy_diff": out["max_mean_diff"],
-        "claims": out["claims"],
-        "tables": [
-            _fig6_table(attnflow_s, float(out["attnflow_sweep_seconds"]), torch_s, device, runs, args.steps)
-        ],
+        "programs": len(found),
+        "seconds": sum(seconds for _, seconds in found),
+        "longest": name,
+        "longest_seconds": longest,
+        "each_over_1s": [round(seconds, 2) for _, seconds in found if seconds > 1.0],
     }
 
 
-def _fig6_table(attnflow_s, sweep_s, torch_s, device, runs, steps) -> dict:
+def _fig6_table(attnflow_s, sweep_s, compiled, torch_s, device, runs, steps) -> dict:
     rows = [
         ["attnflow (fresh process, compile included)", attnflow_s, runs * steps / attnflow_s, None],
         ["  of which run_sweep (compile included)", sweep_s, runs * steps / sweep_s, None],
+        [f"  of which XLA compilation ({compiled['programs']} programs)", compiled["seconds"], None, None],
     ]
     if torch_s is not None:
         rows.append(
@@ -248,7 +337,41 @@ def _fig6_table(attnflow_s, sweep_s, torch_s, device, runs, steps) -> dict:
         )
     return {
         "title": f"Fig. 6 sweep end to end: {runs} runs x {steps} steps",
-        "columns": ["side", "wall s (median)", "seed-steps/s", "torch / attnflow"],
+        "columns": ["side", "wall s", "seed-steps/s", "torch / attnflow"],
+        "rows": rows,
+    }
+
+
+def _variants_table(attnflow_s, compiled, variants, torch_seconds) -> dict:
+    torch_s = torch_seconds[0] if torch_seconds else None
+    rows = [
+        [
+            "(none)",
+            attnflow_s,
+            compiled["seconds"],
+            compiled["longest_seconds"],
+            0.0,
+            torch_s and torch_s / attnflow_s,
+        ]
+    ]
+    for row in variants:
+        if row["seconds"] is None:
+            rows.append([row["xla_flags"], None, None, None, None, None])
+            continue
+        rows.append([
+            row["xla_flags"], row["seconds"], row["compile"]["seconds"], row["compile"]["longest_seconds"],
+            row["max_abs_entropy_change"], torch_s and torch_s / row["seconds"],
+        ])  # fmt: skip
+    return {
+        "title": "attnflow's Fig. 6 process under other XLA flags (fresh process, no compile cache)",
+        "columns": [
+            "XLA flags",
+            "wall s",
+            "compile s",
+            "longest compile s",
+            "max |entropy change|",
+            "torch / attnflow",
+        ],
         "rows": rows,
     }
 

@@ -98,6 +98,10 @@ def test_gpu_bench_toy_all_sections(tmp_path):
     fig6 = sections["fig6"]
     assert fig6["status"] in ("ok", "partial")
     assert fig6["attnflow_seconds"][0] > 0 and fig6["sweep"]["runs"] == 32
+    assert fig6["attnflow_compile"]["programs"] > 0
+    assert 0 < fig6["attnflow_compile"]["seconds"] < fig6["attnflow_seconds"][0]
+    (variant,) = fig6["xla_variants"]  # a GPU flag: on the CPU the same numbers, bit for bit
+    assert variant["seconds"] > 0 and variant["max_abs_entropy_change"] == 0 and variant["same_completed"]
     if fig6["status"] == "ok":
         assert fig6["ratio"] > 0 and fig6["torch_seconds"][0] > 0
     else:
@@ -117,6 +121,24 @@ def test_gpu_bench_toy_all_sections(tmp_path):
     text = (tmp_path / "gpu.md").read_text()
     for name in sections:
         assert f"## {name}: " in text
+
+
+def test_compile_times(gpu):
+    """The compilations read from a `JAX_LOG_COMPILES=1` log, other lines ignored."""
+    log = "\n".join([
+        "Finished tracing + transforming f for pjit in 0.01 sec",
+        "Finished XLA compilation of jit(stage) in 0.049 sec",
+        "W1127 slow_operation_alarm.cc:140] The operation took 2m15s",
+        "Finished XLA compilation of jit(_batched) in 137.5 sec",
+        "Finished XLA compilation of jit(_batched) in 2.5e0 sec",
+    ])  # fmt: skip
+    found = gpu.compile_times(log)
+    assert found["programs"] == 3 and found["seconds"] == pytest.approx(0.049 + 137.5 + 2.5)
+    assert found["longest"] == "jit(_batched)" and found["longest_seconds"] == 137.5
+    assert found["each_over_1s"] == [137.5, 2.5]
+    assert gpu.compile_times("no compilation") == {
+        "programs": 0, "seconds": 0, "longest": None, "longest_seconds": 0.0, "each_over_1s": []
+    }  # fmt: skip
 
 
 def test_lockstep_waste(gpu):

@@ -39,7 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -140,26 +140,38 @@ def read_attnflow_output(mode: str, out_dir: Path) -> dict[str, np.ndarray]:
 
 
 def run_attnflow(
-    mode: str, num_lasts: Sequence[int], seeds: int, steps: int
-) -> tuple[float, dict, list[str]]:
+    mode: str,
+    num_lasts: Sequence[int],
+    seeds: int,
+    steps: int,
+    *,
+    env: Mapping[str, str] | None = None,
+    timeout: float | None = None,
+) -> tuple[float, dict, list[str], str]:
     """Run the attnflow side once in a fresh process and a fresh output folder.
 
-    **Returns:** `(wall seconds of the process, its results, its command line)`.
+    **Arguments:** the side's `mode` and sweep (as [`attnflow_command`][]); `env`: variables set
+    for that process on top of this one's (`JAX_LOG_COMPILES`, `XLA_FLAGS`, ...); `timeout`:
+    seconds after which the process is killed (`subprocess.TimeoutExpired`).
+
+    **Returns:** `(wall seconds of the process, its results, its command line, its stderr)`.
     """
-    env = dict(os.environ)
-    env.setdefault("MPLBACKEND", "Agg")
+    full_env = dict(os.environ) | dict(env or {})
+    full_env.setdefault("MPLBACKEND", "Agg")
     with tempfile.TemporaryDirectory(prefix="fig6_end_to_end_") as tmp:
         out_dir = Path(tmp)
         command = attnflow_command(mode, out_dir, num_lasts, seeds, steps)
         start = time.perf_counter()
-        done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+        done = subprocess.run(
+            command, cwd=ROOT, env=full_env, capture_output=True, text=True, timeout=timeout
+        )
         seconds = time.perf_counter() - start
         if done.returncode != 0:
             raise RuntimeError(
                 f"attnflow side failed (exit {done.returncode}): {' '.join(command)}\n{done.stderr[-3000:]}"
             )
         result = read_attnflow_output(mode, out_dir)
-    return seconds, result, command
+    return seconds, result, command, done.stderr
 
 
 def attnflow_worker(argv: Sequence[str]) -> None:
@@ -308,7 +320,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         order = ("attnflow", "torch") if repeat % 2 == 0 else ("torch", "attnflow")
         for side in order:
             if side == "attnflow":
-                seconds, results["attnflow"], _ = run_attnflow(
+                seconds, results["attnflow"], _, _ = run_attnflow(
                     args.attnflow, num_lasts, args.seeds, args.steps
                 )
             else:
