@@ -60,7 +60,7 @@ CLAIMS = {
 }
 
 
-def _load_torch_side():
+def load_torch_side():
     """`bench/scan_snap/fig6_torch.py` as a module (imports torch)."""
     spec = importlib.util.spec_from_file_location("bench_fig6_torch", BENCH / "fig6_torch.py")
     module = importlib.util.module_from_spec(spec)
@@ -293,7 +293,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     included, last repeat), `torch_seconds_per_vocabulary` (last repeat), `torch_device`.
     """
     args = parse_args(argv)
-    fig6_torch = _load_torch_side()  # imports torch: outside every timing
+    fig6_torch = load_torch_side()  # imports torch: outside every timing
     import torch
 
     num_lasts, seeds = tuple(args.num_last), tuple(range(1, args.seeds + 1))
