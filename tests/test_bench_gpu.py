@@ -100,6 +100,7 @@ def test_gpu_bench_toy_all_sections(tmp_path):
     assert fig6["attnflow_seconds"][0] > 0 and fig6["sweep"]["runs"] == 32
     assert fig6["attnflow_compile"]["programs"] > 0
     assert 0 < fig6["attnflow_compile"]["seconds"] < fig6["attnflow_seconds"][0]
+    assert fig6["attnflow_warm_seconds"] > 0 and fig6["attnflow_warm_same_entropy"]  # on the cache: the same
     (variant,) = fig6["xla_variants"]  # a GPU flag: on the CPU the same numbers, bit for bit
     assert variant["seconds"] > 0 and variant["max_abs_entropy_change"] == 0 and variant["same_completed"]
     if fig6["status"] == "ok":

@@ -83,13 +83,22 @@ def is_paper_sweep(num_lasts: Sequence[int], seeds: int, steps: int) -> bool:
     return tuple(num_lasts) == NUM_LAST and seeds == len(PAPER.seeds) and steps == PAPER.level.num_steps
 
 
-def attnflow_command(mode: str, out_dir: Path, num_lasts: Sequence[int], seeds: int, steps: int) -> list[str]:
+def attnflow_command(
+    mode: str,
+    out_dir: Path,
+    num_lasts: Sequence[int],
+    seeds: int,
+    steps: int,
+    cache_dir: Path | None = None,
+) -> list[str]:
     """The command line of the attnflow side: the figure command (`mode` "figure") or this
-    script's worker (`mode` "sweep"), writing into `out_dir`."""
+    script's worker (`mode` "sweep"), writing into `out_dir`; with no compilation cache, or with
+    JAX's persistent one in `cache_dir` (the figure command finds it in `ATTNFLOW_CACHE_DIR`, which
+    [`run_attnflow`][] sets)."""
     if mode == "figure":
         return [
             *_attnflow_executable(),
-            "--no-compile-cache",
+            *(["--no-compile-cache"] if cache_dir is None else []),
             "figures",
             FIGURE,
             "--full",
@@ -107,6 +116,7 @@ def attnflow_command(mode: str, out_dir: Path, num_lasts: Sequence[int], seeds: 
         str(seeds),
         "--steps",
         str(steps),
+        *(["--cache-dir", str(cache_dir)] if cache_dir is not None else []),
     ]
 
 
@@ -145,22 +155,26 @@ def run_attnflow(
     seeds: int,
     steps: int,
     *,
+    cache_dir: Path | None = None,
     env: Mapping[str, str] | None = None,
     timeout: float | None = None,
 ) -> tuple[float, dict, list[str], str]:
     """Run the attnflow side once in a fresh process and a fresh output folder.
 
-    **Arguments:** the side's `mode` and sweep (as [`attnflow_command`][]); `env`: variables set
-    for that process on top of this one's (`JAX_LOG_COMPILES`, `XLA_FLAGS`, ...); `timeout`:
-    seconds after which the process is killed (`subprocess.TimeoutExpired`).
+    **Arguments:** the side's `mode` and sweep (as [`attnflow_command`][]); `cache_dir`: the
+    folder of JAX's persistent compilation cache (`None`: no cache); `env`: variables set for that
+    process on top of this one's (`JAX_LOG_COMPILES`, `XLA_FLAGS`, ...); `timeout`: seconds after
+    which the process is killed (`subprocess.TimeoutExpired`).
 
     **Returns:** `(wall seconds of the process, its results, its command line, its stderr)`.
     """
     full_env = dict(os.environ) | dict(env or {})
     full_env.setdefault("MPLBACKEND", "Agg")
+    if cache_dir is not None:
+        full_env["ATTNFLOW_CACHE_DIR"] = str(cache_dir)
     with tempfile.TemporaryDirectory(prefix="fig6_end_to_end_") as tmp:
         out_dir = Path(tmp)
-        command = attnflow_command(mode, out_dir, num_lasts, seeds, steps)
+        command = attnflow_command(mode, out_dir, num_lasts, seeds, steps, cache_dir)
         start = time.perf_counter()
         done = subprocess.run(
             command, cwd=ROOT, env=full_env, capture_output=True, text=True, timeout=timeout
@@ -176,18 +190,25 @@ def run_attnflow(
 
 def attnflow_worker(argv: Sequence[str]) -> None:
     """Worker mode (`--attnflow-worker OUT.npz ...`): the attnflow sweep through
-    `figures._scan_snap_sweep.run_sweep` with the persistent compile cache off; writes `entropy`,
-    `completed` and `seconds` to OUT.npz."""
+    `figures._scan_snap_sweep.run_sweep` with the persistent compilation cache off, or in
+    `--cache-dir` as the command line keeps it; writes `entropy`, `completed` and `seconds` to
+    OUT.npz."""
     parser = argparse.ArgumentParser(prog="fig6_end_to_end.py --attnflow-worker")
     parser.add_argument("out", type=Path)
     parser.add_argument("--num-last", type=int, nargs="+", required=True)
     parser.add_argument("--seeds", type=int, required=True)
     parser.add_argument("--steps", type=int, required=True)
+    parser.add_argument("--cache-dir", type=Path)
     args = parser.parse_args(argv)
 
     import jax
 
-    jax.config.update("jax_enable_compilation_cache", False)
+    if args.cache_dir is None:
+        jax.config.update("jax_enable_compilation_cache", False)
+    else:
+        from attnflow import _runtime
+
+        _runtime.use_compile_cache(args.cache_dir)
     config = dataclasses.replace(
         PAPER,
         num_lasts=tuple(args.num_last),
