@@ -72,10 +72,10 @@ def syn_medium(num_last: int, dtype: torch.dtype = torch.float32, device: str = 
     numpy), as torch tensors on `device`."""
     classes = Dataset2.syn_medium(num_last).build()
     return Classes(
-        probs=torch.from_numpy(classes.probs).to(dtype=dtype, device=device),
-        query=torch.from_numpy(classes.query).to(device),
-        next_token=torch.from_numpy(classes.next_token).to(device),
-        dt_mask=torch.from_numpy(classes.distinct_mask()).to(device),
+        probs=torch.tensor(classes.probs, dtype=dtype, device=device),  # copies: the arrays are read-only
+        query=torch.tensor(classes.query, device=device),
+        next_token=torch.tensor(classes.next_token, device=device),
+        dt_mask=torch.tensor(classes.distinct_mask(), device=device),
     )
 
 
