@@ -282,10 +282,7 @@ def section_fig6(sizes: Sizes, budget: float) -> dict:
         if device == "cuda":
             torch_info["device_name"] = torch.cuda.get_device_name(0)
             torch_info["peak_bytes_allocated"] = int(torch.cuda.max_memory_allocated())
-        means = {
-            "attnflow": np.nanmean(entropy, axis=-1),
-            "torch": np.nanmean(np.stack(torch_entropy), axis=-1),
-        }
+        means = {"attnflow": e2e.cell_means(entropy), "torch": e2e.cell_means(np.stack(torch_entropy))}
         verdicts = {
             side: e2e.evaluate_claims(mean, args.num_last, e2e.ETA_Z, e2e.RATIOS)
             for side, mean in means.items()

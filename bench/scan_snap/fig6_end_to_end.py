@@ -220,6 +220,12 @@ def attnflow_worker(argv: Sequence[str]) -> None:
     np.savez(args.out, entropy=result.entropy, completed=result.completed, seconds=result.seconds)
 
 
+def cell_means(entropy: np.ndarray) -> np.ndarray:
+    """The mean entropy over seeds (the last axis) of each (vocabulary, η_Z, ratio) cell, the runs
+    whose entropy is not finite (diverged) left out."""
+    return np.nanmean(np.where(np.isfinite(entropy), entropy, np.nan), axis=-1)
+
+
 def evaluate_claims(
     mean: np.ndarray, num_lasts: Sequence[int], eta_zs: Sequence[float], ratios: Sequence[float]
 ):
@@ -379,7 +385,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     torch_entropy = np.where(np.isfinite(results["torch"]["entropy"]), results["torch"]["entropy"], np.nan)
     means, variances = {}, {}
     for side, entropy in [("attnflow", attnflow_entropy), ("torch", torch_entropy)]:
-        means[side] = np.nanmean(entropy, axis=-1)
+        means[side] = cell_means(entropy)
         counts = np.sum(np.isfinite(entropy), axis=-1)
         if entropy.shape[-1] > 1:
             variances[side] = np.nanstd(entropy, axis=-1, ddof=1) ** 2 / counts  # of the mean
