@@ -130,7 +130,11 @@ FULL = Sizes(
     budget=460.0,
     caps={"fig6": 400, "scaling_L0": 100, "scaling_L1": 100, "lockstep": 110, "sts_step": 60, "verify": 420},
     fig6_argv=(),
-    fig6_xla_flags=("--xla_gpu_autotune_level=0", "--xla_gpu_enable_triton_gemm=false"),
+    fig6_xla_flags=(
+        "--xla_gpu_experimental_enable_fusion_autotuner=false",
+        "--xla_gpu_autotune_level=0",
+        "--xla_gpu_enable_triton_gemm=false",
+    ),
     seeds=(1, 64, 1024, 16384, 65536),
     point_budget=30.0,
     levels={"L0": {}, "L1": {"init": "uniform"}},
@@ -153,7 +157,7 @@ TOY = Sizes(
     budget=300.0,
     caps=dict.fromkeys(SECTIONS, 90),
     fig6_argv=("--num-last", "1", "--seeds", "2", "--steps", "10"),
-    fig6_xla_flags=("--xla_gpu_autotune_level=0",),
+    fig6_xla_flags=("--xla_gpu_experimental_enable_fusion_autotuner=false",),
     seeds=(1, 8),
     point_budget=30.0,
     levels={"L0": {"num_steps": 4, "every": 2, "T": 8, "batch_size": 4}, "L1": {"t1": 5.0, "num_saves": 3}},
@@ -308,6 +312,8 @@ def section_fig6(sizes: Sizes, budget: float) -> dict:
             seconds_v, sweep_v, _, compiled_v, entropy_v = attnflow(flags, timeout=left)
         except subprocess.TimeoutExpired:
             row |= {"seconds": None, "reason": f"not done in the {left:.0f} s left"}
+        except RuntimeError as error:  # a flag this XLA does not know stops the process at its start
+            row |= {"seconds": None, "reason": str(error).strip().splitlines()[-1]}
         else:
             row |= {
                 "seconds": seconds_v,
@@ -897,6 +903,18 @@ def _kill_group(process: subprocess.Popen) -> None:
     process.wait()
 
 
+def _changed_sizes_argv(sizes: Sizes) -> list[str]:
+    """The options that make a worker's sizes `sizes`: those of the command line that changed them
+    from `FULL` or `TOY`."""
+    base = TOY if sizes.name == "toy" else FULL
+    argv = []
+    if sizes.verify_paper != base.verify_paper:
+        argv += ["--verify-paper", sizes.verify_paper]
+    if sizes.fig6_xla_flags != base.fig6_xla_flags:
+        argv += [f"--fig6-xla-flags={flags}" for flags in sizes.fig6_xla_flags]
+    return argv
+
+
 def run_worker(name: str, sizes: Sizes, budget: float, grace: float = 20.0) -> dict:
     """Section `name` in a fresh worker process, killed (with what it started) at `budget` + `grace`
     seconds: its result, or why there is none."""
@@ -911,6 +929,7 @@ def run_worker(name: str, sizes: Sizes, budget: float, grace: float = 20.0) -> d
             str(result_path),
         ]
         command += ["--budget", f"{budget:.1f}"] + (["--toy"] if sizes.name == "toy" else [])
+        command += _changed_sizes_argv(sizes)
         start = time.perf_counter()
         process = subprocess.Popen(command, cwd=ROOT, start_new_session=True)
         timed_out = False
@@ -1064,6 +1083,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--verify-paper", help="the paper whose full checks the verify section runs")
     parser.add_argument("--commit", help="the commit to record (default: git's, where it is a checkout)")
     parser.add_argument(
+        "--fig6-xla-flags",
+        action="append",
+        metavar="FLAGS",
+        help="XLA flags the fig6 section times attnflow's first run under, once per use of this option "
+        "(with '=': --fig6-xla-flags='--xla_a=0 --xla_b=1'; default: the fusion autotuner off, then GEMM "
+        "autotuning off, then cuBLAS for every product)",
+    )
+    parser.add_argument(
         "--in-process", action="store_true", help="run the sections in this process (no time limits enforced)"
     )
     parser.add_argument("--worker", choices=SECTIONS, help=argparse.SUPPRESS)
@@ -1087,6 +1114,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
         sizes = dataclasses.replace(sizes, verify_paper=args.verify_paper, verify_checks=None)
     if args.budget:
         sizes = dataclasses.replace(sizes, budget=args.budget)
+    if args.fig6_xla_flags:
+        sizes = dataclasses.replace(sizes, fig6_xla_flags=tuple(args.fig6_xla_flags))
     from attnflow._runtime import use_backend_optimization
 
     use_backend_optimization()  # the command line's XLA level, before JAX first computes (the workers too)

@@ -3,6 +3,7 @@ each with numbers or the reason it has none, and a markdown table; its pieces (t
 where throughput saturates, the verify section's reading of `attnflow verify`, the time limits)
 on made-up inputs. The whole toy run, every section, under `-m slow`."""
 
+import dataclasses
 import json
 import math
 import subprocess
@@ -21,8 +22,8 @@ def gpu():
     return load_file("bench/gpu.py")
 
 
-def _run_toy(out, *sections: str) -> dict:
-    command = [sys.executable, str(GPU), "--toy", "--out", str(out)]
+def _run_toy(out, *sections: str, options: tuple[str, ...] = ()) -> dict:
+    command = [sys.executable, str(GPU), "--toy", "--out", str(out), *options]
     if sections:
         command += ["--sections", *sections]
     done = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=REPOSITORY)
@@ -84,8 +85,10 @@ def test_gpu_bench_toy_quick(tmp_path, gpu):
 
 @pytest.mark.slow
 def test_gpu_bench_toy_all_sections(tmp_path):
-    """`bench/gpu.py --toy`: every section, each with numbers or a recorded reason."""
-    report = _run_toy(tmp_path)
+    """`bench/gpu.py --toy`: every section, each with numbers or a recorded reason; of the fig6
+    section's XLA flags, one this XLA does not know is recorded with XLA's own words."""
+    flags = ("--xla_gpu_experimental_enable_fusion_autotuner=false", "--xla_no_such_flag=1")
+    report = _run_toy(tmp_path, options=tuple(f"--fig6-xla-flags={f}" for f in flags))
     _check_meta(report)
     sections = report["sections"]
     assert list(sections) == ["fig6", "scaling_L0", "scaling_L1", "lockstep", "sts_step", "verify"]
@@ -101,8 +104,10 @@ def test_gpu_bench_toy_all_sections(tmp_path):
     assert fig6["attnflow_compile"]["programs"] > 0
     assert 0 < fig6["attnflow_compile"]["seconds"] < fig6["attnflow_seconds"][0]
     assert fig6["attnflow_warm_seconds"] > 0 and fig6["attnflow_warm_same_entropy"]  # on the cache: the same
-    (variant,) = fig6["xla_variants"]  # a GPU flag: on the CPU the same numbers, bit for bit
+    variant, unknown = fig6["xla_variants"]
+    assert variant["xla_flags"] == flags[0]  # a GPU flag: on the CPU the same numbers, bit for bit
     assert variant["seconds"] > 0 and variant["max_abs_entropy_change"] == 0 and variant["same_completed"]
+    assert unknown["seconds"] is None and f"Unknown flag in XLA_FLAGS: {flags[1]}" in unknown["reason"]
     if fig6["status"] == "ok":
         assert fig6["ratio"] > 0 and fig6["torch_seconds"][0] > 0
     else:
@@ -122,6 +127,17 @@ def test_gpu_bench_toy_all_sections(tmp_path):
     text = (tmp_path / "gpu.md").read_text()
     for name in sections:
         assert f"## {name}: " in text
+
+
+def test_a_worker_gets_the_sizes_the_command_line_changed(gpu):
+    """A section runs in a worker process: the options that changed the sizes reach it, and it
+    reads them back into the same sizes."""
+    changed = dataclasses.replace(
+        gpu.FULL, verify_paper="scan_snap", fig6_xla_flags=("--xla_a=1 --xla_b=0", "--xla_c=2")
+    )
+    assert gpu._changed_sizes_argv(gpu.FULL) == gpu._changed_sizes_argv(gpu.TOY) == []
+    args = gpu.parse_args(["--out", "x", *gpu._changed_sizes_argv(changed)])
+    assert args.verify_paper == "scan_snap" and tuple(args.fig6_xla_flags) == changed.fig6_xla_flags
 
 
 def test_compile_times(gpu):
