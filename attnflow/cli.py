@@ -1,12 +1,15 @@
 """The `attnflow` command line: it parses and dispatches to the commands (`attnflow._commands`):
-verify, simulate, sweep, check, list, figures, reproduce."""
+verify, simulate, sweep, check, list, figures, reproduce. Each command's `--help` ends with
+examples ([`EXAMPLES`][])."""
 
 import _thread
 import argparse
 import functools
 import os
+import re
 import signal
 import sys
+import textwrap
 import threading
 import time
 import warnings
@@ -83,9 +86,89 @@ def _size(text: str) -> int:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
+DESCRIPTION = (
+    "Simulate how one-layer transformers learn: the tasks and models of five theory papers, exact "
+    "gradient flow and discrete training of many seeds at once, every theorem checked against "
+    "simulation and every figure regenerated."
+)
+
+EXAMPLES = {
+    "attnflow": [
+        "attnflow list",
+        "attnflow verify --paper ntp_partial_order",
+        "attnflow sweep scan_snap --level L1 --grid eta_z=0.5,1,2 --seeds 64 --out runs/l1",
+        "attnflow reproduce --out results",
+    ],
+    "verify": [
+        "attnflow verify",
+        "attnflow verify --paper sparse_token_selection --full --json full.json",
+    ],
+    "simulate": [
+        "attnflow simulate ntp_partial_order --seeds 64 --set num_steps2=5000",
+        "attnflow simulate scan_snap --level L1 --set init=uniform --set t1=50 --out runs",
+    ],
+    "sweep": [
+        "attnflow sweep scan_snap --level L0_outcome --grid task.num_last=1,3,5,10 --grid eta_z=0.5,1,2,3 "
+        "--grid ratio=1,2,5,10 --seed 1 --seeds 10 --out fig6",
+        "attnflow sweep sparse_token_selection --grid t1=1000,10000 --analyse phases,sharpness --out sts",
+        "attnflow sweep examples.custom_model:Retrieval --grid eta_w=0.5,2 --grid tokens=4,8 --out mine",
+        "attnflow sweep scan_snap --level L1 --grid eta_z=0.5,1,2,4 --seeds 4096 --out big --launch 8",
+    ],
+    "check": ["attnflow check fig6/sweep.zarr", "attnflow check fig6/sweep.zarr --repair"],
+    "list": [
+        "attnflow list",
+        "attnflow list contextual_bigram",
+        "attnflow list examples.custom_model:Retrieval",
+    ],
+    "figures": [
+        "attnflow figures --list",
+        "attnflow figures scan_snap_fig6 decision_lists_time_vs_bound --out figs",
+        "attnflow figures --all --full --jobs 2",
+    ],
+    "reproduce": ["attnflow reproduce", "attnflow reproduce --full --out results-full"],
+}
+"""Command -> example command lines, printed at the end of its `--help` (`attnflow`: the whole
+program's). Each is parsed, and the papers, levels and figures it names looked up, by the tests."""
+
+
+def _wrapped(example: str, width: int = 76) -> str:
+    """`example` over lines ending in `\\` where it is longer than `width`, each option with its
+    values on one line."""
+    lines = [""]
+    for part in re.split(r" (?=--)", example):
+        if lines[-1] and len(lines[-1]) + 1 + len(part) > width:
+            lines.append("")
+        lines[-1] = f"{lines[-1]} {part}".strip()
+    return " \\\n      ".join(lines)
+
+
+def _epilog(command: str) -> str:
+    """`examples:` and the examples of `command`."""
+    return "examples:\n" + "\n".join(f"  {_wrapped(example)}" for example in EXAMPLES[command])
+
+
+def _command(sub, name: str, summary: str) -> argparse.ArgumentParser:
+    """The subcommand `name`: `summary` in the command list and atop its `--help`, its examples at
+    the end."""
+    return sub.add_parser(
+        name,
+        help=summary,
+        description=summary[0].upper() + summary[1:] + ".",
+        epilog=_epilog(name),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of `attnflow`."""
-    parser = argparse.ArgumentParser(prog="attnflow", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="attnflow",
+        description=textwrap.fill(DESCRIPTION, 80),
+        epilog=_epilog("attnflow")
+        + "\n\nexit status:\n"
+        + "\n".join(f"  {code}: {meaning}" for code, meaning in EXIT_CODES.items()),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument(
         "--no-compile-cache",
         action="store_true",
@@ -94,20 +177,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
 
-    verify = sub.add_parser("verify", help="check theorems against simulation; exit 1 if any check fails")
+    verify = _command(sub, "verify", "check theorems against simulation; exit 1 if any check fails")
     verify.add_argument("--paper", help="one paper (default: all)")
     _add_full(verify)
     verify.add_argument("--json", default="results/verify.json", help="where to write the report")
     _add_jobs(verify)
     verify.set_defaults(func=_commands.verify)
 
-    simulate = sub.add_parser("simulate", help="run many seeds of one simulation into a zarr store")
+    simulate = _command(sub, "simulate", "run many seeds of one simulation into a zarr store")
     _add_target(simulate)
     simulate.add_argument("--out", default="results", help="output folder")
     _add_store_options(simulate)
     simulate.set_defaults(func=_commands.simulate)
 
-    sweep = sub.add_parser("sweep", help="a grid of settings x seeds into one zarr store, with plots")
+    sweep = _command(sub, "sweep", "a grid of settings x seeds into one zarr store, with plots")
     _add_target(sweep)
     sweep.add_argument(
         "--grid", action="append", default=[], metavar="KEY=V1,V2,...", help="one grid axis (repeatable)"
@@ -143,9 +226,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sweep.set_defaults(func=_commands.sweep)
 
-    checking = sub.add_parser(
+    checking = _command(
+        sub,
         "check",
-        help="check a store's files against their checksums: complete, incomplete, damaged or foreign",
+        "check a store's files against their checksums: complete, incomplete, damaged or foreign",
     )
     checking.add_argument("store", help="a store written by simulate, sweep or dynamics.sweep")
     checking.add_argument(
@@ -153,11 +237,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     checking.set_defaults(func=_commands.check_store)
 
-    listing = sub.add_parser("list", help="papers and levels; with a paper, each level's fields")
+    listing = _command(sub, "list", "papers and levels; with a paper, each level's fields")
     listing.add_argument("target", nargs="?", help="a paper or package.module:ClassName")
     listing.set_defaults(func=_commands.listing)
 
-    figs = sub.add_parser("figures", help="regenerate paper figures (PNG, PDF and the data plotted)")
+    figs = _command(sub, "figures", "regenerate paper figures (PNG, PDF and the data plotted)")
     figs.add_argument("names", nargs="*", help="figure names (see --list)")
     figs.add_argument("--all", action="store_true", help="every figure")
     figs.add_argument("--list", action="store_true", help="list figure names and exit")
@@ -167,7 +251,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_data(figs)
     figs.set_defaults(func=_commands.figures)
 
-    repro = sub.add_parser("reproduce", help="every check and every figure, with an index.html")
+    repro = _command(sub, "reproduce", "every check and every figure, with an index.html")
     repro.add_argument("--out", default="results", help="output folder")
     _add_full(repro)
     repro.add_argument(

@@ -6,6 +6,7 @@ import inspect
 import json
 import os
 import pkgutil
+import shlex
 
 import pytest
 
@@ -49,6 +50,34 @@ def test_a_users_class_sweeps_from_the_command_line(tmp_path, monkeypatch):
     ds = dynamics.load_sweep(tmp_path / "sweep.zarr")
     assert ds["loss"].dims == ("eta_w", "tokens", "seed", "save")
     assert ds.attrs["event_names"] == ["loss_below"]
+
+
+EXAMPLES = [(command, example) for command, examples in cli.EXAMPLES.items() for example in examples]
+
+
+@pytest.mark.parametrize(("command", "example"), EXAMPLES)
+def test_every_example_of_the_help_parses_and_names_what_exists(command, example, monkeypatch):
+    """Each example at the end of a `--help` is a command line that parses, and passes the checks
+    its command makes before any work: its paper, level or class, its settings and grid, its
+    analyses, its figures."""
+    from attnflow.papers import all_figures, paper
+
+    monkeypatch.chdir(__import__("pathlib").Path(__file__).parents[1])  # examples.custom_model
+    program, *argv = shlex.split(example)
+    args = cli.build_parser().parse_args(argv)
+    assert program == "attnflow" and command in ("attnflow", args.command)
+    if args.command in ("simulate", "sweep"):
+        cls, sim = _commands._simulation(args)
+        _commands._check_seeds(args)
+    if args.command == "sweep":
+        assert _commands._parse_grid(cls, args.grid)
+        _commands._analyses(args.analyse, sim)
+    if args.command == "verify" and args.paper:
+        paper(args.paper)
+    if args.command == "list" and args.target:
+        load_simulation(args.target) if ":" in args.target else paper(args.target)
+    if args.command == "figures":
+        assert set(args.names) <= set(all_figures())
 
 
 def test_list_documents_every_level(capsys):
