@@ -908,8 +908,8 @@ def _changed_sizes_argv(sizes: Sizes) -> list[str]:
     from `FULL` or `TOY`."""
     base = TOY if sizes.name == "toy" else FULL
     argv = []
-    if sizes.verify_paper != base.verify_paper:
-        argv += ["--verify-paper", sizes.verify_paper]
+    if (sizes.verify_paper, sizes.verify_checks) != (base.verify_paper, base.verify_checks):
+        argv += ["--verify-paper", sizes.verify_paper]  # every check of that paper
     if sizes.fig6_xla_flags != base.fig6_xla_flags:
         argv += [f"--fig6-xla-flags={flags}" for flags in sizes.fig6_xla_flags]
     return argv

@@ -136,6 +136,8 @@ def test_a_worker_gets_the_sizes_the_command_line_changed(gpu):
         gpu.FULL, verify_paper="scan_snap", fig6_xla_flags=("--xla_a=1 --xla_b=0", "--xla_c=2")
     )
     assert gpu._changed_sizes_argv(gpu.FULL) == gpu._changed_sizes_argv(gpu.TOY) == []
+    every_toy_check = dataclasses.replace(gpu.TOY, verify_checks=None)  # --toy --verify-paper <its paper>
+    assert gpu._changed_sizes_argv(every_toy_check) == ["--verify-paper", gpu.TOY.verify_paper]
     args = gpu.parse_args(["--out", "x", *gpu._changed_sizes_argv(changed)])
     assert args.verify_paper == "scan_snap" and tuple(args.fig6_xla_flags) == changed.fig6_xla_flags
 
