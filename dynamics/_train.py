@@ -180,8 +180,7 @@ def scan_with_saves(
         >>> ts.tolist(), [float(v) for v in values], int(carry[1]), outputs.tolist()
         ([0, 2, 4], [1.0, 0.25, 0.0625], 4, [[0, 1], [2, 3]])
     """
-    _check_period(save, num_steps)
-    every = 1 if save.every is None else save.every
+    every = _save_period(save, num_steps)
     start, fn = save_with_carry(save)
 
     def block(both, first_step):
@@ -196,7 +195,8 @@ def scan_with_saves(
     return carry, jnp.arange(0, num_steps + 1, every), values, outputs
 
 
-def _check_period(save: Save, num_steps: int) -> None:
+def _save_period(save: Save, num_steps: int) -> int:
+    """The steps between two saves of a training `save`, checked against `num_steps`."""
     if save.ts is not None:
         raise ValueError("training saves every few steps, Save(every=...), not at times ts")
     every = 1 if save.every is None else save.every
@@ -204,3 +204,4 @@ def _check_period(save: Save, num_steps: int) -> None:
         raise ValueError(
             f"num_steps must be a positive multiple of every >= 1, got num_steps={num_steps}, every={every}"
         )
+    return every
