@@ -10,8 +10,9 @@ Sections, in this order (`--sections` picks some):
   process (compilation included, each program's compile time logged), first on an empty
   compilation cache, then again on the cache it filled, against the PyTorch per-run loop of
   `bench/scan_snap/fig6_torch.py` on the same device (CUDA when torch sees a GPU), and the ratios;
-  then attnflow's first run again under other XLA flags (the GPU autotuner off, cuBLAS instead of
-  Triton GEMMs) while the section has time, with how far each moves the entropies.
+  then attnflow's first run again under other XLA flags (the fusion autotuner off, kernel
+  autotuning off, cuBLAS instead of Triton GEMMs; or `--fig6-xla-flags`) while the section has
+  time, with how far each moves the entropies.
 - `scaling_L0`, `scaling_L1`: throughput against the number of seeds (1, 64, 1 024, 16 384, 65 536)
   of the Scan and Snap L0 SGD level and the L1 population flow, all seeds in one `run_many` call:
   seed-steps per second in the steady state, the first (compiling) call apart, peak device memory,
