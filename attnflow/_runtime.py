@@ -16,9 +16,10 @@ BACKEND_OPTIMIZATION = "--xla_backend_optimization_level=2"
 instead of 50 s: compiling is faster and the programs run as fast. The numbers agree with level 3
 to rounding. A level given in `XLA_FLAGS` is kept."""
 
-ONE_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
-"""XLA flags that compute on one thread: for worker processes as many as the cores
-(`attnflow reproduce` on 2 cores: 344 s instead of 363 s with XLA's default threads)."""
+ONE_THREAD = "--xla_cpu_multi_thread_eigen=false"
+"""The XLA flag that computes on one thread: for worker processes as many as the cores
+(`attnflow reproduce` on 2 cores: 344 s instead of 363 s with XLA's default threads). Every
+word of `XLA_FLAGS` must be a flag: XLA leaves whatever follows a word without `--` unread."""
 
 
 def enable_float64() -> None:

@@ -7,6 +7,8 @@ import json
 import os
 import pkgutil
 import shlex
+import subprocess
+import sys
 
 import pytest
 
@@ -285,6 +287,19 @@ def test_the_shard_comes_from_the_flag_or_a_slurm_job_array(monkeypatch, tmp_pat
     argv += ["--out", str(tmp_path), "--overwrite"]
     assert cli.main(argv) == 2
     assert "--overwrite in a shard would remove" in capsys.readouterr().err
+
+
+def test_flags_added_after_the_one_thread_flag_are_still_read():
+    """XLA reads every flag of `XLA_FLAGS` after the workers' one-thread flag (a flag it does not
+    know ends the process), so flags a worker or a benchmark adds after it take effect."""
+    flags = f"{_runtime.ONE_THREAD} --xla_no_such_flag=1"
+    done = subprocess.run(
+        [sys.executable, "-c", "import jax; jax.devices()"],
+        env=os.environ | {"XLA_FLAGS": flags},
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode != 0 and "Unknown flag in XLA_FLAGS: --xla_no_such_flag=1" in done.stderr
 
 
 def test_the_compile_cache_is_on_unless_turned_off(monkeypatch, tmp_path):
