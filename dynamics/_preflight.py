@@ -11,7 +11,8 @@ import jax
 import numpy as np
 
 from ._params import settings
-from ._simulation import AbstractSimulation, batched_run, traced_arrays
+from ._run import Run
+from ._simulation import AbstractSimulation, trace_one_run
 
 MAX_SEED = 2**31 - 1
 """The largest integer seed: seeds are 32-bit integers, so a run has the same key with and without
@@ -84,16 +85,11 @@ def check_grid(sim: AbstractSimulation, grid: Mapping[str, Sequence]) -> dict[st
     return axes
 
 
-def trace_run(static: AbstractSimulation, sim: AbstractSimulation, lower: bool = True):
-    """One run of `sim` traced (no computation): `(shapes of its Run, program text)`; the text of
-    the lowered program only with `lower` (else `""`)."""
-    traced = {k: v[0] for k, v in traced_arrays(static, [sim]).items()}
-    run_of = batched_run(static)
-
-    def one_run(traced_values, seed):  # the name the program text (and so its digest) carries
-        return run_of(traced_values, seed)
-
-    traced_run = jax.jit(one_run).trace(traced, np.int64(0))
+def trace_run(static: AbstractSimulation, sim: AbstractSimulation) -> tuple[Run, str]:
+    """One run of `sim`, whose static part is `static`, traced and lowered (no computation):
+    `(shapes of its Run, program text)`. Refuses a run whose events are not the class's
+    `event_names`."""
+    traced_run = trace_one_run(static, sim)
     run = traced_run.out_info
     declared = tuple(type(sim).event_names)
     if run.event_names and tuple(run.event_names) != declared:
@@ -102,7 +98,7 @@ def trace_run(static: AbstractSimulation, sim: AbstractSimulation, lower: bool =
             f"declares event_names = {declared!r}: declare event_names = {tuple(run.event_names)!r}, so "
             "that every store names them"
         )
-    return run, traced_run.lower().as_text() if lower else ""
+    return run, traced_run.lower().as_text()
 
 
 def human_bytes(n: float) -> str:

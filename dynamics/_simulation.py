@@ -275,12 +275,11 @@ def _is_class_level(annotation) -> bool:
     )
 
 
-@functools.lru_cache(maxsize=16)
 def run_shape(sim: AbstractSimulation) -> Run:
-    """The shapes and dtypes of a run of `sim` (`jax.ShapeDtypeStruct` leaves), traced once per
-    simulation and kept: nothing runs. The analyses of a sweep read its final state and its saves
-    by it."""
-    return jax.eval_shape(sim.run, seed_key(0))
+    """The shapes and dtypes of a run of `sim` (`jax.ShapeDtypeStruct` leaves), traced (nothing
+    runs) once per static part and JAX setting, the same trace the checks before a sweep make. The
+    analyses of a sweep read its final state and its saves by it."""
+    return trace_one_run(static_part(sim), sim).out_info
 
 
 def seed_key(seed) -> PRNGKeyArray:
@@ -340,6 +339,25 @@ def batched_run(static: AbstractSimulation) -> Callable:
     """`(traced_values, seed) -> Run` for simulations sharing `static`'s static part, as a PyTree
     callable (`equinox.Partial`): equal static parts reuse [`run_many`][]'s compilations."""
     return eqx.Partial(_run_with_values, static)
+
+
+@functools.lru_cache(maxsize=16)
+def _jitted_one_run(static: AbstractSimulation) -> Callable:
+    """[`batched_run`][] of `static`, jitted once and kept: JAX then traces it once per argument
+    shapes and JAX settings (x64, dtype promotion)."""
+    run_of = batched_run(static)
+
+    def one_run(traced_values, seed):  # the name the program text (and so its digest) carries
+        return run_of(traced_values, seed)
+
+    return jax.jit(one_run)
+
+
+def trace_one_run(static: AbstractSimulation, sim: AbstractSimulation) -> jax.stages.Traced:
+    """One run of `sim`, whose static part is `static`, traced (nothing runs): its output shapes
+    (`.out_info`) and, lowered, its program text. Traced once per static part and JAX setting."""
+    traced = {k: v[0] for k, v in traced_arrays(static, [sim]).items()}
+    return _jitted_one_run(static).trace(traced, np.int64(0))
 
 
 def traced_arrays(sim: AbstractSimulation, sims: list[AbstractSimulation]) -> dict[str, np.ndarray]:

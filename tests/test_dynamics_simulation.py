@@ -177,6 +177,25 @@ def test_equal_static_parts_share_one_compiled_function():
     assert not eqx.tree_equal(batched_run(static_part(a)), other)
 
 
+def test_a_sweep_again_traces_nothing_unless_jax_s_settings_change(monkeypatch):
+    """The checks before a sweep trace one run of each static part once: sweeping it again traces
+    nothing, and turning x64 off traces the float32 program anew instead of reusing the one traced
+    with x64 on."""
+    traces = []
+    run = Decay.run
+    monkeypatch.setattr(Decay, "run", lambda self, key: traces.append(self.dtype) or run(self, key))
+    sim = Decay(rate=1.3, scale=0.7, dtype="float32")
+    first = dynamics.sweep(sim, {"rate": [1.3, 0.4]}, num_seeds=2)
+    assert traces
+    traces.clear()
+    assert dynamics.sweep(sim, {"rate": [1.3, 0.4]}, num_seeds=2).identical(first)
+    assert traces == []
+    with jax.enable_x64(False):
+        single = dynamics.sweep(sim, {"rate": [1.3, 0.4]}, num_seeds=2)
+    assert traces
+    np.testing.assert_array_equal(single["value"].values, first["value"].values)
+
+
 def test_params_and_settings():
     names = [info.name for info in Decay.params()]
     assert names == ["rate", "scale", "num_saves", "floor", "mode", "dtype"]
