@@ -184,7 +184,7 @@ def test_a_sweep_again_traces_nothing_unless_jax_s_settings_change(monkeypatch):
     traces = []
     run = Decay.run
     monkeypatch.setattr(Decay, "run", lambda self, key: traces.append(self.dtype) or run(self, key))
-    sim = Decay(rate=1.3, scale=0.7, dtype="float32")
+    sim = Decay(rate=1.3, scale=0.7, mode="euler", dtype="float32")
     first = dynamics.sweep(sim, {"rate": [1.3, 0.4]}, num_seeds=2)
     assert traces
     traces.clear()
