@@ -315,7 +315,7 @@ def _analyse(ds, sim, analyses: list[str], axes: list[str], out: Path) -> list[P
         if name == "phases":
             found = dynamics.sweep_phases(ds, sim.loss_name)
             counts = np.asarray(found["phases.count"]).ravel()
-            summary = f"{counts.min()} to {counts.max()} plateaus per run"
+            summary = f"{_span(counts.min(), counts.max(), 'd')} plateaus per run"
             drawn = plot_phases(ds, found, axes, sim.loss_name, out / "plots")
         elif name == "critical_point":
             print(
@@ -329,7 +329,7 @@ def _analyse(ds, sim, analyses: list[str], axes: list[str], out: Path) -> list[P
         else:
             found = dynamics.sweep_sharpness(ds, sim)
             top = np.asarray(found["sharpness.max_eigenvalue"])
-            summary = f"top Hessian eigenvalue {np.nanmin(top):.4g} to {np.nanmax(top):.4g}"
+            summary = f"top Hessian eigenvalue {_span(np.nanmin(top), np.nanmax(top), '.4g')}"
             if "sharpness.ratio" in found:
                 summary += (
                     f"; past the edge of stability in {int(np.sum(found['sharpness.ratio'] >= 1))} runs"
@@ -339,6 +339,13 @@ def _analyse(ds, sim, analyses: list[str], axes: list[str], out: Path) -> list[P
         print(f"added {name}.* to {store}: {summary}")
         plots += drawn
     return plots
+
+
+def _span(low, high, spec: str) -> str:
+    """`low to high` formatted by `spec` (`1 to 3`), or the one value where both read the same
+    (`0`, not `0 to 0`)."""
+    low, high = format(low, spec), format(high, spec)
+    return low if low == high else f"{low} to {high}"
 
 
 def _status_summary(found) -> str:

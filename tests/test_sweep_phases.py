@@ -66,7 +66,7 @@ def test_the_command_line_adds_the_phases_to_the_store_and_a_rerun_makes_them_ag
 ):
     monkeypatch.chdir(REPOSITORY)
     assert _sweep(tmp_path, "--grid", "rate=1,10", "--analyse", "phases") == 0
-    assert "plateaus per run" in capsys.readouterr().out
+    assert ": 2 plateaus per run\n" in capsys.readouterr().out  # each run, so one number
     stored = dynamics.load_sweep(tmp_path / "sweep.zarr")
     expected = dynamics.sweep_phases(stored)
     assert stored["phases.count"].values.tolist() == expected["phases.count"].values.tolist()
