@@ -1,7 +1,8 @@
 """Test set-up: float64 everywhere and strict dtype promotion. The process and the processes it
-starts compile at XLA's backend optimisation level 0 (`BACKEND_OPTIMIZATION` below, unless
-`XLA_FLAGS` names one), and the command line, called in-process by a test, must not change what
-later tests and the processes they start compute with.
+starts compute at the command line's XLA backend optimisation level
+(`attnflow._runtime.BACKEND_OPTIMIZATION`, unless `XLA_FLAGS` names one: compiling is most of the
+tests' cost, and faster there than at XLA's default), and the command line, called in-process by a
+test, must not change what later tests and the processes they start compute with.
 
 The tests run in one worker process per core (pytest-xdist), each computing on one thread, and
 share one compilation cache for the session: a program compiled by one worker, one test module or
@@ -16,21 +17,13 @@ import pytest
 
 from attnflow import _runtime
 
-BACKEND_OPTIMIZATION = "--xla_backend_optimization_level=0"
-"""The XLA backend optimisation level of the tests' programs. Compiling is most of the tests' cost:
-on 2 cores the default suite takes 277 s at level 0 against 357 s at the command line's level 2
-(`attnflow._runtime.BACKEND_OPTIMIZATION`), with every test passing at both. The checks'
-numbers are computed at the command line's level by `attnflow reproduce`, which CI runs after the
-tests."""
-
 _MADE_CACHE = "ATTNFLOW_TEST_COMPILE_CACHE" not in os.environ
 if _MADE_CACHE:  # the first process of the session makes it, and removes it at the end
     os.environ["ATTNFLOW_TEST_COMPILE_CACHE"] = tempfile.mkdtemp(prefix="attnflow-tests-jax-")
 os.environ["ATTNFLOW_CACHE_DIR"] = os.environ["ATTNFLOW_TEST_COMPILE_CACHE"]  # command-line subprocesses
 os.environ["JAX_COMPILATION_CACHE_DIR"] = os.environ["ATTNFLOW_TEST_COMPILE_CACHE"]  # other subprocesses
 os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
-if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {BACKEND_OPTIMIZATION}".strip()
+_runtime.use_backend_optimization()  # the command line's level, unless XLA_FLAGS names one
 if os.environ.get("PYTEST_XDIST_WORKER"):  # as many workers as cores: one thread each
     os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_runtime.ONE_THREAD}".strip()
 
