@@ -18,6 +18,8 @@ import theory
 from attnflow import _commands, _runtime, cli
 from attnflow.papers import Paper, load_simulation, papers
 
+from .helpers import REPOSITORY
+
 PAPER = next(iter(papers()))
 """A paper, for what every paper's command line does alike."""
 
@@ -45,7 +47,7 @@ def test_unknown_paper_and_class(capsys):
 
 @pytest.mark.slow
 def test_a_users_class_sweeps_from_the_command_line(tmp_path, monkeypatch):
-    monkeypatch.chdir(__import__("pathlib").Path(__file__).parents[1])
+    monkeypatch.chdir(REPOSITORY)
     argv = ["sweep", "examples.custom_model:Retrieval", "--grid", "eta_w=0.5,2", "--grid", "tokens=3,4"]
     argv += ["--seeds", "2", "--set", "samples=16", "--set", "t1=20", "--out", str(tmp_path)]
     assert cli.main(argv) == 0
@@ -64,7 +66,7 @@ def test_every_example_of_the_help_parses_and_names_what_exists(command, example
     analyses, its figures."""
     from attnflow.papers import all_figures, paper
 
-    monkeypatch.chdir(__import__("pathlib").Path(__file__).parents[1])  # examples.custom_model
+    monkeypatch.chdir(REPOSITORY)  # examples.custom_model
     program, *argv = shlex.split(example)
     args = cli.build_parser().parse_args(argv)
     assert program == "attnflow" and command in ("attnflow", args.command)
