@@ -105,9 +105,11 @@ def run_many(
     """Call `fn` once per run, vectorised: `vmap` in chunks, each chunk sharded over devices.
 
     Every leaf of every argument carries a leading run axis (seeds, grid points, or both,
-    flattened). Runs are split into chunks of at most `chunk_size` so memory stays bounded;
-    each chunk is padded to a multiple of the device count and laid out along a `seeds` mesh
-    axis over all local devices (`jax.sharding`), so 1 run and 4096 runs are the same call.
+    flattened). Runs are split into chunks of at most `chunk_size` so memory stays bounded, as
+    even as their number allows (65 runs in chunks of at most 64: two of 33), the last padded
+    to the others' width so that they share one compilation; each chunk is padded to a multiple
+    of the device count and laid out along a `seeds` mesh axis over all local devices
+    (`jax.sharding`), so 1 run and 4096 runs are the same call.
 
     **Arguments:**
 
@@ -148,6 +150,7 @@ def run_many(
     num_runs = _leading_size(batched_args)
     devices = jax.local_devices() if devices is None else devices
     chunk = num_runs if chunk_size is None else max(1, min(chunk_size, num_runs))
+    chunk = -(-num_runs // -(-num_runs // chunk))  # as even as the number of calls allows
     chunk = -(-chunk // len(devices)) * len(devices)
     sharding = NamedSharding(Mesh(np.asarray(devices), (SEEDS_AXIS,)), PartitionSpec(SEEDS_AXIS))
     pieces = []

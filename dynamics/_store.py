@@ -5,7 +5,9 @@ file checked against its checksum when read.
 Layout (xarray over zarr, format 2): one dimension per grid axis, then `seed` and `save`; every
 variable is chunked as one grid point × `seeds_per_chunk` seeds, so each *cell* (a grid point and
 a block of seeds) is one zarr chunk per variable. Cells are packed into *blocks* (units) of at
-most `chunk_size` runs that share one compiled call; a block's data is written, then its marker
+most `chunk_size` runs that share one compiled call, as even as their number allows, and every
+call of a program is padded to its widest block, so each program compiles once (see
+[`make_plan`][]); a block's data is written, then its marker
 `.attnflow_units_done/<block>` with the checksum of each of its files (see `_integrity`). A rerun
 skips the intact blocks and reruns the missing and damaged ones, so its result is the
 uninterrupted one bit for bit; shard `i` of `n` runs the blocks `u` with `u % n == i`.
@@ -83,6 +85,8 @@ class Plan:
     - `chunk_size`: at most this many runs per compiled call.
     - `units`: per block, its static simulation (the compiled program) and its cells
       `(point index, seed block index)`.
+    - `widths`: per static simulation, the runs of each of its calls (its widest block; a
+      narrower block is padded to it, so the program compiles once).
     - `config`: the JSON record of the sweep (`sim.describe()`, the grid, the seeds).
     - `code`: the fingerprint of the code (see `_fingerprint`).
     """
@@ -93,6 +97,7 @@ class Plan:
     num_seeds: int
     chunk_size: int
     units: list[tuple[AbstractSimulation, list[tuple[int, int]]]]
+    widths: dict[AbstractSimulation, int]
     config: dict
     code: dict
 
@@ -103,8 +108,10 @@ class Plan:
 
     @property
     def seeds_per_chunk(self) -> int:
-        """Seeds in one cell (the last block may hold fewer)."""
-        return min(self.chunk_size, self.num_seeds)
+        """Seeds in one cell (the last may hold fewer): a grid point's seeds in as few cells as
+        `chunk_size` allows, each of as few seeds as that many cells allow (100 seeds in blocks
+        of at most 64: 50 and 50, not 64 and 36)."""
+        return -(-self.num_seeds // -(-self.num_seeds // self.chunk_size))
 
     @property
     def grid_shape(self) -> tuple[int, ...]:
@@ -138,24 +145,43 @@ def make_plan(
     config: dict,
     code: dict,
 ) -> Plan:
-    """Pack each compiled program's cells, in order, into blocks of at most `chunk_size` runs
-    (`statics[i]` is the static part of `sims[i]`: points that share one share a program)."""
-    plan = Plan(sims, axes, seed, num_seeds, chunk_size, [], config, code)
+    """Pack each compiled program's cells, in order, into blocks (`statics[i]` is the static part
+    of `sims[i]`: points that share one share a program): as few blocks as blocks of at most
+    `chunk_size` runs need, each no wider than the narrowest width that needs no more. A
+    program's calls are then padded to one width with little waste: 100 one-seed points in
+    blocks of at most 64 make two blocks of 50, not 64 and 36 (two programs, or 28 padded runs).
+    """
+    plan = Plan(sims, axes, seed, num_seeds, chunk_size, [], {}, config, code)
     groups: dict[AbstractSimulation, list[int]] = {}
     for i, static in enumerate(statics):
         groups.setdefault(static, []).append(i)
     num_blocks = -(-num_seeds // plan.seeds_per_chunk)
     for static, members in groups.items():
-        unit, size = [], 0
-        for cell in ((p, b) for p in members for b in range(num_blocks)):
-            runs = plan.seed_block(cell[1]).stop - plan.seed_block(cell[1]).start
-            if unit and size + runs > chunk_size:
-                plan.units.append((static, unit))
-                unit, size = [], 0
-            unit.append(cell)
-            size += runs
-        plan.units.append((static, unit))
+        cells = [(p, b) for p in members for b in range(num_blocks)]
+        runs = [plan.seed_block(b).stop - plan.seed_block(b).start for _, b in cells]
+        fewest = len(_packed(runs, chunk_size))
+        low, high = max(runs), chunk_size  # packing in order needs no more blocks when wider
+        while low < high:
+            middle = (low + high) // 2
+            low, high = (low, middle) if len(_packed(runs, middle)) == fewest else (middle + 1, high)
+        blocks = _packed(runs, low)
+        plan.units.extend((static, [cells[k] for k in block]) for block in blocks)
+        plan.widths[static] = max(sum(runs[k] for k in block) for block in blocks)
     return plan
+
+
+def _packed(runs: list[int], width: int) -> list[list[int]]:
+    """The indices of `runs` packed in order into blocks of at most `width` runs (a block takes
+    the next item while it fits)."""
+    blocks: list[list[int]] = [[]]
+    size = 0
+    for k, n in enumerate(runs):
+        if blocks[-1] and size + n > width:
+            blocks.append([])
+            size = 0
+        blocks[-1].append(k)
+        size += n
+    return blocks
 
 
 def named_leaves(tree, prefix: str) -> dict[str, object]:
@@ -303,6 +329,13 @@ def _open_or_create(path: Path, plan: Plan, variables_of_a_run: dict, event_name
             + "; ".join(changed)
             + again
         )
+    blocks = [[list(cell) for cell in cells] for _, cells in plan.units]
+    if created["units"] != blocks or stored.get("seeds_per_chunk") != plan.seeds_per_chunk:
+        raise ValueError(
+            f"{path} holds this sweep in other blocks (blocks: {len(created['units'])}, seeds per "
+            f"cell: {stored.get('seeds_per_chunk')}; now {len(blocks)} and {plan.seeds_per_chunk}), "
+            f"as an older attnflow packed them, so it cannot be resumed{again}"
+        )
 
 
 def _create_atomically(path: Path, plan: Plan, variables_of_a_run: dict, event_names, attrs: Mapping) -> None:
@@ -339,7 +372,8 @@ def units_done(path: str | os.PathLike) -> set[int]:
 
 
 def _run_unit(plan: Plan, static, cells, progress: bool) -> Iterator[tuple[int, int, dict]]:
-    """Run one block in one batched call; yield `(point, block, outputs)` per cell."""
+    """Run one block in one batched call of its program's width (a narrower block repeats its
+    last run to fill it); yield `(point, block, outputs)` per cell."""
     seeds, traced = [], []
     all_seeds = plan.seeds
     for point, block in cells:
@@ -349,7 +383,10 @@ def _run_unit(plan: Plan, static, cells, progress: bool) -> Iterator[tuple[int, 
             {k: np.repeat(v, len(positions)) for k, v in traced_arrays(static, [plan.sims[point]]).items()}
         )
     traced = {k: np.concatenate([t[k] for t in traced]) for k in traced[0]} if traced[0] else {}
-    runs, _ = run_many(batched_run(static), traced, np.concatenate(seeds), progress=progress)
+    num_runs = sum(len(positions) for positions in seeds)
+    padded = np.minimum(np.arange(plan.widths[static]), num_runs - 1)
+    traced = {k: v[padded] for k, v in traced.items()}
+    runs, _ = run_many(batched_run(static), traced, np.concatenate(seeds)[padded], progress=progress)
     outputs = variables(runs, batched=True)
     start = 0
     for (point, block), positions in zip(cells, seeds):

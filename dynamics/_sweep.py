@@ -179,8 +179,9 @@ def sweep(
     **Other arguments:**
 
     - `seed`: the first run's integer seed (>= 0).
-    - `chunk_size`: runs per compiled call and per written block (a store resumes only with the
-      chunk size that made it).
+    - `chunk_size`: the most runs per compiled call and per written block: the blocks are as
+      few as that allows and as even as their number allows, and each program compiles once
+      (a store resumes only with the chunk size that made it).
     - `progress`: show progress over the blocks and, on a terminal, inside each flow or scan;
       in a log (stderr not a terminal), one line per block: `blocks: 3/8 done (12.4 s)`.
     - `store`: a directory for the zarr store (created, or resumed when it holds this same sweep);

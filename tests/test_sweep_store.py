@@ -11,11 +11,16 @@ import textwrap
 import time
 from pathlib import Path
 
+import jax
 import numpy as np
 import pytest
 import xarray as xr
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import dynamics
+import dynamics._batch
+from dynamics._store import make_plan
 
 from ._store_sims import SlowDecay
 
@@ -57,8 +62,8 @@ def test_the_store_equals_the_in_memory_sweep(tmp_path):
     stored = dynamics.sweep(SlowDecay(), GRID, num_seeds=6, chunk_size=4, store=tmp_path / "s.zarr")
     xr.testing.assert_identical(stored.load(), memory)
     assert memory["stop"].dtype.kind == "i" and memory["time"].dims == ("rate", "scale", "seed", "save")
-    # per program (scale) and rate: a block of 4 seeds and one of 2 (a block holds one rate's cells
-    # in order, at most chunk_size runs)
+    # per program (scale) and rate: two blocks of 3 seeds (6 seeds need two blocks of at most
+    # chunk_size runs, as even as two can be; a block holds one rate's cells in order)
     assert dynamics.sweep_progress(tmp_path / "s.zarr") == (8, 8)
     # every block's marker says where and how long it ran
     record = json.loads(next((tmp_path / "s.zarr" / ".attnflow_units_done").iterdir()).read_text())
@@ -98,6 +103,90 @@ def test_two_shards_in_two_processes_make_the_one_process_result(tmp_path):
         _, err = process.communicate(timeout=300)
         assert process.returncode == 0, err[-2000:]
     xr.testing.assert_identical(dynamics.load_sweep(store), _in_memory())
+
+
+def _called_widths(monkeypatch) -> list[int]:
+    """The runs of each batched call from now on (the leading size of its arguments)."""
+    widths = []
+    batched = dynamics._batch._batched
+
+    def spy(fn, args, meters):
+        widths.append(len(jax.tree.leaves(args)[0]))
+        return batched(fn, args, meters)
+
+    monkeypatch.setattr(dynamics._batch, "_batched", spy)
+    return widths
+
+
+def test_each_program_of_a_sweep_is_called_at_one_width_and_compiles_once(monkeypatch):
+    """5 seeds in blocks of at most 4 are cells of 3 and 2 seeds, each run in a call of 3 (the
+    cell of 2 repeats its last run), not calls of 4 and 1 that compile the program twice; every
+    number is the point's own, run alone (to rounding: a call's width can change the last bit)."""
+    widths = _called_widths(monkeypatch)
+    ds = dynamics.sweep(SlowDecay(), GRID, num_seeds=5, chunk_size=4)
+    assert widths == [3] * 8  # 2 programs (scale) x 2 rates x 2 cells
+    for rate in GRID["rate"]:
+        for scale in GRID["scale"]:
+            alone = dynamics.simulate(SlowDecay(rate=rate, scale=scale), num_seeds=5)
+            np.testing.assert_allclose(ds["value"].sel(rate=rate, scale=scale), alone["value"], rtol=1e-14)
+
+
+def test_run_many_splits_the_runs_into_chunks_as_even_as_their_number_allows(monkeypatch):
+    widths = _called_widths(monkeypatch)
+    doubled, finite = dynamics.run_many(lambda x: 2.0 * x, np.arange(65.0), chunk_size=64)
+    assert widths == [33, 33] and finite.all()
+    np.testing.assert_array_equal(doubled, 2.0 * np.arange(65.0))
+
+
+def _in_order_count(runs: list[int], width: int) -> int:
+    """How many blocks of at most `width` runs the cells of `runs` fill, taken in order."""
+    count, size = 1, 0
+    for n in runs:
+        count, size = (count + 1, n) if size and size + n > width else (count, size + n)
+    return count
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    programs=st.lists(st.integers(0, 2), min_size=1, max_size=12),
+    num_seeds=st.integers(1, 40),
+    chunk_size=st.integers(1, 70),
+)
+def test_a_plan_s_blocks_are_as_few_as_its_chunk_size_allows_and_its_calls_as_narrow(
+    programs, num_seeds, chunk_size
+):
+    """Every cell once, each program's cells in order; a point's seeds in as few cells as
+    `chunk_size` allows, each of as few seeds as that many cells allow (the last may hold fewer);
+    no more blocks than cells of `chunk_size` seeds (and the rest) filled in order would make;
+    each program's width the runs of its widest block, and one run narrower would need more
+    blocks."""
+    plan = make_plan(programs, {"point": programs}, programs, 0, num_seeds, chunk_size, {}, {})
+    num_cells = -(-num_seeds // plan.seeds_per_chunk)
+    seeds = [plan.seed_block(b).stop - plan.seed_block(b).start for b in range(num_cells)]
+    assert sum(seeds) == num_seeds and num_cells == -(-num_seeds // chunk_size)
+    assert seeds[0] == max(seeds) == -(-num_seeds // num_cells)
+    full, rest = divmod(num_seeds, min(chunk_size, num_seeds))
+    filled = [min(chunk_size, num_seeds)] * full + [rest] * bool(rest)
+    for program in set(programs):
+        blocks = [cells for static, cells in plan.units if static == program]
+        cells = [cell for block in blocks for cell in block]
+        points = [p for p, static in enumerate(programs) if static == program]
+        assert cells == [(p, b) for p in points for b in range(num_cells)]
+        assert max(sum(seeds[b] for _, b in block) for block in blocks) == plan.widths[program] <= chunk_size
+        assert len(blocks) <= _in_order_count(filled * len(points), chunk_size)
+        narrower = _in_order_count([seeds[b] for _, b in cells], plan.widths[program] - 1)
+        assert plan.widths[program] == max(seeds) or narrower > len(blocks)
+
+
+def test_a_store_laid_out_in_other_blocks_is_refused(tmp_path):
+    """A store whose blocks an older attnflow packed otherwise is not resumed into a new layout."""
+    store = tmp_path / "s.zarr"
+    dynamics.sweep(SlowDecay(), {"rate": [1.0, 2.0]}, num_seeds=3, chunk_size=4, store=store)
+    created = json.loads((store / ".attnflow_created").read_text())
+    created["units"] = [[cell for block in created["units"] for cell in block]]  # one block of 6 runs
+    (store / ".attnflow_created").write_text(json.dumps(created))
+    with pytest.raises(ValueError, match=r"in other blocks \(blocks: 1, seeds per cell: 3; now 2 and 3\)"):
+        dynamics.sweep(SlowDecay(), {"rate": [1.0, 2.0]}, num_seeds=3, chunk_size=4, store=store)
 
 
 def test_another_sweep_or_a_foreign_folder_is_refused_before_work(tmp_path):
