@@ -558,17 +558,19 @@ def section_scaling(level: str, sizes: Sizes, budget: float) -> dict:
 
 def lockstep_waste(num_steps, chunk: int) -> dict:
     """The lockstep cost of runs with `num_steps` solver steps each (in the order they are batched)
-    in chunks of `chunk` runs: under `vmap` a chunk steps until its longest run is done, and the
-    last chunk is padded to `chunk` lanes (repeating its last run, as `dynamics.run_many` does).
+    in chunks of at most `chunk` runs, as `dynamics.run_many` makes them: as few as that allows,
+    as even as their number allows, the last padded to the others' width (repeating its last run).
+    Under `vmap` a chunk steps until its longest run is done.
 
-    **Returns:** `executed` (Σ over chunks of `chunk` × the chunk's most steps), `useful` (Σ of the
-    runs' own steps), `waste` = executed / useful, and per chunk its `max` and `mean` steps.
+    **Returns:** `executed` (Σ over chunks of their width × the chunk's most steps), `useful` (Σ of
+    the runs' own steps), `waste` = executed / useful, and per chunk its `max` and `mean` steps.
     """
     import numpy as np
 
     steps = np.asarray(num_steps, dtype=np.int64)
-    pieces = [steps[i : i + chunk] for i in range(0, len(steps), chunk)]
-    executed = sum(chunk * int(piece.max()) for piece in pieces)
+    width = -(-len(steps) // -(-len(steps) // chunk))
+    pieces = [steps[i : i + width] for i in range(0, len(steps), width)]
+    executed = sum(width * int(piece.max()) for piece in pieces)
     useful = int(steps.sum())
     return {
         "executed": executed,

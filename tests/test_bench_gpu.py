@@ -167,6 +167,8 @@ def test_lockstep_waste(gpu):
     assert waste["chunk_max"] == [10, 1] and waste["chunk_mean"] == [5.5, 1.0]
     # the last chunk padded to the chunk's width, as run_many pads it
     assert gpu.lockstep_waste([4, 4, 2], chunk=2)["executed"] == 2 * 4 + 2 * 2
+    # 5 runs in chunks of at most 4: two chunks of 3, [5, 1, 1] and [1, 1] (padded), as run_many
+    assert gpu.lockstep_waste([5, 1, 1, 1, 1], chunk=4)["executed"] == 3 * 5 + 3 * 1
     assert gpu.lockstep_waste(np.full(8, 7), chunk=4)["waste"] == 1.0
 
 
