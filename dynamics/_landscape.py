@@ -2,6 +2,7 @@
 
 from collections.abc import Callable
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
@@ -188,7 +189,7 @@ def critical_point(
         raise ValueError(
             "critical_point works in float64: call jax.config.update('jax_enable_x64', True) first"
         )
-    found, _ = newton_polish(
+    found, _ = _compiled_polish(
         loss, params, max_steps=max_steps, gtol=gtol, eig_tol=eig_tol, max_distance=max_distance
     )
     return found
@@ -313,3 +314,9 @@ def newton_polish(
         status=status,
     )
     return found, eigenvectors
+
+
+_compiled_polish = eqx.filter_jit(newton_polish)
+"""[`newton_polish`][] as one compiled call (`loss` and the settings static): called outside `jit`,
+the steps before and after its loop would each compile an operation of their own (about 200 of
+them, seconds on a CPU)."""

@@ -252,3 +252,23 @@ def test_polish_matches_a_reference_newton_with_a_full_eigen_decomposition_per_s
         )
         np.testing.assert_allclose(np.abs(eigenvectors[:, 0] @ escape), 1.0, rtol=1e-12)
     assert singular_seen
+
+
+def test_critical_point_outside_jit_compiles_as_one_program():
+    """Called outside `jit`, the polish is one compiled call, not an operation at a time (about 200
+    programs, seconds on a CPU, before it was)."""
+    compiled = []
+
+    def listener(event, seconds, **labels):
+        if event == "/jax/core/compile/backend_compile_duration":
+            compiled.append(labels.get("fun_name"))
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        found = dynamics.critical_point(
+            lambda t: t[0] ** 3 / 3 - t[0] + 0.5 * t[1] ** 2 + 0.1 * t[0] * t[1], jnp.array([-1.1, 0.2])
+        )
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+    assert len(compiled) <= 3, compiled
+    assert bool(found.is_converged()) and int(found.index) == 1
