@@ -56,6 +56,13 @@ def hessian_spectrum(
         >>> [round(float(v), 8) for v in eigenvalues], [round(abs(float(v)), 4) for v in eigenvectors[:, 1]]
         ([1.0, 3.0], [0.7071, 0.7071])
     """
+    return _compiled_spectrum(loss, params)
+
+
+@eqx.filter_jit
+def _compiled_spectrum(loss, params):
+    """[`hessian_spectrum`][] as one compiled call (`loss` static): called outside `jit`, each of
+    its operations would compile a program of its own."""
     flat, unravel = ravel_pytree(params)
     return jnp.linalg.eigh(_dense_hessian(lambda f: loss(unravel(f)), flat))
 
