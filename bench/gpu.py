@@ -567,8 +567,10 @@ def lockstep_waste(num_steps, chunk: int) -> dict:
     """
     import numpy as np
 
+    from dynamics._batch import even_width
+
     steps = np.asarray(num_steps, dtype=np.int64)
-    width = -(-len(steps) // -(-len(steps) // chunk))
+    width = even_width(len(steps), chunk)
     pieces = [steps[i : i + width] for i in range(0, len(steps), width)]
     executed = sum(width * int(piece.max()) for piece in pieces)
     useful = int(steps.sum())

@@ -85,6 +85,17 @@ def grid(**axes: Iterable) -> dict[str, np.ndarray]:
     return {name: np.asarray([c[i] for c in combos]) for i, name in enumerate(names)}
 
 
+def even_width(count: int, most: int) -> int:
+    """The width of the fewest parts of at most `most` items that hold `count` items, as even as
+    their number allows (the last may hold fewer): 100 in parts of at most 64 are parts of 50.
+
+        >>> from dynamics._batch import even_width
+        >>> even_width(100, 64), even_width(65, 64), even_width(3, 64)
+        (50, 33, 3)
+    """
+    return -(-count // -(-count // most))
+
+
 def _leading_size(tree: PyTree) -> int:
     sizes = {np.shape(x)[0] for x in jax.tree.leaves(tree)}
     if len(sizes) != 1:
@@ -149,8 +160,7 @@ def run_many(
     """
     num_runs = _leading_size(batched_args)
     devices = jax.local_devices() if devices is None else devices
-    chunk = num_runs if chunk_size is None else max(1, min(chunk_size, num_runs))
-    chunk = -(-num_runs // -(-num_runs // chunk))  # as even as the number of calls allows
+    chunk = num_runs if chunk_size is None else even_width(num_runs, max(1, chunk_size))
     chunk = -(-chunk // len(devices)) * len(devices)
     sharding = NamedSharding(Mesh(np.asarray(devices), (SEEDS_AXIS,)), PartitionSpec(SEEDS_AXIS))
     pieces = []

@@ -35,7 +35,7 @@ import numpy as np
 import xarray as xr
 import zarr
 
-from ._batch import run_many
+from ._batch import even_width, run_many
 from ._files import alive, atomic_write, prepare_folder, remove_stale_temporaries, temporary_path
 from ._fingerprint import code_differences, json_digest
 from ._integrity import (
@@ -111,7 +111,7 @@ class Plan:
         """Seeds in one cell (the last may hold fewer): a grid point's seeds in as few cells as
         `chunk_size` allows, each of as few seeds as that many cells allow (100 seeds in blocks
         of at most 64: 50 and 50, not 64 and 36)."""
-        return -(-self.num_seeds // -(-self.num_seeds // self.chunk_size))
+        return even_width(self.num_seeds, self.chunk_size)
 
     @property
     def grid_shape(self) -> tuple[int, ...]:
@@ -166,7 +166,7 @@ def make_plan(
             low, high = (low, middle) if len(_packed(runs, middle)) == fewest else (middle + 1, high)
         blocks = _packed(runs, low)
         plan.units.extend((static, [cells[k] for k in block]) for block in blocks)
-        plan.widths[static] = max(sum(runs[k] for k in block) for block in blocks)
+        plan.widths[static] = low  # the widest block: a narrower width would pack the same
     return plan
 
 
