@@ -494,6 +494,8 @@ def test_bad_settings_are_refused_naming_the_field(wikitext_dir):
         match=r"TextSGD\.task: Corpus\.source must be .quick. or a WikiText directory: .*does not exist",
     ):
         dynamics.with_settings(base, {"task.source": str(wikitext_dir) + "-missing"})
+    with pytest.raises(ValueError, match=r"TextSGD\.task: .*WikiText directory '~0' does not exist"):
+        dynamics.with_settings(base, {"task.source": "~0"})  # the home of a user there is not
     sim = dynamics.with_settings(base, {"probe_window": 1000, "num_steps": 2, "every": 1})
     with pytest.raises(ValueError, match=r"TextSGD\.probe_window must be below"):
         sim.run(dynamics.seed_key(0))

@@ -239,7 +239,7 @@ def wikitext_files(directory: str | os.PathLike, variant: str = "tokens") -> dic
     """
     if variant not in WIKITEXT_VARIANTS:
         raise ValueError(f"variant must be one of {WIKITEXT_VARIANTS}, got {variant!r}")
-    folder = Path(directory).expanduser()
+    folder = Path(os.path.expanduser(directory))  # `~name` of no user is left as it is
     if not folder.is_dir():
         raise ValueError(f"WikiText directory {str(folder)!r} does not exist")
     files = {split: folder / f"wiki.{split}.{variant}" for split in SPLITS}
