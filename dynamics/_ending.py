@@ -7,6 +7,8 @@ import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 from jaxtyping import Array, ArrayLike, Bool, Float, PyTree
 
+from ._compiled import one_program
+
 
 def _flat_saves(saves: PyTree) -> Float[Array, "T n"]:
     """One row per save: the leaves, each flattened after its leading save axis, side by side."""
@@ -75,6 +77,7 @@ class NormGrowth(eqx.Module):
         return self.log_residual < self.power_residual
 
 
+@one_program
 def norm_growth(ts: Float[ArrayLike, " T"], saves: PyTree) -> NormGrowth:
     """Which law ‖θ(t)‖ grows by late in a run: a + b·log t, or c·t^p.
 
@@ -161,6 +164,7 @@ class DirectionConvergence(eqx.Module):
     fitted: Bool[Array, " T"]
 
 
+@one_program
 def direction_convergence(
     ts: Float[ArrayLike, " T"], saves: PyTree, direction: PyTree | None = None
 ) -> DirectionConvergence:
@@ -194,13 +198,17 @@ def direction_convergence(
     """
     flat = _flat_saves(saves)
     finite = jnp.all(jnp.isfinite(flat), axis=1)
+    units = flat / jnp.linalg.norm(flat, axis=1, keepdims=True)
+    saved = jnp.arange(flat.shape[0])
     if direction is None:
-        direction = flat[jnp.max(jnp.where(finite, jnp.arange(flat.shape[0]), 0))]
+        last = jnp.max(jnp.where(finite, saved, 0))
+        unit, itself = units[last], saved == last
     else:
         direction = ravel_pytree(direction)[0].astype(flat.dtype)
-    unit = direction / jnp.linalg.norm(direction)
-    units = flat / jnp.linalg.norm(flat, axis=1, keepdims=True)
-    one_minus_cosine = 0.5 * jnp.sum((units - unit) ** 2, axis=1)
+        unit, itself = direction / jnp.linalg.norm(direction), jnp.zeros(saved.shape, bool)
+    # The save that gives the direction is at 1 - cos = 0 exactly, whatever the rounding of a compiled
+    # program, so that it is left out of the fit.
+    one_minus_cosine = jnp.where(itself, 0.0, 0.5 * jnp.sum((units - unit) ** 2, axis=1))
     ts = jnp.asarray(ts, flat.dtype)
     usable = finite & jnp.isfinite(ts) & (ts > 1) & (one_minus_cosine > 0)
     fitted = _later_half(ts, usable)

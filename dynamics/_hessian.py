@@ -7,11 +7,14 @@ import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 from jaxtyping import Array, Float, PRNGKeyArray, PyTree
 
+from ._compiled import one_program
+
 HESSIAN_METHODS = ("lanczos", "power")
 """The ways [`hessian_max_eigenvalue`][] can estimate λ_max: Lanczos iteration or power iteration,
 both on Hessian-vector products."""
 
 
+@one_program
 def hvp(loss: Callable[[PyTree], Float[Array, ""]], params: PyTree, tangent: PyTree) -> PyTree:
     """The Hessian-vector product ∇²L(θ) v, forward-over-reverse (`jax.jvp` of `jax.grad`).
 
@@ -31,6 +34,7 @@ def hvp(loss: Callable[[PyTree], Float[Array, ""]], params: PyTree, tangent: PyT
     return jax.jvp(jax.grad(loss), (params,), (tangent,))[1]
 
 
+@one_program
 def hessian_max_eigenvalue(
     loss: Callable[[PyTree], Float[Array, ""]],
     params: PyTree,
@@ -94,6 +98,7 @@ from (see [`top_eigenpair`][]): enough that a new top eigenvector orthogonal to 
 still found."""
 
 
+@one_program
 def top_eigenpair(
     loss: Callable[[PyTree], Float[Array, ""]],
     params: PyTree,

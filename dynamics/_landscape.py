@@ -2,12 +2,12 @@
 
 from collections.abc import Callable
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 from jaxtyping import Array, Float, PyTree
 
+from ._compiled import one_program
 from ._hessian import hvp
 from ._landscape_result import CriticalPoint, CriticalPointStatus
 
@@ -28,6 +28,7 @@ _BISECTIONS = 60
 eigenvalues: to below rounding of its norm."""
 
 
+@one_program
 def hessian_spectrum(
     loss: Callable[[PyTree], Float[Array, ""]], params: PyTree
 ) -> tuple[Float[Array, " n"], Float[Array, "n n"]]:
@@ -56,13 +57,6 @@ def hessian_spectrum(
         >>> [round(float(v), 8) for v in eigenvalues], [round(abs(float(v)), 4) for v in eigenvectors[:, 1]]
         ([1.0, 3.0], [0.7071, 0.7071])
     """
-    return _compiled_spectrum(loss, params)
-
-
-@eqx.filter_jit
-def _compiled_spectrum(loss, params):
-    """[`hessian_spectrum`][] as one compiled call (`loss` static): called outside `jit`, each of
-    its operations would compile a program of its own."""
     flat, unravel = ravel_pytree(params)
     return jnp.linalg.eigh(_dense_hessian(lambda f: loss(unravel(f)), flat))
 
@@ -126,6 +120,7 @@ def _largest_magnitude(hessian: Float[Array, "n n"], eig_tol: float):
     return largest, (largest > 0) & (below[0] == below[1])
 
 
+@one_program
 def critical_point(
     loss: Callable[[PyTree], Float[Array, ""]],
     params: PyTree,
@@ -196,7 +191,7 @@ def critical_point(
         raise ValueError(
             "critical_point works in float64: call jax.config.update('jax_enable_x64', True) first"
         )
-    found, _ = _compiled_polish(
+    found, _ = newton_polish(
         loss, params, max_steps=max_steps, gtol=gtol, eig_tol=eig_tol, max_distance=max_distance
     )
     return found
@@ -321,9 +316,3 @@ def newton_polish(
         status=status,
     )
     return found, eigenvectors
-
-
-_compiled_polish = eqx.filter_jit(newton_polish)
-"""[`newton_polish`][] as one compiled call (`loss` and the settings static): called outside `jit`,
-the steps before and after its loop would each compile an operation of their own (about 200 of
-them, seconds on a CPU)."""

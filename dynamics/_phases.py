@@ -10,6 +10,7 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 from jaxtyping import Array, ArrayLike, Bool, Float, Int, PyTree
 
+from ._compiled import one_program
 from ._landscape import newton_polish
 
 
@@ -59,6 +60,7 @@ class Plateaus(eqx.Module):
     slow: Bool[Array, " T"]
 
 
+@one_program
 def phases(
     ts: Float[ArrayLike, " T"],
     losses: Float[ArrayLike, " T"],
@@ -115,16 +117,6 @@ def phases(
         >>> round(float(found.start_time[0]), 1), float(found.end_time[0])
         (12.6, 1000.0)
     """
-    settings = dict(
-        max_phases=max_phases, loss_tol=loss_tol, grad_tol=grad_tol, floor=floor, min_span=min_span
-    )
-    return _compiled_phases(ts, losses, grad_norms, **settings)
-
-
-@eqx.filter_jit
-def _compiled_phases(ts, losses, grad_norms, *, max_phases, loss_tol, grad_tol, floor, min_span) -> Plateaus:
-    """[`phases`][] as one compiled call (the settings static): called outside `jit`, each of its
-    operations would compile a program of its own (80 of them, seconds on a CPU)."""
     losses = jnp.asarray(losses)
     if not jnp.issubdtype(losses.dtype, jnp.floating):
         losses = losses.astype(jnp.asarray(0.0).dtype)

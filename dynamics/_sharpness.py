@@ -10,6 +10,7 @@ import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 from jaxtyping import Array, ArrayLike, Float, Int, PyTree
 
+from ._compiled import one_program
 from ._flow import Save, gradient_flow, ode_flow, save_with_carry
 from ._hessian import hessian_max_eigenvalue, top_eigenpair
 from ._normalized import normalized_gd
@@ -381,7 +382,12 @@ def gd_flow_gap(
         >>> [round(float(v), 6) for v in gap.gd_loss], [round(float(v), 6) for v in gap.flow_loss]
         ([0.5, 0.060788, 0.00739], [0.5, 0.067668, 0.009158])
     """
-    step_size = jnp.asarray(step_size)
+    return _gd_flow_gap(loss, params, jnp.asarray(step_size), num_steps=num_steps, every=every, **flow_kwargs)
+
+
+@one_program
+def _gd_flow_gap(loss, params, step_size, *, num_steps, every, **flow_kwargs) -> GDFlowGap:
+    """[`gd_flow_gap`][] with η an array, so that a new step size does not compile anew."""
 
     def with_loss(t, p: PyTree, args) -> tuple[PyTree, Float[Array, ""]]:
         return p, loss(p)

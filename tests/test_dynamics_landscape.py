@@ -252,32 +252,3 @@ def test_polish_matches_a_reference_newton_with_a_full_eigen_decomposition_per_s
         )
         np.testing.assert_allclose(np.abs(eigenvectors[:, 0] @ escape), 1.0, rtol=1e-12)
     assert singular_seen
-
-
-_CUBIC = lambda t: t[0] ** 3 / 3 - t[0] + 0.5 * t[1] ** 2 + 0.1 * t[0] * t[1]  # noqa: E731
-_SAVES = np.logspace(-2.0, 3.0, 101)
-
-OUTSIDE_JIT = {
-    "critical_point": lambda: dynamics.critical_point(_CUBIC, jnp.array([-1.1, 0.2])),
-    "hessian_spectrum": lambda: dynamics.hessian_spectrum(_CUBIC, jnp.array([-1.1, 0.2])),
-    "phases": lambda: dynamics.phases(_SAVES, 1.0 / (1.0 + (_SAVES / 10.0) ** 3)),
-}
-
-
-@pytest.mark.parametrize("name", OUTSIDE_JIT)
-def test_the_analyses_called_outside_jit_compile_as_one_program(name):
-    """Called outside `jit`, each is one compiled call, not an operation at a time (about 90, 40 and 80
-    programs, seconds on a CPU, before it was); the numbers are those of the call under `jit`."""
-    compiled = []
-
-    def listener(event, seconds, **labels):
-        if event == "/jax/core/compile/backend_compile_duration":
-            compiled.append(labels.get("fun_name"))
-
-    jax.monitoring.register_event_duration_secs_listener(listener)
-    try:
-        outside = jax.block_until_ready(OUTSIDE_JIT[name]())
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listener)
-    assert len(compiled) <= 3, compiled
-    jax.tree.map(np.testing.assert_array_equal, outside, jax.jit(OUTSIDE_JIT[name])())

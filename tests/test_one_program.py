@@ -1,0 +1,81 @@
+"""Every analysis a user calls on concrete arrays, outside `jit`, compiles as one program (an
+operation at a time it was tens of programs, seconds on a CPU), with the numbers of the same
+call under `jit`."""
+
+import doctest
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import dynamics
+from dynamics import _compiled
+
+_CUBIC = lambda t: t[0] ** 3 / 3 - t[0] + 0.5 * t[1] ** 2 + 0.1 * t[0] * t[1]  # noqa: E731
+_QUARTIC = lambda t: 0.5 * t @ jnp.diag(jnp.linspace(1.0, 5.0, t.shape[0])) @ t + jnp.sum(t**4)  # noqa: E731
+_START = np.array([-1.1, 0.2])
+_POINT = np.full(30, 0.1)
+_SAVES = np.logspace(-2.0, 3.0, 101)
+_LATE = np.logspace(2.0, 8.0, 13)
+_TURNING = np.stack([np.log(_LATE), np.ones(13)], axis=1)
+
+OUTSIDE_JIT = {
+    "critical_point": (lambda start: dynamics.critical_point(_CUBIC, start), (_START,)),
+    "hessian_spectrum": (lambda point: dynamics.hessian_spectrum(_CUBIC, point), (_START,)),
+    "phases": (dynamics.phases, (_SAVES, 1.0 / (1.0 + (_SAVES / 10.0) ** 3))),
+    "hvp": (lambda point, v: dynamics.hvp(_QUARTIC, point, v), (_POINT, np.ones(30))),
+    "hessian_max_eigenvalue": (lambda point: dynamics.hessian_max_eigenvalue(_QUARTIC, point), (_POINT,)),
+    "hessian_max_eigenvalue(power)": (
+        lambda point: dynamics.hessian_max_eigenvalue(_QUARTIC, point, method="power"),
+        (_POINT,),
+    ),
+    "top_eigenpair": (
+        lambda point, start: dynamics.top_eigenpair(_QUARTIC, point, num_iters=10, start=start),
+        (_POINT, np.ones(30)),
+    ),
+    "norm_growth": (dynamics.norm_growth, (_LATE, _TURNING)),
+    "direction_convergence": (dynamics.direction_convergence, (_LATE, _TURNING)),
+    "gd_flow_gap": (
+        lambda start, step_size: dynamics.gd_flow_gap(_QUARTIC, start, step_size, num_steps=20, every=10),
+        (_POINT[:3], 0.1),
+    ),
+}
+"""Each analysis, and the arrays it is called on (NumPy's, so that making them compiles nothing)."""
+
+
+def _compiled_by(call) -> tuple[object, list[str]]:
+    """What `call()` returns, and the programs compiled while it ran."""
+    compiled = []
+
+    def listener(event, seconds, **labels):
+        if event == "/jax/core/compile/backend_compile_duration":
+            compiled.append(labels.get("fun_name"))
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        return jax.block_until_ready(call()), compiled
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+
+
+@pytest.mark.parametrize("name", OUTSIDE_JIT)
+def test_an_analysis_called_outside_jit_compiles_as_one_program(name):
+    analysis, arrays = OUTSIDE_JIT[name]
+    outside, compiled = _compiled_by(lambda: analysis(*arrays))
+    assert len(compiled) <= 4, compiled  # the analysis, and a few one-off constants (e.g. η made an array)
+    jax.tree.map(np.testing.assert_array_equal, outside, jax.jit(analysis)(*arrays))
+
+
+def test_a_new_step_size_does_not_compile_the_gap_anew():
+    """η is an argument of `gd_flow_gap`'s program, not a constant of it."""
+    dynamics.gd_flow_gap(_QUARTIC, _POINT[:3], 0.1, num_steps=20, every=10)
+    gap, compiled = _compiled_by(
+        lambda: dynamics.gd_flow_gap(_QUARTIC, _POINT[:3], 0.2, num_steps=20, every=10)
+    )
+    assert compiled == [] and float(gap.times[-1]) == 4.0
+
+
+def test_one_program_example():
+    result = doctest.testmod(_compiled, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
