@@ -1,4 +1,4 @@
-"""Analyses that compile as one program when called outside `jit`."""
+"""The analyses compile as one program when called outside `jit`."""
 
 import functools
 from collections.abc import Callable
@@ -6,18 +6,23 @@ from typing import ParamSpec, TypeVar
 
 import equinox as eqx
 
+from ._progress import meters_on, progress_inside
+
 _Args = ParamSpec("_Args")
 _Result = TypeVar("_Result")
 
 
 def one_program(fn: Callable[_Args, _Result]) -> Callable[_Args, _Result]:
     """`fn` compiled as one program by `equinox.filter_jit`: its arrays are traced and everything
-    else (a loss function, an iteration count, a setting) is static, so a new value of a static
-    argument compiles anew. Still a plain function, with `fn`'s name, signature and docstring.
+    else (a loss function, an iteration count, a setting) is static, so the same loss and settings
+    reuse the program and a new one compiles it anew. Still a plain function, with `fn`'s name,
+    signature and docstring.
 
     Called outside `jit`, an analysis would otherwise compile each of its operations as a program
-    of its own, for every new shape: tens to hundreds of them, seconds on a CPU for a first call.
-    Inside `jit` or `vmap` the compiled call is traced into the caller's program as it was.
+    of its own, for every new shape: tens of them, seconds on a CPU for a first call. Inside `jit`
+    or `vmap` the compiled call is traced into the caller's program. Whether progress meters are on
+    ([`progress_inside`][]) is part of what the program is compiled for, as a run inside it reads
+    that when it is traced.
 
     **Example:** the three operations of `centred_norm` are one compiled program:
 
@@ -31,10 +36,16 @@ def one_program(fn: Callable[_Args, _Result]) -> Callable[_Args, _Result]:
         >>> centred_norm.__name__
         'centred_norm'
     """
-    compiled = eqx.filter_jit(fn)
+
+    def traced(meters: bool, *args: _Args.args, **kwargs: _Args.kwargs) -> _Result:
+        with progress_inside(meters):
+            return fn(*args, **kwargs)
+
+    traced.__name__ = traced.__qualname__ = fn.__name__  # the program's name in JAX's logs
+    compiled = eqx.filter_jit(traced)
 
     @functools.wraps(fn)
     def call(*args: _Args.args, **kwargs: _Args.kwargs) -> _Result:
-        return compiled(*args, **kwargs)
+        return compiled(meters_on(), *args, **kwargs)
 
     return call

@@ -11,6 +11,7 @@ import pytest
 
 import dynamics
 from dynamics import _compiled
+from dynamics._progress import meters_on
 
 _CUBIC = lambda t: t[0] ** 3 / 3 - t[0] + 0.5 * t[1] ** 2 + 0.1 * t[0] * t[1]  # noqa: E731
 _QUARTIC = lambda t: 0.5 * t @ jnp.diag(jnp.linspace(1.0, 5.0, t.shape[0])) @ t + jnp.sum(t**4)  # noqa: E731
@@ -74,6 +75,20 @@ def test_a_new_step_size_does_not_compile_the_gap_anew():
         lambda: dynamics.gd_flow_gap(_QUARTIC, _POINT[:3], 0.2, num_steps=20, every=10)
     )
     assert compiled == [] and float(gap.times[-1]) == 4.0
+
+
+def test_a_program_is_compiled_for_the_progress_meters_it_is_called_with():
+    """A run reads whether meters are on when it is traced: a program compiled without them is
+    not reused inside `progress_inside`, nor one compiled with them outside it."""
+
+    @_compiled.one_program
+    def meters_seen(x):
+        return x + float(meters_on())
+
+    assert float(meters_seen(np.zeros(()))) == 0.0
+    with dynamics.progress_inside():
+        assert float(meters_seen(np.zeros(()))) == 1.0
+    assert float(meters_seen(np.zeros(()))) == 0.0
 
 
 def test_one_program_example():
