@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import optimistix as optx
 from jaxtyping import Array, ArrayLike, Float, PyTree
 
+from ._compiled import one_program
 from ._progress import flow_meter
 from ._rates import Rates, scale_tree
 from ._run import Run, StopReason, all_finite
@@ -135,6 +136,7 @@ _DEFAULT_CONTROLLER = diffrax.PIDController(rtol=1e-8, atol=1e-10)
 """The step-size controller of [`ode_flow`][] when none is given."""
 
 
+@one_program
 def ode_flow(
     vector_field: Callable[[Float[Array, ""], PyTree, PyTree], PyTree],
     y0: PyTree,
@@ -276,6 +278,7 @@ def _root_finder(events: Mapping[str, Event], y0: PyTree) -> optx.AbstractRootFi
     return optx.Newton(rtol=tol, atol=tol)
 
 
+@one_program
 def gradient_flow(
     loss: Callable[[PyTree], Float[Array, ""]],
     params: PyTree,

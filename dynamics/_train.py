@@ -7,6 +7,7 @@ import jax.numpy as jnp
 import optax
 from jaxtyping import Array, Float, Int, PRNGKeyArray, PyTree
 
+from ._compiled import one_program
 from ._flow import Predicate, Save, save_with_carry
 from ._progress import scan_ticker
 from ._run import Run, StopReason, all_finite
@@ -16,6 +17,7 @@ def _select(pred, on_true: PyTree, on_false: PyTree) -> PyTree:
     return jax.tree.map(lambda a, b: jnp.where(pred, a, b), on_true, on_false)
 
 
+@one_program
 def train(
     loss: Callable[..., Float[Array, ""]],
     params: PyTree,

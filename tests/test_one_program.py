@@ -1,6 +1,6 @@
-"""Every analysis a user calls on concrete arrays, outside `jit`, compiles as one program (an
-operation at a time it was tens of programs, seconds on a CPU), with the numbers of the same
-call under `jit`."""
+"""Every run and analysis a user calls on concrete arrays, outside `jit`, compiles as one program
+(an operation at a time it was tens of programs, seconds on a CPU, and a flow compiled its solve
+anew at every call), with the numbers of the same call under `jit`."""
 
 import doctest
 
@@ -17,6 +17,7 @@ _CUBIC = lambda t: t[0] ** 3 / 3 - t[0] + 0.5 * t[1] ** 2 + 0.1 * t[0] * t[1]  #
 _QUARTIC = lambda t: 0.5 * t @ jnp.diag(jnp.linspace(1.0, 5.0, t.shape[0])) @ t + jnp.sum(t**4)  # noqa: E731
 _START = np.array([-1.1, 0.2])
 _POINT = np.full(30, 0.1)
+_GD = dynamics.gd(0.1)
 _SAVES = np.logspace(-2.0, 3.0, 101)
 _LATE = np.logspace(2.0, 8.0, 13)
 _TURNING = np.stack([np.log(_LATE), np.ones(13)], axis=1)
@@ -37,6 +38,8 @@ OUTSIDE_JIT = {
     ),
     "norm_growth": (dynamics.norm_growth, (_LATE, _TURNING)),
     "direction_convergence": (dynamics.direction_convergence, (_LATE, _TURNING)),
+    "gradient_flow": (lambda start: dynamics.gradient_flow(_QUARTIC, start, t1=2.0), (_POINT[:3],)),
+    "train": (lambda start: dynamics.train(_QUARTIC, start, _GD, num_steps=20), (_POINT[:3],)),
     "gd_flow_gap": (
         lambda start, step_size: dynamics.gd_flow_gap(_QUARTIC, start, step_size, num_steps=20, every=10),
         (_POINT[:3], 0.1),
@@ -75,6 +78,27 @@ def test_a_new_step_size_does_not_compile_the_gap_anew():
         lambda: dynamics.gd_flow_gap(_QUARTIC, _POINT[:3], 0.2, num_steps=20, every=10)
     )
     assert compiled == [] and float(gap.times[-1]) == 4.0
+
+
+def test_a_run_called_again_with_the_same_loss_compiles_nothing():
+    """Before, a flow compiled its solve anew at every call (for the vector field it builds around
+    the loss), and training its scan."""
+    dynamics.gradient_flow(_QUARTIC, _POINT[:3], t1=2.0)
+    dynamics.train(_QUARTIC, _POINT[:3], _GD, num_steps=20)
+    (flow, run), compiled = _compiled_by(
+        lambda: (
+            dynamics.gradient_flow(_QUARTIC, _POINT[3:6], t1=2.0),
+            dynamics.train(_QUARTIC, _POINT[3:6], _GD, num_steps=20),
+        )
+    )
+    assert compiled == [] and flow.is_successful() and run.is_successful()
+
+
+def test_a_dict_argument_keeps_its_order():
+    """JAX's trees sort a dict by key; a run's events are tried in the order given."""
+    keys = _compiled.one_program(lambda events, x: (x, tuple(events)))
+    assert keys({"never": None, "loss_below": None}, np.zeros(()))[1] == ("never", "loss_below")
+    assert keys(x=np.zeros(()), events={"b": 1, "a": 2})[1] == ("b", "a")
 
 
 def test_a_program_is_compiled_for_the_progress_meters_it_is_called_with():
