@@ -1,8 +1,9 @@
-"""The engine's analyses called on arrays, outside `jit`: each as one compiled program (as
-`dynamics` calls them) against the same function run an operation at a time (its `__wrapped__`),
-each side in fresh processes, float64 on a two-layer linear network of 24 parameters.
+"""The engine's runs and analyses called on arrays, outside `jit`: each as one compiled program (as
+`dynamics` calls them) against the same functions run an operation at a time (every
+`one_program` function of `dynamics` replaced by its `__wrapped__`, as they were before), each side
+in fresh processes, float64 on a two-layer linear network of 24 parameters.
 
-For each analysis and side, one process times three ways a user calls it:
+For each function and side, one process times three ways a user calls it:
 - `first`: the first call;
 - `same loss`: each of three later calls at new points with the same loss function (median);
 - `new lambda`: each of three later calls with a loss made anew per call (median).
@@ -22,30 +23,40 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-ANALYSES = {
+FUNCTIONS = {
     "hvp": "lambda f, loss, p: f(loss, p, p)",
     "hessian_max_eigenvalue": "lambda f, loss, p: f(loss, p, num_iters=20)",
     "top_eigenpair": "lambda f, loss, p: f(loss, p, num_iters=20)",
     "hessian_spectrum": "lambda f, loss, p: f(loss, p)",
     "critical_point": "lambda f, loss, p: f(loss, p)",
-    "gd_flow_gap": "lambda f, loss, p: f(loss, p, jnp.asarray(0.1), num_steps=50, every=10)",
+    "gd_flow_gap": "lambda f, loss, p: f(loss, p, 0.1, num_steps=50, every=10)",
+    "gradient_flow": "lambda f, loss, p: f(loss, p, t1=10.0, save=dynamics.Save(ts=SAVES))",
+    "train": "lambda f, loss, p: f(loss, p, GD, num_steps=100)",
     "phases": "lambda f, loss, p: f(TS, 1.0 / (1.0 + (TS / (10.0 + p['w1'][0, 0])) ** 3))",
     "norm_growth": "lambda f, loss, p: f(TS, TS[:, None] * p['w1'][0])",
     "direction_convergence": (
         "lambda f, loss, p: f(LATE, np.stack([np.log(LATE), LATE * 0 + p['w1'][0, 0]], 1))"
     ),
 }
-"""Each analysis, called as `call(f, loss, point)` with `f` one side of it."""
+"""Each function, called as `call(f, loss, point)` with `f` one side of it."""
 
 _CHILD = """
 import json, sys, time
 import jax, jax.numpy as jnp, numpy as np
 jax.config.update("jax_enable_x64", True)
-import dynamics, dynamics._sharpness
+import dynamics
+from dynamics._compiled import one_program
 name, side, call = sys.argv[1], sys.argv[2], eval(sys.argv[3])
-f = dynamics._sharpness._gd_flow_gap if name == "gd_flow_gap" else getattr(dynamics, name)
-f = f if side == "one program" else f.__wrapped__
+if side == "op by op":  # every one_program function of dynamics, wherever it is imported, unwrapped
+    compiled_call = one_program(lambda: None).__code__
+    for module in [m for n, m in list(sys.modules.items()) if n.split(".")[0] == "dynamics"]:
+        for key, value in list(vars(module).items()):
+            if getattr(value, "__code__", None) is compiled_call:
+                setattr(module, key, value.__wrapped__)
+f = getattr(dynamics, name)
 TS = np.logspace(-2.0, 3.0, 101)
+SAVES = np.linspace(0.0, 10.0, 11)
+GD = dynamics.gd(0.1)
 LATE = TS[40:]
 def make_loss(scale):
     return lambda p: 0.5 * jnp.sum((p["w2"] @ p["w1"] - scale * np.eye(3)) ** 2)
@@ -68,7 +79,7 @@ WAYS = ("first", "same loss", "new lambda")
 
 def _child(name: str, side: str) -> dict:
     out = subprocess.run(
-        [sys.executable, "-c", _CHILD, name, side, ANALYSES[name]],
+        [sys.executable, "-c", _CHILD, name, side, FUNCTIONS[name]],
         capture_output=True,
         text=True,
         check=True,
@@ -80,11 +91,11 @@ def _child(name: str, side: str) -> dict:
 def main(argv: list[str] | None = None) -> dict:
     formatter = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=formatter)
-    parser.add_argument("--repeats", type=int, default=3, help="fresh processes per analysis and side")
-    parser.add_argument("--only", nargs="*", choices=sorted(ANALYSES), help="these analyses alone")
+    parser.add_argument("--repeats", type=int, default=3, help="fresh processes per function and side")
+    parser.add_argument("--only", nargs="*", choices=sorted(FUNCTIONS), help="these functions alone")
     args = parser.parse_args(argv)
     results = {}
-    for name in args.only or ANALYSES:
+    for name in args.only or FUNCTIONS:
         runs = {side: [] for side in SIDES}
         for repeat in range(args.repeats):  # the sides alternate, order swapped on odd repeats
             for side in SIDES if repeat % 2 == 0 else SIDES[::-1]:
@@ -92,7 +103,7 @@ def main(argv: list[str] | None = None) -> dict:
         results[name] = {
             side: {way: statistics.median(r[way] for r in runs[side]) for way in WAYS} for side in SIDES
         }
-    print(f"{'analysis':24s}" + "".join(f"{way + ' (s)':>24s}" for way in WAYS))
+    print(f"{'function':24s}" + "".join(f"{way + ' (s)':>24s}" for way in WAYS))
     print(f"{'':24s}" + "".join(f"{'one / op-by-op':>24s}" for _ in WAYS))
     for name, sides in results.items():
         cells = [f"{sides['one program'][w]:.3f} / {sides['op by op'][w]:.3f}" for w in WAYS]
@@ -101,7 +112,7 @@ def main(argv: list[str] | None = None) -> dict:
         one = sum(s["one program"][way] for s in results.values())
         eager = sum(s["op by op"][way] for s in results.values())
         print(
-            f"{way}: all analyses {one:.2f} s as one program, {eager:.2f} s an operation at a time, "
+            f"{way}: all functions {one:.2f} s as one program, {eager:.2f} s an operation at a time, "
             f"ratio {one / eager:.2f}"
         )
     return results

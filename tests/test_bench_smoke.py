@@ -30,7 +30,7 @@ def test_first_call_smoke(capsys):
     result = bench.main(["--repeats", "1", "--only", "norm_growth", "hvp"])
     out = capsys.readouterr().out
     for way in ("first", "same loss", "new lambda"):
-        line = rf"^{way}: all analyses \S+ s as one program, \S+ s an operation at a time, ratio \S+$"
+        line = rf"^{way}: all functions \S+ s as one program, \S+ s an operation at a time, ratio \S+$"
         assert re.search(line, out, re.M)
     assert set(result) == {"norm_growth", "hvp"}
     assert all(
