@@ -45,7 +45,7 @@ OUTSIDE_JIT = {
         (_POINT[:3], 0.1),
     ),
 }
-"""Each analysis, and the arrays it is called on (NumPy's, so that making them compiles nothing)."""
+"""Each run or analysis, and the arrays it is called on (NumPy's, so that making them compiles nothing)."""
 
 
 def _compiled_by(call) -> tuple[object, list[str]]:
@@ -64,7 +64,7 @@ def _compiled_by(call) -> tuple[object, list[str]]:
 
 
 @pytest.mark.parametrize("name", OUTSIDE_JIT)
-def test_an_analysis_called_outside_jit_compiles_as_one_program(name):
+def test_a_run_or_analysis_called_outside_jit_compiles_as_one_program(name):
     analysis, arrays = OUTSIDE_JIT[name]
     outside, compiled = _compiled_by(lambda: analysis(*arrays))
     assert len(compiled) <= 4, compiled  # the analysis, and a few one-off constants (e.g. η made an array)
