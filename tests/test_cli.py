@@ -232,6 +232,22 @@ def test_a_declaration_refuses_bad_words_before_anything_runs():
         theory.claim("z", method="by hand", tolerance=0.0, provenance="lore")
 
 
+def test_the_table_shows_every_paper_and_check_name_whole():
+    def check(paper, name, verdict):
+        return theory.Check(
+            paper=paper, name=name, claim="c", predicted=1.0, simulated=1.0, error=0.0,
+            tolerance=0.0, verdict=verdict,
+        )  # fmt: skip
+
+    long_paper, long_name = "a_paper_named_at_length", "a_check_named_at_great_length_beyond_forty"
+    rows = theory.format_table(
+        [check(long_paper, "short", theory.Verdict.passed), check("p", long_name, theory.Verdict.deviation)]
+    ).splitlines()
+    assert rows[2].split()[:3] == ["PASS", long_paper, "short"]
+    assert rows[3].split()[:3] == ["DEVIATION", "p", long_name]
+    assert len({row.index("1") for row in rows[2:4]}) == 1  # the values start in one column
+
+
 def test_a_bound_reads_as_a_relation_in_the_table_json_and_page(tmp_path, monkeypatch, capsys):
     from attnflow._report import _check_table
 

@@ -357,15 +357,18 @@ def run_checks(
 
 
 def format_table(checks: list[Check]) -> str:
-    """A plain-text table: verdict, paper, name, predicted, simulated, error / tolerance.
+    """A plain-text table: verdict, paper, name, predicted, simulated, error / tolerance, with the
+    paper and check columns as wide as their longest name (no name is cut).
 
     A check whose `predicted` is a bound shows, under the predicted and simulated columns, the
     relation it asks of the simulated value instead of the two values, e.g. `0.96239 >= bound 0.5`
     (the verdict says whether it holds within the tolerance).
     """
+    paper_width = max([len("paper"), *(len(c.paper) for c in checks)])
+    name_width = max([len("check"), *(len(c.name) for c in checks)])
     header = (
-        f"{'verdict':<9} {'paper':<12} {'check':<40} {'predicted':>14} {'simulated':>14}"
-        f" {'error':>10} {'tol':>9}"
+        f"{'verdict':<9} {'paper':<{paper_width}} {'check':<{name_width}} {'predicted':>14}"
+        f" {'simulated':>14} {'error':>10} {'tol':>9}"
     )
     lines = [header, "-" * len(header)]
     for c in checks:
@@ -375,7 +378,7 @@ def format_table(checks: list[Check]) -> str:
             relation = f"{c.simulated:.5g} {c.bound.relation} bound {c.predicted:.5g}"
             values = f"{relation:>29}"
         lines.append(
-            f"{c.verdict.upper():<9} {c.paper:<12.12} {c.name:<40.40} {values}"
+            f"{c.verdict.upper():<9} {c.paper:<{paper_width}} {c.name:<{name_width}} {values}"
             f" {c.error:>10.3g} {c.tolerance:>9.2g}"
         )
     counts = {v: sum(c.verdict is v for c in checks) for v in Verdict}
