@@ -69,11 +69,12 @@ def _add_store_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_full(parser: argparse.ArgumentParser) -> None:
+def _add_full(parser: argparse.ArgumentParser, checks: bool = True) -> None:
+    same = " (the same tolerances)" if checks else ""
     parser.add_argument(
         "--full",
         action="store_true",
-        help="the papers' sizes (minutes to hours) instead of the quick ones (the same tolerances)",
+        help=f"the papers' sizes (minutes to hours) instead of the quick ones{same}",
     )
 
 
@@ -180,13 +181,19 @@ def build_parser() -> argparse.ArgumentParser:
     verify = _command(sub, "verify", "check theorems against simulation; exit 1 if any check fails")
     verify.add_argument("--paper", help="one paper (default: all)")
     _add_full(verify)
-    verify.add_argument("--json", default="results/verify.json", help="where to write the report")
+    verify.add_argument(
+        "--json", default="results/verify.json", help="where to write the report (default: %(default)s)"
+    )
     _add_jobs(verify)
     verify.set_defaults(func=_commands.verify)
 
     simulate = _command(sub, "simulate", "run many seeds of one simulation into a zarr store")
     _add_target(simulate)
-    simulate.add_argument("--out", default="results", help="output folder")
+    simulate.add_argument(
+        "--out",
+        default="results",
+        help="output folder, for a store named after the level, seeds and settings (default: %(default)s)",
+    )
     _add_store_options(simulate)
     simulate.set_defaults(func=_commands.simulate)
 
@@ -245,14 +252,18 @@ def build_parser() -> argparse.ArgumentParser:
     figs.add_argument("names", nargs="*", help="figure names (see --list)")
     figs.add_argument("--all", action="store_true", help="every figure")
     figs.add_argument("--list", action="store_true", help="list figure names and exit")
-    figs.add_argument("--out", default="results/figures", help="output folder")
-    _add_full(figs)
+    figs.add_argument("--out", default="results/figures", help="output folder (default: %(default)s)")
+    _add_full(figs, checks=False)
     _add_jobs(figs)
     _add_data(figs)
     figs.set_defaults(func=_commands.figures)
 
     repro = _command(sub, "reproduce", "every check and every figure, with an index.html")
-    repro.add_argument("--out", default="results", help="output folder")
+    repro.add_argument(
+        "--out",
+        default="results",
+        help="output folder: index.html, verify.json and figures/ (default: %(default)s)",
+    )
     _add_full(repro)
     repro.add_argument(
         "--docs",
