@@ -309,8 +309,10 @@ def stage1_batch(out_dir: Path, full: bool) -> list[Path]:
     batches = [8, 16, 32, 64, 128, 256, 512, 1024] if full else [8, 16, 32, 64, 128, 256]
     rates = {T: np.array([stage1_success(T, B, seeds).mean() for B in batches]) for T in (50, 200)}
     fig, ax = plt.subplots(figsize=(6, 4))
-    for T, color in zip(rates, ("C0", "C3")):
-        ax.plot(batches, rates[T], "o-", color=color, label=f"T={T}")
+    # T = 200 as hollow squares on a dashed line over T = 50's dots: where both rates are equal,
+    # both stay visible.
+    ax.plot(batches, rates[50], "o-", color="C0", label="T=50")
+    ax.plot(batches, rates[200], "s--", color="C3", markerfacecolor="none", markersize=9, label="T=200")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("batch size B")
     ax.set_ylabel("Stage-1 success rate")

@@ -101,7 +101,10 @@ def fig2(out_dir: Path, full: bool) -> list[Path]:
             twin = ax.twinx()
             twin.semilogy(ts, ys[0], color="C3", ls="--", lw=1)
             twin.set_ylabel("log scale", color="C3")
-        ax.ticklabel_format(axis="y", useOffset=False)  # a cosine flat at 1 reads as 1, not 1e-12 + 1
+        if sub == "cos":  # a cosine is at most 1: its axis reaches 1, so a cosine flat at 1 reads as 1
+            low = min(float(ys.min()), 0.95)
+            ax.set_ylim(low - 0.05 * (1 - low), 1 + 0.05 * (1 - low))
+            ax.axhline(1, color="0.6", ls=":", lw=1)
         ax.set_title(title)
         ax.set_xlabel("iteration t of the stage")
     axes[0, 0].legend(loc="upper right")
