@@ -1,7 +1,6 @@
 """Multi-stage training: train one block of the parameters, then another, the others frozen;
 each stage full-batch or on fresh mini-batches."""
 
-import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 
 import equinox as eqx
@@ -9,14 +8,15 @@ import jax
 import optax
 from jaxtyping import Array, Float, PRNGKeyArray, PyTree
 
+from ._compiled import one_program
 from ._flow import Predicate, Save, save_with_carry
 from ._run import Run
 from ._train import train
 
 
-@dataclasses.dataclass(frozen=True)
-class Stage:
-    """One stage of a multi-stage schedule.
+class Stage(eqx.Module):
+    """One stage of a multi-stage schedule: a PyTree, whose `key` is an array and everything else
+    static.
 
     **Fields:**
 
@@ -77,7 +77,8 @@ def train_stages(params: PyTree, stages: Sequence[Stage], *, key: PRNGKeyArray |
 
     In each stage the parameters are split with `equinox.partition(params, stage.trainable)`;
     [`train`][] descends the trainable part while the rest is held fixed, and the two are
-    recombined. Jit- and vmap-compatible (the stage structure is static).
+    recombined. Jit- and vmap-compatible (the stage structure is static). Called outside `jit`, the
+    stages compile as one program, which a later call with the same stages on new arrays reuses.
 
     A stage with `sample` trains on mini-batches drawn from its key `stage_key`: `stage.key`
     when the stage carries one, otherwise `jax.random.fold_in(key, i)` for the stage at index
@@ -117,12 +118,27 @@ def train_stages(params: PyTree, stages: Sequence[Stage], *, key: PRNGKeyArray |
     """
     if not stages:
         raise ValueError("stages must hold at least one Stage, got none")
-    runs = []
     for index, stage in enumerate(stages):
+        if stage.sample is not None and stage.key is None and key is None:
+            raise ValueError(f"stage {index} samples mini-batches: give the Stage or train_stages a key")
+        if stage.save is not None and stage.save.ts is not None:
+            raise ValueError(f"stage {index} saves every few steps, Save(every=...), not at times ts")
+    return _train_stages(params, tuple(stages), key, tuple(tuple(stage.events or ()) for stage in stages))
+
+
+@one_program
+def _train_stages(
+    params: PyTree,
+    stages: tuple[Stage, ...],
+    key: PRNGKeyArray | None,
+    event_orders: tuple[tuple[str, ...], ...],
+) -> list[Run]:
+    """[`train_stages`][] after its checks, compiled as one program: `event_orders` holds each
+    stage's event names in the order given, which its `events` lose as JAX's trees sort a dict."""
+    runs = []
+    for index, (stage, order) in enumerate(zip(stages, event_orders)):
         stage_key = stage.key
         if stage.sample is not None and stage_key is None:
-            if key is None:
-                raise ValueError(f"stage {index} samples mini-batches: give the Stage or train_stages a key")
             stage_key = jax.random.fold_in(key, index)
         if stage.prepare is not None:
             params = stage.prepare(params)
@@ -132,13 +148,8 @@ def train_stages(params: PyTree, stages: Sequence[Stage], *, key: PRNGKeyArray |
             return eqx.combine(part, frozen)
 
         save = stage.save or Save()
-        if save.ts is not None:
-            raise ValueError(f"stage {index} saves every few steps, Save(every=...), not at times ts")
         start, fn = save_with_carry(save)
-        events = {
-            name: (lambda part, pred=pred, full=full: pred(full(part)))
-            for name, pred in (stage.events or {}).items()
-        }
+        events = {name: (lambda part, pred=stage.events[name], full=full: pred(full(part))) for name in order}
         run = train(
             lambda part, *batch, loss=stage.loss, full=full: loss(full(part), *batch),
             trained,

@@ -143,6 +143,7 @@ def train(
     )
 
 
+@one_program
 def scan_with_saves(
     one_step: Callable[[PyTree, Array], tuple[PyTree, PyTree]],
     init: PyTree,
@@ -152,6 +153,8 @@ def scan_with_saves(
 ) -> tuple[PyTree, Int[Array, " S"], PyTree, PyTree]:
     """A training loop's steps under `jax.lax.scan`, recording what `save` says at steps 0,
     every, 2·every, ..., num_steps: the loop of [`train`][], for a task that steps in its own way.
+    Called outside `jit`, it compiles as one program, which a later call with the same `one_step`
+    and `save` on a new `init` reuses.
 
     **Arguments:**
 

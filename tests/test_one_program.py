@@ -21,6 +21,25 @@ _GD = dynamics.gd(0.1)
 _SAVES = np.logspace(-2.0, 3.0, 101)
 _LATE = np.logspace(2.0, 8.0, 13)
 _TURNING = np.stack([np.log(_LATE), np.ones(13)], axis=1)
+_BLOCKS = lambda p: _QUARTIC(p["x"]) + _QUARTIC(p["y"]) + jnp.sum(p["x"][:2] * p["y"])  # noqa: E731
+_STAGES = (
+    dynamics.Stage(
+        _BLOCKS,
+        _GD,
+        {"x": True, "y": False},
+        num_steps=20,
+        events={"b": lambda p: False, "a": lambda p: False},
+    ),
+    dynamics.Stage(
+        _BLOCKS, _GD, {"x": False, "y": True}, num_steps=10, prepare=lambda p: {**p, "x": 2 * p["x"]}
+    ),
+)
+
+
+def _halve(carry, step):
+    y, count = carry
+    return (y / 2, count + 1), step
+
 
 OUTSIDE_JIT = {
     "critical_point": (lambda start: dynamics.critical_point(_CUBIC, start), (_START,)),
@@ -40,6 +59,16 @@ OUTSIDE_JIT = {
     "direction_convergence": (dynamics.direction_convergence, (_LATE, _TURNING)),
     "gradient_flow": (lambda start: dynamics.gradient_flow(_QUARTIC, start, t1=2.0), (_POINT[:3],)),
     "train": (lambda start: dynamics.train(_QUARTIC, start, _GD, num_steps=20), (_POINT[:3],)),
+    "train_stages": (
+        lambda start: dynamics.train_stages(start, _STAGES),
+        ({"x": _POINT[:3], "y": _POINT[3:5]},),
+    ),
+    "scan_with_saves": (
+        lambda start: dynamics.scan_with_saves(
+            _halve, (start, np.int64(0)), dynamics.Save(every=2), num_steps=4
+        ),
+        (_POINT[:3],),
+    ),
     "gd_flow_gap": (
         lambda start, step_size: dynamics.gd_flow_gap(_QUARTIC, start, step_size, num_steps=20, every=10),
         (_POINT[:3], 0.1),
@@ -85,13 +114,16 @@ def test_a_run_called_again_with_the_same_loss_compiles_nothing():
     the loss), and training its scan."""
     dynamics.gradient_flow(_QUARTIC, _POINT[:3], t1=2.0)
     dynamics.train(_QUARTIC, _POINT[:3], _GD, num_steps=20)
-    (flow, run), compiled = _compiled_by(
+    dynamics.train_stages({"x": _POINT[:3], "y": _POINT[3:5]}, _STAGES)
+    (flow, run, stages), compiled = _compiled_by(
         lambda: (
             dynamics.gradient_flow(_QUARTIC, _POINT[3:6], t1=2.0),
             dynamics.train(_QUARTIC, _POINT[3:6], _GD, num_steps=20),
+            dynamics.train_stages({"x": _POINT[3:6], "y": _POINT[6:8]}, _STAGES),
         )
     )
     assert compiled == [] and flow.is_successful() and run.is_successful()
+    assert [run.event_names for run in stages] == [("b", "a"), ()]  # in the order given
 
 
 def test_a_dict_argument_keeps_its_order():
