@@ -212,19 +212,34 @@ def _shard_argv(args: argparse.Namespace) -> list[str]:
     return argv
 
 
-def _launch(args: argparse.Namespace, store: Path) -> None:
-    import dynamics
+def _launch_parameters(args: argparse.Namespace) -> dict | None:
+    """The job parameters of `--launch` (`None` without it), everything about the jobs checked
+    before any work: `--cluster` and `--job` only with `--launch`."""
+    from ._launch import check_jobs
 
-    from ._launch import launch_shards
-
+    if args.launch is None:
+        given = [flag for flag, value in (("--cluster", args.cluster), ("--job", args.job)) if value]
+        if given:
+            verb = "is a setting" if len(given) == 1 else "are settings"
+            raise ValueError(f"{' and '.join(given)} {verb} of --launch N's jobs: give --launch N too")
+        return None
     if args.launch < 1:
         raise ValueError(f"--launch must be >= 1, got {args.launch}")
     if args.shard:
         raise ValueError("--launch runs every shard: give --launch or --shard, not both")
-    if args.overwrite:
-        dynamics.remove_store(store)
     parameters = {key: _job_value(value) for key, value in _parse_pairs(args.job, "--job").items()}
-    launch_shards(_shard_argv(args), args.launch, Path(args.out) / "jobs", args.cluster, parameters)
+    check_jobs(args.cluster or "auto", parameters)
+    return parameters
+
+
+def _launch(args: argparse.Namespace, parameters: dict, out: Path) -> None:
+    import dynamics
+
+    from ._launch import launch_shards
+
+    if args.overwrite:
+        dynamics.remove_store(out / "sweep.zarr")
+    launch_shards(_shard_argv(args), args.launch, out / "jobs", args.cluster or "auto", parameters)
 
 
 def _job_value(text: str):
@@ -249,9 +264,10 @@ def sweep(args: argparse.Namespace) -> int:
     if not grid:
         raise ValueError("name at least one --grid key=v1,v2,...")
     analyses = _analyses(args.analyse, sim)
+    launch = _launch_parameters(args)
     out = dynamics.prepare_folder(args.out, "--out")
-    if args.launch is not None:
-        _launch(args, out / "sweep.zarr")
+    if launch is not None:
+        _launch(args, launch, out)
         ds = dynamics.load_sweep(out / "sweep.zarr")
     else:
         ds = _write_sweep(args, sim, grid, out / "sweep.zarr")

@@ -3,6 +3,7 @@ cluster is found), waited for, their failures reported."""
 
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 
@@ -16,6 +17,33 @@ def run_shard(argv: list[str], index: int, count: int) -> int:
     return subprocess.run(command, check=False).returncode
 
 
+def check_jobs(cluster: str, parameters: dict) -> None:
+    """Refuse, before any work, what would stop the jobs from being submitted: submitit missing, a
+    cluster that is not here, a job parameter its executor does not take (tried on a scratch
+    folder, so nothing is left behind).
+
+    **Raises:** `ValueError` saying which.
+    """
+    with tempfile.TemporaryDirectory() as scratch:
+        _executor(Path(scratch), cluster, parameters)
+
+
+def _executor(folder: Path, cluster: str, parameters: dict):
+    try:
+        import submitit
+    except ImportError:
+        raise ValueError("--launch needs submitit: pip install 'attnflow[cluster]'") from None
+    try:
+        executor = submitit.AutoExecutor(folder=folder, cluster=None if cluster == "auto" else cluster)
+    except RuntimeError as err:  # submitit's word for a cluster it cannot find here
+        raise ValueError(f"--cluster {cluster}: {err}") from None
+    try:
+        executor.update_parameters(**parameters)
+    except (TypeError, ValueError, NameError, AssertionError) as err:  # submitit's words for a bad one
+        raise ValueError(f"bad --job parameter for the {executor.cluster} executor: {err}") from None
+    return executor
+
+
 def launch_shards(argv: list[str], count: int, folder: Path, cluster: str, parameters: dict) -> None:
     """Submit `count` jobs, job i running shard i of `attnflow <argv>`, and wait for all.
 
@@ -27,18 +55,10 @@ def launch_shards(argv: list[str], count: int, folder: Path, cluster: str, param
     - `cluster`: `"auto"` (SLURM when it is there, else local processes), `"slurm"` or `"local"`.
     - `parameters`: submitit's job parameters, e.g. `{"slurm_partition": "gpu", "timeout_min": 60}`.
 
-    **Raises:** `ValueError` when submitit is missing, a parameter is unknown, or a job failed
-    (naming its shard and its log folder).
+    **Raises:** `ValueError` when the jobs cannot be submitted (see [`check_jobs`][]) or a job
+    failed (naming its shard and its log folder).
     """
-    try:
-        import submitit
-    except ImportError:
-        raise ValueError("--launch needs submitit: pip install 'attnflow[cluster]'") from None
-    executor = submitit.AutoExecutor(folder=folder, cluster=None if cluster == "auto" else cluster)
-    try:
-        executor.update_parameters(**parameters)
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"bad --job parameter for the {executor.cluster} executor: {err}") from None
+    executor = _executor(folder, cluster, parameters)
     with executor.batch():
         jobs = [executor.submit(run_shard, argv, i, count) for i in range(count)]
     print(f"submitted {count} {executor.cluster} jobs (logs in {folder})", flush=True)

@@ -21,7 +21,13 @@ def check(path: Path, *, repair: bool) -> int:
     missing and damaged blocks again (the settings and the code must be those that made it).
 
     **Returns:** the exit status: 0 when the store is complete (after the repair), else 1.
+
+    **Raises:** `ValueError` when nothing is at `path` (a mistyped path is not a foreign store).
     """
+    if not path.exists() and not path.is_symlink():
+        raise ValueError(
+            f"{path} does not exist: give the folder of a store that `sweep` or `simulate` wrote"
+        )
     report = dynamics.check_store(path)
     _print(report, hint=not repair)
     if repair and report.state in ("incomplete", "damaged"):

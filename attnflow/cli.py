@@ -220,9 +220,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sweep.add_argument(
         "--cluster",
-        default="auto",
         choices=("auto", "slurm", "local"),
-        help="where --launch runs the jobs (auto: SLURM when present, else local processes)",
+        help="where --launch runs the jobs (default auto: SLURM when present, else local processes)",
     )
     sweep.add_argument(
         "--job",

@@ -125,6 +125,8 @@ def test_attnflow_check_reports_and_repairs(tmp_path, capsys, monkeypatch):
     xr.testing.assert_identical(dynamics.load_sweep(store), _reference())
     assert cli.main(["check", str(tmp_path)]) == 1
     assert "foreign" in capsys.readouterr().out
+    assert cli.main(["check", str(tmp_path / "typo.zarr"), "--repair"]) == 2  # refused, not foreign
+    assert "typo.zarr does not exist" in capsys.readouterr().err
 
 
 def test_edited_settings_are_named_on_load_and_refused_on_resume(tmp_path):

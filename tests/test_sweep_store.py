@@ -2,8 +2,10 @@
 killed mid-way and run again gives the uninterrupted result bit for bit; shards run as separate
 processes make the one-process result; anything else at the path is refused before work."""
 
+import importlib.util
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -23,6 +25,9 @@ import dynamics._batch
 from dynamics._store import make_plan
 
 from ._store_sims import SlowDecay
+
+if importlib.util.find_spec("submitit"):  # on import it sets up logging on the streams open then:
+    import submitit  # noqa: F401 -- so before a test captures them (capsys), not inside one
 
 ROOT = Path(__file__).parents[1]
 GRID = {"rate": [0.5, 2.0], "scale": [1.0, 3.0]}
@@ -216,6 +221,48 @@ def test_only_the_blocks_of_a_shard_run(tmp_path):
     assert dynamics.sweep_progress(tmp_path / "s.zarr") == (4, 8)
     final = np.asarray(ds["final"])
     assert np.isnan(final).any() and np.isfinite(final).any()  # the other shard's cells are still empty
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--job", "mem_gb=4"], "--job is a setting of --launch N's jobs"),
+        (["--cluster", "local", "--job", "mem_gb=4"], "--cluster and --job are settings of --launch N"),
+        (["--launch", "0"], "--launch must be >= 1"),
+        (["--launch", "2", "--shard", "0/2"], "give --launch or --shard, not both"),
+        (["--launch", "2", "--cluster", "local", "--job", "mem"], "--job expects key=value"),
+        (["--launch", "2", "--cluster", "local", "--job", "no_such_parameter=1"], "bad --job parameter"),
+        (["--launch", "2", "--cluster", "local", "--job", "timeout_min=soon"], "bad --job parameter"),
+    ],
+)
+def test_the_launch_options_are_refused_before_any_work(tmp_path, monkeypatch, capsys, options, message):
+    """A bad launch option is refused with exit status 2 before anything is written or removed: the
+    store of an `--overwrite` stays as it was, and a new `--out` is not made."""
+    pytest.importorskip("submitit")
+    from attnflow import cli
+
+    monkeypatch.chdir(ROOT)
+    old = tmp_path / "old"
+    store = dynamics.save_sweep(dynamics.sweep(SlowDecay(), GRID, num_seeds=2), old / "sweep.zarr")
+    before = dynamics.check_store(store)
+    for out in (old, tmp_path / "new"):
+        argv = ["sweep", "tests._store_sims:SlowDecay", "--grid", "rate=0.5,2", "--out", str(out)]
+        assert cli.main([*argv, "--overwrite", *options]) == 2
+        assert message in capsys.readouterr().err
+    assert dynamics.check_store(store) == before and not (tmp_path / "new").exists()
+    assert sorted(p.name for p in old.iterdir()) == ["sweep.zarr"]
+
+
+def test_a_cluster_that_is_not_here_is_refused_before_any_work(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("submitit")
+    if shutil.which("srun"):
+        pytest.skip("this machine is a SLURM cluster")
+    from attnflow import cli
+
+    monkeypatch.chdir(ROOT)
+    argv = ["sweep", "tests._store_sims:SlowDecay", "--grid", "rate=0.5,2", "--out", str(tmp_path / "out")]
+    assert cli.main(argv + ["--launch", "2", "--cluster", "slurm"]) == 2
+    assert "--cluster slurm: " in capsys.readouterr().err and not (tmp_path / "out").exists()
 
 
 @pytest.mark.slow
