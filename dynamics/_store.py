@@ -312,9 +312,14 @@ def _open_or_create(path: Path, plan: Plan, variables_of_a_run: dict, event_name
     damaged = differing_files(path, recorded_files(path, created))
     if damaged:
         raise ValueError(f"{path} is damaged, so it cannot be resumed: {'; '.join(damaged)}{again}")
+    config = json.loads(stored["config"])
+    if config.get("simulation") != plan.config.get("simulation"):
+        raise ValueError(
+            f"{path} holds a sweep of {config.get('simulation')}, not of {plan.config.get('simulation')}, "
+            f"so it cannot be resumed{again}"
+        )
     differences = _differences(
-        json.loads(stored["config"]) | {"chunk_size": stored.get("chunk_size")},
-        plan.config | {"chunk_size": plan.chunk_size},
+        config | {"chunk_size": stored.get("chunk_size")}, plan.config | {"chunk_size": plan.chunk_size}
     )
     if differences:
         raise ValueError(

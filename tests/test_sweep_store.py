@@ -24,7 +24,7 @@ import dynamics
 import dynamics._batch
 from dynamics._store import make_plan
 
-from ._store_sims import SlowDecay
+from ._store_sims import Logistic, SlowDecay
 
 if importlib.util.find_spec("submitit"):  # on import it sets up logging on the streams open then:
     import submitit  # noqa: F401 -- so before a test captures them (capsys), not inside one
@@ -201,6 +201,10 @@ def test_another_sweep_or_a_foreign_folder_is_refused_before_work(tmp_path):
         dynamics.sweep(SlowDecay(), {"rate": [3.0]}, num_seeds=2, store=store)
     with pytest.raises(ValueError, match=r"chunk_size: 64 in the store, 1 now"):
         dynamics.sweep(SlowDecay(), {"rate": [1.0]}, num_seeds=2, store=store, chunk_size=1)
+    with pytest.raises(
+        ValueError, match=r"holds a sweep of tests._store_sims:SlowDecay, not of tests._store_sims:Logistic"
+    ):
+        dynamics.sweep(Logistic(), {"rate": [1.0]}, num_seeds=2, store=store)
     foreign = tmp_path / "data"
     foreign.mkdir()
     (foreign / "notes.txt").write_text("mine")
