@@ -8,6 +8,7 @@ import inspect
 import json
 import os
 import re
+import shutil
 import time
 from pathlib import Path
 
@@ -339,7 +340,10 @@ def _analyse(ds, sim, analyses: list[str], axes: list[str], out: Path) -> list[P
                 "dense Hessian, n² numbers)"
             )
             start = time.perf_counter()
-            found = dynamics.sweep_critical_points(ds, sim)
+            kept = out / "critical_point.kept"
+            if kept.exists():
+                print(f"critical points: the runs polished before are read from {kept}")
+            found = dynamics.sweep_critical_points(ds, sim, keep=kept)
             summary = f"{_status_summary(found)} ({time.perf_counter() - start:.1f} s)"
             drawn = plot_critical_points(found, axes, out / "plots")
         else:
@@ -352,6 +356,8 @@ def _analyse(ds, sim, analyses: list[str], axes: list[str], out: Path) -> list[P
                 )
             drawn = plot_sharpness(found, axes, out / "plots")
         dynamics.add_to_store(store, found)
+        if name == "critical_point":
+            shutil.rmtree(kept)  # its runs are in the store now
         print(f"added {name}.* to {store}: {summary}")
         plots += drawn
     return plots
@@ -380,7 +386,8 @@ def _status_summary(found) -> str:
             values, counts = np.unique(index[status == code], return_counts=True)
             text += " (" + ", ".join(f"index {v} x{n}" for v, n in zip(values, counts)) + ")"
         parts.append(text)
-    nearby = "; no critical point nearby for the others" if np.any(status != 0) else ""
+    others = "for the others" if np.any(status == 0) else "for any run"
+    nearby = f"; no critical point nearby {others}" if np.any(status != 0) else ""
     return ", ".join(parts) + nearby
 
 

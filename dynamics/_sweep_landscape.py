@@ -4,7 +4,9 @@ the loss its simulation declares ([`AbstractSimulation.landscape`][]), as datase
 the sweep."""
 
 import json
+import os
 from collections.abc import Callable
+from pathlib import Path
 
 import equinox as eqx
 import jax
@@ -14,7 +16,9 @@ import xarray as xr
 from jaxtyping import PyTree
 
 from ._batch import run_many
+from ._fingerprint import code_record
 from ._hessian import hessian_max_eigenvalue
+from ._kept_runs import keep_run, kept_runs
 from ._landscape import critical_point
 from ._landscape_result import CriticalPointStatus
 from ._params import with_settings
@@ -72,6 +76,7 @@ def sweep_critical_points(
     gtol: float = 1e-12,
     eig_tol: float = 1e-8,
     max_distance: float = float("inf"),
+    keep: str | os.PathLike | None = None,
 ) -> xr.Dataset:
     """Polish the final state of every run of a sweep to the critical point near it
     ([`critical_point`][]: Newton's method on the gradient of the run's loss, in float64), and
@@ -90,6 +95,10 @@ def sweep_critical_points(
     - `ds`: a finished sweep of `sim` (from [`sweep`][] or [`load_sweep`][]).
     - `sim`: the simulation that made it (its grid values are read from `ds`).
     - `max_steps`, `gtol`, `eig_tol`, `max_distance`: as for [`critical_point`][].
+    - `keep`: a folder where each run's result is kept as it is found (made when it is not there).
+      A call stopped half-way and made again with the same folder finds them there and polishes
+      only the runs left; results kept for another sweep, other settings or other code are
+      computed again, with a warning. Default: none kept.
 
     **Returns:** a dataset with the sweep's grid axes and `seed`:
 
@@ -154,7 +163,9 @@ def sweep_critical_points(
             "num_steps": found.num_steps,
         }
 
-    out = _per_run(ds, sim, analyse, "critical_point", one_at_a_time=True)
+    about = {"identity": ds.attrs.get("identity"), "settings": settings}
+    kept = None if keep is None else (Path(keep), about)
+    out = _per_run(ds, sim, analyse, "critical_point", one_at_a_time=True, keep=kept)
     out["critical_point.status"].attrs["statuses"] = list(CRITICAL_POINT_STATUSES)
     out.attrs = dict(ds.attrs) | {"analysis": json.dumps({"critical_point": settings})}
     return out
@@ -239,7 +250,13 @@ def _final_states(ds: xr.Dataset, sim: AbstractSimulation) -> tuple[PyTree, list
 
 
 def _per_run(
-    ds: xr.Dataset, sim: AbstractSimulation, analyse: Callable, prefix: str, *, one_at_a_time: bool = False
+    ds: xr.Dataset,
+    sim: AbstractSimulation,
+    analyse: Callable,
+    prefix: str,
+    *,
+    one_at_a_time: bool = False,
+    keep: tuple[Path, dict] | None = None,
 ) -> xr.Dataset:
     """`analyse(landscape, final) -> {name: scalar}` on every run of the sweep, grouped by compiled
     program and `vmap`ped over runs, as a dataset `prefix.name` with dims (grid axes, seed).
@@ -247,7 +264,9 @@ def _per_run(
     With `one_at_a_time`, each run is analysed by its own call of one compiled program instead:
     for dense linear algebra, where a batch gains nothing, and where jaxlib's batched LAPACK
     kernels (LU and eigendecomposition of a batch of large matrices, run side by side as the two
-    branches of a `vmap`ped `cond`) can wait on each other for ever in a small CPU thread pool."""
+    branches of a `vmap`ped `cond`) can wait on each other for ever in a small CPU thread pool.
+    Then `keep`, `(folder, key)`, keeps each run's result in `folder`, under `key` (what is analysed
+    and how) and the fingerprint of the programs."""
     finals, axes = _final_states(ds, sim)
     shape = tuple(ds.sizes[a] for a in axes)
     seeds = np.asarray(ds[SEED_DIM].values)
@@ -261,7 +280,7 @@ def _per_run(
     flat_finals = jax.tree.map(
         lambda x: x.reshape(len(points), len(seeds), *x.shape[len(axes) + 1 :]), finals
     )
-    results: dict[str, np.ndarray] = {}
+    calls = []  # per compiled program: its grid points, and its function and arguments over runs
     for static, members in groups.items():
 
         def one(traced, seed, final, static=static):
@@ -277,10 +296,14 @@ def _per_run(
         }
         run_seeds = np.tile(seeds, len(members))
         run_finals = jax.tree.map(lambda x: x[members].reshape(-1, *x.shape[2:]), flat_finals)
-        if one_at_a_time:
-            out = _each_run(one, traced, run_seeds, run_finals, description=prefix)
-        else:
-            out, _ = run_many(one, traced, run_seeds, run_finals, chunk_size=_RUNS_PER_CALL)
+        calls.append((members, one, (traced, run_seeds, run_finals)))
+    if one_at_a_time:
+        kept = None if keep is None else (keep[0], keep[1] | {"analysis": prefix})
+        outs = _each_run([call[1:] for call in calls], description=prefix, keep=kept, cls=type(sim))
+    else:
+        outs = [run_many(one, *args, chunk_size=_RUNS_PER_CALL)[0] for _, one, args in calls]
+    results: dict[str, np.ndarray] = {}
+    for (members, _, _), out in zip(calls, outs):
         for name, values in out.items():
             if name not in results:
                 results[name] = np.full(
@@ -295,17 +318,45 @@ def _per_run(
     )
 
 
-def _each_run(fn: Callable, *batched_args, description: str) -> dict[str, np.ndarray]:
-    """`fn` on each run (the leading axis of `batched_args`) in turn, one compiled program for all,
-    with progress over the runs; the outputs stacked along the run axis."""
-    compiled = eqx.filter_jit(fn)
-    num_runs = len(jax.tree.leaves(batched_args)[0])
-    pieces = []
-    with progress_over(num_runs, description, "run", num_runs > 1) as bar:
-        for i in range(num_runs):
-            pieces.append(jax.device_get(compiled(*jax.tree.map(lambda x, i=i: x[i], batched_args))))
-            bar.update()
-    return jax.tree.map(lambda *xs: np.stack(xs), *pieces)
+def _each_run(
+    calls: list[tuple[Callable, tuple]],
+    *,
+    description: str,
+    keep: tuple[Path, dict] | None = None,
+    cls: type | None = None,
+) -> list[dict[str, np.ndarray]]:
+    """Each `(fn, batched_args)` of `calls` on each of its runs (the leading axis of `batched_args`)
+    in turn, one compiled program per `fn`, with progress over all runs; per call, the outputs
+    stacked along the run axis. With `keep`, `(folder, key)`, each run's outputs are kept in
+    `folder` as it ends ([`keep_run`][]), under `key` and the fingerprint of the programs and of the
+    source files of `cls`'s package: the runs kept there before under the same are read, not
+    computed."""
+
+    def args_of(batched_args, i):
+        return jax.tree.map(lambda x: x[i], batched_args)
+
+    lowered = [eqx.filter_jit(fn).lower(*args_of(args, 0)) for fn, args in calls]
+    compiled = [program.compile() for program in lowered]
+    counts = [len(jax.tree.leaves(args)[0]) for _, args in calls]
+    found = {}
+    if keep is not None:
+        folder, key = keep
+        code = code_record(cls, [program.as_text() for program in lowered])
+        found = kept_runs(folder, key | {"code": code})
+    outs = []
+    with progress_over(sum(counts), description, "run", sum(counts) > 1) as bar:
+        for c, ((_, args), program, count) in enumerate(zip(calls, compiled, counts)):
+            pieces = []
+            for i in range(count):
+                name = f"{c}-{i}"
+                if name not in found:
+                    found[name] = jax.device_get(program(*args_of(args, i)))
+                    if keep is not None:
+                        keep_run(folder, name, found[name])
+                pieces.append(found[name])
+                bar.update()
+            outs.append(jax.tree.map(lambda *xs: np.stack(xs), *pieces))
+    return outs
 
 
 def num_params(sim: AbstractSimulation) -> int:

@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 import pytest
+import xarray as xr
 
 import dynamics
 import tasks
@@ -369,3 +370,18 @@ def test_the_command_line_package_has_no_import_circle():
     for module in edges:
         visit(module, [])
     assert "cli" not in set().union(*(edges[m] for m in edges if m != "__main__"))
+
+
+@pytest.mark.parametrize(
+    ("statuses", "summary"),
+    [
+        ([0, 0], "converged x2 (index 0 x1, index 1 x1)"),
+        ([0, 1], "converged x1 (index 0 x1), max_steps x1; no critical point nearby for the others"),
+        ([1, 2], "max_steps x1, stalled x1; no critical point nearby for any run"),
+    ],
+)
+def test_the_summary_of_critical_points_counts_each_ending(statuses, summary):
+    found = xr.Dataset(
+        {"critical_point.status": ("seed", statuses), "critical_point.index": ("seed", [0, 1])}
+    )
+    assert _commands._status_summary(found) == summary

@@ -21,8 +21,9 @@ PUBLIC = {
     if name not in TYPE_ALIASES and callable(getattr(dynamics, name))
 }
 """The public functions and classes of `dynamics`, by name."""
-MODULES = sorted({obj.__module__ for obj in PUBLIC.values()})
-"""The modules that define them (`dynamics` re-exports them from its private modules)."""
+MODULES = sorted({obj.__module__ for obj in PUBLIC.values()} | {"dynamics._compiled", "dynamics._kept_runs"})
+"""The modules that define them (`dynamics` re-exports them from its private modules), and the
+private modules whose examples show a part of the engine."""
 
 SLOW_EXAMPLES = {"dynamics._flow", "dynamics._phases", "dynamics._sharpness", "dynamics._sweep"}
 """The modules whose examples take longest (over 6 s each: several simulations), run with the

@@ -195,3 +195,4 @@ def test_the_command_line_analyses_a_default_level(tmp_path, monkeypatch, capsys
         "phases_time.png",
     ):
         assert (tmp_path / "plots" / plot).is_file()
+    assert not (tmp_path / "critical_point.kept").exists()  # its runs are in the store

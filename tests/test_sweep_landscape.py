@@ -4,9 +4,12 @@
 
 import numpy as np
 import pytest
+import xarray as xr
 
 import dynamics
+import dynamics._sweep_landscape
 from attnflow import cli
+from dynamics._kept_runs import keep_run, kept_runs
 from tests._store_sims import Quadratic, SlowDecay
 from tests.helpers import REPOSITORY
 
@@ -32,6 +35,55 @@ def test_every_run_is_polished_to_the_saddle_of_the_quadratic(swept):
     norms = np.sqrt((swept["final"] ** 2).sum("final_dim0"))
     np.testing.assert_allclose(found["critical_point.distance"], norms, rtol=1e-12)
     assert found["critical_point.status"].attrs["statuses"][0] == "converged"
+
+
+def test_a_polish_stopped_half_way_computes_only_the_runs_left_when_made_again(swept, tmp_path, monkeypatch):
+    """With `keep`, a polish interrupted after two runs and made again equals one never stopped,
+    polishing only the runs left; other settings polish every run again, with a warning; a folder
+    that holds other files is refused, and left as it is."""
+    expected = dynamics.sweep_critical_points(swept, Quadratic())
+    num_runs = swept.sizes["rate"] * swept.sizes["step"] * swept.sizes["seed"]
+    keep_run = dynamics._sweep_landscape.keep_run
+    polished = []
+
+    def counted(folder, name, outputs):
+        if len(polished) == limit:
+            raise KeyboardInterrupt
+        keep_run(folder, name, outputs)
+        polished.append(name)
+
+    monkeypatch.setattr(dynamics._sweep_landscape, "keep_run", counted)
+    kept = tmp_path / "kept"
+    limit = 2
+    with pytest.raises(KeyboardInterrupt):
+        dynamics.sweep_critical_points(swept, Quadratic(), keep=kept)
+    limit = None
+    resumed = dynamics.sweep_critical_points(swept, Quadratic(), keep=kept)
+    xr.testing.assert_identical(resumed, expected)
+    assert len(polished) == len(set(polished)) == num_runs  # the first two were not polished again
+    polished.clear()
+    with pytest.warns(UserWarning, match=rf"kept in .*kept \({num_runs} runs\) come from other .*settings"):
+        dynamics.sweep_critical_points(swept, Quadratic(), keep=kept, max_steps=50)
+    assert len(polished) == num_runs
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("mine")
+    with pytest.raises(ValueError, match="mine exists and holds no kept runs"):
+        dynamics.sweep_critical_points(swept, Quadratic(), keep=tmp_path / "mine")
+    assert [p.name for p in (tmp_path / "mine").iterdir()] == ["notes.txt"]
+
+
+def test_a_kept_run_that_cannot_be_read_is_computed_again_and_a_file_is_no_folder(tmp_path):
+    folder, key = tmp_path / "kept", {"analysis": "critical_point"}
+    assert kept_runs(folder, key) == {}
+    for name in ("0-0", "0-1"):
+        keep_run(folder, name, {"loss": np.float64(1.5), "index": np.int32(1)})
+    truncated = folder / "0-1.npz"
+    truncated.write_bytes(truncated.read_bytes()[:40])
+    found = kept_runs(folder, key)
+    assert list(found) == ["0-0"] and found["0-0"]["index"].dtype == np.int32 and not truncated.exists()
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ValueError, match="file exists and holds no kept runs"):
+        kept_runs(tmp_path / "file", key)
 
 
 def test_the_sharpness_is_the_largest_curvature_beside_the_edge_two_over_eta(swept):
