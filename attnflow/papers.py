@@ -137,6 +137,12 @@ def load_simulation(target: str, level: str | None = None) -> type[dynamics.Abst
     not import, a missing class, or a class that is not a simulation.
     """
     if ":" not in target:
+        if "." in target and target not in papers():
+            module_name, _, class_name = target.rpartition(".")
+            raise ValueError(
+                f"unknown paper {target!r}; a class of your own is named with a colon, "
+                f"{module_name}:{class_name}"
+            )
         return paper(target).simulation(level)
     if level is not None:
         raise ValueError(f"--level applies to a paper, not to a class ({target})")

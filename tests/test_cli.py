@@ -44,6 +44,10 @@ def test_unknown_paper_and_class(capsys):
     assert f"unknown paper 'no_such_paper'; known: {', '.join(papers())}" in capsys.readouterr().err
     with pytest.raises(ValueError, match="cannot import 'no_such_module'"):
         load_simulation("no_such_module:Thing")
+    with pytest.raises(
+        ValueError, match="a class of your own is named with a colon, examples.custom_model:Retrieval"
+    ):
+        load_simulation("examples.custom_model.Retrieval")
 
 
 @pytest.mark.slow
