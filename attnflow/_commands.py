@@ -8,7 +8,6 @@ import inspect
 import json
 import os
 import re
-import shutil
 import time
 from pathlib import Path
 
@@ -342,7 +341,9 @@ def _analyse(ds, sim, analyses: list[str], axes: list[str], out: Path) -> list[P
             start = time.perf_counter()
             kept = out / "critical_point.kept"
             if kept.exists():
-                print(f"critical points: the runs polished before are read from {kept}")
+                print(
+                    f"critical points: the runs kept in {kept} are read where this sweep and code made them"
+                )
             found = dynamics.sweep_critical_points(ds, sim, keep=kept)
             summary = f"{_status_summary(found)} ({time.perf_counter() - start:.1f} s)"
             drawn = plot_critical_points(found, axes, out / "plots")
@@ -356,8 +357,6 @@ def _analyse(ds, sim, analyses: list[str], axes: list[str], out: Path) -> list[P
                 )
             drawn = plot_sharpness(found, axes, out / "plots")
         dynamics.add_to_store(store, found)
-        if name == "critical_point":
-            shutil.rmtree(kept)  # its runs are in the store now
         print(f"added {name}.* to {store}: {summary}")
         plots += drawn
     return plots

@@ -211,8 +211,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="analyses of every run, comma-separated, added to the store (OUT/sweep.zarr, variables "
         "NAME.*, checksummed) with their plots: phases (the plateaus of each run's loss); critical_point "
         "(each final state polished to the critical point near it, float64: its status, loss, gradient "
-        "norm, index and extreme Hessian eigenvalues; each run's kept in OUT/critical_point.kept until "
-        "the store has them, so a rerun polishes only the runs left); sharpness (the top Hessian "
+        "norm, index and extreme Hessian eigenvalues; each run's kept in OUT/critical_point.kept as it "
+        "ends, so a rerun polishes only the runs not kept); sharpness (the top Hessian "
         "eigenvalue at each final state, beside 2/eta for a level with a step size); the last two need a "
         "level that declares its landscape",
     )

@@ -195,4 +195,5 @@ def test_the_command_line_analyses_a_default_level(tmp_path, monkeypatch, capsys
         "phases_time.png",
     ):
         assert (tmp_path / "plots" / plot).is_file()
-    assert not (tmp_path / "critical_point.kept").exists()  # its runs are in the store
+    kept = sorted(path.name for path in (tmp_path / "critical_point.kept").iterdir())
+    assert kept == ["0-0.npz", "0-1.npz", "key.json"]  # for a rerun, which reads them
