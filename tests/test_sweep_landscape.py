@@ -43,13 +43,12 @@ def test_a_polish_stopped_half_way_computes_only_the_runs_left_when_made_again(s
     that holds other files is refused, and left as it is."""
     expected = dynamics.sweep_critical_points(swept, Quadratic())
     num_runs = swept.sizes["rate"] * swept.sizes["step"] * swept.sizes["seed"]
-    keep_run = dynamics._sweep_landscape.keep_run
     polished = []
 
     def counted(folder, name, outputs):
         if len(polished) == limit:
             raise KeyboardInterrupt
-        keep_run(folder, name, outputs)
+        keep_run(folder, name, outputs)  # the module's own, imported above
         polished.append(name)
 
     monkeypatch.setattr(dynamics._sweep_landscape, "keep_run", counted)
