@@ -322,21 +322,21 @@ def _each_run(
     calls: list[tuple[Callable, tuple]],
     *,
     description: str,
-    keep: tuple[Path, dict] | None = None,
-    cls: type | None = None,
+    keep: tuple[Path, dict] | None,
+    cls: type,
 ) -> list[dict[str, np.ndarray]]:
     """Each `(fn, batched_args)` of `calls` on each of its runs (the leading axis of `batched_args`)
-    in turn, one compiled program per `fn`, with progress over all runs; per call, the outputs
-    stacked along the run axis. With `keep`, `(folder, key)`, each run's outputs are kept in
-    `folder` as it ends ([`keep_run`][]), under `key` and the fingerprint of the programs and of the
-    source files of `cls`'s package: the runs kept there before under the same are read, not
-    computed."""
+    in turn, one compiled program per `fn` (compiled once a run needs it), with progress over all
+    runs; per call, the outputs stacked along the run axis. With `keep`, `(folder, key)`, each run's
+    outputs are kept in `folder` as it ends ([`keep_run`][]), under `key` and the fingerprint of
+    the programs and of the source files of `cls`'s package: the runs kept there before under the
+    same are read, not computed."""
 
     def args_of(batched_args, i):
         return jax.tree.map(lambda x: x[i], batched_args)
 
     lowered = [eqx.filter_jit(fn).lower(*args_of(args, 0)) for fn, args in calls]
-    compiled = [program.compile() for program in lowered]
+    compiled = {}
     counts = [len(jax.tree.leaves(args)[0]) for _, args in calls]
     found = {}
     if keep is not None:
@@ -345,12 +345,14 @@ def _each_run(
         found = kept_runs(folder, key | {"code": code})
     outs = []
     with progress_over(sum(counts), description, "run", sum(counts) > 1) as bar:
-        for c, ((_, args), program, count) in enumerate(zip(calls, compiled, counts)):
+        for c, ((_, args), count) in enumerate(zip(calls, counts)):
             pieces = []
             for i in range(count):
                 name = f"{c}-{i}"
                 if name not in found:
-                    found[name] = jax.device_get(program(*args_of(args, i)))
+                    if c not in compiled:
+                        compiled[c] = lowered[c].compile()
+                    found[name] = jax.device_get(compiled[c](*args_of(args, i)))
                     if keep is not None:
                         keep_run(folder, name, found[name])
                 pieces.append(found[name])
