@@ -413,7 +413,7 @@ def listing(args: argparse.Namespace) -> int:
             if p.info.data is not None:
                 print(f"  --data: {p.info.data.describe}")
         return 0
-    if ":" in args.target:
+    if ":" in args.target or "." in args.target:
         classes = {args.target: load_simulation(args.target)}
     else:
         from .papers import paper

@@ -48,6 +48,8 @@ def test_unknown_paper_and_class(capsys):
         ValueError, match="a class of your own is named with a colon, examples.custom_model:Retrieval"
     ):
         load_simulation("examples.custom_model.Retrieval")
+    assert cli.main(["list", "examples.custom_model.Retrieval"]) == 2
+    assert "named with a colon, examples.custom_model:Retrieval" in capsys.readouterr().err
 
 
 @pytest.mark.slow
