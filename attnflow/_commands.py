@@ -8,6 +8,7 @@ import inspect
 import json
 import os
 import re
+import textwrap
 import time
 from pathlib import Path
 
@@ -22,18 +23,21 @@ def _metadata(args: argparse.Namespace) -> dict:
 
 
 def verify(args: argparse.Namespace) -> int:
-    """`attnflow verify`: every check of the papers (or one), a table and a JSON report; 1 if one fails."""
+    """`attnflow verify`: the checks of the papers (or of one, or those named), a table and a JSON
+    report; 1 if one fails."""
     import dynamics
     import theory
 
     from ._report import paper_checks, schedule
     from ._workers import run_pieces
-    from .papers import paper, papers
+    from .papers import checks_named, paper, papers
 
     names = [paper(args.paper).name] if args.paper else list(papers())
+    only = checks_named(args.check, names) if args.check else {}
+    names = list(only) if only else names
     dynamics.prepare_file(args.json, "--json")
     order = [name for name, _ in schedule(names, ("checks",))]
-    tasks = [(paper_checks, (name, args.full)) for name in order]
+    tasks = [(paper_checks, (name, args.full, only.get(name))) for name in order]
     by_paper = dict(zip(order, run_pieces(tasks, args.jobs, jax.config.jax_compilation_cache_dir)))
     checks = [check for name in names for check in by_paper[name]]
     print(theory.format_table(checks))
@@ -413,12 +417,14 @@ def listing(args: argparse.Namespace) -> int:
             if p.info.data is not None:
                 print(f"  --data: {p.info.data.describe}")
         return 0
+    listed_paper = None
     if ":" in args.target or "." in args.target:
         classes = {args.target: load_simulation(args.target)}
     else:
         from .papers import paper
 
-        classes = paper(args.target).simulations
+        listed_paper = paper(args.target)
+        classes = listed_paper.simulations
     for level, cls in classes.items():
         print(f"{level}: {cls.path()}\n  {_first_paragraph(cls.__doc__)}")
         for info in cls.params():
@@ -430,6 +436,13 @@ def listing(args: argparse.Namespace) -> int:
             )
         if cls.small:
             print(f"  a first try (seconds): {' '.join(f'--set {k}={v}' for k, v in cls.small.items())}")
+    if listed_paper is not None:
+        for what, names in (
+            ("checks (attnflow verify --check NAME)", [fn.__name__ for fn in listed_paper.checks]),
+            ("figures (attnflow figures NAME)", list(listed_paper.figures)),
+        ):
+            print(f"{what}:")
+            print(textwrap.fill(", ".join(names), 100, initial_indent="  ", subsequent_indent="  "))
     return 0
 
 

@@ -27,10 +27,11 @@ def schedule(names: list[str], parts: tuple[str, ...]) -> list[tuple[str, str]]:
     return sorted(pieces, key=lambda piece: -cost[piece])
 
 
-def paper_checks(name: str, full: bool) -> list[theory.Check]:
-    """Every check of paper `name` (at the paper's sizes when `full`), each announced as it starts."""
+def paper_checks(name: str, full: bool, only: list[str] | None = None) -> list[theory.Check]:
+    """The checks of paper `name` (those named in `only`, or all; at the paper's sizes when `full`),
+    each announced as it starts."""
     return papers()[name].run_checks(
-        full=full, progress=lambda check: print(f"  {name}: {check}", flush=True)
+        full=full, progress=lambda check: print(f"  {name}: {check}", flush=True), only=only
     )
 
 
@@ -130,7 +131,7 @@ def result_of(claim: str) -> str:
 
     **Example:**
 
-        >>> result_of("Theorem 4(a): snap time $\\propto 1/\\eta_Y$"), result_of("P3: $a(t)$")
+        >>> result_of(r"Theorem 4(a): snap time $\\propto 1/\\eta_Y$"), result_of("P3: $a(t)$")
         ('Theorem 4', 'Other')
     """
     match = _RESULT.match(claim)

@@ -103,6 +103,7 @@ EXAMPLES = {
     "verify": [
         "attnflow verify",
         "attnflow verify --paper sparse_token_selection --full --json full.json",
+        "attnflow verify --check lemma2_rate --check lemma5_discrete",
     ],
     "simulate": [
         "attnflow simulate ntp_partial_order --seeds 64 --set num_steps2=5000",
@@ -180,6 +181,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     verify = _command(sub, "verify", "check theorems against simulation; exit 1 if any check fails")
     verify.add_argument("--paper", help="one paper (default: all)")
+    verify.add_argument(
+        "--check",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="only this check (repeatable; attnflow list PAPER names each paper's checks)",
+    )
     _add_full(verify)
     verify.add_argument(
         "--json", default="results/verify.json", help="where to write the report (default: %(default)s)"

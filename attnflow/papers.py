@@ -4,6 +4,7 @@ figures (`figures.<paper>.FIGURES`); read by every command (`verify`, `simulate`
 `figures`, `reproduce`, `check`). No list of papers is written anywhere else."""
 
 import dataclasses
+import difflib
 import functools
 import importlib
 import importlib.util
@@ -11,7 +12,7 @@ import os
 import pkgutil
 import sys
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from pathlib import Path
 
 import dynamics
@@ -70,13 +71,28 @@ class Paper:
             raise ValueError(f"{self.name} has no level {level!r}; levels: {', '.join(self.simulations)}")
         return self.simulations[level]
 
-    def run_checks(self, *, full: bool, progress: Callable[[str], None] | None = None) -> list[theory.Check]:
-        """Run every check of the paper (at the paper's sizes when `full`, else quick ones; the
-        tolerances are the same).
+    def run_checks(
+        self,
+        *,
+        full: bool,
+        progress: Callable[[str], None] | None = None,
+        only: Collection[str] | None = None,
+    ) -> list[theory.Check]:
+        """Run the checks of the paper (at the paper's sizes when `full`, else quick ones; the
+        tolerances are the same): every one, or those named in `only`.
 
-        **Returns:** the [`theory.Check`][]s in order.
+        **Returns:** the [`theory.Check`][]s in the paper's order.
+
+        **Raises:** `ValueError` naming a check of `only` that the paper does not have.
         """
-        return theory.run_checks(theory.check_makers(self.name, self.checks, full), progress)
+        chosen = self.checks
+        if only is not None:
+            known = [fn.__name__ for fn in self.checks]
+            unknown = [name for name in only if name not in known]
+            if unknown:
+                raise ValueError(f"{self.name} has no check {', '.join(map(repr, unknown))}")
+            chosen = tuple(fn for fn in self.checks if fn.__name__ in only)
+        return theory.run_checks(theory.check_makers(self.name, chosen, full), progress)
 
 
 @functools.cache
@@ -121,6 +137,45 @@ def paper(name: str) -> Paper:
     if name not in papers():
         raise ValueError(f"unknown paper {name!r}; known: {', '.join(papers())}")
     return papers()[name]
+
+
+def checks_named(names: Iterable[str], among: Iterable[str] | None = None) -> dict[str, list[str]]:
+    """The papers that hold the checks called `names`: paper -> the names among its checks.
+
+    **Arguments:**
+
+    - `names`: names of checks, as `attnflow list PAPER` lists them.
+    - `among`: the papers to look in (default: every paper).
+
+    **Returns:** paper -> its checks among `names`, the papers in the order of `among`.
+
+    **Raises:** `ValueError` for a name that no paper among them has (with the nearest names), or
+    that several papers have.
+
+    **Example:**
+
+        >>> from attnflow.papers import checks_named
+        >>> checks_named(["lemma2_rate"])
+        {'scan_snap': ['lemma2_rate']}
+    """
+    among = list(papers()) if among is None else list(among)
+    owners = {paper_name: {fn.__name__ for fn in paper(paper_name).checks} for paper_name in among}
+    found: dict[str, list[str]] = {}
+    for name in dict.fromkeys(names):
+        holders = [paper_name for paper_name, checks in owners.items() if name in checks]
+        if not holders:
+            elsewhere = [
+                other.name for other in papers().values() if name in {fn.__name__ for fn in other.checks}
+            ]
+            if elsewhere:
+                raise ValueError(f"{name!r} is a check of {elsewhere[0]}, not of {', '.join(among)}")
+            near = difflib.get_close_matches(name, sorted(set().union(*owners.values())), n=3)
+            hint = f"; nearest: {', '.join(near)}" if near else ""
+            raise ValueError(f"no check {name!r}{hint} (attnflow list PAPER lists them)")
+        if len(holders) > 1:
+            raise ValueError(f"{', '.join(holders)} each have a check {name!r}: name the paper with --paper")
+        found.setdefault(holders[0], []).append(name)
+    return {paper_name: found[paper_name] for paper_name in among if paper_name in found}
 
 
 def all_figures() -> dict[str, Figure]:

@@ -17,7 +17,7 @@ import dynamics
 import tasks
 import theory
 from attnflow import _commands, _runtime, cli
-from attnflow.papers import Paper, load_simulation, papers
+from attnflow.papers import Paper, checks_named, load_simulation, papers
 
 from .helpers import REPOSITORY
 
@@ -85,6 +85,8 @@ def test_every_example_of_the_help_parses_and_names_what_exists(command, example
         _commands._analyses(args.analyse, sim)
     if args.command == "verify" and args.paper:
         paper(args.paper)
+    if args.command == "verify" and args.check:
+        checks_named(args.check, [args.paper] if args.paper else None)
     if args.command == "list" and args.target:
         load_simulation(args.target) if ":" in args.target else paper(args.target)
     if args.command == "figures":
@@ -122,8 +124,8 @@ class _Still(dynamics.AbstractSimulation):
         raise NotImplementedError
 
 
-def _toy(*checks) -> Paper:
-    return Paper(tasks.PaperInfo("toy", "a toy paper", {"still": _Still}), checks, {})
+def _toy(*checks, name: str = "toy") -> Paper:
+    return Paper(tasks.PaperInfo(name, "a toy paper", {"still": _Still}), checks, {})
 
 
 def test_verify_exit_code_and_json_follow_the_checks(tmp_path, monkeypatch, capsys):
@@ -147,6 +149,42 @@ def test_verify_exit_code_and_json_follow_the_checks(tmp_path, monkeypatch, caps
     ]
     assert report["checks"][1]["simulated"] == 3.0
     assert "checks: 1 pass, 1 fail" in capsys.readouterr().out
+
+
+def test_verify_runs_only_the_checks_named(tmp_path, monkeypatch, capsys):
+    ran = []
+
+    def declared(name):
+        def check():
+            ran.append(name)
+            return theory.Measured(predicted=1.0, simulated=1.0, error=0.0)
+
+        check.__name__ = check.__qualname__ = name
+        return theory.claim(f"{name} holds", method="by hand", tolerance=1e-12)(check)
+
+    first, second, third, shared = (declared(name) for name in ("first", "second", "third", "shared"))
+    monkeypatch.setitem(papers(), "toy", _toy(first, second, shared))
+    monkeypatch.setitem(papers(), "toy_too", _toy(third, shared, name="toy_too"))
+    report = tmp_path / "some.json"
+    argv = ["verify", "--paper", "toy", "--check", "second", "--check", "first", "--json", str(report)]
+    assert cli.main(argv) == 0
+    assert ran == ["first", "second"]  # the paper's order, each once
+    assert [c["name"] for c in json.loads(report.read_text())["checks"]] == ["first", "second"]
+    assert json.loads(report.read_text())["meta"]["options"]["check"] == ["second", "first"]
+    ran.clear()
+    assert checks_named(["third", "first"], ["toy", "toy_too"]) == {"toy": ["first"], "toy_too": ["third"]}
+    refusals = {
+        ("--check", "secnd"): "no check 'secnd'; nearest: second",
+        ("--paper", "toy_too", "--check", "first"): "'first' is a check of toy, not of toy_too",
+        ("--check", "shared"): "each have a check 'shared': name the paper with --paper",
+    }
+    for argv, message in refusals.items():
+        assert cli.main(["verify", *argv, "--json", str(tmp_path / "no.json")]) == 2
+        assert message in capsys.readouterr().err
+    assert not ran and not (tmp_path / "no.json").exists()
+    with pytest.raises(ValueError, match="toy has no check 'third'"):
+        papers()["toy"].run_checks(full=False, only=["first", "third"])
+    assert not ran
 
 
 def test_a_check_that_raises_is_a_failure():
@@ -217,6 +255,14 @@ def test_the_example_of_claim_runs():
     from theory import _check
 
     assert doctest.testmod(_check).failed == 0
+
+
+@pytest.mark.parametrize("module_name", ["attnflow._markup", "attnflow._report", "attnflow.papers"])
+def test_the_examples_of_the_command_lines_modules_run(module_name):
+    import doctest
+
+    result = doctest.testmod(importlib.import_module(module_name))
+    assert result.attempted > 0 and result.failed == 0
 
 
 def test_every_check_of_every_paper_is_declared_and_takes_full_as_declared():
