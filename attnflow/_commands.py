@@ -437,12 +437,12 @@ def listing(args: argparse.Namespace) -> int:
         if cls.small:
             print(f"  a first try (seconds): {' '.join(f'--set {k}={v}' for k, v in cls.small.items())}")
     if listed_paper is not None:
-        for what, names in (
-            ("checks (attnflow verify --check NAME)", [fn.__name__ for fn in listed_paper.checks]),
-            ("figures (attnflow figures NAME)", list(listed_paper.figures)),
-        ):
-            print(f"{what}:")
-            print(textwrap.fill(", ".join(names), 100, initial_indent="  ", subsequent_indent="  "))
+        print("checks (attnflow verify --check NAME), each with its claim:")
+        for fn in listed_paper.checks:
+            print(f"  {fn.__name__}: {fn.declaration.claim}")
+        print("figures (attnflow figures NAME):")
+        for name, draw in listed_paper.figures.items():
+            print(f"  {name}: {textwrap.shorten(_first_paragraph(draw.__doc__), 110, placeholder=' ...')}")
     return 0
 
 
