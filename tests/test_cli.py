@@ -97,13 +97,14 @@ def test_list_documents_every_level(capsys):
     assert cli.main(["list"]) == 0
     out = capsys.readouterr().out
     assert all(f"{name}:" in out for name in papers())
-    for name in papers():
+    for name, paper in papers().items():
         assert cli.main(["list", name]) == 0
-        summaries = [
-            line
-            for line in capsys.readouterr().out.splitlines()
-            if not line.startswith(("   ", "  a first try"))
-        ]
+        lines = capsys.readouterr().out.splitlines()
+        for check in paper.checks:
+            assert f"  {check.__name__}: {check.declaration.claim}" in lines
+        for figure in paper.figures:
+            assert any(line.startswith(f"  {figure}: ") for line in lines)
+        summaries = [line for line in lines if not line.startswith(("   ", "  a first try"))]
         assert not [line for line in summaries if "][" in line or "  " in line.strip()], name
 
 
