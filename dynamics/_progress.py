@@ -98,15 +98,23 @@ def inner_meters(progress: bool) -> bool:
 
 class _Lines:
     """Progress as one line per finished piece, `blocks: 3/8 done (12.4 s)`, for a log or a pipe,
-    where a bar's redraws would each leave a line."""
+    where a bar's redraws would each leave a line; with a postfix as tqdm's,
+    `blocks: 8/8 done (0.1 s; 8 already written)`."""
 
     def __init__(self, total: int, desc: str):
         self.total, self.desc, self.n, self.start = total, desc, 0, time.perf_counter()
+        self.postfix = ""
+
+    def set_postfix_str(self, text: str, refresh: bool = True) -> None:
+        self.postfix = text
 
     def update(self, n: int = 1) -> None:
         self.n += n
         seconds = time.perf_counter() - self.start
-        print(f"{self.desc}: {self.n}/{self.total} done ({seconds:.1f} s)", file=sys.stderr, flush=True)
+        postfix = f"; {self.postfix}" if self.postfix else ""
+        print(
+            f"{self.desc}: {self.n}/{self.total} done ({seconds:.1f} s{postfix})", file=sys.stderr, flush=True
+        )
 
     def __enter__(self):
         return self

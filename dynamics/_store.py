@@ -632,27 +632,37 @@ def _run_blocks(blocks: _Blocks, path: Path, shard: tuple[int, int]) -> None:
     another process is computing is waited for (and run here if that process died)."""
     index, count = shard
     mine = [u for u in range(len(blocks.plan.units)) if u % count == index]
-    waiting = []
+    waiting, found = [], 0
+
+    def done(bar, ran: bool) -> None:
+        nonlocal found
+        found += not ran
+        if found:
+            bar.set_postfix_str(f"{found} already written", refresh=False)
+        bar.update()
+
     with progress_over(len(mine), "blocks", "block", blocks.progress) as bar:
         for u in mine:
             with file_lock(path / CLAIMS / str(u), blocking=False) as lock:
                 if lock.held:
-                    _run_unless_intact(blocks, path, u)
-                    bar.update()
+                    done(bar, _run_unless_intact(blocks, path, u))
                 else:
                     waiting.append(u)
         for u in waiting:
             with file_lock(path / CLAIMS / str(u)):
-                _run_unless_intact(blocks, path, u)
-            bar.update()
+                ran = _run_unless_intact(blocks, path, u)
+            done(bar, ran)
 
 
-def _run_unless_intact(blocks: _Blocks, path: Path, u: int) -> None:
-    if not blocks.intact(u):
+def _run_unless_intact(blocks: _Blocks, path: Path, u: int) -> bool:
+    """Run block `u` unless it is written intact; whether it ran."""
+    ran = not blocks.intact(u)
+    if ran:
         blocks.run(u)
     # the block is written: its claim file goes (a process waiting on it then finds the marker)
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path / CLAIMS / str(u))
+    return ran
 
 
 def open_store(store) -> xr.Dataset:

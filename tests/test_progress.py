@@ -61,6 +61,25 @@ def test_a_sweep_in_a_log_writes_one_line_per_block_and_no_bar(capsys):
     assert [line.split(" (")[0] for line in lines] == [f"blocks: {n}/6 done" for n in range(1, 7)]
 
 
+def test_a_resumed_sweep_counts_the_blocks_it_found_written(tmp_path, capsys, monkeypatch):
+    def rerun():
+        dynamics.sweep(
+            Decay(), {"rate": [0.5, 1.0, 2.0]}, num_seeds=2, chunk_size=1, store=store, progress=True
+        )
+        return capsys.readouterr().err
+
+    store = tmp_path / "s.zarr"
+    rerun()
+    (store / ".attnflow_units_done" / "0").unlink()  # block 0 is to be run again
+    lines = rerun().splitlines()
+    assert [line.split(" (")[1].split("; ")[1:] for line in lines] == [
+        [],
+        *([f"{n} already written)"] for n in range(1, 6)),
+    ]
+    monkeypatch.setattr(_progress, "on_terminal", lambda: True)
+    assert "6 already written" in rerun()
+
+
 def test_a_sweep_on_a_terminal_draws_its_bars(capsys, monkeypatch):
     monkeypatch.setattr(_progress, "on_terminal", lambda: True)
     dynamics.sweep(Decay(), {"rate": [0.5, 1.0, 2.0]}, num_seeds=2, chunk_size=1, progress=True)
