@@ -28,6 +28,7 @@ def verify(args: argparse.Namespace) -> int:
     import dynamics
     import theory
 
+    from ._kept_checks import drop_kept, kept_folder, refuse_foreign
     from ._report import paper_checks, schedule
     from ._workers import run_pieces
     from .papers import checks_named, paper, papers
@@ -36,12 +37,15 @@ def verify(args: argparse.Namespace) -> int:
     only = checks_named(args.check, names) if args.check else {}
     names = list(only) if only else names
     dynamics.prepare_file(args.json, "--json")
+    keep = kept_folder(args.json)
+    refuse_foreign(keep)
     order = [name for name, _ in schedule(names, ("checks",))]
-    tasks = [(paper_checks, (name, args.full, only.get(name))) for name in order]
+    tasks = [(paper_checks, (name, args.full, only.get(name), keep)) for name in order]
     by_paper = dict(zip(order, run_pieces(tasks, args.jobs, jax.config.jax_compilation_cache_dir)))
     checks = [check for name in names for check in by_paper[name]]
     print(theory.format_table(checks))
     path = theory.write_json(checks, args.json, _metadata(args))
+    drop_kept(keep, checks)
     print(f"wrote {path}")
     return 0 if all(c.passed for c in checks) else 1
 

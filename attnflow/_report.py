@@ -13,6 +13,7 @@ import jax
 import dynamics
 import theory
 
+from ._kept_checks import drop_kept, kept_folder, refuse_foreign
 from ._markup import can_render_maths, inline_html
 from ._workers import run_pieces
 from .papers import papers
@@ -27,11 +28,13 @@ def schedule(names: list[str], parts: tuple[str, ...]) -> list[tuple[str, str]]:
     return sorted(pieces, key=lambda piece: -cost[piece])
 
 
-def paper_checks(name: str, full: bool, only: list[str] | None = None) -> list[theory.Check]:
+def paper_checks(
+    name: str, full: bool, only: list[str] | None = None, keep: Path | None = None
+) -> list[theory.Check]:
     """The checks of paper `name` (those named in `only`, or all; at the paper's sizes when `full`),
-    each announced as it starts."""
+    each announced as it starts, and kept in `keep` as it ends (see `Paper.run_checks`)."""
     return papers()[name].run_checks(
-        full=full, progress=lambda check: print(f"  {name}: {check}", flush=True), only=only
+        full=full, progress=lambda check: print(f"  {name}: {check}", flush=True), only=only, keep=keep
     )
 
 
@@ -54,7 +57,9 @@ def reproduce(out: Path, *, full: bool, metadata: dict, jobs: int, docs: str | N
     The papers' checks and figures are independent pieces, run side by side in `jobs` worker
     processes (see `attnflow._workers`); the numbers do not depend on `jobs`. A sweep that a figure
     and a check both make is made once, in `out/shared_runs` (see `dynamics.shared_store`), which
-    is emptied before the pieces start and after they end.
+    is emptied before the pieces start and after they end. Each check is kept in `out/verify.kept`
+    as it ends, until the report is written: the command stopped half-way and made again runs only
+    the checks left (see `attnflow._kept_checks`).
 
     **Arguments:**
 
@@ -69,10 +74,14 @@ def reproduce(out: Path, *, full: bool, metadata: dict, jobs: int, docs: str | N
     """
     start = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
+    keep = kept_folder(out / "verify.json")
+    refuse_foreign(keep)
     names = list(papers())
     pieces = schedule(names, ("checks", "figures"))
     tasks = [
-        (paper_checks, (name, full)) if part == "checks" else (paper_figures, (name, out / "figures", full))
+        (paper_checks, (name, full, None, keep))
+        if part == "checks"
+        else (paper_figures, (name, out / "figures", full))
         for name, part in pieces
     ]
     with shared_runs(out / "shared_runs"):
@@ -82,6 +91,7 @@ def reproduce(out: Path, *, full: bool, metadata: dict, jobs: int, docs: str | N
     every_check = [c for paper_checks in checks.values() for c in paper_checks]
     print(theory.format_table(every_check))
     theory.write_json(every_check, out / "verify.json", metadata)
+    drop_kept(keep, every_check)
 
     elapsed = time.perf_counter() - start
     page = _index_page(checks, figure_files, out, metadata | {"wall_seconds": round(elapsed, 1)}, docs)

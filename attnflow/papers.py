@@ -77,9 +77,14 @@ class Paper:
         full: bool,
         progress: Callable[[str], None] | None = None,
         only: Collection[str] | None = None,
+        keep: Path | None = None,
     ) -> list[theory.Check]:
         """Run the checks of the paper (at the paper's sizes when `full`, else quick ones; the
         tolerances are the same): every one, or those named in `only`.
+
+        With `keep`, each check is kept in `keep/<paper>` as it ends, and a check kept there by an
+        earlier call of the same code, sizes and data is taken instead of run (see
+        `attnflow._kept_checks`): a run stopped half-way and made again runs only the checks left.
 
         **Returns:** the [`theory.Check`][]s in the paper's order.
 
@@ -92,7 +97,15 @@ class Paper:
             if unknown:
                 raise ValueError(f"{self.name} has no check {', '.join(map(repr, unknown))}")
             chosen = tuple(fn for fn in self.checks if fn.__name__ in only)
-        return theory.run_checks(theory.check_makers(self.name, chosen, full), progress)
+        makers = theory.check_makers(self.name, chosen, full)
+        if keep is None:
+            return theory.run_checks(makers, progress)
+        from ._kept_checks import checks_key, run_keeping
+
+        data_variable = None if self.info.data is None else self.info.data.env
+        return run_keeping(
+            makers, Path(keep) / self.name, checks_key(self.name, full, data_variable), progress
+        )
 
 
 @functools.cache

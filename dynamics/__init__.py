@@ -51,7 +51,9 @@
 - [`atomic_write`][], [`prepare_folder`][], [`prepare_file`][], [`describe_os_error`][],
   [`temporary_path`][], [`remove_stale_temporaries`][]: outputs written whole or not at all, output
   paths tried before any work, a file-system error in words, what killed writers left removed;
-  [`parse_bytes`][] reads a size such as `16G`.
+  [`parse_bytes`][] reads a size such as `16G`; [`kept_runs`][] and [`keep_run`][] keep the results
+  of work done piece after piece as each piece ends, so that the work stopped half-way and made
+  again does only the pieces left.
 """
 
 from ._along import Along
@@ -68,6 +70,7 @@ from ._files import (
 from ._flow import Crossing, Event, Predicate, Save, gradient_flow, loss_below, ode_flow
 from ._hessian import HESSIAN_METHODS, hessian_max_eigenvalue, hvp, top_eigenpair
 from ._integrity import StoreReport, check_store
+from ._kept_runs import keep_run, kept_runs
 from ._landscape import critical_point, hessian_spectrum
 from ._landscape_result import CriticalPoint, CriticalPointStatus
 from ._normalized import normalize_by_block, normalized_gd
@@ -135,6 +138,8 @@ __all__ = [
     "StoreReport",
     "atomic_write",
     "check_store",
+    "keep_run",
+    "kept_runs",
     "describe_os_error",
     "parse_bytes",
     "prepare_file",

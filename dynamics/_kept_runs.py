@@ -1,6 +1,7 @@
-"""The results of an analysis run after run, kept in a folder as each run ends: an analysis stopped
-half-way (killed, interrupted, out of time) and made again computes only the runs left, and never
-takes results computed for other runs, settings or code."""
+"""The results of work done run after run (an analysis of a sweep's runs, a paper's checks), kept
+in a folder as each run ends: work stopped half-way (killed, interrupted, out of time) and made
+again computes only the runs left, and never takes results computed for other runs, settings or
+code."""
 
 import json
 import shutil
@@ -22,6 +23,13 @@ def kept_runs(folder: Path, key: dict) -> dict[str, dict[str, np.ndarray]]:
     the folder is made ready for `key` (made, when it is not there); a file that cannot be read is
     removed (its run is analysed again).
 
+    **Arguments:**
+
+    - `folder`: where the runs are kept (made when it is not there).
+    - `key`: a JSON value naming what the runs are results of: the runs, the settings, the code.
+
+    **Returns:** run name -> its kept arrays by name.
+
     **Raises:** `ValueError` when `folder` is a file, or a folder with files that are not kept runs
     (nothing of it is removed).
 
@@ -31,19 +39,19 @@ def kept_runs(folder: Path, key: dict) -> dict[str, dict[str, np.ndarray]]:
         >>> import tempfile
         >>> import warnings
         >>> import numpy as np
-        >>> from dynamics._kept_runs import keep_run, kept_runs
+        >>> import dynamics
         >>> folder = pathlib.Path(tempfile.mkdtemp()) / "kept"
-        >>> kept_runs(folder, {"settings": 1})
+        >>> dynamics.kept_runs(folder, {"settings": 1})
         {}
-        >>> keep_run(folder, "0", {"loss": np.float64(0.5)})
-        >>> kept_runs(folder, {"settings": 1})
+        >>> dynamics.keep_run(folder, "0", {"loss": np.float64(0.5)})
+        >>> dynamics.kept_runs(folder, {"settings": 1})
         {'0': {'loss': array(0.5)}}
         >>> with warnings.catch_warnings(record=True) as caught:
         ...     warnings.simplefilter("always")
-        ...     kept_runs(folder, {"settings": 2})
+        ...     dynamics.kept_runs(folder, {"settings": 2})
         {}
         >>> print(caught[0].message)
-        the results kept in .../kept (1 run) come from other runs, settings or code: they are computed again
+        the 1 result kept in .../kept comes from other runs, settings or code: it is computed again
     """
     text = json.dumps(key, sort_keys=True)
     stored = folder / _KEY
@@ -60,8 +68,13 @@ def kept_runs(folder: Path, key: dict) -> dict[str, dict[str, np.ndarray]]:
         stale = len(list(folder.glob("*.npz")))
         if stale:
             warnings.warn(
-                f"the results kept in {folder} ({stale} run{'s' * (stale > 1)}) come from other runs, "
-                "settings or code: they are computed again",
+                (
+                    f"the {stale} results kept in {folder} come from other runs, settings or code: "
+                    "they are computed again"
+                    if stale > 1
+                    else f"the 1 result kept in {folder} comes from other runs, settings or code: "
+                    "it is computed again"
+                ),
                 stacklevel=2,
             )
         shutil.rmtree(folder)
@@ -75,6 +88,27 @@ def kept_runs(folder: Path, key: dict) -> dict[str, dict[str, np.ndarray]]:
 
 def keep_run(folder: Path, name: str, outputs: dict[str, np.ndarray]) -> None:
     """Keep the `outputs` of the run `name` in `folder` (made ready by [`kept_runs`][]), written
-    whole or not at all."""
+    whole or not at all.
+
+    **Arguments:**
+
+    - `folder`: the folder of kept runs.
+    - `name`: the run's name, unique among the runs of `folder` (the name of its file).
+    - `outputs`: its arrays by name (numbers and text; no Python objects).
+
+    **Example:** a run's loss and its ending in words, kept and read back:
+
+        >>> import pathlib
+        >>> import tempfile
+        >>> import numpy as np
+        >>> import dynamics
+        >>> folder = pathlib.Path(tempfile.mkdtemp()) / "kept"
+        >>> dynamics.kept_runs(folder, {"what": "an example"})
+        {}
+        >>> dynamics.keep_run(folder, "seed_0", {"loss": np.float64(0.25), "ending": np.asarray("converged")})
+        >>> kept = dynamics.kept_runs(folder, {"what": "an example"})["seed_0"]
+        >>> float(kept["loss"]), str(kept["ending"])
+        (0.25, 'converged')
+    """
     with atomic_write(folder / f"{name}.npz", "wb") as f:
         np.savez(f, **outputs)

@@ -188,6 +188,62 @@ def test_verify_runs_only_the_checks_named(tmp_path, monkeypatch, capsys):
     assert not ran
 
 
+def test_a_stopped_verify_made_again_runs_only_the_checks_left(tmp_path, monkeypatch, capsys):
+    from attnflow import _kept_checks
+
+    ran, stop = [], {"second": KeyboardInterrupt, "third": RuntimeError}
+
+    def declared(name):
+        def check():
+            ran.append(name)
+            if name in stop:
+                raise stop[name](f"{name} stopped")
+            return theory.Measured(predicted=1.0, simulated=1.0 + len(ran), error=0.0)
+
+        check.__name__ = check.__qualname__ = name
+        return theory.claim(f"{name} holds", method="by hand", tolerance=1e-12)(check)
+
+    first, second, third = (declared(name) for name in ("first", "second", "third"))
+    monkeypatch.setitem(papers(), "toy", _toy(first, second, third))
+    monkeypatch.setitem(papers(), "toy_too", _toy(declared("other"), declared("second_too"), name="toy_too"))
+    report = tmp_path / "v.json"
+    kept = tmp_path / "v.kept"
+
+    def verify(*argv):
+        code = cli.main(["verify", *argv, "--json", str(report)])
+        return code, [(c["name"], c["simulated"]) for c in json.loads(report.read_text())["checks"]]
+
+    assert cli.main(["verify", "--paper", "toy", "--json", str(report)]) == 130  # a Ctrl-C in `second`
+    assert ran == ["first", "second"] and not report.exists()
+    assert sorted(path.name for path in (kept / "toy").glob("*.npz")) == ["first.npz"]
+    # made again: `first` is taken as kept (its number is the first run's), `third` raises and is
+    # a failure, not kept
+    ran.clear()
+    stop.pop("second")
+    assert verify("--paper", "toy") == (1, [("first", 2.0), ("second", 2.0), ("third", "nan")])
+    assert ran == ["second", "third"] and "first (kept from an earlier run" in capsys.readouterr().out
+    assert not kept.exists()  # the report is written: nothing is kept any more
+    # a report of other checks leaves the checks kept by a stopped run of toy_too for it
+    stop["second_too"] = KeyboardInterrupt
+    assert cli.main(["verify", "--paper", "toy_too", "--json", str(report)]) == 130
+    assert verify("--check", "first")[0] == 0
+    assert sorted(path.name for path in kept.glob("*/*.npz")) == ["other.npz"]
+    # checks kept for other code are run again, with a warning
+    monkeypatch.setattr(_kept_checks, "_sources_digest", lambda: "other code")
+    ran.clear()
+    stop.pop("second_too")
+    assert verify("--paper", "toy_too")[0] == 0
+    assert "1 result kept in " in capsys.readouterr().err
+    assert ran == ["other", "second_too"] and not kept.exists()
+    # a folder of its own where the checks would be kept is refused before any work
+    kept.mkdir()
+    (kept / "notes.txt").write_text("mine")
+    ran.clear()
+    assert cli.main(["verify", "--paper", "toy", "--json", str(report)]) == 2
+    assert "holds something else" in capsys.readouterr().err and not ran
+    assert (kept / "notes.txt").read_text() == "mine"
+
+
 def test_a_check_that_raises_is_a_failure():
     def broken():
         raise RuntimeError("solver exploded")

@@ -21,7 +21,7 @@ PUBLIC = {
     if name not in TYPE_ALIASES and callable(getattr(dynamics, name))
 }
 """The public functions and classes of `dynamics`, by name."""
-MODULES = sorted({obj.__module__ for obj in PUBLIC.values()} | {"dynamics._compiled", "dynamics._kept_runs"})
+MODULES = sorted({obj.__module__ for obj in PUBLIC.values()} | {"dynamics._compiled"})
 """The modules that define them (`dynamics` re-exports them from its private modules), and the
 private modules whose examples show a part of the engine."""
 

@@ -61,7 +61,7 @@ def test_a_polish_stopped_half_way_computes_only_the_runs_left_when_made_again(s
     xr.testing.assert_identical(resumed, expected)
     assert len(polished) == len(set(polished)) == num_runs  # the first two were not polished again
     polished.clear()
-    with pytest.warns(UserWarning, match=rf"kept in .*kept \({num_runs} runs\) come from other .*settings"):
+    with pytest.warns(UserWarning, match=rf"the {num_runs} results kept in .*kept come from other .*code"):
         dynamics.sweep_critical_points(swept, Quadratic(), keep=kept, max_steps=50)
     assert len(polished) == num_runs
     (tmp_path / "mine").mkdir()
