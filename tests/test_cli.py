@@ -244,6 +244,34 @@ def test_a_stopped_verify_made_again_runs_only_the_checks_left(tmp_path, monkeyp
     assert (kept / "notes.txt").read_text() == "mine"
 
 
+def test_a_stopped_reproduce_made_again_runs_only_the_checks_left(tmp_path, monkeypatch):
+    from attnflow import _report
+
+    ran, stop = [], {"second"}
+
+    def declared(name):
+        def check():
+            ran.append(name)
+            if name in stop:
+                raise KeyboardInterrupt
+            return theory.Measured(predicted=1.0, simulated=1.0, error=0.0)
+
+        check.__name__ = check.__qualname__ = name
+        return theory.claim(f"{name} holds", method="by hand", tolerance=1e-12)(check)
+
+    toy = _toy(declared("first"), declared("second"))
+    monkeypatch.setattr(_report, "papers", lambda: {"toy": toy})
+    with pytest.raises(KeyboardInterrupt):
+        _report.reproduce(tmp_path, full=False, metadata={}, jobs=1)
+    assert [path.name for path in (tmp_path / "verify.kept" / "toy").glob("*.npz")] == ["first.npz"]
+    stop.clear()
+    ran.clear()
+    assert _report.reproduce(tmp_path, full=False, metadata={}, jobs=1) == 0
+    assert ran == ["second"] and not (tmp_path / "verify.kept").exists()
+    report = json.loads((tmp_path / "verify.json").read_text())
+    assert [check["name"] for check in report["checks"]] == ["first", "second"]
+
+
 def test_a_check_that_raises_is_a_failure():
     def broken():
         raise RuntimeError("solver exploded")
