@@ -190,7 +190,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_full(verify)
     verify.add_argument(
-        "--json", default="results/verify.json", help="where to write the report (default: %(default)s)"
+        "--json",
+        default="results/verify.json",
+        help="where to write the report (default: %(default)s); until it is written, each check is kept "
+        "beside it as it ends (results/verify.kept), and a command stopped half-way and made again runs "
+        "only the checks left",
     )
     _add_jobs(verify)
     verify.set_defaults(func=_commands.verify)
