@@ -129,6 +129,20 @@ def _toy(*checks, name: str = "toy") -> Paper:
     return Paper(tasks.PaperInfo(name, "a toy paper", {"still": _Still}), checks, {})
 
 
+def _counted(name: str, ran: list[str], stop: dict[str, type[BaseException]] | None = None):
+    """A declared check called `name` that appends its name to `ran` when it runs, then raises
+    `stop[name]` if there is one, else passes with `simulated` the number of checks run so far + 1."""
+
+    def check():
+        ran.append(name)
+        if stop and name in stop:
+            raise stop[name](f"{name} stopped")
+        return theory.Measured(predicted=1.0, simulated=1.0 + len(ran), error=0.0)
+
+    check.__name__ = check.__qualname__ = name
+    return theory.claim(f"{name} holds", method="by hand", tolerance=1e-12)(check)
+
+
 def test_verify_exit_code_and_json_follow_the_checks(tmp_path, monkeypatch, capsys):
     @theory.claim("1 = 1", method="by hand", tolerance=1e-12)
     def good():
@@ -154,16 +168,7 @@ def test_verify_exit_code_and_json_follow_the_checks(tmp_path, monkeypatch, caps
 
 def test_verify_runs_only_the_checks_named(tmp_path, monkeypatch, capsys):
     ran = []
-
-    def declared(name):
-        def check():
-            ran.append(name)
-            return theory.Measured(predicted=1.0, simulated=1.0, error=0.0)
-
-        check.__name__ = check.__qualname__ = name
-        return theory.claim(f"{name} holds", method="by hand", tolerance=1e-12)(check)
-
-    first, second, third, shared = (declared(name) for name in ("first", "second", "third", "shared"))
+    first, second, third, shared = (_counted(name, ran) for name in ("first", "second", "third", "shared"))
     monkeypatch.setitem(papers(), "toy", _toy(first, second, shared))
     monkeypatch.setitem(papers(), "toy_too", _toy(third, shared, name="toy_too"))
     report = tmp_path / "some.json"
@@ -192,20 +197,11 @@ def test_a_stopped_verify_made_again_runs_only_the_checks_left(tmp_path, monkeyp
     from attnflow import _kept_checks
 
     ran, stop = [], {"second": KeyboardInterrupt, "third": RuntimeError}
-
-    def declared(name):
-        def check():
-            ran.append(name)
-            if name in stop:
-                raise stop[name](f"{name} stopped")
-            return theory.Measured(predicted=1.0, simulated=1.0 + len(ran), error=0.0)
-
-        check.__name__ = check.__qualname__ = name
-        return theory.claim(f"{name} holds", method="by hand", tolerance=1e-12)(check)
-
-    first, second, third = (declared(name) for name in ("first", "second", "third"))
-    monkeypatch.setitem(papers(), "toy", _toy(first, second, third))
-    monkeypatch.setitem(papers(), "toy_too", _toy(declared("other"), declared("second_too"), name="toy_too"))
+    monkeypatch.setitem(
+        papers(), "toy", _toy(*(_counted(name, ran, stop) for name in ("first", "second", "third")))
+    )
+    others = (_counted(name, ran, stop) for name in ("other", "second_too"))
+    monkeypatch.setitem(papers(), "toy_too", _toy(*others, name="toy_too"))
     report = tmp_path / "v.json"
     kept = tmp_path / "v.kept"
 
@@ -247,19 +243,8 @@ def test_a_stopped_verify_made_again_runs_only_the_checks_left(tmp_path, monkeyp
 def test_a_stopped_reproduce_made_again_runs_only_the_checks_left(tmp_path, monkeypatch):
     from attnflow import _report
 
-    ran, stop = [], {"second"}
-
-    def declared(name):
-        def check():
-            ran.append(name)
-            if name in stop:
-                raise KeyboardInterrupt
-            return theory.Measured(predicted=1.0, simulated=1.0, error=0.0)
-
-        check.__name__ = check.__qualname__ = name
-        return theory.claim(f"{name} holds", method="by hand", tolerance=1e-12)(check)
-
-    toy = _toy(declared("first"), declared("second"))
+    ran, stop = [], {"second": KeyboardInterrupt}
+    toy = _toy(_counted("first", ran, stop), _counted("second", ran, stop))
     monkeypatch.setattr(_report, "papers", lambda: {"toy": toy})
     with pytest.raises(KeyboardInterrupt):
         _report.reproduce(tmp_path, full=False, metadata={}, jobs=1)
