@@ -171,18 +171,19 @@ def checks_named(names: Iterable[str], among: Iterable[str] | None = None) -> di
         >>> checks_named(["lemma2_rate"])
         {'scan_snap': ['lemma2_rate']}
     """
-    among = list(papers()) if among is None else list(among)
-    owners = {paper_name: {fn.__name__ for fn in paper(paper_name).checks} for paper_name in among}
+    among = list(papers()) if among is None else [paper(name).name for name in among]
+    papers_of: dict[str, list[str]] = {}  # each check's name -> the papers that have it
+    for each in papers().values():
+        for fn in each.checks:
+            papers_of.setdefault(fn.__name__, []).append(each.name)
     found: dict[str, list[str]] = {}
     for name in dict.fromkeys(names):
-        holders = [paper_name for paper_name, checks in owners.items() if name in checks]
+        holders = [paper_name for paper_name in papers_of.get(name, []) if paper_name in among]
+        if not holders and name in papers_of:
+            raise ValueError(f"{name!r} is a check of {papers_of[name][0]}, not of {', '.join(among)}")
         if not holders:
-            elsewhere = [
-                other.name for other in papers().values() if name in {fn.__name__ for fn in other.checks}
-            ]
-            if elsewhere:
-                raise ValueError(f"{name!r} is a check of {elsewhere[0]}, not of {', '.join(among)}")
-            near = difflib.get_close_matches(name, sorted(set().union(*owners.values())), n=3)
+            ours = sorted(check for check, owners in papers_of.items() if set(owners) & set(among))
+            near = difflib.get_close_matches(name, ours, n=3)
             hint = f"; nearest: {', '.join(near)}" if near else ""
             raise ValueError(f"no check {name!r}{hint} (attnflow list PAPER lists them)")
         if len(holders) > 1:
