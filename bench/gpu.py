@@ -10,9 +10,10 @@ Sections, in this order (`--sections` picks some):
   process (compilation included, each program's compile time logged), first on an empty
   compilation cache, then again on the cache it filled, against the PyTorch per-run loop of
   `bench/scan_snap/fig6_torch.py` on the same device (CUDA when torch sees a GPU), and the ratios;
-  then attnflow's first run again under other XLA flags (the fusion autotuner off, kernel
-  autotuning off, cuBLAS instead of Triton GEMMs; or `--fig6-xla-flags`) while the section has
-  time, with how far each moves the entropies.
+  then attnflow's first run again under other XLA flags (kernel autotuning off, then that with
+  XLA's deterministic ops twice; or `--fig6-xla-flags`) while the section has time, with how many
+  runs' entropies each changes and by how much, and whether a run under the same flags repeats
+  itself bit for bit.
 - `scaling_L0`, `scaling_L1`: throughput against the number of seeds (1, 64, 1 024, 16 384, 65 536)
   of the Scan and Snap L0 SGD level and the L1 population flow, all seeds in one `run_many` call:
   seed-steps per second in the steady state, the first (compiling) call apart, peak device memory,
@@ -108,7 +109,8 @@ class Sizes:
     caps: dict
     fig6_argv: tuple[str, ...]
     fig6_xla_flags: tuple[str, ...]
-    """XLA flags under which the Fig. 6 section times attnflow's process again, one run each."""
+    """XLA flags under which the Fig. 6 section times attnflow's process again, one run each (flags
+    named twice run twice: whether a run repeats itself bit for bit under them)."""
     seeds: tuple[int, ...]
     point_budget: float
     """Seconds: the seeds stop growing once a point's first call took longer."""
@@ -129,12 +131,12 @@ class Sizes:
 FULL = Sizes(
     name="full",
     budget=460.0,
-    caps={"fig6": 400, "scaling_L0": 100, "scaling_L1": 100, "lockstep": 110, "sts_step": 60, "verify": 420},
+    caps={"fig6": 500, "scaling_L0": 100, "scaling_L1": 100, "lockstep": 110, "sts_step": 60, "verify": 420},
     fig6_argv=(),
     fig6_xla_flags=(
-        "--xla_gpu_experimental_enable_fusion_autotuner=false",
         "--xla_gpu_autotune_level=0",
-        "--xla_gpu_enable_triton_gemm=false",
+        "--xla_gpu_autotune_level=0 --xla_gpu_deterministic_ops=true",
+        "--xla_gpu_autotune_level=0 --xla_gpu_deterministic_ops=true",
     ),
     seeds=(1, 64, 1024, 16384, 65536),
     point_budget=30.0,
@@ -248,8 +250,11 @@ def section_fig6(sizes: Sizes, budget: float) -> dict:
     result |= {
         "attnflow_warm_seconds": warm_s,
         "attnflow_warm_compile": warm_compiled,
-        "attnflow_warm_same_entropy": bool(np.array_equal(warm_entropy, entropy, equal_nan=True)),
-    }
+    } | {f"attnflow_warm_{key}": value for key, value in entropy_change(warm_entropy, entropy).items()}
+    result["notes"] = [
+        f"the second run against the first: {result['attnflow_warm_runs_changed']} of {runs} runs' entropies "
+        f"not equal bit for bit, by at most {result['attnflow_warm_max_abs_entropy_change']:.3g}"
+    ]
     attnflow_rows = (seconds, sweep_s, compiled, warm_s, warm_compiled)
     result["tables"] = [_fig6_table(*attnflow_rows, None, None, runs, args.steps)]
     checkpoint(result, "timing the PyTorch loop")
@@ -301,7 +306,7 @@ def section_fig6(sizes: Sizes, budget: float) -> dict:
             "claims": {claim: {side: verdicts[side][claim][0] for side in verdicts} for claim in e2e.CLAIMS},
             "tables": [_fig6_table(*attnflow_rows, torch_s, device, runs, args.steps)],
         }
-    variants = []
+    variants, entropies = [], {}
     for flags in sizes.fig6_xla_flags:
         left = budget - (time.perf_counter() - start)
         if left < sizes.min_section:
@@ -316,13 +321,11 @@ def section_fig6(sizes: Sizes, budget: float) -> dict:
         except RuntimeError as error:  # a flag this XLA does not know stops the process at its start
             row |= {"seconds": None, "reason": str(error).strip().splitlines()[-1]}
         else:
-            row |= {
-                "seconds": seconds_v,
-                "sweep_seconds": sweep_v,
-                "compile": compiled_v,
-                "max_abs_entropy_change": float(np.nanmax(np.abs(entropy_v - entropy))),
-                "same_completed": bool(np.array_equal(np.isnan(entropy_v), np.isnan(entropy))),
-            }
+            row |= {"seconds": seconds_v, "sweep_seconds": sweep_v, "compile": compiled_v}
+            row |= entropy_change(entropy_v, entropy)
+            if flags in entropies:  # the same flags again: does the run repeat itself?
+                row["repeat"] = entropy_change(entropy_v, entropies[flags])
+            entropies.setdefault(flags, entropy_v)
         variants.append(row)
         result["xla_variants"] = variants
     if variants:
@@ -331,6 +334,22 @@ def section_fig6(sizes: Sizes, budget: float) -> dict:
 
 
 COMPILE_LINE = re.compile(r"Finished XLA compilation of (\S+) in ([0-9.eE+-]+) sec")
+
+
+def entropy_change(entropy, reference) -> dict:
+    """How far the Fig. 6 entropies `entropy` are from `reference` (NaN where a run did not
+    complete): `max_abs_entropy_change` (0 where every value is equal bit for bit), `runs_changed`
+    (how many runs' values are not equal bit for bit) and `same_completed` (whether the same runs
+    completed)."""
+    import numpy as np
+
+    changed = ~((entropy == reference) | (np.isnan(entropy) & np.isnan(reference)))
+    difference = np.abs(entropy - reference)
+    return {
+        "max_abs_entropy_change": float(np.nanmax(difference)) if np.isfinite(difference).any() else 0.0,
+        "runs_changed": int(changed.sum()),
+        "same_completed": bool(np.array_equal(np.isnan(entropy), np.isnan(reference))),
+    }
 
 
 def compile_times(log: str) -> dict:
@@ -387,17 +406,22 @@ def _variants_table(attnflow_s, compiled, variants, torch_seconds) -> dict:
             attnflow_s,
             compiled["seconds"],
             compiled["longest_seconds"],
+            0,
             0.0,
+            None,
             torch_s and torch_s / attnflow_s,
         ]
     ]
     for row in variants:
         if row["seconds"] is None:
-            rows.append([row["xla_flags"], None, None, None, None, None])
+            rows.append([row["xla_flags"], *[None] * 7])
             continue
+        repeat = row.get("repeat")
         rows.append([
             row["xla_flags"], row["seconds"], row["compile"]["seconds"], row["compile"]["longest_seconds"],
-            row["max_abs_entropy_change"], torch_s and torch_s / row["seconds"],
+            row["runs_changed"], row["max_abs_entropy_change"],
+            repeat and f"{repeat['runs_changed']} runs, by {repeat['max_abs_entropy_change']:.3g}",
+            torch_s and torch_s / row["seconds"],
         ])  # fmt: skip
     return {
         "title": "attnflow's Fig. 6 first run under other XLA flags (fresh process, no compilation cache)",
@@ -406,7 +430,9 @@ def _variants_table(attnflow_s, compiled, variants, torch_seconds) -> dict:
             "wall s",
             "compile s",
             "longest compile s",
+            "runs changed",
             "max |entropy change|",
+            "changed from the same flags' earlier run",
             "torch / attnflow",
         ],
         "rows": rows,
@@ -1092,8 +1118,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         action="append",
         metavar="FLAGS",
         help="XLA flags the fig6 section times attnflow's first run under, once per use of this option "
-        "(with '=': --fig6-xla-flags='--xla_a=0 --xla_b=1'; default: the fusion autotuner off, then GEMM "
-        "autotuning off, then cuBLAS for every product)",
+        "(with '=': --fig6-xla-flags='--xla_a=0 --xla_b=1'; flags named twice run twice; default: kernel "
+        "autotuning off, then that with XLA's deterministic ops, twice)",
     )
     parser.add_argument(
         "--in-process", action="store_true", help="run the sections in this process (no time limits enforced)"

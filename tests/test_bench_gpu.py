@@ -86,9 +86,10 @@ def test_gpu_bench_toy_quick(tmp_path, gpu):
 @pytest.mark.slow
 def test_gpu_bench_toy_all_sections(tmp_path):
     """`bench/gpu.py --toy`: every section, each with numbers or a recorded reason; of the fig6
-    section's XLA flags, one this XLA does not know is recorded with XLA's own words."""
+    section's XLA flags, one named twice runs twice, and one this XLA does not know is recorded
+    with XLA's own words."""
     flags = ("--xla_gpu_experimental_enable_fusion_autotuner=false", "--xla_no_such_flag=1")
-    report = _run_toy(tmp_path, options=tuple(f"--fig6-xla-flags={f}" for f in flags))
+    report = _run_toy(tmp_path, options=tuple(f"--fig6-xla-flags={f}" for f in (flags[0], *flags)))
     _check_meta(report)
     sections = report["sections"]
     assert list(sections) == ["fig6", "scaling_L0", "scaling_L1", "lockstep", "sts_step", "verify"]
@@ -103,10 +104,14 @@ def test_gpu_bench_toy_all_sections(tmp_path):
     assert fig6["attnflow_seconds"][0] > 0 and fig6["sweep"]["runs"] == 32
     assert fig6["attnflow_compile"]["programs"] > 0
     assert 0 < fig6["attnflow_compile"]["seconds"] < fig6["attnflow_seconds"][0]
-    assert fig6["attnflow_warm_seconds"] > 0 and fig6["attnflow_warm_same_entropy"]  # on the cache: the same
-    variant, unknown = fig6["xla_variants"]
-    assert variant["xla_flags"] == flags[0]  # a GPU flag: on the CPU the same numbers, bit for bit
-    assert variant["seconds"] > 0 and variant["max_abs_entropy_change"] == 0 and variant["same_completed"]
+    assert fig6["attnflow_warm_seconds"] > 0  # on the cache, on the CPU: the same numbers, bit for bit
+    assert fig6["attnflow_warm_runs_changed"] == fig6["attnflow_warm_max_abs_entropy_change"] == 0
+    variant, again, unknown = fig6["xla_variants"]
+    assert variant["xla_flags"] == again["xla_flags"] == flags[0]  # a GPU flag: on the CPU, bit for bit
+    for row in (variant, again):
+        assert row["seconds"] > 0 and row["max_abs_entropy_change"] == row["runs_changed"] == 0
+        assert row["same_completed"]
+    assert "repeat" not in variant and again["repeat"]["runs_changed"] == 0
     assert unknown["seconds"] is None and f"Unknown flag in XLA_FLAGS: {flags[1]}" in unknown["reason"]
     if fig6["status"] == "ok":
         assert fig6["ratio"] > 0 and fig6["torch_seconds"][0] > 0
@@ -243,3 +248,22 @@ def test_worker_killed_at_its_time_limit(gpu):
     result = gpu.run_worker("lockstep", gpu.TOY, budget=0.5, grace=0.0)
     assert result["status"] == "error" and "time limit" in result["reason"]
     assert result["worker_s"] < 10
+
+
+def test_entropy_change(gpu):
+    """Runs that changed are counted bit for bit; a run that did not complete (NaN) on both sides is
+    unchanged, on one side only it is changed and not the same completed runs."""
+    nan = float("nan")
+    reference = np.array([[1.0, 2.0], [nan, 4.0]], np.float32)
+    assert gpu.entropy_change(reference.copy(), reference) == {
+        "max_abs_entropy_change": 0.0, "runs_changed": 0, "same_completed": True
+    }  # fmt: skip
+    moved = reference.copy()
+    moved[0, 1] = np.nextafter(np.float32(2.0), np.float32(3.0))
+    moved[1, 1] = 4.5
+    change = gpu.entropy_change(moved, reference)
+    assert change["runs_changed"] == 2 and change["max_abs_entropy_change"] == 0.5
+    assert change["same_completed"]
+    moved[0, 0] = nan
+    change = gpu.entropy_change(moved, reference)
+    assert change["runs_changed"] == 3 and not change["same_completed"]
