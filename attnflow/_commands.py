@@ -475,7 +475,7 @@ def figures(args: argparse.Namespace) -> int:
 
     from ._report import paper_figures, schedule, shared_runs
     from ._workers import run_pieces
-    from .papers import all_figures, papers
+    from .papers import all_figures, nearest, papers
 
     known = all_figures()
     if args.list:
@@ -484,9 +484,10 @@ def figures(args: argparse.Namespace) -> int:
     names = list(known) if args.all else args.names
     if not names:
         raise ValueError("name at least one figure, or pass --all (see --list)")
-    unknown = [n for n in names if n not in known]
-    if unknown:
-        raise ValueError(f"unknown figure(s) {', '.join(unknown)}; see attnflow figures --list")
+    for name in names:
+        if name not in known:
+            hint = nearest(name, known)
+            raise ValueError(f"unknown figure {name!r}{hint} (attnflow figures --list lists them)")
     _use_data(args.data)
     out = dynamics.prepare_folder(args.out, "--out")
     wanted = {paper: [n for n in names if n in each.figures] for paper, each in papers().items()}

@@ -148,8 +148,32 @@ def paper(name: str) -> Paper:
     **Raises:** `ValueError` listing the known papers when there is none of that name.
     """
     if name not in papers():
-        raise ValueError(f"unknown paper {name!r}; known: {', '.join(papers())}")
+        kind, owners = "figure", [each.name for each in papers().values() if name in each.figures]
+        if not owners:
+            kind = "check"
+            owners = [each.name for each in papers().values() if name in {fn.__name__ for fn in each.checks}]
+        what = f" (a {kind} of {', '.join(owners)})" if owners else ""
+        raise ValueError(f"unknown paper {name!r}{what}; known: {', '.join(papers())}")
     return papers()[name]
+
+
+def nearest(name: str, known: Iterable[str]) -> str:
+    """A hint for an unknown `name`: the `known` names spelled nearest to it, else those that contain
+    it, at most three; empty where none is near.
+
+    **Example:**
+
+        >>> from attnflow.papers import nearest
+        >>> nearest("scan_snap_fig66", ["scan_snap_fig6", "scan_snap_fig7", "decision_lists_fig2"])
+        '; nearest: scan_snap_fig6, scan_snap_fig7'
+        >>> nearest("fig2", ["scan_snap_fig6", "decision_lists_fig2"])
+        '; nearest: decision_lists_fig2'
+        >>> nearest("zzz", ["scan_snap_fig6"])
+        ''
+    """
+    known = list(known)
+    near = difflib.get_close_matches(name, known, n=3) or [k for k in known if name.lower() in k.lower()][:3]
+    return f"; nearest: {', '.join(near)}" if near else ""
 
 
 def checks_named(names: Iterable[str], among: Iterable[str] | None = None) -> dict[str, list[str]]:
@@ -183,9 +207,7 @@ def checks_named(names: Iterable[str], among: Iterable[str] | None = None) -> di
             raise ValueError(f"{name!r} is a check of {papers_of[name][0]}, not of {', '.join(among)}")
         if not holders:
             ours = sorted(check for check, owners in papers_of.items() if set(owners) & set(among))
-            near = difflib.get_close_matches(name, ours, n=3)
-            hint = f"; nearest: {', '.join(near)}" if near else ""
-            raise ValueError(f"no check {name!r}{hint} (attnflow list PAPER lists them)")
+            raise ValueError(f"no check {name!r}{nearest(name, ours)} (attnflow list PAPER lists them)")
         if len(holders) > 1:
             raise ValueError(f"{', '.join(holders)} each have a check {name!r}: name the paper with --paper")
         found.setdefault(holders[0], []).append(name)

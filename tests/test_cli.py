@@ -42,6 +42,15 @@ def test_one_registry_names_every_paper_everywhere():
 def test_unknown_paper_and_class(capsys):
     assert cli.main(["simulate", "no_such_paper"]) == 2
     assert f"unknown paper 'no_such_paper'; known: {', '.join(papers())}" in capsys.readouterr().err
+    refusals = {  # a figure or a check named where a paper goes, a misspelt figure
+        ("list", "scan_snap_fig6"): "unknown paper 'scan_snap_fig6' (a figure of scan_snap); known: ",
+        ("verify", "--paper", "lemma2_rate"): "unknown paper 'lemma2_rate' (a check of scan_snap); known: ",
+        ("figures", "scan_snap_fig66"): "unknown figure 'scan_snap_fig66'; nearest: scan_snap_fig6",
+        ("figures", "zzz"): "unknown figure 'zzz' (attnflow figures --list lists them)",
+    }
+    for argv, message in refusals.items():
+        assert cli.main(list(argv)) == 2
+        assert message in capsys.readouterr().err
     with pytest.raises(ValueError, match="cannot import 'no_such_module'"):
         load_simulation("no_such_module:Thing")
     with pytest.raises(
