@@ -39,16 +39,21 @@ def kept_folder(report: str | os.PathLike) -> Path:
 def checks_key(paper: str, full: bool, data_variable: str | None) -> dict:
     """What the kept checks of `paper` (at the papers' sizes when `full`; reading the directory
     named in the environment variable `data_variable`, if any) are results of."""
+    data = None if data_variable is None else os.environ.get(data_variable)
+    return {"checks of": paper, "full": full} | code_key() | {"data": data}
+
+
+def code_key() -> dict:
+    """The code that results computed here come from, beyond their own settings: every source file
+    of the packages the checks and the runs go through, the versions of the libraries, the
+    backend and its devices, float64 and the XLA flags."""
     return {
-        "checks of": paper,
-        "full": full,
         "sources": _sources_digest(),
         "versions": {name: version_of(name) for name in ("attnflow", *LIBRARIES)},
         "backend": jax.default_backend(),
         "device_kinds": sorted({device.device_kind for device in jax.local_devices()}),
         "float64": bool(jax.config.read("jax_enable_x64")),
         "xla_flags": os.environ.get("XLA_FLAGS", ""),
-        "data": None if data_variable is None else os.environ.get(data_variable),
     }
 
 

@@ -13,7 +13,7 @@ import jax
 import dynamics
 import theory
 
-from ._kept_checks import drop_kept, kept_folder, refuse_foreign
+from ._kept_checks import code_key, drop_kept, kept_folder, refuse_foreign
 from ._markup import can_render_maths, inline_html
 from ._workers import run_pieces
 from .papers import papers
@@ -56,10 +56,10 @@ def reproduce(out: Path, *, full: bool, metadata: dict, jobs: int, docs: str | N
 
     The papers' checks and figures are independent pieces, run side by side in `jobs` worker
     processes (see `attnflow._workers`); the numbers do not depend on `jobs`. A sweep that a figure
-    and a check both make is made once, in `out/shared_runs` (see `dynamics.shared_store`), which
-    is emptied before the pieces start and after they end. Each check is kept in `out/verify.kept`
-    as it ends, until the report is written: the command stopped half-way and made again runs only
-    the checks left (see `attnflow._kept_checks`).
+    and a check both make is made once, in `out/shared_runs` (see `dynamics.shared_store` and
+    [`shared_runs`][]), emptied once the pieces end. Each check is kept in `out/verify.kept` as it
+    ends, until the report is written: the command stopped half-way and made again runs only the
+    checks left (see `attnflow._kept_checks`), and resumes the shared runs of the same code.
 
     **Arguments:**
 
@@ -104,15 +104,28 @@ def reproduce(out: Path, *, full: bool, metadata: dict, jobs: int, docs: str | N
 @contextlib.contextmanager
 def shared_runs(folder: Path):
     """Name `folder` to the pieces (and the worker processes they start) as the place of
-    `dynamics.shared_store`, emptied of the stores of an earlier run before and of this run's
-    after: they are the runs of this code, and only for this run."""
+    `dynamics.shared_store`. The stores there are kept for the same command made again when it
+    stops half-way (killed, interrupted, a piece failed), so that it resumes them, and only for
+    the same code: before the pieces start, stores made under another [`runs_key`][] are
+    removed; once every piece has ended, all of them are."""
+    key_file = folder / RUNS_KEY
 
     def empty():
         for store in folder.glob("*.zarr") if folder.is_dir() else ():
             dynamics.remove_store(store)
             (folder / f".{store.name}.lock").unlink(missing_ok=True)
+        key_file.unlink(missing_ok=True)
 
-    empty()
+    key = runs_key()
+    try:
+        kept = json.loads(key_file.read_text())
+    except (OSError, ValueError):
+        kept = None
+    if kept != key:
+        empty()
+    folder.mkdir(parents=True, exist_ok=True)
+    with dynamics.atomic_write(key_file) as f:
+        json.dump(key, f)
     before = os.environ.get(dynamics.SHARED_RUNS)
     os.environ[dynamics.SHARED_RUNS] = str(folder)
     try:
@@ -122,9 +135,21 @@ def shared_runs(folder: Path):
             os.environ.pop(dynamics.SHARED_RUNS, None)
         else:
             os.environ[dynamics.SHARED_RUNS] = before
-        empty()
-        with contextlib.suppress(OSError):  # gone, or holding something not ours
-            folder.rmdir()
+    empty()
+    with contextlib.suppress(OSError):  # holding something not ours
+        folder.rmdir()
+
+
+RUNS_KEY = "key.json"
+"""The file of [`shared_runs`][]'s folder that says what code its stores come from."""
+
+
+def runs_key() -> dict:
+    """What the shared runs of a command are results of, beyond their own settings (which name
+    each store): the code (`attnflow._kept_checks.code_key`) and the data directory each paper
+    with a data option reads."""
+    data = {p.info.data.env: os.environ.get(p.info.data.env) for p in papers().values() if p.info.data}
+    return {"shared runs of": code_key(), "data": data}
 
 
 _RESULT = re.compile(

@@ -11,7 +11,8 @@ from ._simulation import AbstractSimulation
 
 SHARED_RUNS = "ATTNFLOW_SHARED_RUNS"
 """The environment variable naming the folder of [`shared_store`][]: `attnflow reproduce` sets it
-for the pieces it runs, to a folder of its own made afresh for every run."""
+for the pieces it runs, to a folder of its own whose stores only the same command made again by
+the same code resumes."""
 
 
 def shared_store(

@@ -2,8 +2,10 @@
 folder `attnflow reproduce` names to its pieces), with the numbers of the sweep in memory."""
 
 import numpy as np
+import pytest
 
 import dynamics
+from attnflow import _report
 from attnflow._report import shared_runs
 from tests._store_sims import SlowDecay
 
@@ -36,3 +38,33 @@ def test_reproduce_names_a_folder_of_its_own_and_leaves_nothing_in_it(tmp_path, 
         dynamics.sweep(SlowDecay(), GRID, num_seeds=2, store=store)
     assert not folder.exists()
     assert dynamics.shared_store(SlowDecay(), GRID, num_seeds=2).parent.name == "elsewhere"
+
+
+def test_the_shared_runs_of_a_stopped_command_are_resumed_by_the_same_code_only(tmp_path, monkeypatch):
+    log = tmp_path / "runs.log"
+    sim = SlowDecay(log=str(log))
+    folder = tmp_path / "shared_runs"
+
+    def piece():
+        return dynamics.sweep(sim, GRID, num_seeds=3, store=dynamics.shared_store(sim, GRID, num_seeds=3))
+
+    def runs_made():
+        return len(log.read_text().splitlines())
+
+    with pytest.raises(KeyboardInterrupt), shared_runs(folder):
+        first = piece()
+        raise KeyboardInterrupt  # the command stopped before its other pieces
+    assert runs_made() == 6 and len(list(folder.glob("*.zarr"))) == 1
+    with shared_runs(folder):  # made again by the same code: the runs are read back, not made
+        np.testing.assert_array_equal(piece()["value"].values, first["value"].values)
+        assert runs_made() == 6
+    assert not folder.exists()  # every piece ended: nothing kept
+
+    with pytest.raises(KeyboardInterrupt), shared_runs(folder):
+        piece()
+        raise KeyboardInterrupt
+    monkeypatch.setattr(_report, "code_key", lambda: {"sources": "other code"})
+    with shared_runs(folder):
+        assert not list(folder.glob("*.zarr"))  # other code's runs go before the pieces start
+        np.testing.assert_array_equal(piece()["value"].values, first["value"].values)
+        assert runs_made() == 3 * 6
