@@ -150,8 +150,7 @@ def paper(name: str) -> Paper:
     if name not in papers():
         kind, owners = "figure", [each.name for each in papers().values() if name in each.figures]
         if not owners:
-            kind = "check"
-            owners = [each.name for each in papers().values() if name in {fn.__name__ for fn in each.checks}]
+            kind, owners = "check", _papers_of_checks().get(name, [])
         what = f" (a {kind} of {', '.join(owners)})" if owners else ""
         raise ValueError(f"unknown paper {name!r}{what}; known: {', '.join(papers())}")
     return papers()[name]
@@ -196,10 +195,7 @@ def checks_named(names: Iterable[str], among: Iterable[str] | None = None) -> di
         {'scan_snap': ['lemma2_rate']}
     """
     among = list(papers()) if among is None else [paper(name).name for name in among]
-    papers_of: dict[str, list[str]] = {}  # each check's name -> the papers that have it
-    for each in papers().values():
-        for fn in each.checks:
-            papers_of.setdefault(fn.__name__, []).append(each.name)
+    papers_of = _papers_of_checks()
     found: dict[str, list[str]] = {}
     for name in dict.fromkeys(names):
         holders = [paper_name for paper_name in papers_of.get(name, []) if paper_name in among]
@@ -212,6 +208,15 @@ def checks_named(names: Iterable[str], among: Iterable[str] | None = None) -> di
             raise ValueError(f"{', '.join(holders)} each have a check {name!r}: name the paper with --paper")
         found.setdefault(holders[0], []).append(name)
     return {paper_name: found[paper_name] for paper_name in among if paper_name in found}
+
+
+def _papers_of_checks() -> dict[str, list[str]]:
+    """Each check's name -> the papers that have a check of that name, in the papers' order."""
+    papers_of: dict[str, list[str]] = {}
+    for each in papers().values():
+        for fn in each.checks:
+            papers_of.setdefault(fn.__name__, []).append(each.name)
+    return papers_of
 
 
 def all_figures() -> dict[str, Figure]:
