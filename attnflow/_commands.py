@@ -41,10 +41,12 @@ def verify(args: argparse.Namespace) -> int:
     refuse_foreign(keep)
     order = [name for name, _ in schedule(names, ("checks",))]
     tasks = [(paper_checks, (name, args.full, only.get(name), keep)) for name in order]
-    by_paper = dict(zip(order, run_pieces(tasks, args.jobs, jax.config.jax_compilation_cache_dir)))
+    results, compiling = run_pieces(tasks, args.jobs, jax.config.jax_compilation_cache_dir)
+    by_paper = dict(zip(order, results))
     checks = [check for name in names for check in by_paper[name]]
     print(theory.format_table(checks))
-    path = theory.write_json(checks, args.json, _metadata(args))
+    print(f"compiling: {compiling.summary()}")
+    path = theory.write_json(checks, args.json, _metadata(args) | {"compiling": compiling.to_dict()})
     drop_kept(keep, checks)
     print(f"wrote {path}")
     return 0 if all(c.passed for c in checks) else 1
@@ -151,18 +153,19 @@ def _write_sweep(args: argparse.Namespace, sim, grid: dict, store: Path):
         )
     start = time.perf_counter()
     try:
-        dynamics.sweep(
-            sim,
-            grid,
-            num_seeds=args.seeds,
-            seed=args.seed,
-            progress=True,
-            store=store,
-            shard=shard,
-            attrs={"provenance": json.dumps(provenance())},
-            overwrite=args.overwrite,
-            max_bytes=args.max_bytes,
-        )
+        with dynamics.recording_compiles() as compiling:
+            dynamics.sweep(
+                sim,
+                grid,
+                num_seeds=args.seeds,
+                seed=args.seed,
+                progress=True,
+                store=store,
+                shard=shard,
+                attrs={"provenance": json.dumps(provenance())},
+                overwrite=args.overwrite,
+                max_bytes=args.max_bytes,
+            )
     except OSError as err:
         raise WorkFailed(f"{dynamics.describe_os_error(err)}; {_progress_text(store)}") from None
     except jax.errors.JaxRuntimeError as err:  # e.g. out of memory on the device
@@ -170,6 +173,7 @@ def _write_sweep(args: argparse.Namespace, sim, grid: dict, store: Path):
         raise WorkFailed(f"the runs failed: {first}; {_progress_text(store)}") from None
     written, total = dynamics.sweep_progress(store)
     print(f"{written} of {total} blocks written to {store} ({time.perf_counter() - start:.1f} s here)")
+    print(f"compiling: {compiling.stats.summary()}")
     if written < total:
         print("the other shards' blocks are still to come; rerun without --shard once they are done")
         return None
@@ -494,7 +498,8 @@ def figures(args: argparse.Namespace) -> int:
     order = [paper for paper, _ in schedule([p for p, chosen in wanted.items() if chosen], ("figures",))]
     pieces = [(paper_figures, (paper, out, args.full, wanted[paper])) for paper in order]
     with shared_runs(out / "shared_runs"):
-        run_pieces(pieces, args.jobs, jax.config.jax_compilation_cache_dir)
+        _, compiling = run_pieces(pieces, args.jobs, jax.config.jax_compilation_cache_dir)
+    print(f"compiling: {compiling.summary()}")
     return 0
 
 

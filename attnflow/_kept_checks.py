@@ -99,8 +99,10 @@ def _keeping(make: Callable[[], theory.Check], folder: Path) -> Callable[[], the
 
     def run() -> theory.Check:
         start = time.perf_counter()
-        check = make()
-        record = dataclasses.replace(check, seconds=time.perf_counter() - start).to_dict()
+        with dynamics.recording_compiles() as compiles:
+            check = make()
+        seconds = time.perf_counter() - start
+        record = dataclasses.replace(check, seconds=seconds, compiling=compiles.stats.to_dict()).to_dict()
         dynamics.keep_run(folder, make.__name__, {"check": np.asarray(json.dumps(record))})
         return check
 

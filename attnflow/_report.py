@@ -45,9 +45,11 @@ def paper_figures(name: str, out: Path, full: bool, only: list[str] | None = Non
     for figure, draw in papers()[name].figures.items():
         if only is None or figure in only:
             start = time.perf_counter()
-            files[figure] = draw(out, full)
+            with dynamics.recording_compiles() as record:
+                files[figure] = draw(out, full)
             written = ", ".join(path.name for path in files[figure])
-            print(f"[figure] {figure}: {written} ({time.perf_counter() - start:.1f} s)", flush=True)
+            seconds = time.perf_counter() - start
+            print(f"[figure] {figure}: {written} ({seconds:.1f} s; {record.stats.summary()})", flush=True)
     return files
 
 
@@ -85,11 +87,14 @@ def reproduce(out: Path, *, full: bool, metadata: dict, jobs: int, docs: str | N
         for name, part in pieces
     ]
     with shared_runs(out / "shared_runs"):
-        results = dict(zip(pieces, run_pieces(tasks, jobs, jax.config.jax_compilation_cache_dir)))
+        done, compiling = run_pieces(tasks, jobs, jax.config.jax_compilation_cache_dir)
+    results = dict(zip(pieces, done))
+    metadata = metadata | {"compiling": compiling.to_dict()}
     checks = {name: results[name, "checks"] for name in names}
     figure_files = {name: results[name, "figures"] for name in names}
     every_check = [c for paper_checks in checks.values() for c in paper_checks]
     print(theory.format_table(every_check))
+    print(f"compiling: {compiling.summary()}")
     theory.write_json(every_check, out / "verify.json", metadata)
     drop_kept(keep, every_check)
 
@@ -261,6 +266,7 @@ def _made_by(metadata: dict) -> str:
         ("commit", commit),
         ("date", esc(metadata.get("date", ""))),
         ("wall time", f"{metadata.get('wall_seconds', 0):.0f} s with {options.get('jobs', 1)} worker(s)"),
+        ("compiling", esc(_compiling(metadata))),
         (
             "machine",
             esc(f"{metadata.get('host', '')}: {metadata.get('cpu', '')}, {metadata.get('cores', '')} cores"),
@@ -277,6 +283,14 @@ def _made_by(metadata: dict) -> str:
     ]
     body = "".join(f"<tr><td>{key}</td><td>{value}</td></tr>" for key, value in rows)
     return f"<table class='made-by'>{body}</table>"
+
+
+def _compiling(metadata: dict) -> str:
+    """What compiling cost in the work the page shows, in words ("not recorded" for a page of an
+    older report)."""
+    if "compiling" not in metadata:
+        return "not recorded"
+    return f"{dynamics.CompileStats.from_dict(metadata['compiling']).summary()}, in all the workers together"
 
 
 def _maths_note() -> str:

@@ -12,6 +12,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
+import dynamics
+
 from ._runtime import set_up_worker
 
 Piece = tuple[Callable[..., Any], tuple]
@@ -23,8 +25,11 @@ def default_jobs() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def run_pieces(pieces: Sequence[Piece], jobs: int, compile_cache_dir: str | None) -> list:
-    """Call every piece, in `jobs` worker processes, and return the results in the order given.
+def run_pieces(
+    pieces: Sequence[Piece], jobs: int, compile_cache_dir: str | None
+) -> tuple[list, dynamics.CompileStats]:
+    """Call every piece, in `jobs` worker processes, and return the results in the order given,
+    with what compiling cost in all of them together.
 
     Workers take the pieces in the order given, so put the longest first. With `jobs == 1`, or
     a single piece, everything runs here, one piece after the other.
@@ -35,14 +40,15 @@ def run_pieces(pieces: Sequence[Piece], jobs: int, compile_cache_dir: str | None
     - `jobs`: the number of worker processes, >= 1.
     - `compile_cache_dir`: the persistent compilation cache the workers use, or `None` for none.
 
-    **Returns:** `[function(*args) for function, args in pieces]`.
+    **Returns:** `([function(*args) for function, args in pieces], stats)`, `stats` the
+    `dynamics.CompileStats` of every piece added up.
 
     **Raises:** `ValueError` when `jobs < 1`; whatever a piece raises.
     """
     if jobs < 1:
         raise ValueError(f"--jobs must be >= 1, got {jobs}")
     if jobs == 1 or len(pieces) <= 1:
-        return [function(*args) for function, args in pieces]
+        return _gathered([_recorded(function, args) for function, args in pieces])
     workers = min(jobs, len(pieces))
     pool = ProcessPoolExecutor(
         max_workers=workers,
@@ -51,7 +57,7 @@ def run_pieces(pieces: Sequence[Piece], jobs: int, compile_cache_dir: str | None
         initargs=(compile_cache_dir, workers >= default_jobs()),
     )
     try:
-        futures = [pool.submit(function, *args) for function, args in pieces]
+        futures = [pool.submit(_recorded, function, args) for function, args in pieces]
         results = [future.result() for future in futures]
     except BaseException:
         # a failed piece, Ctrl-C or SIGTERM: the pieces not started are dropped and this process
@@ -59,4 +65,16 @@ def run_pieces(pieces: Sequence[Piece], jobs: int, compile_cache_dir: str | None
         pool.shutdown(wait=False, cancel_futures=True)
         raise
     pool.shutdown()
-    return results
+    return _gathered(results)
+
+
+def _recorded(function: Callable[..., Any], args: tuple) -> tuple[Any, dynamics.CompileStats]:
+    """`function(*args)` and what compiling cost in it (in the process that calls it)."""
+    with dynamics.recording_compiles() as record:
+        result = function(*args)
+    return result, record.stats
+
+
+def _gathered(recorded: list[tuple[Any, dynamics.CompileStats]]) -> tuple[list, dynamics.CompileStats]:
+    """The results of [`_recorded`][] pieces, and their stats added up."""
+    return [result for result, _ in recorded], sum((stats for _, stats in recorded), dynamics.CompileStats())

@@ -14,7 +14,9 @@
   another, the others frozen, full-batch or on fresh mini-batches; [`solve_qp`][]: a convex
   QP (Clarabel) with its KKT residuals.
 - [`run_many`][], [`grid`][], [`seed_keys`][]: `vmap` over seeds and grids, chunked and sharded;
-  [`progress_inside`][]: progress bars inside long flows and scans.
+  [`progress_inside`][]: progress bars inside long flows and scans; [`recording_compiles`][]
+  ([`CompileStats`][]): the programs compiled, those loaded from the cache, and the seconds spent
+  tracing, lowering and compiling.
 - [`hessian_max_eigenvalue`][], [`hvp`][]: the largest Hessian eigenvalue from Hessian-vector
   products (Lanczos or power iteration), e.g. for a step size η ≤ 1/λ_max; [`top_eigenpair`][]:
   with its eigenvector, Lanczos started from a vector of one's own (the last one found).
@@ -58,6 +60,7 @@
 
 from ._along import Along
 from ._batch import SEEDS_AXIS, grid, run_many, seed_keys
+from ._compile_log import CompileStats, recording_compiles
 from ._ending import DirectionConvergence, NormGrowth, direction_convergence, norm_growth
 from ._files import (
     atomic_write,
@@ -131,6 +134,8 @@ __all__ = [
     "ProjectedSteps",
     "Along",
     "AbstractSimulation",
+    "CompileStats",
+    "recording_compiles",
     "Landscape",
     "has_landscape",
     "DEFAULT_MAX_BYTES",

@@ -7,8 +7,8 @@ Two parts, because each misses what the other sees:
   wherever that code lives (the simulation's module, a helper library, attnflow's engine, JAX),
   and not when a comment or an unrelated function does.
 - `sources`: a hash of each source file of the simulation's package (or of its module, when it
-  is a module of its own). Data drawn on the host (`jax.pure_callback`) is code the program only
-  calls, by an index; these hashes cover it.
+  is a module of its own). Data drawn on the host before the program (a simulation's `draw`)
+  is code the program never sees; these hashes cover it.
 
 A store records both, with the versions of the libraries in use, and a rerun whose fingerprint
 differs is refused with what changed named.

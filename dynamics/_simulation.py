@@ -1,12 +1,14 @@
 """The simulation interface: a validated config whose `run(key)` is one run of one model."""
 
 import abc
+import contextlib
+import contextvars
 import dataclasses
 import functools
 import importlib
 import math
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import ClassVar
 
@@ -60,9 +62,14 @@ class AbstractSimulation(eqx.Module):
 
     **Fields every simulation has:** `dtype` (`"float32"` or `"float64"`).
 
-    **Optional method:** `landscape(key)`, the loss of the run with that key as a function of its
-    final state ([`Landscape`][]): where a level declares it, the engine analyses the state a run
-    ends in (`attnflow sweep --analyse critical_point,sharpness`). Default: none.
+    **Optional methods:**
+
+    - `landscape(key)`, the loss of the run with that key as a function of its final state
+      ([`Landscape`][]): where a level declares it, the engine analyses the state a run ends in
+      (`attnflow sweep --analyse critical_point,sharpness`). Default: none.
+    - `draw(seed)`, data of the run with integer seed `seed` drawn on the host (by NumPy, say),
+      which `run` and `landscape` read with [`AbstractSimulation.drawn`][]. Default: none (a run
+      draws what it needs from its key with `jax.random`).
 
     **Example:** dy/dt = −r y from a random start; a bad rate fails on construction; one run
     from one seed (float64) ends at y(1) = y(0) e^{−r}:
@@ -136,6 +143,66 @@ class AbstractSimulation(eqx.Module):
         **Returns:** a [`Landscape`][], or `None`.
         """
         return None
+
+    def draw(self, seed: int) -> PyTree | None:
+        """The data of the run with integer seed `seed`, drawn on the host (NumPy arrays), or
+        `None` where the runs draw everything from their keys with `jax.random` (the default).
+
+        The engine draws it for every run before it calls the runs' compiled program, and passes
+        it in as arguments: the program never calls back to the host, so JAX's persistent cache
+        keeps it and a second process loads it instead of compiling it. `run` and `landscape`
+        read it with [`AbstractSimulation.drawn`][]. It must depend on the settings and `seed`
+        only, with the same shapes and dtypes for every seed.
+
+        **Arguments:** `seed`: the run's integer seed (run i of [`simulate`][] has `seed + i`).
+
+        **Returns:** a PyTree of arrays, or `None`.
+        """
+        return None
+
+    def drawn(self, key: PRNGKeyArray) -> PyTree:
+        """Inside `run` or `landscape`: the [`AbstractSimulation.draw`][] of the run with PRNG
+        key `key`, the seed being the one [`seed_key`][] made `key` from.
+
+        Where the engine runs it ([`simulate`][], [`sweep`][] and the analyses of a sweep), the
+        engine drew it before the program and passed it in. Called on a concrete key (outside
+        `jit`), it is drawn here. Inside a `jit` or `vmap` of one's own, it is drawn through
+        `jax.pure_callback`, one seed at a time: such a program calls back to the host, and JAX
+        does not keep it in its persistent cache.
+
+        **Arguments:** `key`: the run's key.
+
+        **Returns:** the draw, as JAX arrays.
+
+        **Example:** a decay whose start is drawn by NumPy from the run's seed:
+
+            >>> import numpy as np
+            >>> import dynamics
+            >>> class Drawn(dynamics.AbstractSimulation):
+            ...     dtype: str = dynamics.dtype_param("float64")
+            ...
+            ...     def draw(self, seed):
+            ...         return {"y0": np.random.default_rng(seed).uniform(1.0, 2.0)}
+            ...
+            ...     def run(self, key):
+            ...         y0 = self.drawn(key)["y0"]
+            ...         return dynamics.ode_flow(lambda t, y, args: -y, y0, t1=1.0)
+            >>> ds = dynamics.simulate(Drawn(), num_seeds=3, seed=5)
+            >>> starts = [np.random.default_rng(s).uniform(1.0, 2.0) for s in (5, 6, 7)]
+            >>> bool(np.allclose(ds["value"][:, 0], starts))
+            True
+        """
+        given = _DRAWN.get()
+        if given is not None:
+            return given
+        if not isinstance(key, jax.core.Tracer):
+            return jax.tree.map(jnp.asarray, _host_draw(self, int(key_seed(key))))
+        return jax.pure_callback(
+            lambda seed: _host_draw(self, int(seed)),
+            draw_shapes(self),
+            key_seed(key),
+            vmap_method="sequential",
+        )
 
     def __check_init__(self):
         check_params(self)
@@ -299,9 +366,9 @@ def seed_key(seed) -> PRNGKeyArray:
 
 
 def key_seed(key: PRNGKeyArray) -> Int[Array, ""]:
-    """The integer seed that [`seed_key`][] made `key` from (for seeds below 2³²), for a
-    simulation whose run draws host-side data from an integer seed (e.g. through
-    `jax.pure_callback`): run i of [`simulate`][] then uses exactly seed `seed + i`.
+    """The integer seed that [`seed_key`][] made `key` from (for seeds below 2³²), e.g. for data
+    drawn on the host from a run's integer seed ([`AbstractSimulation.drawn`][]): run i of
+    [`simulate`][] uses exactly seed `seed + i`.
 
     **Example:**
 
@@ -331,13 +398,52 @@ def static_part(sim: AbstractSimulation) -> AbstractSimulation:
     return with_values(sim, {info.name: info.default for info in params(type(sim)) if info.traced})
 
 
-def _run_with_values(static: AbstractSimulation, traced_values: dict, seed) -> Run:
-    return with_values(static, traced_values).run(seed_key(seed))
+_DRAWN = contextvars.ContextVar("drawn", default=None)
+"""The [`AbstractSimulation.draw`][] of the run being traced, where the engine passes it in."""
+
+
+@contextlib.contextmanager
+def given_draw(drawn: PyTree | None) -> Iterator[None]:
+    """Within the block, [`AbstractSimulation.drawn`][] returns `drawn` (when not `None`): the run
+    traced there reads the draw the engine passes in as an argument of its program."""
+    token = _DRAWN.set(drawn)
+    try:
+        yield
+    finally:
+        _DRAWN.reset(token)
+
+
+def _host_draw(sim: AbstractSimulation, seed: int) -> PyTree | None:
+    """`sim.draw(seed)` with NumPy leaves, computed on the host even where a trace is under way."""
+    with jax.ensure_compile_time_eval():
+        return jax.tree.map(np.asarray, sim.draw(seed))
+
+
+def draws(sims: Sequence[AbstractSimulation], seeds: Sequence[int]) -> PyTree | None:
+    """The draws of runs `(sims[i], seeds[i])` ([`AbstractSimulation.draw`][]) stacked along a
+    leading run axis, as NumPy arrays; `None` where the simulations draw nothing on the host."""
+    drawn = [_host_draw(sim, int(seed)) for sim, seed in zip(sims, seeds)]
+    if not drawn or drawn[0] is None:
+        return None
+    return jax.tree.map(lambda *leaves: np.stack(leaves), *drawn)
+
+
+def draw_shapes(sim: AbstractSimulation) -> PyTree | None:
+    """The shapes and dtypes of `sim`'s draw (`jax.ShapeDtypeStruct` leaves; that of seed 0), or
+    `None` where it draws nothing on the host."""
+    return jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), _host_draw(sim, 0))
+
+
+def _run_with_values(static: AbstractSimulation, traced_values: dict, seed, drawn=None) -> Run:
+    with given_draw(drawn):
+        return with_values(static, traced_values).run(seed_key(seed))
 
 
 def batched_run(static: AbstractSimulation) -> Callable:
-    """`(traced_values, seed) -> Run` for simulations sharing `static`'s static part, as a PyTree
-    callable (`equinox.Partial`): equal static parts reuse [`run_many`][]'s compilations."""
+    """`(traced_values, seed, drawn=None) -> Run` for simulations sharing `static`'s static part,
+    as a PyTree callable (`equinox.Partial`): equal static parts reuse [`run_many`][]'s
+    compilations. `drawn` is the run's [`AbstractSimulation.draw`][] (see [`draws`][]); without
+    it, a run that draws on the host draws through a callback (see [`AbstractSimulation.drawn`][])."""
     return eqx.Partial(_run_with_values, static)
 
 
@@ -347,8 +453,8 @@ def _jitted_one_run(static: AbstractSimulation) -> Callable:
     shapes and JAX settings (x64, dtype promotion)."""
     run_of = batched_run(static)
 
-    def one_run(traced_values, seed):  # the name the program text (and so its digest) carries
-        return run_of(traced_values, seed)
+    def one_run(traced_values, seed, drawn):  # the name the program text (and so its digest) carries
+        return run_of(traced_values, seed, drawn)
 
     return jax.jit(one_run)
 
@@ -357,7 +463,7 @@ def trace_one_run(static: AbstractSimulation, sim: AbstractSimulation) -> jax.st
     """One run of `sim`, whose static part is `static`, traced (nothing runs): its output shapes
     (`.out_info`) and, lowered, its program text. Traced once per static part and JAX setting."""
     traced = {k: v[0] for k, v in traced_arrays(static, [sim]).items()}
-    return _jitted_one_run(static).trace(traced, np.int64(0))
+    return _jitted_one_run(static).trace(traced, np.int64(0), draw_shapes(sim))
 
 
 def traced_arrays(sim: AbstractSimulation, sims: list[AbstractSimulation]) -> dict[str, np.ndarray]:

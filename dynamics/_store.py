@@ -55,7 +55,7 @@ from ._integrity import (
 from ._lock import Held, file_lock, store_lock_path
 from ._progress import progress_over
 from ._run import STOP_REASONS, Run
-from ._simulation import AbstractSimulation, batched_run, traced_arrays
+from ._simulation import AbstractSimulation, batched_run, draws, traced_arrays
 
 SEED_DIM = "seed"
 """The dimension of a store's variables that runs over the seeds of each grid point."""
@@ -379,11 +379,12 @@ def units_done(path: str | os.PathLike) -> set[int]:
 def _run_unit(plan: Plan, static, cells, progress: bool) -> Iterator[tuple[int, int, dict]]:
     """Run one block in one batched call of its program's width (a narrower block repeats its
     last run to fill it); yield `(point, block, outputs)` per cell."""
-    seeds, traced = [], []
+    seeds, traced, sims = [], [], []
     all_seeds = plan.seeds
     for point, block in cells:
         positions = all_seeds[plan.seed_block(block)]
         seeds.append(positions)
+        sims += [plan.sims[point]] * len(positions)
         traced.append(
             {k: np.repeat(v, len(positions)) for k, v in traced_arrays(static, [plan.sims[point]]).items()}
         )
@@ -391,7 +392,9 @@ def _run_unit(plan: Plan, static, cells, progress: bool) -> Iterator[tuple[int, 
     num_runs = sum(len(positions) for positions in seeds)
     padded = np.minimum(np.arange(plan.widths[static]), num_runs - 1)
     traced = {k: v[padded] for k, v in traced.items()}
-    runs, _ = run_many(batched_run(static), traced, np.concatenate(seeds)[padded], progress=progress)
+    run_seeds = np.concatenate(seeds)[padded]
+    drawn = draws([sims[i] for i in padded], run_seeds)
+    runs, _ = run_many(batched_run(static), traced, run_seeds, drawn, progress=progress)
     outputs = variables(runs, batched=True)
     start = 0
     for (point, block), positions in zip(cells, seeds):

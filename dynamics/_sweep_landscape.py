@@ -25,6 +25,8 @@ from ._params import with_settings
 from ._progress import progress_over
 from ._simulation import (
     AbstractSimulation,
+    draws,
+    given_draw,
     has_landscape,
     run_shape,
     seed_key,
@@ -283,11 +285,10 @@ def _per_run(
     calls = []  # per compiled program: its grid points, and its function and arguments over runs
     for static, members in groups.items():
 
-        def one(traced, seed, final, static=static):
+        def one(traced, seed, drawn, final, static=static):
             point = with_values(static, traced)
-            with jax.numpy_dtype_promotion(
-                "standard"
-            ):  # the run's data in its dtype, the analysis in float64
+            # the run's data in its dtype, the analysis in float64
+            with jax.numpy_dtype_promotion("standard"), given_draw(drawn):
                 return analyse(point.landscape(seed_key(seed)), final)
 
         traced = {
@@ -295,8 +296,9 @@ def _per_run(
             for k, v in traced_arrays(static, [points[p] for p in members]).items()
         }
         run_seeds = np.tile(seeds, len(members))
+        drawn = draws([points[p] for p in members for _ in seeds], run_seeds)
         run_finals = jax.tree.map(lambda x: x[members].reshape(-1, *x.shape[2:]), flat_finals)
-        calls.append((members, one, (traced, run_seeds, run_finals)))
+        calls.append((members, one, (traced, run_seeds, drawn, run_finals)))
     if one_at_a_time:
         kept = None if keep is None else (keep[0], keep[1] | {"analysis": prefix})
         outs = _each_run([call[1:] for call in calls], description=prefix, keep=kept, cls=type(sim))

@@ -205,12 +205,15 @@ def test_uniform_attention_and_joint_gd_are_the_gd_functions():
     assert tree_allclose({k: run[k] for k in direct.values}, direct.values)
 
 
-def test_random_arrays_is_the_task_of_each_seed():
-    seeds = jnp.arange(3) + 4
-    arrays = jax.jit(jax.vmap(lambda s: dl.random_arrays(s, **TINY)))(seeds)
-    for i, seed in enumerate(seeds):
-        expected = dl.DecisionLists.random(int(seed), **TINY).arrays()
-        assert tree_allclose(jax.tree.map(lambda x, i=i: x[i], arrays), expected)
+def test_each_run_draws_the_task_of_its_own_seed_unless_task_seed_fixes_one():
+    sim = small("section7_gd")
+    task = sim.task
+    for seed in (4, 5, 6):
+        expected = dl.DecisionLists.random(seed, L=task.L, n=task.n, M=task.M).arrays()
+        assert tree_allclose(sim.draw(seed), expected)
+    fixed = dynamics.with_settings(sim, {"task.seed": 7})
+    assert tree_allclose(fixed.draw(4), fixed.draw(5))
+    assert tree_allclose(fixed.draw(4), dl.DecisionLists.random(7, L=task.L, n=task.n, M=task.M).arrays())
 
 
 def test_simulate_runs_each_seed_as_alone_on_its_own_task():

@@ -96,7 +96,7 @@ def test_task_config_draws_the_task_of_its_seed_or_the_run_s():
         config.draw()
     expected = jax.tree.leaves(dl.DecisionLists.random(5, L=8, n=3, M=2, fixed_m=2).arrays())
     fixed = dataclasses.replace(config, seed=5)
-    for arrays in (config.arrays(dynamics.seed_key(5)), fixed.arrays(dynamics.seed_key(0))):
+    for arrays in (config.run_arrays(5), fixed.run_arrays(0)):
         assert all(np.array_equal(a, b) for a, b in zip(jax.tree.leaves(arrays), expected))
     with pytest.raises(ValueError, match=r"DecisionListsConfig: fixed_m must be at most M, got fixed_m=3"):
         dl.DecisionListsConfig(M=2, fixed_m=3)

@@ -84,6 +84,8 @@ class Check:
     - `note`: anything a reader needs: the settings, a reference number.
     - `deviation`: the documented reason the check deviates, when the verdict is `deviation`.
     - `seconds`: the wall time the check took.
+    - `compiling`: what compiling cost within it, a `dynamics.CompileStats` as a dict
+      (`CompileStats.to_dict`; empty where it was not recorded).
 
     `verdict`, `bound` and `provenance` may be given as their members' strings (`"pass"`,
     `"lower"`, `"paper"`); any other value is refused (`ValueError`).
@@ -102,6 +104,7 @@ class Check:
     note: str = ""
     seconds: float = 0.0
     deviation: str = ""
+    compiling: dict = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):
         object.__setattr__(self, "verdict", _member(Verdict, "verdict", self.verdict))
@@ -321,7 +324,8 @@ def _maker(paper: str, fn: Callable[..., Check], full: bool) -> Callable[[], Che
 def run_checks(
     makers: Iterable[Callable[[], Check]], progress: Callable[[str], None] | None = None
 ) -> list[Check]:
-    """Run check makers in order, timing each.
+    """Run check makers in order, timing each and recording what compiling cost within it
+    (`Check.compiling`).
 
     A maker that raises produces a failing check carrying the error message: a crash is a
     finding, not something to skip.
@@ -338,22 +342,29 @@ def run_checks(
         if progress is not None:
             progress(make.__name__)
         start = time.perf_counter()
-        try:
-            check = make()
-        except Exception as err:  # noqa: BLE001 - reported as a failing check
-            check = Check(
-                paper=getattr(make, "paper", "?"),
-                name=make.__name__,
-                claim="(the check raised)",
-                predicted=math.nan,
-                simulated=math.nan,
-                error=math.nan,
-                tolerance=math.nan,
-                verdict=Verdict.failed,
-                note=f"{type(err).__name__}: {err}",
-            )
-        checks.append(dataclasses.replace(check, seconds=time.perf_counter() - start))
+        with dynamics.recording_compiles() as record:
+            try:
+                check = make()
+            except Exception as err:  # noqa: BLE001 - reported as a failing check
+                check = _raised(make, err)
+        seconds = time.perf_counter() - start
+        checks.append(dataclasses.replace(check, seconds=seconds, compiling=record.stats.to_dict()))
     return checks
+
+
+def _raised(make: Callable[[], Check], err: Exception) -> Check:
+    """The failing check of a maker that raised `err`, carrying its message."""
+    return Check(
+        paper=getattr(make, "paper", "?"),
+        name=make.__name__,
+        claim="(the check raised)",
+        predicted=math.nan,
+        simulated=math.nan,
+        error=math.nan,
+        tolerance=math.nan,
+        verdict=Verdict.failed,
+        note=f"{type(err).__name__}: {err}",
+    )
 
 
 def format_table(checks: list[Check]) -> str:

@@ -54,7 +54,7 @@ from ._dynamics import (
 )
 from ._model import TAU_TIE, DecisionListModel, margins, perfect, population_loss, sequence_loss
 from ._simulate import SIMULATIONS, JointGD, Result1Flow, Result2GD, UniformAttentionGD
-from ._task import DISTRIBUTIONS, DecisionLists, DecisionListsConfig, TaskArrays, random_arrays, stack_arrays
+from ._task import DISTRIBUTIONS, DecisionLists, DecisionListsConfig, TaskArrays, stack_arrays
 
 PAPER = PaperInfo(
     name="decision_lists",
@@ -109,7 +109,6 @@ __all__ = [
     "perturbation",
     "population_loss",
     "presence_probabilities",
-    "random_arrays",
     "result1_c",
     "result1_flow",
     "result1_gd",

@@ -5,13 +5,14 @@ start ([`JointGD`][]).
 
 Every level holds its random task as one field, `task`, a [`DecisionListsConfig`][] (`--set
 task.L=12`). Every run draws its own task, `DecisionLists.random(seed)` with the run's integer seed
-(on the host, through `jax.pure_callback`), unless `task.seed` fixes one task for every run. The
+(on the host, before the runs' program), unless `task.seed` fixes one task for every run. The
 population is the exact support of `D`; Result 2 may use a frozen Monte-Carlo sample instead.
 """
 
 import dataclasses
 import math
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -85,7 +86,19 @@ def _exact_population(sim, arrays: TaskArrays):
     return make_population(arrays, tokens, weights, sim.float_dtype)
 
 
-class Result1Flow(dynamics.AbstractSimulation):
+class _OnRandomTask(dynamics.AbstractSimulation):
+    """A training on the paper's random task: each run's task is drawn on the host from the run's
+    integer seed, before the runs' program (`task.run_arrays(seed)`), and read by `run` and
+    `landscape` with `self.drawn(key)`."""
+
+    task: eqx.AbstractVar[DecisionListsConfig]
+
+    def draw(self, seed: int) -> TaskArrays:
+        """The task of the run with integer seed `seed` (`DecisionListsConfig.run_arrays`)."""
+        return self.task.run_arrays(seed)
+
+
+class Result1Flow(_OnRandomTask):
     """Result 1: gradient flow `dW/dt = −∇_W 𝓛(W, cP)` from `W = 0` with `V ≡ cP`,
     `c = c_scale · 4n log(L)/δ`, on the exact population, up to `t1 = horizon · 4M/(log(L) γ)` (the
     paper's time bound); it stops at perfect classification (event `perfect`): where `μ(W)` turns
@@ -131,7 +144,7 @@ class Result1Flow(dynamics.AbstractSimulation):
 
     def run(self, key) -> dynamics.Run:
         dtype, task = self.float_dtype, self.task
-        arrays = task.arrays(key)
+        arrays = self.drawn(key)
         population = _exact_population(self, arrays)
         delta, gamma = delta_gamma(
             arrays, population, gamma_definition=self.gamma_definition, delta_definition=self.delta_definition
@@ -168,7 +181,7 @@ class Result1Flow(dynamics.AbstractSimulation):
 
     def landscape(self, key) -> dynamics.Landscape:
         """`W -> 𝓛(W, cP)` on the run's exact population, the loss its flow descends (`final["W"]`)."""
-        arrays = self.task.arrays(key)
+        arrays = self.drawn(key)
         population = _exact_population(self, arrays)
         delta, _ = delta_gamma(
             arrays, population, gamma_definition=self.gamma_definition, delta_definition=self.delta_definition
@@ -180,7 +193,7 @@ class Result1Flow(dynamics.AbstractSimulation):
         )
 
 
-class Result2GD(dynamics.AbstractSimulation):
+class Result2GD(_OnRandomTask):
     """Result 2: full-batch GD on `(W, V)` from `W = 0`, `V_0 = cP + U` (`U` uniform in
     `[−ε/2, ε/2]`, drawn from the run's key), `c` the fixed point of `c = 10 n² 𝓛_0/δ + 4εn`, with
     step `η = eta_scale/λ_max` (`λ_max` of the Hessian in `(W, V)` at the start, Lanczos). The paper
@@ -241,7 +254,7 @@ class Result2GD(dynamics.AbstractSimulation):
 
     def run(self, key) -> dynamics.Run:
         dtype = self.float_dtype
-        arrays = self.task.arrays(key)
+        arrays = self.drawn(key)
         exact = self.population_size is None
         if exact:
             population = _exact_population(self, arrays)
@@ -277,7 +290,7 @@ class Result2GD(dynamics.AbstractSimulation):
     def landscape(self, key) -> dynamics.Landscape:
         """The population loss of `(W, V)` (`final["model"]`) on the run's population, exact or
         sampled, at the step size `final["eta"]`."""
-        arrays = self.task.arrays(key)
+        arrays = self.drawn(key)
         if self.population_size is None:
             population = _exact_population(self, arrays)
         else:
@@ -292,7 +305,7 @@ class Result2GD(dynamics.AbstractSimulation):
         )
 
 
-class UniformAttentionGD(dynamics.AbstractSimulation):
+class UniformAttentionGD(_OnRandomTask):
     """The conclusion's empirical claim: uniform attention (`W ≡ 0`), full-batch GD on `V` from
     `V_0 = init_std · N(0, 1)` (drawn from the run's key; `V_0 = 0` by default) on the exact
     population. The paper reports that `V` moves toward `P`; our acceptance (recon) is `κ` reaching 1
@@ -319,7 +332,7 @@ class UniformAttentionGD(dynamics.AbstractSimulation):
     requires = (_EXACT, _EVERY)
 
     def run(self, key) -> dynamics.Run:
-        arrays = self.task.arrays(key)
+        arrays = self.drawn(key)
         population = _exact_population(self, arrays)
         V0 = self.init_std * jax.random.normal(key, (self.task.L, self.task.L), self.float_dtype)
         run = uniform_attention_gd(
@@ -335,7 +348,7 @@ class UniformAttentionGD(dynamics.AbstractSimulation):
 
     def landscape(self, key) -> dynamics.Landscape:
         """`V -> 𝓛(0, V)` on the run's exact population (`final["V"]`), at the step size `step`."""
-        population = _exact_population(self, self.task.arrays(key))
+        population = _exact_population(self, self.drawn(key))
         W = jnp.zeros((self.task.L, self.task.L), self.float_dtype)
         return dynamics.Landscape(
             lambda V: population_loss(DecisionListModel(W, V), population),
@@ -344,7 +357,7 @@ class UniformAttentionGD(dynamics.AbstractSimulation):
         )
 
 
-class JointGD(dynamics.AbstractSimulation):
+class JointGD(_OnRandomTask):
     """Joint full-batch GD on `(W, V)` from a small random start, `W_0` and `V_0` with i.i.d.
     `N(0, init_std²)` entries drawn from the run's key, on the exact population (the exploratory
     variant of the uniform-attention claim, recon: does `V` still move toward `P` while `W` learns
@@ -373,7 +386,7 @@ class JointGD(dynamics.AbstractSimulation):
     requires = (_EXACT, _EVERY)
 
     def run(self, key) -> dynamics.Run:
-        arrays = self.task.arrays(key)
+        arrays = self.drawn(key)
         population = _exact_population(self, arrays)
         key_W, key_V = jax.random.split(key)
         shape, dtype = (self.task.L, self.task.L), self.float_dtype
@@ -394,7 +407,7 @@ class JointGD(dynamics.AbstractSimulation):
     def landscape(self, key) -> dynamics.Landscape:
         """The population loss of `(W, V)` on the run's exact population (the final state), at the
         step size `step`."""
-        population = _exact_population(self, self.task.arrays(key))
+        population = _exact_population(self, self.drawn(key))
         return dynamics.Landscape(
             lambda model: population_loss(model, population), step_size=lambda final: self.step
         )

@@ -15,7 +15,6 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Int
 
-import dynamics
 from dynamics import Interval, OneOf, Require, check_params, param
 
 DISTRIBUTIONS = ("distinct", "iid")
@@ -166,27 +165,6 @@ class DecisionLists:
         }
 
 
-def random_arrays(seed, *, L: int, n: int, M: int, fixed_m: int | None = None) -> TaskArrays:
-    """The arrays of `DecisionLists.random(seed, L=L, n=n, M=M, fixed_m=fixed_m)` for an integer
-    `seed` that may be traced (inside `jit` or `vmap`): the task is drawn on the host by NumPy
-    through `jax.pure_callback`, one seed at a time, so run `i` of a batch gets exactly the task of
-    its own seed.
-
-    **Arguments:** `seed`: the NumPy seed (an integer or an integer array); `L`, `n`, `M`,
-    `fixed_m`: as in [`DecisionLists.random`][].
-
-    **Returns:** the [`TaskArrays`][], lists `M` wide.
-    """
-
-    def host(s):
-        arrays = DecisionLists.random(int(s), L=L, n=n, M=M, fixed_m=fixed_m).arrays()
-        return tuple(np.asarray(x) for x in (arrays.perm, arrays.lists, arrays.lengths))
-
-    shapes = tuple(jax.ShapeDtypeStruct(shape, jnp.int32) for shape in ((L,), (L, M), (L,)))
-    perm, lists, lengths = jax.pure_callback(host, shapes, jnp.asarray(seed), vmap_method="sequential")
-    return TaskArrays(perm=perm, lists=lists, lengths=lengths)
-
-
 def stack_arrays(tasks: list[DecisionLists]) -> TaskArrays:
     """[`TaskArrays`][] of several tasks with the same `L`, stacked on a leading axis (lists
     padded to the largest `M`)."""
@@ -265,12 +243,12 @@ class DecisionListsConfig:
             seed, L=self.L, n=self.n, M=self.M, fixed_m=self.fixed_m, distribution=self.distribution
         )
 
-    def arrays(self, key) -> TaskArrays:
-        """The task of a run as [`TaskArrays`][] (traceable): the task of the field `seed`, or
-        when it is `None` of the run's own integer seed (`dynamics.key_seed(key)`), through
-        [`random_arrays`][].
+    def run_arrays(self, seed: int) -> TaskArrays:
+        """The task of the run with integer seed `seed` as [`TaskArrays`][] (drawn on the host,
+        lists `M` wide): the task of the field `seed` where it is set (one task for every run),
+        else [`DecisionLists.random`][] of `seed`. What every simulation of this paper draws for
+        a run.
 
-        **Arguments:** `key`: the run's key, made by `dynamics.seed_key`.
+        **Arguments:** `seed`: the run's integer seed.
         """
-        seed = dynamics.key_seed(key) if self.seed is None else self.seed
-        return random_arrays(seed, L=self.L, n=self.n, M=self.M, fixed_m=self.fixed_m)
+        return self.draw(seed if self.seed is None else self.seed).arrays()

@@ -1,8 +1,8 @@
 """Algorithm 1 on random realizable datasets as a simulation: one run draws its dataset from its
-integer seed on the host and trains on it, so many seeds run in one compiled call."""
+integer seed on the host, before the runs' program, and trains on it, so many seeds run in one
+compiled call."""
 
 import dataclasses
-import functools
 
 import jax
 import jax.numpy as jnp
@@ -30,19 +30,6 @@ def _padded_batches(task: NTPConfig, dtype, seed) -> tuple[Batch, Batch]:
     batch = make_batch(data, dtype=dtype, num_rows=task.num_rows, length=task.max_length)
     colloc = make_batch(data, dtype=dtype, num_rows=data.vocab_size, collocation=True)
     return jax.tree.map(np.asarray, (batch, colloc))
-
-
-def _batch_shape(rows: int, length: int, vocab_size: int, dtype) -> Batch:
-    """The shapes and dtypes of a padded one-hot [`Batch`][] of `rows` samples and `length` positions."""
-    ints = jnp.int32
-    return Batch(
-        tokens=jax.ShapeDtypeStruct((rows, length), ints),
-        mask=jax.ShapeDtypeStruct((rows, length), jnp.bool_),
-        lengths=jax.ShapeDtypeStruct((rows,), ints),
-        labels=jax.ShapeDtypeStruct((rows,), ints),
-        weights=jax.ShapeDtypeStruct((rows,), dtype),
-        embeddings=jax.ShapeDtypeStruct((vocab_size, vocab_size), dtype),
-    )
 
 
 class Algorithm1(dynamics.AbstractSimulation):
@@ -115,14 +102,10 @@ class Algorithm1(dynamics.AbstractSimulation):
         """
         return _padded_batches(self.task, self.float_dtype, seed)
 
-    def _drawn_batches(self, key) -> tuple[Batch, Batch]:
-        """The padded dataset and collocation of the run with key `key` (as `batches` of its integer
-        seed), drawn on the host from inside the compiled run."""
-        task, dtype = self.task, self.float_dtype
-        V = task.vocab_size
-        shapes = (_batch_shape(task.num_rows, task.max_length, V, dtype), _batch_shape(V, 1, V, dtype))
-        draw = functools.partial(_padded_batches, task, dtype)
-        return jax.pure_callback(draw, shapes, dynamics.key_seed(key), vmap_method="sequential")
+    def draw(self, seed: int) -> tuple[Batch, Batch]:
+        """The run of integer seed `seed` draws `batches(seed)` (on the host, before the runs'
+        program)."""
+        return self.batches(seed)
 
     def _traced_step_sizes(self):
         """`(η_0, η)` as `step_sizes`, in the jnp arithmetic the traced fields allow."""
@@ -133,7 +116,7 @@ class Algorithm1(dynamics.AbstractSimulation):
         """The loss stage 2 descends and saves: Eqn 1 on the run's dataset as a function of
         `W_kq` (`final.W_kq`), `W_ov` held at stage 1's result (stage 1 run again from the key).
         Its step size at the final state is normalized GD's, η/‖∇L‖."""
-        batch, colloc = self._drawn_batches(key)
+        batch, colloc = self.drawn(key)
         eta0, eta = self._traced_step_sizes()
         ends = dynamics.Save(every=self.num_steps1)
         first = stage1(colloc, eta0=eta0, num_steps=self.num_steps1, save=ends)
@@ -145,7 +128,7 @@ class Algorithm1(dynamics.AbstractSimulation):
         return dynamics.Landscape(stage_loss, params=lambda final: final.W_kq, step_size=step_size)
 
     def run(self, key) -> dynamics.Run:
-        batch, colloc = self._drawn_batches(key)
+        batch, colloc = self.drawn(key)
         eta0, eta = self._traced_step_sizes()
 
         def save(model):
