@@ -2,13 +2,9 @@
 the command line and dispatches to them."""
 
 import argparse
-import dataclasses
 import hashlib
-import inspect
 import json
 import os
-import re
-import textwrap
 import time
 from pathlib import Path
 
@@ -164,7 +160,7 @@ def _write_sweep(args: argparse.Namespace, sim, grid: dict, store: Path):
                 shard=shard,
                 attrs={"provenance": json.dumps(provenance())},
                 overwrite=args.overwrite,
-                max_bytes=args.max_bytes,
+                max_bytes=dynamics.DEFAULT_MAX_BYTES if args.max_bytes is None else args.max_bytes,
             )
     except OSError as err:
         raise WorkFailed(f"{dynamics.describe_os_error(err)}; {_progress_text(store)}") from None
@@ -402,58 +398,6 @@ def _status_summary(found) -> str:
     return ", ".join(parts) + nearby
 
 
-_REFERENCE = re.compile(r"\[(`?[^\]`]+`?)\]\[[^\]]*\]")
-"""A cross-reference of the documentation, `[`SGD`][]` or `[text][target]`."""
-
-
-def _first_paragraph(doc: str | None) -> str:
-    """The first paragraph of a docstring as one line of plain text: its line breaks and
-    indentation folded, its cross-references reduced to their text (`[`SGD`][]` -> `SGD`)."""
-    paragraph = inspect.cleandoc(doc or "").split("\n\n")[0]
-    return " ".join(_REFERENCE.sub(r"\1", paragraph).split())
-
-
-def listing(args: argparse.Namespace) -> int:
-    """`attnflow list`: the papers, or the fields of a paper's levels (or of a user's class)."""
-    from .papers import load_simulation, papers
-
-    if args.target is None:
-        for p in papers().values():
-            print(f"{p.name}: {p.title}")
-            print(f"  levels: {', '.join(p.simulations)} (default {p.default_level})")
-            print(f"  checks: {len(p.checks)}; figures: {', '.join(p.figures)}")
-            if p.info.data is not None:
-                print(f"  --data: {p.info.data.describe}")
-        return 0
-    listed_paper = None
-    if ":" in args.target or "." in args.target:
-        classes = {args.target: load_simulation(args.target)}
-    else:
-        from .papers import paper
-
-        listed_paper = paper(args.target)
-        classes = listed_paper.simulations
-    for level, cls in classes.items():
-        print(f"{level}: {cls.path()}\n  {_first_paragraph(cls.__doc__)}")
-        for info in cls.params():
-            traced = ", traced" if info.traced else ""
-            default = "(required)" if info.default is dataclasses.MISSING else repr(info.default)
-            print(
-                f"    {info.name} = {default}  ({info.type.__name__}{traced}; "
-                f"{info.describe_allowed()})  {info.doc}"
-            )
-        if cls.small:
-            print(f"  a first try (seconds): {' '.join(f'--set {k}={v}' for k, v in cls.small.items())}")
-    if listed_paper is not None:
-        print("checks (attnflow verify --check NAME), each with its claim:")
-        for fn in listed_paper.checks:
-            print(f"  {fn.__name__}: {fn.declaration.claim}")
-        print("figures (attnflow figures NAME):")
-        for name, draw in listed_paper.figures.items():
-            print(f"  {name}: {textwrap.shorten(_first_paragraph(draw.__doc__), 110, placeholder=' ...')}")
-    return 0
-
-
 def _use_data(directory: str | None) -> None:
     """`--data DIR`: check, before any work, that DIR holds what each paper with a data option
     reads (`tasks.PaperInfo.data`), and name it to them in the option's environment variable,
@@ -477,21 +421,12 @@ def figures(args: argparse.Namespace) -> int:
     side by side in `--jobs` worker processes (one paper's figures in one, as they share runs)."""
     import dynamics
 
+    from ._names import figures_named
     from ._report import paper_figures, schedule, shared_runs
     from ._workers import run_pieces
-    from .papers import all_figures, nearest, papers
+    from .papers import all_figures, catalog_of, papers
 
-    known = all_figures()
-    if args.list:
-        print("\n".join(known))
-        return 0
-    names = list(known) if args.all else args.names
-    if not names:
-        raise ValueError("name at least one figure, or pass --all (see --list)")
-    for name in names:
-        if name not in known:
-            hint = nearest(name, known)
-            raise ValueError(f"unknown figure {name!r}{hint} (attnflow figures --list lists them)")
+    names = list(all_figures()) if args.all else figures_named(args.names, catalog_of(papers()))
     _use_data(args.data)
     out = dynamics.prepare_folder(args.out, "--out")
     wanted = {paper: [n for n in names if n in each.figures] for paper, each in papers().items()}

@@ -6,7 +6,6 @@ directories named): kept checks of other code are run again."""
 
 import contextlib
 import dataclasses
-import hashlib
 import json
 import os
 import shutil
@@ -21,6 +20,7 @@ import dynamics
 import theory
 
 from ._provenance import LIBRARIES, version_of
+from ._sources import sources_digest
 
 _PACKAGES = ("attnflow", "dynamics", "tasks", "theory")
 """The packages whose sources a check's result depends on."""
@@ -48,24 +48,13 @@ def code_key() -> dict:
     of the packages the checks and the runs go through, the versions of the libraries, the
     backend and its devices, float64 and the XLA flags."""
     return {
-        "sources": _sources_digest(),
+        "sources": sources_digest(_PACKAGES),
         "versions": {name: version_of(name) for name in ("attnflow", *LIBRARIES)},
         "backend": jax.default_backend(),
         "device_kinds": sorted({device.device_kind for device in jax.local_devices()}),
         "float64": bool(jax.config.read("jax_enable_x64")),
         "xla_flags": os.environ.get("XLA_FLAGS", ""),
     }
-
-
-def _sources_digest() -> str:
-    """One digest of every source file of the packages the checks run."""
-    hashed = hashlib.sha256()
-    for package in _PACKAGES:
-        root = Path(__import__(package).__file__).parent
-        for file in sorted(root.rglob("*.py")):
-            hashed.update(f"{package}/{file.relative_to(root)}\n".encode())
-            hashed.update(file.read_bytes())
-    return hashed.hexdigest()[:16]
 
 
 def run_keeping(

@@ -1,6 +1,7 @@
 """`attnflow reproduce`: every check and every figure, gathered in one `index.html`."""
 
 import contextlib
+import dataclasses
 import html
 import json
 import os
@@ -38,23 +39,46 @@ def paper_checks(
     )
 
 
-def paper_figures(name: str, out: Path, full: bool, only: list[str] | None = None) -> dict[str, list[Path]]:
-    """The figures of paper `name` (those named in `only`, or all) drawn into `out`, each timed:
-    figure name -> files written."""
-    files = {}
+@dataclasses.dataclass(frozen=True)
+class Drawn:
+    """A figure drawn: the files written (PNG, PDF and the JSON data), the seconds it took and
+    what compiling cost in it."""
+
+    files: list[Path]
+    seconds: float
+    compiling: dynamics.CompileStats
+
+    def to_dict(self) -> dict:
+        """JSON-ready, the files by name."""
+        return {
+            "files": [path.name for path in self.files],
+            "seconds": round(self.seconds, 3),
+            "compiling": self.compiling.to_dict(),
+        }
+
+
+def paper_figures(name: str, out: Path, full: bool, only: list[str] | None = None) -> dict[str, Drawn]:
+    """The figures of paper `name` (those named in `only`, or all) drawn into `out`, each timed
+    and its compiling recorded: figure name -> [`Drawn`][]."""
+    drawn = {}
     for figure, draw in papers()[name].figures.items():
         if only is None or figure in only:
             start = time.perf_counter()
             with dynamics.recording_compiles() as record:
-                files[figure] = draw(out, full)
-            written = ", ".join(path.name for path in files[figure])
-            seconds = time.perf_counter() - start
-            print(f"[figure] {figure}: {written} ({seconds:.1f} s; {record.stats.summary()})", flush=True)
-    return files
+                files = draw(out, full)
+            drawn[figure] = Drawn(files, time.perf_counter() - start, record.stats)
+            written = ", ".join(path.name for path in files)
+            print(
+                f"[figure] {figure}: {written} ({drawn[figure].seconds:.1f} s; {record.stats.summary()})",
+                flush=True,
+            )
+    return drawn
 
 
 def reproduce(out: Path, *, full: bool, metadata: dict, jobs: int, docs: str | None = None) -> int:
-    """Run every paper's checks and draw every figure into `out`, then write `out/index.html`.
+    """Run every paper's checks and draw every figure into `out`, then write `out/index.html`
+    (with `out/verify.json`, the checks, and `out/figures.json`, each figure's files, seconds and
+    compiling).
 
     The papers' checks and figures are independent pieces, run side by side in `jobs` worker
     processes (see `attnflow._workers`); the numbers do not depend on `jobs`. A sweep that a figure
@@ -91,11 +115,20 @@ def reproduce(out: Path, *, full: bool, metadata: dict, jobs: int, docs: str | N
     results = dict(zip(pieces, done))
     metadata = metadata | {"compiling": compiling.to_dict()}
     checks = {name: results[name, "checks"] for name in names}
-    figure_files = {name: results[name, "figures"] for name in names}
+    figures = {figure: made for name in names for figure, made in results[name, "figures"].items()}
+    figure_files = {
+        name: {figure: made.files for figure, made in results[name, "figures"].items()} for name in names
+    }
     every_check = [c for paper_checks in checks.values() for c in paper_checks]
     print(theory.format_table(every_check))
     print(f"compiling: {compiling.summary()}")
     theory.write_json(every_check, out / "verify.json", metadata)
+    with dynamics.atomic_write(out / "figures.json") as f:
+        json.dump(
+            {"meta": metadata, "figures": {name: made.to_dict() for name, made in figures.items()}},
+            f,
+            indent=1,
+        )
     drop_kept(keep, every_check)
 
     elapsed = time.perf_counter() - start

@@ -7,8 +7,6 @@ import threading
 import time
 from pathlib import Path
 
-import jax
-
 BACKEND_OPTIMIZATION = "--xla_backend_optimization_level=2"
 """The XLA backend optimisation level of the command line's programs (XLA's default is 3). On a
 2-core CPU, `attnflow --no-compile-cache reproduce` takes 297 s instead of 344 s, `attnflow verify
@@ -22,9 +20,37 @@ ONE_THREAD = "--xla_cpu_multi_thread_eigen=false"
 word of `XLA_FLAGS` must be a flag: XLA leaves whatever follows a word without `--` unread."""
 
 
+def default_jobs() -> int:
+    """The number of worker processes when none is asked for: the CPU cores this process may use."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+EQUINOX_ERRORS = "nan"
+"""How Equinox's runtime checks end a failing run in the command line's processes (Equinox's
+`EQX_ON_ERROR`, unless it is set): with NaN, which the run's stop flags, instead of raising from a
+host callback. A program with a host callback is never kept in JAX's persistent cache, and Diffrax
+checks traced save times so (a flow saving at times that depend on a traced end time, such as a
+sweep's): those programs would compile again in every process. A run that passes the checks
+computes the same numbers either way."""
+
+
+def set_up(compile_cache: bool) -> None:
+    """The command line's runtime, before any paper (or Equinox) is imported: float64, Equinox's
+    runtime errors as NaN ([`EQUINOX_ERRORS`][]), XLA's backend optimisation level
+    ([`use_backend_optimization`][]) and, with `compile_cache`, JAX's persistent compilation cache
+    in [`compile_cache_dir`][]. Worker processes inherit the environment it sets."""
+    os.environ.setdefault("EQX_ON_ERROR", EQUINOX_ERRORS)
+    enable_float64()
+    use_backend_optimization()
+    if compile_cache:
+        use_compile_cache(compile_cache_dir())
+
+
 def enable_float64() -> None:
     """Turn on JAX's x64 mode: the checks compare with closed forms in float64, and every
     simulation picks its own dtype (its `dtype` field)."""
+    import jax
+
     jax.config.update("jax_enable_x64", True)
 
 
@@ -44,6 +70,8 @@ def use_compile_cache(directory: str | os.PathLike) -> None:
     about 1 900 programs, most of them compiled in under a tenth of a second, together some
     70 s). JAX keeps no program with a host callback (a progress bar inside a run, on a
     terminal): those compile again every time."""
+    import jax
+
     jax.config.update("jax_compilation_cache_dir", str(directory))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
 

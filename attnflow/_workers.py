@@ -7,22 +7,16 @@ instead of 476 s). Every piece is deterministic on its own: where it runs change
 """
 
 import multiprocessing
-import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 import dynamics
 
-from ._runtime import set_up_worker
+from ._runtime import default_jobs, set_up_worker
 
 Piece = tuple[Callable[..., Any], tuple]
 """A function (importable at module level) and its arguments."""
-
-
-def default_jobs() -> int:
-    """The number of worker processes when none is asked for: the CPU cores this process may use."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def run_pieces(

@@ -14,7 +14,7 @@ import threading
 import time
 import warnings
 
-from . import _commands, _runtime
+from . import _catalog, _listing, _names, _runtime
 
 
 def _add_data(parser: argparse.ArgumentParser) -> None:
@@ -37,27 +37,23 @@ def _add_target(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_jobs(parser: argparse.ArgumentParser) -> None:
-    from ._workers import default_jobs
-
     parser.add_argument(
         "--jobs",
         type=int,
-        default=default_jobs(),
+        default=_runtime.default_jobs(),
         help="papers run side by side in this many worker processes (default: the CPU cores, "
-        f"{default_jobs()} here; 1 runs everything in this process)",
+        f"{_runtime.default_jobs()} here; 1 runs everything in this process)",
     )
 
 
 def _add_store_options(parser: argparse.ArgumentParser) -> None:
-    import dynamics
-
     parser.add_argument(
         "--overwrite", action="store_true", help="replace the store instead of resuming it (default: resume)"
     )
     parser.add_argument(
         "--max-bytes",
         type=_size,
-        default=dynamics.DEFAULT_MAX_BYTES,
+        default=None,
         metavar="SIZE",
         help="refuse results larger than this, e.g. 100G or 64GiB (default 16GiB)",
     )
@@ -197,7 +193,7 @@ def build_parser() -> argparse.ArgumentParser:
         "only the checks left",
     )
     _add_jobs(verify)
-    verify.set_defaults(func=_commands.verify)
+    verify.set_defaults(func="verify")
 
     simulate = _command(sub, "simulate", "run many seeds of one simulation into a zarr store")
     _add_target(simulate)
@@ -207,7 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="output folder, for a store named after the level, seeds and settings (default: %(default)s)",
     )
     _add_store_options(simulate)
-    simulate.set_defaults(func=_commands.simulate)
+    simulate.set_defaults(func="simulate")
 
     sweep = _command(sub, "sweep", "a grid of settings x seeds into one zarr store, with plots")
     _add_target(sweep)
@@ -243,7 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="a submitit job parameter for --launch, e.g. slurm_partition=gpu or timeout_min=60",
     )
-    sweep.set_defaults(func=_commands.sweep)
+    sweep.set_defaults(func="sweep")
 
     checking = _command(
         sub,
@@ -254,11 +250,11 @@ def build_parser() -> argparse.ArgumentParser:
     checking.add_argument(
         "--repair", action="store_true", help="run the missing and damaged blocks again (the same code only)"
     )
-    checking.set_defaults(func=_commands.check_store)
+    checking.set_defaults(func="check_store")
 
     listing = _command(sub, "list", "papers and levels; with a paper, each level's fields")
     listing.add_argument("target", nargs="?", help="a paper or package.module:ClassName")
-    listing.set_defaults(func=_commands.listing)
+    listing.set_defaults(func="list")
 
     figs = _command(sub, "figures", "regenerate paper figures (PNG, PDF and the data plotted)")
     figs.add_argument("names", nargs="*", help="figure names (see --list)")
@@ -268,7 +264,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_full(figs, checks=False)
     _add_jobs(figs)
     _add_data(figs)
-    figs.set_defaults(func=_commands.figures)
+    figs.set_defaults(func="figures")
 
     repro = _command(sub, "reproduce", "every check and every figure, with an index.html")
     repro.add_argument(
@@ -286,7 +282,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_jobs(repro)
     _add_data(repro)
-    repro.set_defaults(func=_commands.reproduce)
+    repro.set_defaults(func="reproduce")
     return parser
 
 
@@ -330,13 +326,23 @@ def _send_soon(signum: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the `attnflow` console script; returns an exit status ([`EXIT_CODES`][])."""
-    _runtime.enable_float64()  # before any paper is imported
+    """Entry point of the `attnflow` console script; returns an exit status ([`EXIT_CODES`][]).
+
+    `--help`, `list` and a misspelt paper, level, check or figure are answered from the papers'
+    catalog (`attnflow._catalog`), without importing JAX where the catalog of these sources is
+    kept; everything else sets up JAX ([`_runtime.set_up`][attnflow._runtime.set_up]) first."""
     args = build_parser().parse_args(argv)
-    _runtime.use_backend_optimization()
-    if not args.no_compile_cache:
-        _runtime.use_compile_cache(_runtime.compile_cache_dir())
+    try:
+        answered = _answer_from_catalog(args)
+    except ValueError as err:
+        print(f"attnflow: error: {err}", file=sys.stderr)
+        return 2
+    if answered is not None:
+        return answered
+    _runtime.set_up(compile_cache=not args.no_compile_cache)  # before any paper is imported
     import dynamics
+
+    from . import _commands
 
     previous = signal.signal(signal.SIGTERM, _terminate) if _in_main_thread() else None
     previous_hook = sys.unraisablehook
@@ -344,7 +350,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning
-            return args.func(args)
+            if args.func == "list":
+                _listing.list_class(args.target)
+                return 0
+            return getattr(_commands, args.func)(args)
     except ValueError as err:  # a bad input: say which and why, without a traceback
         print(f"attnflow: error: {err}", file=sys.stderr)
         return 2
@@ -368,6 +377,47 @@ def main(argv: list[str] | None = None) -> int:
         sys.unraisablehook = previous_hook
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+
+
+def _answer_from_catalog(args: argparse.Namespace) -> int | None:
+    """What the papers' catalog answers before any work: `list` of the papers or of one paper,
+    `figures --list` (their exit status), or `None` once the names the command gives (its paper,
+    level, checks, figures) are found.
+
+    **Raises:** `ValueError` for a name that is not found, with what is known.
+    """
+    listing = (args.func == "figures" and args.list) or (args.func == "list" and not _names_a_class(args))
+    if listing:
+        if _catalog.known_catalog() is None:  # read from the code: the runtime comes first
+            _runtime.set_up(compile_cache=not args.no_compile_cache)
+        found = _catalog.catalog()
+        if args.func == "figures":
+            _listing.list_figures(found)
+        elif args.target is None:
+            _listing.list_papers(found)
+        else:
+            _names.refuse_class_name_as_paper(args.target, found)
+            _listing.list_paper(args.target, found)
+        return 0
+    found = _catalog.known_catalog()
+    if found is None:
+        return None  # the command looks the names up once the papers are read
+    if args.func in ("simulate", "sweep") and ":" not in args.target:
+        _names.refuse_class_name_as_paper(args.target, found)
+        _names.level_named(args.target, args.level, found)
+    elif args.func == "verify":
+        if args.paper:
+            _names.paper_named(args.paper, found)
+        if args.check:
+            _names.checks_named(args.check, [args.paper] if args.paper else None, found)
+    elif args.func == "figures" and not args.all:
+        _names.figures_named(args.names, found)
+    return None
+
+
+def _names_a_class(args: argparse.Namespace) -> bool:
+    """Whether `attnflow list` names a user's class (`package.module:ClassName`)."""
+    return args.func == "list" and args.target is not None and ":" in args.target
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:

@@ -4,7 +4,6 @@ figures (`figures.<paper>.FIGURES`); read by every command (`verify`, `simulate`
 `figures`, `reproduce`, `check`). No list of papers is written anywhere else."""
 
 import dataclasses
-import difflib
 import functools
 import importlib
 import importlib.util
@@ -18,6 +17,23 @@ from pathlib import Path
 import dynamics
 import tasks
 import theory
+
+from . import _names
+from ._names import first_paragraph, level_named, nearest, paper_named, refuse_class_name_as_paper
+
+__all__ = [
+    "Figure",
+    "Paper",
+    "all_figures",
+    "catalog_of",
+    "checks_named",
+    "first_paragraph",
+    "level_record",
+    "load_simulation",
+    "nearest",
+    "paper",
+    "papers",
+]
 
 Figure = Callable[[Path, bool], list[Path]]
 """A figure: `(out_dir, full) -> files written` (PNG, PDF and the JSON data behind them)."""
@@ -66,10 +82,7 @@ class Paper:
 
         **Raises:** `ValueError` naming the paper's levels when `level` is not one of them.
         """
-        level = self.default_level if level is None else level
-        if level not in self.simulations:
-            raise ValueError(f"{self.name} has no level {level!r}; levels: {', '.join(self.simulations)}")
-        return self.simulations[level]
+        return self.simulations[level_named(self.name, level, catalog_of({self.name: self}))]
 
     def run_checks(
         self,
@@ -145,48 +158,58 @@ def _declared(module_name: str, attribute: str, default):
 def paper(name: str) -> Paper:
     """The paper called `name`.
 
-    **Raises:** `ValueError` listing the known papers when there is none of that name.
+    **Raises:** `ValueError` listing the known papers when there is none of that name (naming the
+    paper `name` belongs to, where it is a figure or a check).
     """
-    if name not in papers():
-        kind, owners = "figure", [each.name for each in papers().values() if name in each.figures]
-        if not owners:
-            kind, owners = "check", _papers_of_checks().get(name, [])
-        what = f" (a {kind} of {', '.join(owners)})" if owners else ""
-        raise ValueError(f"unknown paper {name!r}{what}; known: {', '.join(papers())}")
-    return papers()[name]
+    return papers()[paper_named(name, catalog_of(papers()))]
 
 
-def nearest(name: str, known: Iterable[str]) -> str:
-    """A hint for an unknown `name`: the `known` names spelled nearest to it, else those that contain
-    it, at most three; empty where none is near.
+def _paper_record(paper: Paper) -> dict:
+    return {
+        "title": paper.title,
+        "default_level": paper.default_level,
+        "levels": {level: level_record(cls) for level, cls in paper.simulations.items()},
+        "checks": {fn.__name__: fn.declaration.claim for fn in paper.checks},
+        "figures": {name: first_paragraph(draw.__doc__) for name, draw in paper.figures.items()},
+        "data": None if paper.info.data is None else paper.info.data.describe,
+    }
 
-    **Example:**
 
-        >>> from attnflow.papers import nearest
-        >>> nearest("scan_snap_fig66", ["scan_snap_fig6", "scan_snap_fig7", "decision_lists_fig2"])
-        '; nearest: scan_snap_fig6, scan_snap_fig7'
-        >>> nearest("fig2", ["scan_snap_fig6", "decision_lists_fig2"])
-        '; nearest: decision_lists_fig2'
-        >>> nearest("zzz", ["scan_snap_fig6"])
-        ''
+def level_record(cls) -> dict:
+    """A simulation class as `attnflow list` prints it: `path`, `summary` (the first paragraph of
+    its docstring), `fields` (each setting's `name`, `default` as written, `type`, `traced`,
+    `allowed` in words and `doc`) and `small` (its first-try settings, as text)."""
+    import dataclasses
+
+    fields = [
+        {
+            "name": info.name,
+            "default": "(required)" if info.default is dataclasses.MISSING else repr(info.default),
+            "type": info.type.__name__,
+            "traced": bool(info.traced),
+            "allowed": info.describe_allowed(),
+            "doc": info.doc,
+        }
+        for info in cls.params()
+    ]
+    small = {key: str(value) for key, value in cls.small.items()}
+    return {"path": cls.path(), "summary": first_paragraph(cls.__doc__), "fields": fields, "small": small}
+
+
+def catalog_of(registry: Mapping[str, Paper]) -> dict:
+    """The papers of `registry` as data, as `attnflow list` prints them (and `attnflow._catalog`
+    keeps them).
+
+    **Returns:** `{"papers": {name: record}}` in the registry's order; a record holds `title`,
+    `default_level`, `levels` (level -> [`level_record`][]), `checks` (name -> claim), `figures`
+    (name -> the first paragraph of its docstring) and `data` (what `--data` must hold, or `None`).
     """
-    known = list(known)
-    near = difflib.get_close_matches(name, known, n=3) or [k for k in known if name.lower() in k.lower()][:3]
-    return f"; nearest: {', '.join(near)}" if near else ""
+    return {"papers": {name: _paper_record(paper) for name, paper in registry.items()}}
 
 
 def checks_named(names: Iterable[str], among: Iterable[str] | None = None) -> dict[str, list[str]]:
-    """The papers that hold the checks called `names`: paper -> the names among its checks.
-
-    **Arguments:**
-
-    - `names`: names of checks, as `attnflow list PAPER` lists them.
-    - `among`: the papers to look in (default: every paper).
-
-    **Returns:** paper -> its checks among `names`, the papers in the order of `among`.
-
-    **Raises:** `ValueError` for a name that no paper among them has (with the nearest names), or
-    that several papers have.
+    """The papers that hold the checks called `names`: paper -> the names among its checks (see
+    `attnflow._names.checks_named`; `among`: the papers to look in, default every paper).
 
     **Example:**
 
@@ -194,29 +217,7 @@ def checks_named(names: Iterable[str], among: Iterable[str] | None = None) -> di
         >>> checks_named(["lemma2_rate"])
         {'scan_snap': ['lemma2_rate']}
     """
-    among = list(papers()) if among is None else [paper(name).name for name in among]
-    papers_of = _papers_of_checks()
-    found: dict[str, list[str]] = {}
-    for name in dict.fromkeys(names):
-        holders = [paper_name for paper_name in papers_of.get(name, []) if paper_name in among]
-        if not holders and name in papers_of:
-            raise ValueError(f"{name!r} is a check of {papers_of[name][0]}, not of {', '.join(among)}")
-        if not holders:
-            ours = sorted(check for check, owners in papers_of.items() if set(owners) & set(among))
-            raise ValueError(f"no check {name!r}{nearest(name, ours)} (attnflow list PAPER lists them)")
-        if len(holders) > 1:
-            raise ValueError(f"{', '.join(holders)} each have a check {name!r}: name the paper with --paper")
-        found.setdefault(holders[0], []).append(name)
-    return {paper_name: found[paper_name] for paper_name in among if paper_name in found}
-
-
-def _papers_of_checks() -> dict[str, list[str]]:
-    """Each check's name -> the papers that have a check of that name, in the papers' order."""
-    papers_of: dict[str, list[str]] = {}
-    for each in papers().values():
-        for fn in each.checks:
-            papers_of.setdefault(fn.__name__, []).append(each.name)
-    return papers_of
+    return _names.checks_named(names, among, catalog_of(papers()))
 
 
 def all_figures() -> dict[str, Figure]:
@@ -233,12 +234,7 @@ def load_simulation(target: str, level: str | None = None) -> type[dynamics.Abst
     not import, a missing class, or a class that is not a simulation.
     """
     if ":" not in target:
-        if "." in target and target not in papers():
-            module_name, _, class_name = target.rpartition(".")
-            raise ValueError(
-                f"unknown paper {target!r}; a class of your own is named with a colon, "
-                f"{module_name}:{class_name}"
-            )
+        refuse_class_name_as_paper(target, catalog_of(papers()))
         return paper(target).simulation(level)
     if level is not None:
         raise ValueError(f"--level applies to a paper, not to a class ({target})")

@@ -12,7 +12,9 @@ import os
 import shutil
 import tempfile
 
-import jax
+os.environ.setdefault("EQX_ON_ERROR", "nan")  # as the command line sets it, before Equinox is imported
+
+import jax  # noqa: E402
 import pytest
 
 from attnflow import _runtime

@@ -11,7 +11,6 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import dynamics
 import tasks.decision_lists as dl
 from tasks.decision_lists import _task
 

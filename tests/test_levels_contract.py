@@ -7,13 +7,14 @@ import warnings
 
 import diffrax
 import jax
+import jax.extend
 import jax.flatten_util
 import numpy as np
 import pytest
 
 import dynamics
 from attnflow.papers import load_simulation, papers
-from dynamics._simulation import run_shape
+from dynamics._simulation import run_shape, static_part, trace_one_run
 from dynamics._store import named_leaves
 
 LEVELS = [(name, level) for name, paper in papers().items() for level in paper.simulations]
@@ -97,6 +98,26 @@ def _traced_axis(sim: dynamics.AbstractSimulation) -> tuple[str, list[float]]:
                 continue
             return info.name, [value, other]
     raise AssertionError(f"{type(sim).__name__} has no traced float field to sweep")
+
+
+@pytest.mark.parametrize(("paper", "level"), LEVELS)
+def test_a_level_s_program_holds_no_host_callback(paper, level):
+    """JAX keeps no program with a host callback in its persistent cache: a level draws its data
+    before its program (`AbstractSimulation.draw`), and Equinox's runtime checks end a run with
+    NaN where the command line and these tests run (`EQX_ON_ERROR=nan`), not from a callback."""
+    sim = _small(paper, level)
+    program = trace_one_run(static_part(sim), sim).jaxpr.jaxpr
+    assert not [name for name in _primitives(program) if "callback" in name]
+
+
+def _primitives(program) -> set[str]:
+    """The names of the primitives of a jaxpr, those of the jaxprs inside its operations too."""
+    names = set()
+    for equation in program.eqns:
+        names.add(equation.primitive.name)
+        for inner in jax.extend.core.jaxprs_in_params(equation.params):
+            names |= _primitives(inner)
+    return names
 
 
 @pytest.mark.parametrize(("paper", "level"), RUNS)

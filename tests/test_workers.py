@@ -10,7 +10,8 @@ import jax
 import pytest
 
 from attnflow._report import schedule
-from attnflow._workers import default_jobs, run_pieces
+from attnflow._runtime import default_jobs
+from attnflow._workers import run_pieces
 from attnflow.papers import papers
 
 

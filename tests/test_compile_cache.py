@@ -1,0 +1,77 @@
+"""Every program the command line compiles is kept in JAX's persistent cache: a second process
+running the same quick checks and figures compiles nothing, for a check of every paper (no host
+callback inside a program: a run's data is drawn before it; Equinox's runtime checks end a run
+with NaN)."""
+
+import json
+import os
+import subprocess
+import sys
+
+from attnflow.papers import papers
+
+CHECKS = {
+    "contextual_bigram": "normalisation_error",
+    "decision_lists": "section7_kappa",
+    "ntp_partial_order": "thm3_unseen_sentences",
+    "scan_snap": "theorem3_eqn11_L2",
+    "sparse_token_selection": "theorem3_ratio_limit",
+}
+"""A quick check of each paper, a second or two each."""
+
+FIGURES = {
+    "decision_lists": "decision_lists_uniform_attention",
+    "ntp_partial_order": "ntp_partial_order_wkq_column",
+    "scan_snap": "scan_snap_fig8",
+}
+"""A quick figure of three papers, a few seconds each (the other papers' quick figures take longer
+than the suite affords; their levels' programs are held to the same in `test_levels_contract`)."""
+
+_RUN = """
+import json, sys
+from pathlib import Path
+from attnflow import _runtime
+_runtime.set_up(compile_cache=True)  # as the command line does
+import dynamics
+from attnflow.papers import papers
+checks, figures, out = json.loads(sys.argv[1]), json.loads(sys.argv[2]), Path(sys.argv[3])
+with dynamics.recording_compiles() as record:
+    for paper, check in checks.items():
+        (fn,) = [fn for fn in papers()[paper].checks if fn.__name__ == check]
+        assert fn(full=False).passed, check
+    for paper, figure in figures.items():
+        papers()[paper].figures[figure](out, False)
+print(json.dumps(record.stats.to_dict()))
+"""
+"""A process that runs the checks and draws the figures with the command line's runtime, and
+prints what compiling cost."""
+
+
+def test_every_paper_has_a_check_here():
+    assert set(CHECKS) == set(papers())
+    for name, check in CHECKS.items():
+        assert check in [fn.__name__ for fn in papers()[name].checks]
+    for name, figure in FIGURES.items():
+        assert figure in papers()[name].figures
+
+
+def _compiling(tmp_path) -> dict:
+    env = os.environ | {"ATTNFLOW_CACHE_DIR": str(tmp_path / "cache"), "MPLBACKEND": "Agg"}
+    env.pop("EQX_ON_ERROR", None)  # the command line's own setting
+    done = subprocess.run(
+        [sys.executable, "-c", _RUN, json.dumps(CHECKS), json.dumps(FIGURES), str(tmp_path / "figures")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_a_second_process_compiles_nothing(tmp_path):
+    first = _compiling(tmp_path)
+    again = _compiling(tmp_path)
+    assert first["compiled"] > 0
+    assert again["compiled"] == 0, again["slowest"]
+    assert again["cached"] >= first["compiled"]
