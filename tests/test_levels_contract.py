@@ -14,7 +14,7 @@ import pytest
 
 import dynamics
 from attnflow.papers import load_simulation, papers
-from dynamics._simulation import run_shape, static_part, trace_one_run
+from dynamics._simulation import batched_run, draw_shapes, run_shape, static_part, traced_arrays
 from dynamics._store import named_leaves
 
 LEVELS = [(name, level) for name, paper in papers().items() for level in paper.simulations]
@@ -27,10 +27,30 @@ RUNS = [
 """Every level; the runs of all but each paper's default level only under `-m slow`."""
 
 
+def _engine_program(sim: dynamics.AbstractSimulation):
+    """The jaxpr of one run of `sim` as the engine traces it (its draw passed in as an argument)."""
+    static = static_part(sim)
+    values = {name: value[0] for name, value in traced_arrays(static, [sim]).items()}
+    return jax.make_jaxpr(batched_run(static))(values, np.int64(0), draw_shapes(sim)).jaxpr
+
+
+def _primitives(program) -> set[str]:
+    """The names of the primitives of a jaxpr, those of the jaxprs inside its operations too."""
+    names = set()
+    for equation in program.eqns:
+        names.add(equation.primitive.name)
+        for inner in jax.extend.core.jaxprs_in_params(equation.params):
+            names |= _primitives(inner)
+    return names
+
+
 @pytest.mark.parametrize(("paper", "level"), LEVELS)
-def test_a_flow_level_exposes_and_passes_its_step_budget(paper, level, monkeypatch):
-    """A level whose run integrates a flow has a `max_steps` field, and its run gives the solver
-    that budget (traced, not run: `jax.eval_shape`)."""
+def test_a_level_s_program_calls_no_host_and_a_flow_passes_its_step_budget(paper, level, monkeypatch):
+    """A level's program, as the engine traces it, holds no host callback: JAX keeps no such program
+    in its persistent cache (a level draws its data before its program, `AbstractSimulation.draw`;
+    Equinox's runtime checks end a run with NaN where the command line and these tests run,
+    `EQX_ON_ERROR=nan`, not from a callback). A level whose run integrates a flow has a `max_steps`
+    field, and its run gives the solver that budget (traced, not run)."""
     budgets = []
     solve = diffrax.diffeqsolve
 
@@ -40,7 +60,7 @@ def test_a_flow_level_exposes_and_passes_its_step_budget(paper, level, monkeypat
 
     monkeypatch.setattr(diffrax, "diffeqsolve", spy)
     cls = papers()[paper].simulation(level)
-    jax.eval_shape(cls().run, dynamics.seed_key(0))
+    assert not [name for name in _primitives(_engine_program(cls())) if "callback" in name]
     if not budgets:
         return  # no flow in this level
     assert "max_steps" in {info.name for info in cls.params()}, f"{cls.__name__} integrates a flow"
@@ -98,26 +118,6 @@ def _traced_axis(sim: dynamics.AbstractSimulation) -> tuple[str, list[float]]:
                 continue
             return info.name, [value, other]
     raise AssertionError(f"{type(sim).__name__} has no traced float field to sweep")
-
-
-@pytest.mark.parametrize(("paper", "level"), LEVELS)
-def test_a_level_s_program_holds_no_host_callback(paper, level):
-    """JAX keeps no program with a host callback in its persistent cache: a level draws its data
-    before its program (`AbstractSimulation.draw`), and Equinox's runtime checks end a run with
-    NaN where the command line and these tests run (`EQX_ON_ERROR=nan`), not from a callback."""
-    sim = _small(paper, level)
-    program = trace_one_run(static_part(sim), sim).jaxpr.jaxpr
-    assert not [name for name in _primitives(program) if "callback" in name]
-
-
-def _primitives(program) -> set[str]:
-    """The names of the primitives of a jaxpr, those of the jaxprs inside its operations too."""
-    names = set()
-    for equation in program.eqns:
-        names.add(equation.primitive.name)
-        for inner in jax.extend.core.jaxprs_in_params(equation.params):
-            names |= _primitives(inner)
-    return names
 
 
 @pytest.mark.parametrize(("paper", "level"), RUNS)
