@@ -233,8 +233,9 @@ def plateau_saddles(
     """Polish the parameters saved on each plateau of one run to the critical point near them, and
     measure how the run's escape from the plateau lines up with the saddle's escape direction.
 
-    Each plateau's save is polished by [`critical_point`][] (one jitted call per plateau, in a
-    Python loop; float64). The run's escape is the displacement from the plateau's save to the
+    Each plateau's save is polished by [`critical_point`][] (one call of one compiled program per
+    plateau, in a Python loop, float64: a later call with the same loss and settings compiles
+    nothing). The run's escape is the displacement from the plateau's save to the
     first save after the plateau; its overlap with the saddle's escape is defined in
     [`PlateauSaddles`][]. For one run: `vmap` over runs is not supported.
 
@@ -283,38 +284,15 @@ def plateau_saddles(
             f"after_save_indices has {after_save_indices.size} entries, plateau_save_indices "
             f"{plateau_save_indices.size}: give one per plateau"
         )
-    params_saves = jax.tree.map(lambda leaf: jnp.asarray(leaf, jnp.float64), params_saves)
-
-    @jax.jit
-    def polish(start, escaped, has_escape):
-        found, eigenvectors = newton_polish(loss, start, eig_tol=eig_tol, **kwargs)
-        eigenvalues = found.eigenvalues
-        lowest = eigenvalues[0]
-        tolerance = eig_tol * jnp.max(jnp.abs(eigenvalues))
-        in_eigenspace = eigenvalues <= lowest + tolerance
-        displacement = ravel_pytree(escaped)[0] - ravel_pytree(start)[0]
-        projection = jnp.where(in_eigenspace, eigenvectors.T @ displacement, 0.0)
-        overlap = jnp.linalg.norm(projection) / jnp.linalg.norm(displacement)
-        overlap = jnp.where(has_escape & (found.index > 0), overlap, jnp.nan)
-        return PlateauSaddles(
-            point=found.point,
-            loss=found.loss,
-            grad_norm=found.grad_norm,
-            index=found.index,
-            escape_direction=found.escape_direction,
-            status=found.status,
-            escape_overlap=overlap,
-        )
+    params_saves = jax.tree.map(lambda leaf: np.asarray(leaf, np.float64), params_saves)
 
     def save(index):
         return jax.tree.map(lambda leaf: leaf[index], params_saves)
 
     first = save(0)
-    shapes = jax.eval_shape(polish, first, first, True)
+    shapes = eqx.filter_eval_shape(_polish_plateau, loss, first, first, np.True_, eig_tol, kwargs)
     padding = jax.tree.map(
-        lambda shape: jnp.full(
-            shape.shape, -1 if jnp.issubdtype(shape.dtype, jnp.integer) else jnp.nan, shape.dtype
-        ),
+        lambda shape: np.full(shape.shape, -1 if np.issubdtype(shape.dtype, np.integer) else np.nan, shape.dtype),
         shapes,
     )
     results = []
@@ -323,7 +301,40 @@ def plateau_saddles(
             results.append(padding)
         else:
             escaped = save(escape) if escape >= 0 else save(index)
-            results.append(polish(save(index), escaped, escape >= 0))
+            polished = _polish_plateau(loss, save(index), escaped, np.bool_(escape >= 0), eig_tol, kwargs)
+            results.append(jax.device_get(polished))
     if not results:
         return jax.tree.map(lambda leaf: jnp.zeros((0, *leaf.shape), leaf.dtype), padding)
-    return jax.tree.map(lambda *leaves: jnp.stack(leaves), *results)
+    return jax.tree.map(lambda *leaves: jnp.asarray(np.stack(leaves)), *results)
+
+
+@one_program
+def _polish_plateau(
+    loss: Callable[[PyTree], Float[Array, ""]],
+    start: PyTree,
+    escaped: PyTree,
+    has_escape: Bool[Array, ""],
+    eig_tol: float,
+    options: dict,
+) -> PlateauSaddles:
+    """One plateau of [`plateau_saddles`][]: `start` polished to its critical point, and the
+    overlap of the escape `escaped − start` with the saddle's escape eigenspace (NaN without an
+    escape or at a minimum). One compiled program per loss, settings and shapes."""
+    found, eigenvectors = newton_polish(loss, start, eig_tol=eig_tol, **options)
+    eigenvalues = found.eigenvalues
+    lowest = eigenvalues[0]
+    tolerance = eig_tol * jnp.max(jnp.abs(eigenvalues))
+    in_eigenspace = eigenvalues <= lowest + tolerance
+    displacement = ravel_pytree(escaped)[0] - ravel_pytree(start)[0]
+    projection = jnp.where(in_eigenspace, eigenvectors.T @ displacement, 0.0)
+    overlap = jnp.linalg.norm(projection) / jnp.linalg.norm(displacement)
+    overlap = jnp.where(has_escape & (found.index > 0), overlap, jnp.nan)
+    return PlateauSaddles(
+        point=found.point,
+        loss=found.loss,
+        grad_norm=found.grad_norm,
+        index=found.index,
+        escape_direction=found.escape_direction,
+        status=found.status,
+        escape_overlap=overlap,
+    )

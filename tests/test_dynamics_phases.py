@@ -75,6 +75,12 @@ def test_saxe_plateaus_polish_to_the_closed_form_saddles_and_the_run_escapes_alo
     values = saxe_run.values
     found = dynamics.phases(saxe_run.ts, values["loss"], values["grad_norm"], max_phases=5)
     saddles = dynamics.plateau_saddles(_two_layer_loss, values["params"], found.save_index, found.after_index)
+    with dynamics.recording_compiles() as again:  # one program per loss, settings and shapes, kept
+        repeated = dynamics.plateau_saddles(
+            _two_layer_loss, values["params"], found.save_index, found.after_index
+        )
+    assert again.stats.compiled + again.stats.cached == 0
+    jax.tree.map(np.testing.assert_array_equal, repeated, saddles)
     assert saddles.status.tolist() == [CriticalPointStatus.converged] * 4 + [-1]
     np.testing.assert_allclose(saddles.loss[:4], CLOSED_FORM, rtol=0, atol=1e-8)
     assert saddles.index[:3].tolist() == [9, 4, 1] and int(saddles.index[3]) == 0
