@@ -40,7 +40,7 @@ def paper_checks(
 
 
 @dataclasses.dataclass(frozen=True)
-class Drawn:
+class DrawnFigure:
     """A figure drawn: the files written (PNG, PDF and the JSON data), the seconds it took and
     what compiling cost in it."""
 
@@ -57,16 +57,16 @@ class Drawn:
         }
 
 
-def paper_figures(name: str, out: Path, full: bool, only: list[str] | None = None) -> dict[str, Drawn]:
+def paper_figures(name: str, out: Path, full: bool, only: list[str] | None = None) -> dict[str, DrawnFigure]:
     """The figures of paper `name` (those named in `only`, or all) drawn into `out`, each timed
-    and its compiling recorded: figure name -> [`Drawn`][]."""
+    and its compiling recorded: figure name -> [`DrawnFigure`][]."""
     drawn = {}
     for figure, draw in papers()[name].figures.items():
         if only is None or figure in only:
             start = time.perf_counter()
             with dynamics.recording_compiles() as record:
                 files = draw(out, full)
-            drawn[figure] = Drawn(files, time.perf_counter() - start, record.stats)
+            drawn[figure] = DrawnFigure(files, time.perf_counter() - start, record.stats)
             written = ", ".join(path.name for path in files)
             print(
                 f"[figure] {figure}: {written} ({drawn[figure].seconds:.1f} s; {record.stats.summary()})",

@@ -66,10 +66,9 @@ def compile_cache_dir() -> Path:
 def use_compile_cache(directory: str | os.PathLike) -> None:
     """JAX's persistent compilation cache in `directory` (the command line's is
     [`compile_cache_dir`][]), for every program, however fast it compiled: a second run of a
-    command loads its programs instead of compiling them (`attnflow reproduce` on 2 cores makes
-    about 1 900 programs, most of them compiled in under a tenth of a second, together some
-    70 s). JAX keeps no program with a host callback (a progress bar inside a run, on a
-    terminal): those compile again every time."""
+    command loads its programs instead of compiling them (`attnflow reproduce` makes about 1 900,
+    and loads every one of them the second time). JAX keeps no program with a host callback (a
+    progress bar inside a run, on a terminal): those compile again every time."""
     import jax
 
     jax.config.update("jax_compilation_cache_dir", str(directory))

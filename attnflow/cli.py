@@ -330,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
 
     `--help`, `list` and a misspelt paper, level, check or figure are answered from the papers'
     catalog (`attnflow._catalog`), without importing JAX where the catalog of these sources is
-    kept; everything else sets up JAX ([`_runtime.set_up`][attnflow._runtime.set_up]) first."""
+    kept; everything else sets up JAX (`attnflow._runtime.set_up`) first."""
     args = build_parser().parse_args(argv)
     try:
         answered = _answer_from_catalog(args)

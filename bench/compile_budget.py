@@ -60,9 +60,10 @@ def table(cold: dict, warm: dict, top: int | None) -> str:
     lines = [header, "-" * len(header)]
     for name in names[:top]:
         (cs, cc), (ws, wc) = cold["pieces"][name], warm["pieces"].get(name, (float("nan"), {}))
+        warm_building = _building(wc) if wc else float("nan")
         lines.append(
             f"{name:<62} {cs:>7.1f} {cc['compiled']:>8} {_building(cc):>6.1f} {ws:>7.1f} "
-            f"{wc.get('compiled', 0):>8} {_building(wc) if wc else float('nan'):>6.1f} {wc.get('cached', 0):>6}"
+            f"{wc.get('compiled', 0):>8} {warm_building:>6.1f} {wc.get('cached', 0):>6}"
         )
     for label, run in (("cold", cold), ("warm", warm)):
         total = run["total"]

@@ -292,7 +292,7 @@ def plateau_saddles(
     first = save(0)
     shapes = eqx.filter_eval_shape(_polish_plateau, loss, first, first, np.True_, eig_tol, kwargs)
     padding = jax.tree.map(
-        lambda shape: np.full(shape.shape, -1 if np.issubdtype(shape.dtype, np.integer) else np.nan, shape.dtype),
+        lambda leaf: np.full(leaf.shape, -1 if np.issubdtype(leaf.dtype, np.integer) else np.nan, leaf.dtype),
         shapes,
     )
     results = []

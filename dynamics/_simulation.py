@@ -422,9 +422,9 @@ def _host_draw(sim: AbstractSimulation, seed: int) -> PyTree | None:
 def draws(sims: Sequence[AbstractSimulation], seeds: Sequence[int]) -> PyTree | None:
     """The draws of runs `(sims[i], seeds[i])` ([`AbstractSimulation.draw`][]) stacked along a
     leading run axis, as NumPy arrays; `None` where the simulations draw nothing on the host."""
-    drawn = [_host_draw(sim, int(seed)) for sim, seed in zip(sims, seeds)]
-    if not drawn or drawn[0] is None:
+    if not len(sims) or _host_draw(sims[0], int(seeds[0])) is None:
         return None
+    drawn = [_host_draw(sim, int(seed)) for sim, seed in zip(sims, seeds)]
     return jax.tree.map(lambda *leaves: np.stack(leaves), *drawn)
 
 

@@ -37,3 +37,39 @@ def test_first_call_smoke(capsys):
         positive_finite(result[name]["op by op"]["first"]) and result[name]["one program"]["first"] > 0
         for name in result
     )
+
+
+def test_compile_budget_puts_the_costliest_compiling_first_and_totals_both_runs():
+    """`bench/compile_budget.py`'s table from two made-up runs (the script itself runs `reproduce`
+    twice, longer than the suite affords)."""
+    bench = load_file("bench/compile_budget.py")
+
+    def stats(compiled, cached, seconds):
+        return {
+            "compiled": compiled,
+            "cached": cached,
+            "trace_seconds": seconds / 4,
+            "lower_seconds": seconds / 4,
+            "compile_seconds": seconds / 2,
+            "load_seconds": 0.1 * cached,
+            "slowest": [],
+        }
+
+    cold = {
+        "wall": 100.0,
+        "total": stats(12, 0, 40.0),
+        "pieces": {"check p.a": (5.0, stats(2, 0, 4.0)), "figure p_f": (30.0, stats(10, 0, 36.0))},
+    }
+    warm = {
+        "wall": 50.0,
+        "total": stats(0, 12, 8.0),
+        "pieces": {"check p.a": (1.0, stats(0, 2, 1.0)), "figure p_f": (9.0, stats(0, 10, 7.0))},
+    }
+    lines = bench.table(cold, warm, None).splitlines()
+    assert lines[2].startswith("figure p_f") and lines[3].startswith("check p.a")
+    assert lines[-2] == (
+        "cold reproduce: 100 s wall; 12 programs compiled (40 s tracing, lowering and compiling), "
+        "0 loaded (0 s)"
+    )
+    assert lines[-1].startswith("warm reproduce: 50 s wall; 0 programs compiled (8 s tracing")
+    assert len(bench.table(cold, warm, 1).splitlines()) == 5

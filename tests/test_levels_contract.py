@@ -59,8 +59,9 @@ def test_a_level_s_program_calls_no_host_and_a_flow_passes_its_step_budget(paper
         return solve(*args, **kwargs)
 
     monkeypatch.setattr(diffrax, "diffeqsolve", spy)
-    cls = papers()[paper].simulation(level)
-    assert not [name for name in _primitives(_engine_program(cls())) if "callback" in name]
+    sim = _small(paper, level)
+    cls = type(sim)
+    assert not [name for name in _primitives(_engine_program(sim)) if "callback" in name]
     if not budgets:
         return  # no flow in this level
     assert "max_steps" in {info.name for info in cls.params()}, f"{cls.__name__} integrates a flow"
