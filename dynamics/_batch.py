@@ -160,22 +160,72 @@ def run_many(
     """
     num_runs = _leading_size(batched_args)
     devices = jax.local_devices() if devices is None else devices
-    chunk = num_runs if chunk_size is None else even_width(num_runs, max(1, chunk_size))
-    chunk = -(-chunk // len(devices)) * len(devices)
-    sharding = NamedSharding(Mesh(np.asarray(devices), (SEEDS_AXIS,)), PartitionSpec(SEEDS_AXIS))
+    chunk = _chunk_width(num_runs, chunk_size, devices)
     pieces = []
     starts = range(0, num_runs, chunk)
     meters = inner_meters(progress)
     with progress_over(len(starts), description, "chunk", progress and len(starts) > 1) as bar:
         for start in starts:
             stop = min(start + chunk, num_runs)
-            index = np.minimum(np.arange(start, start + chunk), stop - 1)
-            args = jax.tree.map(lambda x: jax.device_put(jnp.asarray(x)[index], sharding), batched_args)
+            args = _chunk_args(batched_args, start, chunk, num_runs, devices)
             out = jax.device_get(_batched(fn, args, meters))
             pieces.append(jax.tree.map(lambda x: np.asarray(x)[: stop - start], out))
             bar.update()
     outputs = jax.tree.map(lambda *xs: np.concatenate(xs), *pieces)
     return outputs, _finite_runs(outputs, num_runs)
+
+
+def compile_ahead(
+    fn: Callable[..., PyTree],
+    *batched_args: PyTree,
+    chunk_size: int | None = None,
+    devices: list | None = None,
+    progress: bool = False,
+) -> None:
+    """Compile the program that [`run_many`][]`(fn, *batched_args, ...)` calls with the same
+    arguments, without running anything: the call then compiles nothing. Only the shapes and
+    dtypes of `batched_args` matter (zeros will do).
+
+    Compiling every program of a piece of work before running any keeps the compiler apart from
+    the runs (on a GPU, XLA's autotuner times its kernels on the device, where queued runs would
+    delay it), and lets several programs compile side by side (see [`sweep`][]).
+
+    **Arguments:** as [`run_many`][]'s.
+
+    **Example:**
+
+        >>> import numpy as np
+        >>> import dynamics
+        >>> from dynamics._batch import compile_ahead
+        >>> def double(x):
+        ...     return 2 * x
+        >>> compile_ahead(double, np.zeros(4))
+        >>> with dynamics.recording_compiles() as record:
+        ...     out, _ = dynamics.run_many(double, np.arange(4.0))
+        >>> out.tolist(), record.stats.compiled + record.stats.cached
+        ([0.0, 2.0, 4.0, 6.0], 0)
+    """
+    num_runs = _leading_size(batched_args)
+    devices = jax.local_devices() if devices is None else devices
+    chunk = _chunk_width(num_runs, chunk_size, devices)
+    args = _chunk_args(batched_args, 0, chunk, num_runs, devices)
+    _batched.lower(fn, args, inner_meters(progress)).compile()
+
+
+def _chunk_width(num_runs: int, chunk_size: int | None, devices: list) -> int:
+    """The runs of each call of [`run_many`][]: as even as their number allows, a multiple of the
+    device count."""
+    chunk = num_runs if chunk_size is None else even_width(num_runs, max(1, chunk_size))
+    return -(-chunk // len(devices)) * len(devices)
+
+
+def _chunk_args(batched_args: tuple, start: int, chunk: int, num_runs: int, devices: list) -> tuple:
+    """The arguments of the call of [`run_many`][] from run `start`: `chunk` runs (the last run
+    repeated past the end), laid out over `devices` along the `seeds` mesh axis."""
+    sharding = NamedSharding(Mesh(np.asarray(devices), (SEEDS_AXIS,)), PartitionSpec(SEEDS_AXIS))
+    stop = min(start + chunk, num_runs)
+    index = np.minimum(np.arange(start, start + chunk), stop - 1)
+    return jax.tree.map(lambda x: jax.device_put(jnp.asarray(x)[index], sharding), batched_args)
 
 
 def _finite_runs(outputs: PyTree, num_runs: int) -> np.ndarray:

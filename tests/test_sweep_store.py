@@ -119,6 +119,7 @@ def _called_widths(monkeypatch) -> list[int]:
         widths.append(len(jax.tree.leaves(args)[0]))
         return batched(fn, args, meters)
 
+    spy.lower = batched.lower  # a sweep compiles its programs ahead through it
     monkeypatch.setattr(dynamics._batch, "_batched", spy)
     return widths
 
@@ -134,6 +135,39 @@ def test_each_program_of_a_sweep_is_called_at_one_width_and_compiles_once(monkey
         for scale in GRID["scale"]:
             alone = dynamics.simulate(SlowDecay(rate=rate, scale=scale), num_seeds=5)
             np.testing.assert_allclose(ds["value"].sel(rate=rate, scale=scale), alone["value"], rtol=1e-14)
+
+
+class _Growth(dynamics.AbstractSimulation):
+    """dy/dt = rate y from y(0) ~ N(0, scale²): a class of this test alone, so that its programs
+    are compiled here, not found compiled by another test."""
+
+    rate: float = dynamics.param(1.0, dynamics.Interval(0), doc="growth rate", traced=True)
+    scale: float = dynamics.param(1.0, dynamics.Interval(0, low_open=True), doc="one program per value")
+    dtype: str = dynamics.dtype_param("float64")
+
+    def run(self, key):
+        y0 = self.scale * jax.random.normal(key, (2,), self.dtype)
+        return dynamics.ode_flow(lambda t, y, args: self.rate * y, y0, t1=1.0)
+
+
+def test_a_sweep_compiles_every_program_before_any_block_runs(monkeypatch, tmp_path):
+    """Both programs (one per `scale`) compile before the first block, and no block compiles."""
+    compiled_in_blocks = []
+    run = dynamics._store._Blocks.run
+
+    def counted(self, u):
+        with dynamics.recording_compiles() as record:
+            run(self, u)
+        compiled_in_blocks.append(record.stats.compiled + record.stats.cached)
+
+    monkeypatch.setattr(dynamics._store._Blocks, "run", counted)
+    grid = {"rate": [0.5, 1.0], "scale": [1.0, 2.0]}
+    with dynamics.recording_compiles() as record:
+        dynamics.sweep(_Growth(), grid, num_seeds=3)
+    assert compiled_in_blocks == [0, 0] and record.stats.compiled >= 2
+    compiled_in_blocks.clear()
+    dynamics.sweep(_Growth(scale=3.0), {"rate": [0.5, 1.0]}, num_seeds=3, store=tmp_path / "sweep.zarr")
+    assert compiled_in_blocks == [0]
 
 
 def test_run_many_splits_the_runs_into_chunks_as_even_as_their_number_allows(monkeypatch):
