@@ -157,7 +157,8 @@ def sweep(
 
     Every grid point is `sim` with the grid's values replaced (and checked) before any run starts.
     Grid points that differ only in fields declared `traced` run in one compiled, batched call;
-    every grid point uses the same seeds `seed, seed + 1, ...` (common random numbers).
+    every grid point uses the same seeds `seed, seed + 1, ...` (common random numbers). Every
+    program is compiled before any block runs, several side by side in threads.
 
     With a `store`, each block of at most `chunk_size` runs is written to it as soon as it
     finishes, with the checksum of each of its files, so memory holds one block, not the sweep.

@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from attnflow.papers import papers
 
 CHECKS = {"ntp_partial_order": "thm3_unseen_sentences", "scan_snap": "theorem3_eqn11_L2"}
@@ -58,6 +60,7 @@ def _compiling(tmp_path) -> dict:
     return json.loads(done.stdout.splitlines()[-1])
 
 
+@pytest.mark.slow  # 25 s on two cores; CI checks the same after its `attnflow reproduce` (`.ci/run`)
 def test_a_second_process_compiles_nothing(tmp_path):
     first = _compiling(tmp_path)
     again = _compiling(tmp_path)
