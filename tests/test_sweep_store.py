@@ -137,17 +137,17 @@ def test_each_program_of_a_sweep_is_called_at_one_width_and_compiles_once(monkey
             np.testing.assert_allclose(ds["value"].sel(rate=rate, scale=scale), alone["value"], rtol=1e-14)
 
 
-class _Growth(dynamics.AbstractSimulation):
-    """dy/dt = rate y from y(0) ~ N(0, scale²): a class of this test alone, so that its programs
-    are compiled here, not found compiled by another test."""
+class _Descent(dynamics.AbstractSimulation):
+    """Two steps of gradient descent on rate·‖w‖² from w ~ N(0, scale²): a class of this test
+    alone, so that its programs are compiled here, not found compiled by another test."""
 
-    rate: float = dynamics.param(1.0, dynamics.Interval(0), doc="growth rate", traced=True)
+    rate: float = dynamics.param(1.0, dynamics.Interval(0), doc="curvature", traced=True)
     scale: float = dynamics.param(1.0, dynamics.Interval(0, low_open=True), doc="one program per value")
     dtype: str = dynamics.dtype_param("float64")
 
     def run(self, key):
-        y0 = self.scale * jax.random.normal(key, (2,), self.dtype)
-        return dynamics.ode_flow(lambda t, y, args: self.rate * y, y0, t1=1.0)
+        w0 = self.scale * jax.random.normal(key, (2,), self.dtype)
+        return dynamics.train(lambda w: self.rate * w @ w, w0, dynamics.gd(0.1), num_steps=2)
 
 
 def test_a_sweep_compiles_every_program_before_any_block_runs(monkeypatch, tmp_path):
@@ -163,10 +163,10 @@ def test_a_sweep_compiles_every_program_before_any_block_runs(monkeypatch, tmp_p
     monkeypatch.setattr(dynamics._store._Blocks, "run", counted)
     grid = {"rate": [0.5, 1.0], "scale": [1.0, 2.0]}
     with dynamics.recording_compiles() as record:
-        dynamics.sweep(_Growth(), grid, num_seeds=3)
+        dynamics.sweep(_Descent(), grid, num_seeds=3)
     assert compiled_in_blocks == [0, 0] and record.stats.compiled >= 2
     compiled_in_blocks.clear()
-    dynamics.sweep(_Growth(scale=3.0), {"rate": [0.5, 1.0]}, num_seeds=3, store=tmp_path / "sweep.zarr")
+    dynamics.sweep(_Descent(scale=3.0), {"rate": [0.5, 1.0]}, num_seeds=3, store=tmp_path / "sweep.zarr")
     assert compiled_in_blocks == [0]
 
 
