@@ -390,10 +390,7 @@ def compile_programs(plan: Plan, units: Iterable[int], progress: bool) -> None:
     def compile_one(static: AbstractSimulation) -> None:
         width = plan.widths[static]
         traced = {k: np.zeros(width, v.dtype) for k, v in traced_arrays(static, [static]).items()}
-        shapes = draw_shapes(static)
-        drawn = (
-            None if shapes is None else jax.tree.map(lambda x: np.zeros((width, *x.shape), x.dtype), shapes)
-        )
+        drawn = jax.tree.map(lambda x: np.zeros((width, *x.shape), x.dtype), draw_shapes(static))
         compile_ahead(batched_run(static), traced, np.zeros(width, np.int64), drawn, progress=progress)
 
     if len(statics) == 1:
