@@ -14,7 +14,7 @@ import dynamics
 import figures
 import tasks
 import theory
-from attnflow import cli
+from attnflow import _catalog, cli
 from attnflow.papers import papers
 
 TASK = """
@@ -80,7 +80,10 @@ FIGURES = named_figures(__name__, [fig1])
 
 @pytest.fixture
 def toy_paper(tmp_path, monkeypatch):
-    """The three packages extended with the toy paper's folders; the registry found afresh."""
+    """The three packages extended with the toy paper's folders; the registry found afresh. The
+    catalog of the papers before is kept first, as an earlier `attnflow list` would have."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    _catalog.catalog()
     files = [(tasks, "toy_paper/__init__.py", TASK), (theory, "toy_paper/__init__.py", THEORY)]
     for package, name, source in [*files, (figures, "toy_paper.py", FIGURES)]:
         folder = tmp_path / package.__name__
