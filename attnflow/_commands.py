@@ -2,10 +2,14 @@
 the command line and dispatches to them."""
 
 import argparse
+import contextlib
+import dataclasses
 import hashlib
 import json
+import math
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import jax
@@ -108,16 +112,51 @@ def _shard(args: argparse.Namespace) -> tuple[int, int]:
         if not 0 <= shard[0] < shard[1]:
             raise ValueError(f"--shard must be I/N with integers 0 <= I < N, got {args.shard!r}")
         return shard
-    task = os.environ.get("SLURM_ARRAY_TASK_ID")
-    if task is None:
+    if "SLURM_ARRAY_TASK_ID" not in os.environ:
         return 0, 1
-    first = int(os.environ.get("SLURM_ARRAY_TASK_MIN", "0"))
-    return int(task) - first, int(os.environ["SLURM_ARRAY_TASK_COUNT"])
+    names = ("SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT", "SLURM_ARRAY_TASK_MIN")
+    values = {name: os.environ.get(name, "0" if name.endswith("MIN") else "") for name in names}
+    try:
+        task, count, first = (int(values[name]) for name in names)
+    except ValueError:
+        given = ", ".join(f"{name}={values[name]!r}" for name in names[:2])
+        raise ValueError(
+            f"a SLURM array task needs SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT as integers ({given}): "
+            "run it as an array job, or give --shard I/N"
+        ) from None
+    if not 0 <= task - first < count:
+        raise ValueError(
+            f"SLURM_ARRAY_TASK_ID {task} is not among the {count} tasks of the array from {first}: "
+            "give --shard I/N"
+        )
+    return task - first, count
 
 
-def _stop_summary(ds) -> str:
-    """`completed x3, event:loss_below x1`: how the runs of a sweep stopped (for runs that used
-    their whole step budget, the times they reached)."""
+CHUNK_SIZE = 64
+"""The most runs of a block of the command line's sweeps (`dynamics.sweep`'s `chunk_size`)."""
+
+
+def _refuse_idle_shards(args: argparse.Namespace, sim, grid: dict) -> None:
+    """Refuse, before any work, more shards (`--shard I/N`, a SLURM array) or jobs (`--launch N`)
+    than the sweep of `sim` over `grid` has blocks: the others would have nothing to run."""
+    import dynamics
+
+    launch = getattr(args, "launch", None)
+    count, what = (launch, "jobs (--launch)") if launch is not None else (_shard(args)[1], "shards")
+    runs = args.seeds * math.prod(len(values) for values in grid.values())
+    if count <= -(-runs // CHUNK_SIZE):  # as many blocks at least: no need to count them
+        return
+    blocks = dynamics.sweep_blocks(sim, grid, num_seeds=args.seeds, chunk_size=CHUNK_SIZE)
+    if count > blocks:
+        raise ValueError(
+            f"{count} {what} for a sweep of {blocks} block{'s' * (blocks != 1)}: the others would have "
+            f"nothing to run; give at most {blocks}"
+        )
+
+
+def _stop_summary(ds, sim) -> str:
+    """`completed x3, event:loss_below x1`: how the runs of a sweep of `sim` stopped (for runs that
+    used their whole step budget, the times they reached, and which of `sim`'s settings help)."""
     import dynamics
 
     labels = np.asarray(dynamics.stop_reasons(ds)).ravel().astype(str)
@@ -125,10 +164,15 @@ def _stop_summary(ds) -> str:
     text = ", ".join(f"{name} x{n}" for name, n in zip(names, counts))
     if "max_steps" in names:
         reached = np.asarray(ds["t_stop"]).ravel()[np.asarray(labels) == "max_steps"]
-        text += (
-            f" (the step budget max_steps ran out at t = {reached.min():.4g} to {reached.max():.4g}: raise "
-            "--set max_steps=..., or lower t1)"
-        )
+        has = {field.name for field in dataclasses.fields(sim)}
+        helps = [
+            hint
+            for name, hint in (("max_steps", "raise --set max_steps=..."), ("t1", "lower t1"))
+            if name in has
+        ]
+        budget = "the step budget max_steps" if "max_steps" in has else "the step budget"
+        text += f" ({budget} ran out at t = {reached.min():.4g} to {reached.max():.4g}"
+        text += f": {', or '.join(helps)})" if helps else ")"
     return text
 
 
@@ -155,6 +199,7 @@ def _write_sweep(args: argparse.Namespace, sim, grid: dict, store: Path):
                 grid,
                 num_seeds=args.seeds,
                 seed=args.seed,
+                chunk_size=CHUNK_SIZE,
                 progress=True,
                 store=store,
                 shard=shard,
@@ -173,8 +218,8 @@ def _write_sweep(args: argparse.Namespace, sim, grid: dict, store: Path):
     if written < total:
         print("the other shards' blocks are still to come; rerun without --shard once they are done")
         return None
-    ds = dynamics.load_sweep(store)
-    print(f"{ds.sizes[dynamics.SEED_DIM]} seeds per point; stops: {_stop_summary(ds)}")
+    ds = dynamics.open_sweep(store)  # read a variable at a time: the runs may not fit in memory
+    print(f"{ds.sizes[dynamics.SEED_DIM]} seeds per point; stops: {_stop_summary(ds, sim)}")
     return ds
 
 
@@ -191,24 +236,55 @@ def _progress_text(store: Path) -> str:
 
 def simulate(args: argparse.Namespace) -> int:
     """`attnflow simulate`: many seeds of one level (or a user's class) into a store of their own."""
-    import dynamics
 
     cls, sim = _simulation(args)
     _check_seeds(args)
-    dynamics.prepare_folder(args.out, "--out")
+    _refuse_idle_shards(args, sim, {})
     config = sim.describe() | {"num_seeds": args.seeds, "seed": args.seed}
-    store = Path(args.out) / f"{_label(args, cls)}_{args.seeds}seeds_{_config_hash(config)}.zarr"
-    _write_sweep(args, sim, {}, store)
+    with _output_folder(args.out) as out:
+        _write_sweep(
+            args, sim, {}, out / f"{_label(args, cls)}_{args.seeds}seeds_{_config_hash(config)}.zarr"
+        )
     return 0
 
 
-def _parse_grid(cls, texts: list[str]) -> dict[str, list]:
+@contextlib.contextmanager
+def _output_folder(path: str) -> Iterator[Path]:
+    """`--out`, prepared before any work (`dynamics.prepare_folder`); where the work then refuses
+    its input (a `ValueError`, e.g. a user's `run` that returns no `Run`) and the folder this made
+    is still empty, it is removed: a refused command leaves nothing behind."""
     import dynamics
 
-    return {
-        key: [dynamics.parse_settings(cls, {key: v})[key] for v in text.split(",") if v.strip()]
-        for key, text in _parse_pairs(texts, "--grid").items()
-    }
+    existed = os.path.exists(path)
+    out = dynamics.prepare_folder(path, "--out")
+    try:
+        yield out
+    except ValueError:
+        if not existed:
+            with contextlib.suppress(OSError):
+                out.rmdir()  # only where nothing was written in it
+        raise
+
+
+def _parse_grid(cls, texts: list[str], settings: list[str]) -> dict[str, list]:
+    """The grid of `--grid KEY=V1,V2,...` options, each value checked; refused where an item is
+    empty or a key is also given by `--set` (`settings`)."""
+    import dynamics
+
+    pairs = _parse_pairs(texts, "--grid")
+    both = sorted(set(pairs) & set(_parse_pairs(settings, "--set")))
+    if both:
+        raise ValueError(
+            f"{', '.join(both)} is given by both --grid and --set: give each setting once (--grid for the "
+            "values the sweep runs through, --set for one value)"
+        )
+    grid = {}
+    for key, text in pairs.items():
+        items = [item.strip() for item in text.split(",")]
+        if not all(items):
+            raise ValueError(f"--grid {key}={text}: an empty value between commas; give every value")
+        grid[key] = [dynamics.parse_settings(cls, {key: item})[key] for item in items]
+    return grid
 
 
 def _shard_argv(args: argparse.Namespace) -> list[str]:
@@ -268,17 +344,18 @@ def sweep(args: argparse.Namespace) -> int:
 
     cls, sim = _simulation(args)
     _check_seeds(args)
-    grid = _parse_grid(cls, args.grid)
+    grid = _parse_grid(cls, args.grid, args.set)
     if not grid:
         raise ValueError("name at least one --grid key=v1,v2,...")
     analyses = _analyses(args.analyse, sim)
     launch = _launch_parameters(args)
-    out = dynamics.prepare_folder(args.out, "--out")
-    if launch is not None:
-        _launch(args, launch, out)
-        ds = dynamics.load_sweep(out / "sweep.zarr")
-    else:
-        ds = _write_sweep(args, sim, grid, out / "sweep.zarr")
+    _refuse_idle_shards(args, sim, grid)
+    with _output_folder(args.out) as out:
+        if launch is not None:
+            _launch(args, launch, out)
+            ds = dynamics.open_sweep(out / "sweep.zarr")
+        else:
+            ds = _write_sweep(args, sim, grid, out / "sweep.zarr")
     if ds is not None:
         plots = plot_sweep(ds, list(grid), out / "plots")
         plots += _analyse(ds, sim, analyses, list(grid), out)
@@ -290,12 +367,16 @@ ANALYSES = ("phases", "critical_point", "sharpness")
 """What `attnflow sweep --analyse` computes from every run of a finished sweep."""
 
 
-def _analyses(text: str, sim) -> list[str]:
-    """The analyses named by `--analyse` (comma-separated), refused before any work when one is
-    unknown or the simulation does not save or declare what it needs."""
+def _analyses(text: str | None, sim) -> list[str]:
+    """The analyses named by `--analyse` (comma-separated; none without it), refused before any
+    work when one is empty or unknown or the simulation does not save or declare what it needs."""
     import dynamics
 
-    names = [name.strip() for name in text.split(",") if name.strip()]
+    if text is None:
+        return []
+    names = [name.strip() for name in text.split(",")]
+    if not all(names):
+        raise ValueError(f"--analyse {text!r}: an empty name; give analyses among {', '.join(ANALYSES)}")
     unknown = [name for name in names if name not in ANALYSES]
     if unknown:
         raise ValueError(f"--analyse: unknown analysis {', '.join(unknown)} (known: {', '.join(ANALYSES)})")
@@ -330,7 +411,7 @@ def _analyse(ds, sim, analyses: list[str], axes: list[str], out: Path) -> list[P
     for name in ANALYSES:
         beside = out / f"{name}.zarr"
         if beside.exists() and (
-            name in analyses or dynamics.load_sweep(beside).attrs.get("identity") != ds.attrs.get("identity")
+            name in analyses or dynamics.open_sweep(beside).attrs.get("identity") != ds.attrs.get("identity")
         ):
             dynamics.remove_store(beside)
             print(f"removed {beside}: the analyses are kept in {store} now")

@@ -1,10 +1,19 @@
 """A sweep's shards as cluster jobs: submitted with submitit (SLURM, or local processes where no
-cluster is found), waited for, their failures reported."""
+cluster is found), waited for, their failures reported. Local jobs run at most one per core at a
+time, the others queued; a SLURM array runs at most `ARRAY_PARALLELISM` tasks at a time unless
+`--job slurm_array_parallelism=N` says otherwise."""
 
+import os
+import re
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
+
+ARRAY_PARALLELISM = 64
+"""The tasks of a SLURM array that run at a time (its throttle, `%64`), unless
+`--job slurm_array_parallelism=N` is given."""
 
 
 def run_shard(argv: list[str], index: int, count: int) -> int:
@@ -37,11 +46,23 @@ def _executor(folder: Path, cluster: str, parameters: dict):
         executor = submitit.AutoExecutor(folder=folder, cluster=None if cluster == "auto" else cluster)
     except RuntimeError as err:  # submitit's word for a cluster it cannot find here
         raise ValueError(f"--cluster {cluster}: {err}") from None
+    if "slurm_array_parallelism" not in parameters:
+        parameters = {**parameters, "slurm_array_parallelism": ARRAY_PARALLELISM}
     try:
         executor.update_parameters(**parameters)
     except (TypeError, ValueError, NameError, AssertionError) as err:  # submitit's words for a bad one
-        raise ValueError(f"bad --job parameter for the {executor.cluster} executor: {err}") from None
+        raise ValueError(
+            f"bad --job parameter for the {executor.cluster} executor: {_one_line(err)}"
+        ) from None
     return executor
+
+
+def _one_line(err: Exception) -> str:
+    """submitit's message for a bad job parameter in one line: its first, with the names of the
+    parameters every executor takes where it lists them."""
+    first, *rest = str(err).strip().splitlines() or [type(err).__name__]
+    shared = re.findall(r"'(\w+)': <class", " ".join(rest))
+    return f"{first.rstrip('.')}; every executor takes {', '.join(shared)}" if shared else first
 
 
 def launch_shards(argv: list[str], count: int, folder: Path, cluster: str, parameters: dict) -> None:
@@ -59,9 +80,17 @@ def launch_shards(argv: list[str], count: int, folder: Path, cluster: str, param
     failed (naming its shard and its log folder).
     """
     executor = _executor(folder, cluster, parameters)
-    with executor.batch():
-        jobs = [executor.submit(run_shard, argv, i, count) for i in range(count)]
-    print(f"submitted {count} {executor.cluster} jobs (logs in {folder})", flush=True)
+    if executor.cluster in ("local", "debug"):
+        limit = min(count, os.cpu_count() or 1)
+        queued = f", {count - limit} of them queued" if count > limit else ""
+        print(
+            f"running {count} local jobs, at most {limit} at a time (one per core){queued} (logs in {folder})"
+        )
+        jobs = run_queued(lambda i: executor.submit(run_shard, argv, i, count), count, limit)
+    else:
+        with executor.batch():
+            jobs = [executor.submit(run_shard, argv, i, count) for i in range(count)]
+        print(f"submitted {count} {executor.cluster} jobs (logs in {folder})", flush=True)
     failed = []
     for i, job in enumerate(jobs):
         try:
@@ -73,3 +102,20 @@ def launch_shards(argv: list[str], count: int, folder: Path, cluster: str, param
             failed.append(f"shard {i}/{count} exited with {code}")
     if failed:
         raise ValueError(f"{len(failed)} of {count} jobs failed (logs in {folder}): " + "; ".join(failed))
+
+
+def run_queued(submit, count: int, limit: int, poll: float = 0.1) -> list:
+    """Jobs `submit(0), ..., submit(count - 1)`, at most `limit` of them unfinished at any moment:
+    each is submitted once one before it has finished.
+
+    **Returns:** the jobs, in order, every one finished.
+    """
+    jobs, running = [], []
+    while len(jobs) < count or running:
+        running = [job for job in running if not job.done()]
+        while len(running) < limit and len(jobs) < count:
+            jobs.append(submit(len(jobs)))
+            running.append(jobs[-1])
+        if running:
+            time.sleep(poll)
+    return jobs

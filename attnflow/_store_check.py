@@ -15,6 +15,8 @@ _NEXT_STEP = {
     "foreign": "",
 }
 
+_REMAKE = "its own files are damaged, which no rerun of its blocks repairs: make it again with --overwrite"
+
 
 def check(path: Path, *, repair: bool) -> int:
     """Print the state of the store at `path` with one line per problem; with `repair`, run its
@@ -32,7 +34,7 @@ def check(path: Path, *, repair: bool) -> int:
     _print(report, hint=not repair)
     if repair and report.state in ("incomplete", "damaged"):
         if not report.repairable:
-            print("the store's own files are damaged, so no rerun of its blocks can repair it: make it again")
+            print(_REMAKE)
             return 1
         sim, grid, options = rebuilt_sweep(path)
         dynamics.sweep(sim, grid, store=path, progress=True, max_bytes=None, **options)
@@ -43,11 +45,13 @@ def check(path: Path, *, repair: bool) -> int:
 
 
 def _print(report: dynamics.StoreReport, hint: bool = True) -> None:
-    print(f"{report.path}: {report.state}, {report.written} of {report.total} blocks written")
+    print(report.headline())
     for problem in report.problems:
         print(f"  {problem}")
     step = _NEXT_STEP[report.state].format(path=report.path)
-    if hint and step and (report.repairable or report.state == "incomplete"):
+    if report.state == "damaged" and not report.repairable:
+        step = _REMAKE
+    if hint and step:
         print(step)
 
 

@@ -214,7 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_store_options(sweep)
     sweep.add_argument(
         "--analyse",
-        default="",
+        default=None,
         metavar="NAMES",
         help="analyses of every run, comma-separated, added to the store (OUT/sweep.zarr, variables "
         "NAME.*, checksummed) with their plots: phases (the plateaus of each run's loss); critical_point "
@@ -330,8 +330,40 @@ def main(argv: list[str] | None = None) -> int:
 
     `--help`, `list` and a misspelt paper, level, check or figure are answered from the papers'
     catalog (`attnflow._catalog`), without importing JAX where the catalog of these sources is
-    kept; everything else sets up JAX (`attnflow._runtime.set_up`) first."""
+    kept; everything else sets up JAX (`attnflow._runtime.set_up`) first. Ctrl-C and SIGTERM end
+    the command with one line at any moment, its start-up included."""
+    previous = signal.signal(signal.SIGTERM, _terminate) if _in_main_thread() else None
+    previous_hook = sys.unraisablehook
+    sys.unraisablehook = functools.partial(_redeliver, previous_hook)
+    try:
+        return _run_command(argv)
+    except KeyboardInterrupt:
+        print("attnflow: interrupted; what was written stays (rerun to resume)", file=sys.stderr)
+        return 130
+    except _Terminated:
+        print("attnflow: terminated; what was written stays (rerun to resume)", file=sys.stderr)
+        sys.stderr.flush()
+        sys.stdout.flush()
+        # the process ends now, as SIGTERM asks: a compilation still running in XLA's threads
+        # would crash against an interpreter that shuts down around it
+        os._exit(143)
+    finally:
+        sys.unraisablehook = previous_hook
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _run_command(argv: list[str] | None) -> int:
+    """Parse `argv` and run its command; a bad input or a failure of the work as one line."""
     args = build_parser().parse_args(argv)
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        print(
+            "attnflow: error: the working folder no longer exists: change to a folder that does",
+            file=sys.stderr,
+        )
+        return 2
     try:
         answered = _answer_from_catalog(args)
     except ValueError as err:
@@ -344,9 +376,6 @@ def main(argv: list[str] | None = None) -> int:
 
     from . import _commands
 
-    previous = signal.signal(signal.SIGTERM, _terminate) if _in_main_thread() else None
-    previous_hook = sys.unraisablehook
-    sys.unraisablehook = functools.partial(_redeliver, previous_hook)
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning
@@ -363,20 +392,6 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as err:
         print(f"attnflow: error: {dynamics.describe_os_error(err)}", file=sys.stderr)
         return 3
-    except KeyboardInterrupt:
-        print("attnflow: interrupted; what was written stays (rerun to resume)", file=sys.stderr)
-        return 130
-    except _Terminated:
-        print("attnflow: terminated; what was written stays (rerun to resume)", file=sys.stderr)
-        sys.stderr.flush()
-        sys.stdout.flush()
-        # the process ends now, as SIGTERM asks: a compilation still running in XLA's threads
-        # would crash against an interpreter that shuts down around it
-        os._exit(143)
-    finally:
-        sys.unraisablehook = previous_hook
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
 
 
 def _answer_from_catalog(args: argparse.Namespace) -> int | None:

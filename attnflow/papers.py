@@ -272,6 +272,11 @@ def _import_users_module(module_name: str, target: str):
             f"cannot import {module_name!r} for {target}: "
             f"a syntax error at {err.filename}:{err.lineno}: {err.msg}"
         ) from None
+    except SystemExit as err:  # sys.exit() at import: an error, not the end of the command
+        raise ValueError(
+            f"cannot import {module_name!r} for {target}: it called sys.exit({err.code!r}) while it was "
+            'imported (put a script\'s work under `if __name__ == "__main__":`)'
+        ) from None
     except Exception as err:  # noqa: BLE001 -- whatever the module raised while it was imported
         frames = traceback.extract_tb(err.__traceback__)
         where = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""

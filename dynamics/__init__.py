@@ -47,9 +47,10 @@
   seeds ([`simulate`][]: seeds alone, a grid of one point) into one labelled dataset (how each
   run stopped in words: [`stop_reasons`][]), in memory or written
   block by block to a zarr store that resumes after a crash and splits into shards
-  ([`sweep_progress`][], [`save_sweep`][], [`load_sweep`][], [`remove_store`][]). A store keeps
-  the checksum of every file and the fingerprint of the code that made it ([`check_store`][],
-  [`StoreReport`][]); [`shared_store`][] lets the pieces of one job make a sweep they share once.
+  ([`sweep_progress`][], [`sweep_blocks`][], [`save_sweep`][], [`load_sweep`][], [`open_sweep`][] read lazily,
+  [`remove_store`][]). A store keeps the checksum of every file and the fingerprint of the code
+  that made it ([`check_store`][], [`StoreReport`][]); [`shared_store`][] lets the pieces of one
+  job make a sweep they share once.
 - [`atomic_write`][], [`prepare_folder`][], [`prepare_file`][], [`describe_os_error`][],
   [`temporary_path`][], [`remove_stale_temporaries`][]: outputs written whole or not at all, output
   paths tried before any work, a file-system error in words, what killed writers left removed;
@@ -115,7 +116,16 @@ from ._stages import Stage, train_stages
 from ._steps import AbstractSteps, AdamSteps, ClippedSteps, NormalizedSteps, ProjectedSteps
 from ._store import SAVE_DIM, SEED_DIM, remove_store
 from ._store_add import add_to_store
-from ._sweep import load_sweep, save_sweep, simulate, stop_reasons, sweep, sweep_progress
+from ._sweep import (
+    load_sweep,
+    open_sweep,
+    save_sweep,
+    simulate,
+    stop_reasons,
+    sweep,
+    sweep_blocks,
+    sweep_progress,
+)
 from ._sweep_landscape import (
     CRITICAL_POINT_STATUSES,
     num_params,
@@ -169,6 +179,7 @@ __all__ = [
     "Plateaus",
     "Require",
     "load_sweep",
+    "open_sweep",
     "param",
     "params",
     "parse_settings",
@@ -184,6 +195,7 @@ __all__ = [
     "simulate",
     "stop_reasons",
     "sweep",
+    "sweep_blocks",
     "sweep_progress",
     "HESSIAN_METHODS",
     "SEEDS_AXIS",

@@ -147,6 +147,23 @@ def _reason(err: OSError) -> str:
     return messages.get(err.errno, err.strerror or type(err).__name__)
 
 
+def _named_path(path: str | os.PathLike, what: str) -> Path:
+    """`path` as a `Path`, refused where it names nothing (an empty or blank name, which `Path`
+    would take as the working folder) or is relative to a working folder that no longer exists."""
+    if not os.fspath(path).strip():
+        raise ValueError(f"{what} must name a path, got {os.fspath(path)!r}")
+    path = Path(path)
+    if not path.is_absolute():
+        try:
+            os.getcwd()
+        except FileNotFoundError:
+            raise ValueError(
+                f"{what} {path} is relative to the working folder, which no longer exists: change to a "
+                "folder that does, or give an absolute path"
+            ) from None
+    return path
+
+
 def prepare_folder(path: str | os.PathLike, what: str = "the output folder") -> Path:
     """Create `path` (with its parents) and write and remove a file in it, before any work: a
     folder that cannot hold the results is refused now, not after the runs.
@@ -157,7 +174,8 @@ def prepare_folder(path: str | os.PathLike, what: str = "the output folder") -> 
 
     **Raises:** `ValueError`, one line naming `what`, the path and why: a file or a dangling
     link in the way, no permission (root included: the folder is tried, not asked about), a
-    read-only or full file system, a name too long.
+    read-only or full file system, a name too long, an empty name, a relative path where the
+    working folder was removed.
 
     **Example:**
 
@@ -174,7 +192,7 @@ def prepare_folder(path: str | os.PathLike, what: str = "the output folder") -> 
         ...
         ValueError: --out .../file cannot be written: it is a file, not a folder
     """
-    path = Path(path)
+    path = _named_path(path, what)
     try:
         if path.is_symlink() and not path.exists():
             why = f"it is a link to {os.readlink(path)}, which does not exist"
@@ -215,7 +233,7 @@ def prepare_file(path: str | os.PathLike, what: str = "the output file") -> Path
         ...
         ValueError: --json .../results cannot be written: it is a folder
     """
-    path = Path(path)
+    path = _named_path(path, what)
     prepare_folder(path.parent, f"the folder of {what}")
     try:
         if path.is_dir():

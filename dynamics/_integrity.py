@@ -160,13 +160,31 @@ class StoreReport:
     damaged: tuple[int, ...] = ()
     repairable: bool = True
 
+    def headline(self) -> str:
+        """The state in words: `s.zarr: incomplete, 3 of 8 blocks written`."""
+        if self.state == "foreign":
+            return f"{self.path}: not a sweep store attnflow can check"
+        return f"{self.path}: {self.state}, {self.written} of {self.total} blocks written"
+
     def summary(self, limit: int = 5) -> str:
-        """The state in one line, with the first `limit` problems."""
-        head = f"{self.path}: {self.state}, {self.written} of {self.total} blocks written"
+        """The state in one line ([`headline`][dynamics.StoreReport.headline]), with the first
+        `limit` problems."""
+        head = self.headline()
         if not self.problems:
             return head
         more = f"; and {len(self.problems) - limit} more" if len(self.problems) > limit else ""
         return f"{head}; " + "; ".join(self.problems[:limit]) + more
+
+
+def _unlike_a_store(path: Path) -> str | None:
+    """Why `path` cannot be a store at all (nothing there, a file, an empty folder), else `None`."""
+    if not path.exists():
+        return "there is nothing at this path"
+    if not path.is_dir():
+        return "a file, not a store (a store is a folder)"
+    if not any(path.iterdir()):
+        return "an empty folder, not a store"
+    return None
 
 
 def _describe_cell(
@@ -214,10 +232,19 @@ def check_store(path: str | os.PathLike) -> StoreReport:
         block 1 (rate=2.0, seeds 0-1): y: y/1.0.0 is missing
     """
     path = Path(path)
+    unlike = _unlike_a_store(path)
+    if unlike is not None:
+        return StoreReport(path, "foreign", 0, 0, (unlike,), (), False)
     created = read_json(path / CREATED)
     try:
         attrs = dict(zarr.open_group(str(path), mode="r", zarr_format=2, use_consolidated=True).attrs)
-    except Exception as err:  # noqa: BLE001 -- any failure to read it means it is not ours
+    except Exception as err:  # noqa: BLE001 -- any failure to read it means it is not a whole store
+        if created is not None:  # attnflow made it: its own files are damaged
+            problems = differing_files(path, recorded_files(path, created))
+            problems = problems or [f"its metadata cannot be read ({type(err).__name__}: {err})"]
+            units = len(created["units"])
+            written = sum((path / DONE / str(unit)).is_file() for unit in range(units))
+            return StoreReport(path, "damaged", written, units, tuple(problems), (), False)
         return StoreReport(
             path, "foreign", 0, 0, (f"not a zarr store ({type(err).__name__}: {err})",), (), False
         )

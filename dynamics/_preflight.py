@@ -91,6 +91,11 @@ def trace_run(static: AbstractSimulation, sim: AbstractSimulation) -> tuple[Run,
     `event_names`."""
     traced_run = trace_one_run(static, sim)
     run = traced_run.out_info
+    if not isinstance(run, Run):
+        raise ValueError(
+            f"{type(sim).__name__}.run must return a dynamics.Run (as ode_flow, train and the other "
+            f"engines do), got {type(run).__name__}"
+        )
     declared = tuple(type(sim).event_names)
     if run.event_names and tuple(run.event_names) != declared:
         raise ValueError(

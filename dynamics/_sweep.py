@@ -304,6 +304,35 @@ def _sweep(
     return ds.load() if store is None else ds
 
 
+def sweep_blocks(
+    sim: AbstractSimulation, grid: Mapping[str, Sequence], *, num_seeds: int, chunk_size: int = 64
+) -> int:
+    """The number of blocks [`sweep`][] writes these runs in (what its shards share out), found
+    without tracing or running anything.
+
+    **Arguments:** as [`sweep`][]'s.
+
+    **Raises:** `ValueError` for a bad grid, as [`sweep`][] does.
+
+    **Example:** two points that share one program, 100 seeds each, in blocks of at most 64 runs:
+
+        >>> import dynamics
+        >>> class Decay(dynamics.AbstractSimulation):
+        ...     rate: float = dynamics.param(1.0, dynamics.Interval(0, low_open=True), traced=True)
+        ...     dtype: str = dynamics.dtype_param("float64")
+        ...
+        ...     def run(self, key):
+        ...         return dynamics.ode_flow(lambda t, y, args: -self.rate * y, 1.0, t1=1.0)
+        >>> dynamics.sweep_blocks(Decay(), {"rate": [1.0, 2.0]}, num_seeds=100)
+        4
+    """
+    check_seeds(num_seeds, 0)
+    axes = check_grid(sim, grid)
+    sims = [with_settings(sim, dict(zip(axes, point))) for point in itertools.product(*axes.values())]
+    plan = make_plan(sims, axes, [static_part(s) for s in sims], 0, num_seeds, int(chunk_size), {}, {})
+    return len(plan.units)
+
+
 def _done_fraction(path: Path) -> float:
     """The part of the store at `path` already written (0 when there is none)."""
     try:
@@ -415,7 +444,8 @@ def save_sweep(ds: xr.Dataset, path: str | os.PathLike) -> Path:
 
 def load_sweep(path: str | os.PathLike) -> xr.Dataset:
     """Read a sweep's zarr store (written by [`save_sweep`][] or by [`sweep`][] with a `store`)
-    into memory, after checking every file against its checksum (see [`check_store`][]).
+    into memory, after checking every file against its checksum (see [`check_store`][]). A store
+    larger than the memory at hand is read with [`open_sweep`][] instead.
 
     **Raises:** `ValueError` naming the path when it is not such a store, when blocks of it are
     not written yet (resume the sweep, or run its other shards), or when a file is damaged (the
@@ -448,6 +478,38 @@ def load_sweep(path: str | os.PathLike) -> xr.Dataset:
         ((2, 2, 2), [[0, 0], [0, 0]])
         >>> folder.cleanup()
     """
+    return open_sweep(path).load()
+
+
+def open_sweep(path: str | os.PathLike) -> xr.Dataset:
+    """A sweep's zarr store, checked as [`load_sweep`][] checks it (every file against its
+    checksum, one block at a time), opened lazily: each variable is read from disk when its values
+    are asked for, so a store many times the memory at hand can be summarised a variable at a time.
+
+    **Returns:** the sweep as a lazy `xarray.Dataset` (call `.load()` for it in memory: that is
+    [`load_sweep`][]).
+
+    **Raises:** `ValueError` as [`load_sweep`][] does.
+
+    **Example:**
+
+        >>> import pathlib
+        >>> import tempfile
+        >>> import dynamics
+        >>> class Decay(dynamics.AbstractSimulation):
+        ...     rate: float = dynamics.param(1.0, dynamics.Interval(0, low_open=True), traced=True)
+        ...     dtype: str = dynamics.dtype_param("float64")
+        ...
+        ...     def run(self, key):
+        ...         return dynamics.ode_flow(lambda t, s, args: -self.rate * s, 1.0, t1=1.0)
+        >>> folder = tempfile.TemporaryDirectory()
+        >>> store = pathlib.Path(folder.name) / "decay.zarr"
+        >>> _ = dynamics.sweep(Decay(), {"rate": [1.0, 2.0]}, num_seeds=2, store=store)
+        >>> ds = dynamics.open_sweep(store)
+        >>> ds["stop"].values.tolist()  # only this variable is read
+        [[0, 0], [0, 0]]
+        >>> folder.cleanup()
+    """
     report = check_store(path)
     if report.state == "foreign":
         attrs = _store_attrs(path)  # refuses what is not a sweep's store at all
@@ -470,4 +532,4 @@ def load_sweep(path: str | os.PathLike) -> xr.Dataset:
             f"{path} is incomplete: {report.written} of {report.total} blocks written (rerun the sweep on it "
             "to finish, or run its other shards)"
         )
-    return open_store(path).load()
+    return open_store(path)

@@ -90,3 +90,19 @@ class Quadratic(dynamics.AbstractSimulation):
 
     def landscape(self, key):
         return dynamics.Landscape(_quadratic(self.rate), step_size=lambda final: self.step)
+
+
+class Wide(dynamics.AbstractSimulation):
+    """`width` decaying coordinates y(t) = y0 e^{−t}, y0 standard normal, saved at `num_saves`
+    times with their mean square as `loss`: a run of many bytes and little work, for measuring
+    what a sweep holds in memory (a block of 64 runs of the defaults is 8 MiB)."""
+
+    width: int = param(1024, Interval(1), doc="coordinates per run")
+    num_saves: int = param(16, Interval(2), doc="saves per run")
+    dtype: str = dynamics.dtype_param("float64")
+
+    def run(self, key):
+        y0 = jax.random.normal(key, (self.width,), self.dtype)
+        ts = jnp.linspace(0.0, 1.0, self.num_saves, dtype=self.dtype)
+        save = dynamics.Save(ts, lambda t, y, args: {"y": y, "loss": jnp.mean(y**2)})
+        return dynamics.ode_flow(lambda t, y, args: -y, y0, t1=1.0, save=save)

@@ -1,5 +1,6 @@
-"""Smoke tests of the engine's benchmarks `bench/landscape_cost.py` and `bench/first_call.py` at
-toy sizes (the papers' benchmarks are smoke-tested beside their papers' tests)."""
+"""Smoke tests of the engine's benchmarks `bench/landscape_cost.py`, `bench/first_call.py` and
+`bench/memory.py` at toy sizes (the papers' benchmarks are smoke-tested beside their papers'
+tests)."""
 
 import re
 
@@ -73,3 +74,14 @@ def test_compile_budget_puts_the_costliest_compiling_first_and_totals_both_runs(
     )
     assert lines[-1].startswith("warm reproduce: 50 s wall; 0 programs compiled (8 s tracing")
     assert len(bench.table(cold, warm, 1).splitlines()) == 5
+
+
+@pytest.mark.slow
+def test_memory_smoke(capsys):
+    bench = load_file("bench/memory.py")
+    result = bench.main(["--seeds", "128", "--saves", "10"])
+    line = (
+        r"^peak resident memory \d+ MiB; the runs' values \S+ GiB \(2 blocks of \d+ MiB\), \S+ GiB on disk$"
+    )
+    assert re.search(line, capsys.readouterr().out, re.M)
+    assert result["blocks"] == 2 and all(positive_finite(result[k]) for k in ("peak_bytes", "disk_bytes"))

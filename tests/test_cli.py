@@ -90,8 +90,9 @@ def test_every_example_of_the_help_parses_and_names_what_exists(command, example
         cls, sim = _commands._simulation(args)
         _commands._check_seeds(args)
     if args.command == "sweep":
-        assert _commands._parse_grid(cls, args.grid)
+        assert _commands._parse_grid(cls, args.grid, args.set)
         _commands._analyses(args.analyse, sim)
+        _commands._refuse_idle_shards(args, sim, _commands._parse_grid(cls, args.grid, args.set))
     if args.command == "verify" and args.paper:
         paper(args.paper)
     if args.command == "verify" and args.check:
@@ -434,7 +435,7 @@ def test_the_shard_comes_from_the_flag_or_a_slurm_job_array(monkeypatch, tmp_pat
     level = papers()[PAPER].simulation(papers()[PAPER].default_level)
     rate = next(info for info in dynamics.settings(level) if info.traced and info.type is float)
     argv = ["sweep", PAPER, "--grid", f"{rate.name}={rate.default},{2 * rate.default}"]
-    argv += ["--out", str(tmp_path), "--overwrite"]
+    argv += ["--seeds", "256", "--out", str(tmp_path), "--overwrite"]  # 8 blocks, for 4 shards
     assert cli.main(argv) == 2
     assert "--overwrite in a shard would remove" in capsys.readouterr().err
 

@@ -124,7 +124,7 @@ def test_attnflow_check_reports_and_repairs(tmp_path, capsys, monkeypatch):
     assert "after the repair:" in capsys.readouterr().out
     xr.testing.assert_identical(dynamics.load_sweep(store), _reference())
     assert cli.main(["check", str(tmp_path)]) == 1
-    assert "foreign" in capsys.readouterr().out
+    assert "not a sweep store attnflow can check" in capsys.readouterr().out
     assert cli.main(["check", str(tmp_path / "typo.zarr"), "--repair"]) == 2  # refused, not foreign
     assert "typo.zarr does not exist" in capsys.readouterr().err
 

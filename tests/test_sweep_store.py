@@ -286,7 +286,8 @@ def test_the_launch_options_are_refused_before_any_work(tmp_path, monkeypatch, c
     for out in (old, tmp_path / "new"):
         argv = ["sweep", "tests._store_sims:SlowDecay", "--grid", "rate=0.5,2", "--out", str(out)]
         assert cli.main([*argv, "--overwrite", *options]) == 2
-        assert message in capsys.readouterr().err
+        err = capsys.readouterr().err
+        assert message in err and err.count("\n") == 1, err
     assert dynamics.check_store(store) == before and not (tmp_path / "new").exists()
     assert sorted(p.name for p in old.iterdir()) == ["sweep.zarr"]
 

@@ -1,0 +1,149 @@
+"""Inputs at the edges, as a careless user gives them: each is refused before any work with one
+line naming the problem (exit status 2), or said in words where the work ends."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+import dynamics
+from attnflow import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+
+USERS = """
+import sys
+
+import jax
+import jax.numpy as jnp
+
+import dynamics
+
+
+class Decay(dynamics.AbstractSimulation):
+    rate: float = dynamics.param(1.0, dynamics.Interval(0, low_open=True), traced=True)
+    dtype: str = dynamics.dtype_param("float64")
+
+    def run(self, key):
+        y0 = 1.0 + jax.random.uniform(key, (), self.dtype)
+        return dynamics.ode_flow(lambda t, y, args: -self.rate * y, y0, t1=1.0)
+
+
+class NotARun(Decay):
+    def run(self, key):
+        return {"y": jnp.zeros(2)}
+
+
+class TwoSteps(Decay):
+    def run(self, key):
+        return dynamics.ode_flow(lambda t, y, args: -self.rate * y, 1.0, t1=1e6, max_steps=2)
+"""
+
+
+@pytest.fixture
+def users(tmp_path, monkeypatch):
+    """A working folder holding a user's module `mine` and a module `exits` that calls sys.exit."""
+    (tmp_path / "mine.py").write_text(textwrap.dedent(USERS))
+    (tmp_path / "exits.py").write_text("import sys\n\nsys.exit(0)\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("mine", "exits"):
+        sys.modules.pop(name, None)
+    return tmp_path
+
+
+SWEEP = ["sweep", "mine:Decay", "--seeds", "2"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            [*SWEEP, "--grid", "rate=1,2", "--set", "rate=3", "--out", "o"],
+            "rate is given by both --grid and --set",
+        ),
+        ([*SWEEP, "--grid", "rate=1,,2", "--out", "o"], "--grid rate=1,,2: an empty value between commas"),
+        ([*SWEEP, "--grid", "rate=1,", "--out", "o"], "--grid rate=1,: an empty value"),
+        ([*SWEEP, "--grid", "rate=1,2", "--out", ""], "--out must name a path, got ''"),
+        ([*SWEEP, "--grid", "rate=1,2", "--out", "o", "--analyse", ""], "--analyse '': an empty name"),
+        ([*SWEEP, "--grid", "rate=1,2", "--out", "o", "--analyse", "phases,"], "an empty name"),
+        (["simulate", "exits:Decay", "--out", "o"], r"it called sys.exit(0) while it was imported"),
+        (["simulate", "mine:NotARun", "--out", "o"], "NotARun.run must return a dynamics.Run"),
+    ],
+)
+def test_a_bad_input_is_one_line_before_any_work(users, capsys, argv, message):
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1, err
+    assert sorted(p.name for p in users.iterdir() if not p.name.startswith("__")) == ["exits.py", "mine.py"]
+
+
+@pytest.mark.parametrize(
+    ("environment", "message"),
+    [
+        ({"SLURM_ARRAY_TASK_ID": "3"}, "needs SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT as integers"),
+        ({"SLURM_ARRAY_TASK_ID": "3", "SLURM_ARRAY_TASK_COUNT": "2"}, "is not among the 2 tasks"),
+    ],
+)
+def test_a_slurm_task_without_its_array_is_one_line(users, capsys, monkeypatch, environment, message):
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    assert cli.main([*SWEEP, "--grid", "rate=1,2", "--out", "o"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1, err
+
+
+def test_a_removed_working_folder_is_one_line(users, capsys, monkeypatch):
+    gone = users / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    assert cli.main(["simulate", "mine:Decay", "--out", "o"]) == 2
+    err = capsys.readouterr().err
+    assert err == "attnflow: error: the working folder no longer exists: change to a folder that does\n", err
+    with pytest.raises(ValueError, match="relative to the working folder, which no longer exists"):
+        dynamics.prepare_folder("o", "--out")
+    assert dynamics.prepare_folder(users / "o").is_dir()  # an absolute path is still fine
+
+
+def test_the_step_budget_hint_names_only_settings_the_class_has(users, capsys):
+    assert cli.main(["simulate", "mine:TwoSteps", "--seeds", "1", "--out", "o"]) == 0
+    out = capsys.readouterr().out
+    assert "max_steps x1 (the step budget ran out at t = " in out and "--set" not in out, out
+
+
+def test_check_names_a_file_an_empty_folder_and_a_damaged_attribute_file(users, capsys):
+    (users / "plain").write_text("x")
+    (users / "empty").mkdir()
+    for path, line in [("plain", "a file, not a store"), ("empty", "an empty folder, not a store")]:
+        assert cli.main(["check", path]) == 1
+        out = capsys.readouterr().out
+        assert f"{path}: not a sweep store attnflow can check\n  {line}" in out, out
+    assert cli.main(["simulate", "mine:Decay", "--seeds", "2", "--out", "o"]) == 0
+    (store,) = (users / "o").glob("*.zarr")
+    (store / ".zattrs").write_text('{"a":')
+    capsys.readouterr()
+    assert cli.main(["check", str(store)]) == 1
+    out = capsys.readouterr().out
+    assert "damaged" in out and ".zattrs differs from its checksum" in out and "--overwrite" in out, out
+
+
+def test_ctrl_c_at_start_up_ends_with_130_and_one_line():
+    """SIGINT to the process group (as a terminal's Ctrl-C) while the command starts: status 130
+    and one line, where it used to print a traceback and run on to the end with status 0."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "attnflow", "verify", "--check", "thm3_unseen_sentences", "--jobs", "1"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    time.sleep(0.5)
+    os.killpg(process.pid, signal.SIGINT)
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 130, err
+    assert err.strip().splitlines() == ["attnflow: interrupted; what was written stays (rerun to resume)"], (
+        err
+    )

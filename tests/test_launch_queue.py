@@ -1,0 +1,39 @@
+"""`attnflow sweep --launch N` on a machine without a cluster: the jobs run at most one per core at
+a time, queued, and no more jobs than the sweep has blocks are started."""
+
+from pathlib import Path
+
+import pytest
+
+from attnflow import _launch, cli
+
+submitit = pytest.importorskip("submitit")  # imported here: its logger keeps the stream it finds at import
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_local_jobs_run_at_most_limit_at_a_time_and_all_of_them(tmp_path, monkeypatch):
+    from tests._jobs import stay
+
+    monkeypatch.chdir(ROOT)
+    executor = submitit.AutoExecutor(folder=tmp_path / "jobs", cluster="local")
+    done = tmp_path / "done"
+    done.mkdir()
+    jobs = _launch.run_queued(lambda i: executor.submit(stay, str(done), i, 0.3), count=9, limit=3)
+    assert [job.result() for job in jobs] == [None] * 9
+    spans = [tuple(map(float, (done / str(i)).read_text().split())) for i in range(9)]
+    most = max(sum(start <= moment < end for start, end in spans) for moment, _ in spans)
+    assert 2 <= most <= 3, spans
+
+
+def test_more_jobs_or_shards_than_blocks_are_refused_before_any_work(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(ROOT)
+    argv = ["sweep", "tests._store_sims:SlowDecay", "--grid", "rate=0.5,2", "--seeds", "2"]  # 1 block
+    for options, message in [
+        (["--launch", "1000000", "--cluster", "local"], "1000000 jobs (--launch) for a sweep of 1 block:"),
+        (["--shard", "1/2"], "2 shards for a sweep of 1 block:"),
+    ]:
+        assert cli.main([*argv, "--out", str(tmp_path / "out"), *options]) == 2
+        err = capsys.readouterr().err
+        assert message in err and err.count("\n") == 1, err
+    assert not (tmp_path / "out").exists()
