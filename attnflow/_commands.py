@@ -213,7 +213,7 @@ def _write_sweep(args: argparse.Namespace, sim, grid: dict, store: Path):
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise WorkFailed(f"the runs failed: {first}; {_progress_text(store)}") from None
     written, total = dynamics.sweep_progress(store)
-    print(f"{written} of {total} blocks written to {store} ({time.perf_counter() - start:.1f} s here)")
+    print(f"{store}: {written} of {total} blocks written ({time.perf_counter() - start:.1f} s here)")
     print(f"compiling: {compiling.stats.summary()}")
     if written < total:
         print("the other shards' blocks are still to come; rerun without --shard once they are done")
@@ -236,15 +236,16 @@ def _progress_text(store: Path) -> str:
 
 def simulate(args: argparse.Namespace) -> int:
     """`attnflow simulate`: many seeds of one level (or a user's class) into a store of their own."""
+    import dynamics
 
     cls, sim = _simulation(args)
     _check_seeds(args)
     _refuse_idle_shards(args, sim, {})
     config = sim.describe() | {"num_seeds": args.seeds, "seed": args.seed}
     with _output_folder(args.out) as out:
-        _write_sweep(
-            args, sim, {}, out / f"{_label(args, cls)}_{args.seeds}seeds_{_config_hash(config)}.zarr"
-        )
+        store = out / f"{_label(args, cls)}_{args.seeds}seeds_{_config_hash(config)}.zarr"
+        with dynamics.hold_store(store):  # to the summary's last read
+            _write_sweep(args, sim, {}, store)
     return 0
 
 
@@ -350,16 +351,16 @@ def sweep(args: argparse.Namespace) -> int:
     analyses = _analyses(args.analyse, sim)
     launch = _launch_parameters(args)
     _refuse_idle_shards(args, sim, grid)
-    with _output_folder(args.out) as out:
+    with _output_folder(args.out) as out, dynamics.hold_store(out / "sweep.zarr"):  # to the last plot
         if launch is not None:
             _launch(args, launch, out)
             ds = dynamics.open_sweep(out / "sweep.zarr")
         else:
             ds = _write_sweep(args, sim, grid, out / "sweep.zarr")
-    if ds is not None:
-        plots = plot_sweep(ds, list(grid), out / "plots")
-        plots += _analyse(ds, sim, analyses, list(grid), out)
-        print(f"wrote {len(plots)} plots in {out / 'plots'}")
+        if ds is not None:
+            plots = plot_sweep(ds, list(grid), out / "plots")
+            plots += _analyse(ds, sim, analyses, list(grid), out)
+            print(f"wrote {len(plots)} plots in {out / 'plots'}")
     return 0
 
 

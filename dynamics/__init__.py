@@ -45,12 +45,13 @@
 - [`AbstractSimulation`][] with fields declared by [`param`][] ([`Interval`][], [`OneOf`][]): one
   way of training one model as a validated config; [`sweep`][] runs a grid of its settings ×
   seeds ([`simulate`][]: seeds alone, a grid of one point) into one labelled dataset (how each
-  run stopped in words: [`stop_reasons`][]), in memory or written
-  block by block to a zarr store that resumes after a crash and splits into shards
-  ([`sweep_progress`][], [`sweep_blocks`][], [`save_sweep`][], [`load_sweep`][], [`open_sweep`][] read lazily,
-  [`remove_store`][]). A store keeps the checksum of every file and the fingerprint of the code
-  that made it ([`check_store`][], [`StoreReport`][]); [`shared_store`][] lets the pieces of one
-  job make a sweep they share once.
+  run stopped in words: [`stop_reasons`][]), in memory or written block by block to a zarr
+  store that resumes after a crash and splits into shards ([`sweep_progress`][],
+  [`sweep_blocks`][], [`save_sweep`][], [`load_sweep`][], [`open_sweep`][] read lazily,
+  [`remove_store`][], [`hold_store`][] from its first byte written to its last read). A store
+  keeps the checksum of every file and the fingerprint of the code that made it
+  ([`check_store`][], [`StoreReport`][]); [`shared_store`][] lets the pieces of one job make a
+  sweep they share once.
 - [`atomic_write`][], [`prepare_folder`][], [`prepare_file`][], [`describe_os_error`][],
   [`temporary_path`][], [`remove_stale_temporaries`][]: outputs written whole or not at all, output
   paths tried before any work, a file-system error in words, what killed writers left removed;
@@ -114,7 +115,7 @@ from ._sharpness import (
 from ._simulation import AbstractSimulation, Landscape, has_landscape, key_seed, seed_key
 from ._stages import Stage, train_stages
 from ._steps import AbstractSteps, AdamSteps, ClippedSteps, NormalizedSteps, ProjectedSteps
-from ._store import SAVE_DIM, SEED_DIM, remove_store
+from ._store import SAVE_DIM, SEED_DIM, hold_store, remove_store
 from ._store_add import add_to_store
 from ._sweep import (
     load_sweep,
@@ -161,6 +162,7 @@ __all__ = [
     "prepare_folder",
     "remove_stale_temporaries",
     "remove_store",
+    "hold_store",
     "temporary_path",
     "Crossing",
     "CriticalPoint",

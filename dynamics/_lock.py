@@ -42,6 +42,28 @@ class Held:
         if self.held and self.supported:
             fcntl.flock(self.fd, fcntl.LOCK_SH)
 
+    @contextlib.contextmanager
+    def alone(self) -> Iterator[bool]:
+        """Turn a shared lock into an exclusive one for the block, if no other process shares it;
+        shared again after it.
+
+        **Yields:** whether it is held alone (`False`: another process shares it, and the lock
+        stays shared).
+        """
+        if not (self.held and self.supported):
+            yield True
+            return
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fcntl.flock(self.fd, fcntl.LOCK_SH)  # a conversion may drop the lock before it fails
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(self.fd, fcntl.LOCK_SH)
+
 
 @contextlib.contextmanager
 def file_lock(path: Path, *, shared: bool = False, blocking: bool = True) -> Iterator[Held]:

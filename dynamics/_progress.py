@@ -99,7 +99,7 @@ def inner_meters(progress: bool) -> bool:
 class _Lines:
     """Progress as one line per finished piece, `blocks: 3/8 done (12.4 s)`, for a log or a pipe,
     where a bar's redraws would each leave a line; with a postfix as tqdm's,
-    `blocks: 8/8 done (0.1 s; 8 already written)`."""
+    `blocks: 8/8 done (0.1 s; 0 run here, 8 found written)`."""
 
     def __init__(self, total: int, desc: str):
         self.total, self.desc, self.n, self.start = total, desc, 0, time.perf_counter()

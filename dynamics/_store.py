@@ -504,20 +504,76 @@ class _Blocks:
         return False
 
 
+_HELD: dict[str, Held] = {}
+"""The stores this process holds ([`hold_store`][]), by absolute path, with their locks."""
+
+
+@contextlib.contextmanager
+def hold_store(path: str | os.PathLike) -> Iterator[None]:
+    """Hold the lock of the store at `path` (shared with its other writers) for the block, so that
+    no other process replaces it from the first byte written to the last read: a command that
+    writes a sweep, then reads it for its summary, plots and analyses, holds it throughout. An
+    `overwrite` elsewhere is refused at once; this process's own [`sweep`][] with `overwrite`, and
+    `add_to_store`, take the lock alone while no other process shares it. Where no store was made
+    (the work refused its input), the lock file this made is removed.
+
+    **Example:**
+
+        >>> import pathlib
+        >>> import tempfile
+        >>> import dynamics
+        >>> store = pathlib.Path(tempfile.mkdtemp()) / "sweep.zarr"
+        >>> with dynamics.hold_store(store):
+        ...     pass  # write it, read it: no one else replaces it meanwhile
+    """
+    key = os.path.abspath(path)
+    if key in _HELD:
+        yield
+        return
+    lock_file = store_lock_path(Path(key))
+    made = not lock_file.exists()
+    with file_lock(lock_file, shared=True) as lock:
+        _HELD[key] = lock
+        try:
+            yield
+        finally:
+            del _HELD[key]
+            if made and not os.path.exists(key):  # no store was made: nothing is left behind
+                lock_file.unlink(missing_ok=True)
+
+
+def held_here(path: str | os.PathLike) -> Held | None:
+    """The lock of the store at `path` where this process holds it by [`hold_store`][], else `None`."""
+    return _HELD.get(os.path.abspath(path))
+
+
 @contextlib.contextmanager
 def _store_held(path: Path, overwrite: bool) -> Iterator[Held]:
     """Hold the store's lock for writing: shared with its other writers, or, to replace it
-    (`overwrite`), alone until the new store is made.
+    (`overwrite`), alone until the new store is made (the lock this process holds by
+    [`hold_store`][], taken alone, where it holds one).
 
     **Raises:** `ValueError` naming the other writers when `overwrite` finds the store in use.
     """
+    held = held_here(path)
+    if held is not None:
+        with held.alone() if overwrite else contextlib.nullcontext(True) as alone:
+            if not alone:
+                raise ValueError(_in_use(path))
+            yield held
+        return
     with file_lock(store_lock_path(path), shared=not overwrite, blocking=not overwrite) as lock:
         if not lock.held:
-            raise ValueError(
-                f"{path} is being written by {_writers(path) or 'another process'}; overwrite replaces "
-                "a store only when no one writes to it: wait for it or stop it, or choose another output"
-            )
+            raise ValueError(_in_use(path))
         yield lock
+
+
+def _in_use(path: Path) -> str:
+    """Why an overwrite of the store at `path` is refused, naming its writers."""
+    return (
+        f"{path} is being written by {_writers(path) or 'another process'}; overwrite replaces a store "
+        "only when no one writes to it: wait for it or stop it, or choose another output"
+    )
 
 
 def _writers(path: Path) -> str:
@@ -665,13 +721,12 @@ def _run_blocks(blocks: _Blocks, path: Path, shard: tuple[int, int]) -> None:
     index, count = shard
     mine = [u for u in range(len(blocks.plan.units)) if u % count == index]
     compile_programs(blocks.plan, [u for u in mine if not (path / DONE / str(u)).exists()], blocks.progress)
-    waiting, found = [], 0
+    waiting, counts = [], {True: 0, False: 0}
 
     def done(bar, ran: bool) -> None:
-        nonlocal found
-        found += not ran
-        if found:
-            bar.set_postfix_str(f"{found} already written", refresh=False)
+        counts[ran] += 1
+        if counts[False]:  # what this process ran, and what it found written (by another, or before)
+            bar.set_postfix_str(f"{counts[True]} run here, {counts[False]} found written", refresh=False)
         bar.update()
 
     with progress_over(len(mine), "blocks", "block", blocks.progress) as bar:

@@ -1,10 +1,12 @@
 """Variables added to a finished sweep's store (the analyses of its runs), with their checksums, so
 that the store keeps one record of its runs and of what was found in them."""
 
+import contextlib
 import json
 import os
 import shutil
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +25,7 @@ from ._integrity import (
     read_json,
 )
 from ._lock import file_lock, store_lock_path
+from ._store import held_here
 
 
 def add_to_store(path: str | os.PathLike, found: xr.Dataset) -> Path:
@@ -74,8 +77,8 @@ def add_to_store(path: str | os.PathLike, found: xr.Dataset) -> Path:
         added variables: phases.count/0.0 is missing (add them again: rerun the analysis that wrote them)
     """
     path = Path(path)
-    with file_lock(store_lock_path(path), shared=False, blocking=False) as lock:
-        if not lock.held:
+    with _alone(path) as held:
+        if not held:
             raise ValueError(f"{path} is being written by another process: add the variables once it is done")
         _check_addable(path, found)
         created = read_json(path / CREATED)
@@ -153,3 +156,16 @@ def _check_addable(path: Path, found: xr.Dataset) -> None:
         if dim in ds.dims and dim not in earlier:
             if dim not in found.coords or not np.array_equal(found[dim].values, ds[dim].values):
                 raise ValueError(f"the variables to add label {dim!r} otherwise than {path} does")
+
+
+@contextlib.contextmanager
+def _alone(path: Path) -> Iterator[bool]:
+    """The store's lock taken alone for the block (the one this process holds by `hold_store`,
+    where it holds one); yields whether no other process shares it."""
+    held = held_here(path)
+    if held is not None:
+        with held.alone() as alone:
+            yield alone
+        return
+    with file_lock(store_lock_path(path), shared=False, blocking=False) as lock:
+        yield lock.held

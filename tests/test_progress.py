@@ -74,10 +74,10 @@ def test_a_resumed_sweep_counts_the_blocks_it_found_written(tmp_path, capsys, mo
     lines = rerun().splitlines()
     assert [line.split(" (")[1].split("; ")[1:] for line in lines] == [
         [],
-        *([f"{n} already written)"] for n in range(1, 6)),
+        *([f"1 run here, {n} found written)"] for n in range(1, 6)),
     ]
     monkeypatch.setattr(_progress, "on_terminal", lambda: True)
-    assert "6 already written" in rerun()
+    assert "0 run here, 6 found written" in rerun()
 
 
 def test_a_sweep_on_a_terminal_draws_its_bars(capsys, monkeypatch):

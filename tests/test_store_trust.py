@@ -155,7 +155,7 @@ def test_a_saved_sweep_is_checked_when_read(tmp_path):
 # -- writers: one replaces only alone, several share the blocks ----------------------------------
 
 
-def _writer(store: Path, overwrite=False, log="", pause=0.0, hold="") -> subprocess.Popen:
+def _writer(store: Path, overwrite=False, log="", pause=0.0, hold="", progress=False) -> subprocess.Popen:
     script = textwrap.dedent(
         f"""
         import jax
@@ -164,7 +164,7 @@ def _writer(store: Path, overwrite=False, log="", pause=0.0, hold="") -> subproc
         from tests._store_sims import SlowDecay
         sim = SlowDecay(pause={pause}, log={log!r}, hold={hold!r})
         dynamics.sweep(sim, {GRID!r}, num_seeds=6, chunk_size=2, store={str(store)!r},
-                       overwrite={overwrite})
+                       overwrite={overwrite}, progress={progress})
         """
     )
     return subprocess.Popen(
@@ -206,12 +206,17 @@ def test_overwrite_is_refused_while_another_process_writes(tmp_path):
 @pytest.mark.slow
 def test_two_identical_writers_share_the_blocks_and_compute_none_twice(tmp_path):
     store, log = tmp_path / "s.zarr", tmp_path / "runs.log"
-    writers = [_writer(store, log=str(log), pause=0.05) for _ in range(2)]
+    writers = [_writer(store, log=str(log), pause=0.05, progress=True) for _ in range(2)]
+    ran_here = 0
     for writer in writers:
         _, err = writer.communicate(timeout=300)
         assert writer.returncode == 0, err[-2000:]
+        last = [line for line in err.splitlines() if line.startswith("blocks: ")][-1]
+        total = int(last.split("/")[1].split()[0])
+        ran_here += int(last.split("; ")[1].split(" run here")[0]) if "; " in last else total
     runs = log.read_text().splitlines()
     assert len(runs) == len(set(runs)) == 2 * 6, "every run computed exactly once"
+    assert ran_here == total, "the progress of each counts the blocks it ran"
     expected = dynamics.sweep(SlowDecay(), GRID, num_seeds=6, chunk_size=2)
     xr.testing.assert_identical(dynamics.load_sweep(store).drop_attrs(), expected.drop_attrs())
     assert not list((store / ".attnflow_claims").iterdir()) and not list(

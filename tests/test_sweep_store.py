@@ -320,3 +320,20 @@ def test_the_launcher_runs_the_shards_as_local_jobs(tmp_path, monkeypatch):
     xr.testing.assert_identical(ds.drop_attrs(), expected.drop_attrs())
     assert json.loads(ds.attrs["config"]) == json.loads(expected.attrs["config"])
     assert (tmp_path / "plots").is_dir() and len(list((tmp_path / "jobs").glob("*_log.out"))) == 2
+
+
+def test_a_held_store_is_replaced_by_no_other_process_but_by_its_holder(tmp_path):
+    """While a process holds a store (`hold_store`: a command from its first byte written to its
+    last plot or analysis), another process's `--overwrite` is refused; the holder itself
+    replaces the store and adds to it."""
+    store = tmp_path / "sweep.zarr"
+    argv = [sys.executable, "-m", "attnflow", "sweep", "tests._store_sims:Logistic", "--grid", "rate=1,2"]
+    argv += ["--seeds", "2", "--out", str(tmp_path), "--overwrite"]
+    with dynamics.hold_store(store):
+        dynamics.sweep(Logistic(), {"rate": [0.5, 2.0]}, num_seeds=2, store=store)
+        other = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True)
+        assert other.returncode == 2 and "is being written by another process" in other.stderr, other.stderr
+        ds = dynamics.sweep(Logistic(), {"rate": [1.0, 2.0]}, num_seeds=2, store=store, overwrite=True)
+        dynamics.add_to_store(store, dynamics.sweep_phases(ds.load()))
+    assert "phases.count" in dynamics.load_sweep(store) and dynamics.check_store(store).state == "complete"
+    dynamics.remove_store(store)  # let go: replaced by anyone
