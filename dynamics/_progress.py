@@ -97,8 +97,9 @@ def inner_meters(progress: bool) -> bool:
 
 
 class _Lines:
-    """Progress as one line per finished piece, `blocks: 3/8 done (12.4 s)`, for a log or a pipe,
-    where a bar's redraws would each leave a line; with a postfix as tqdm's,
+    """Progress as one line per finished piece, `blocks: 3/8 done (12.4 s, about 21 s left)`, for a
+    log or a pipe, where a bar's redraws would each leave a line (what is left: the pieces to come
+    at the pace of those done); with a postfix as tqdm's,
     `blocks: 8/8 done (0.1 s; 0 run here, 8 found written)`."""
 
     def __init__(self, total: int, desc: str):
@@ -111,9 +112,13 @@ class _Lines:
     def update(self, n: int = 1) -> None:
         self.n += n
         seconds = time.perf_counter() - self.start
+        rest = seconds / self.n * (self.total - self.n)
+        left = f", about {rest:.{0 if rest >= 10 else 1}f} s left" if self.n < self.total else ""
         postfix = f"; {self.postfix}" if self.postfix else ""
         print(
-            f"{self.desc}: {self.n}/{self.total} done ({seconds:.1f} s{postfix})", file=sys.stderr, flush=True
+            f"{self.desc}: {self.n}/{self.total} done ({seconds:.1f} s{left}{postfix})",
+            file=sys.stderr,
+            flush=True,
         )
 
     def __enter__(self):

@@ -1,5 +1,7 @@
 """Progress inside long runs: meters change no number, a scan's bar reaches its end and closes."""
 
+import re
+
 import diffrax
 import jax
 import jax.numpy as jnp
@@ -59,6 +61,8 @@ def test_a_sweep_in_a_log_writes_one_line_per_block_and_no_bar(capsys):
     lines = err.splitlines()
     # 3 rates × 2 blocks of one seed
     assert [line.split(" (")[0] for line in lines] == [f"blocks: {n}/6 done" for n in range(1, 7)]
+    assert all(re.search(r"\(\d+\.\d s, about \d+(\.\d)? s left\)$", line) for line in lines[:-1]), lines
+    assert re.search(r"\(\d+\.\d s\)$", lines[-1]), lines  # nothing left
 
 
 def test_a_resumed_sweep_counts_the_blocks_it_found_written(tmp_path, capsys, monkeypatch):
