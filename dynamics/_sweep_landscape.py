@@ -3,6 +3,7 @@ point near it ([`sweep_critical_points`][]) and the sharpness there ([`sweep_sha
 the loss its simulation declares ([`AbstractSimulation.landscape`][]), as datasets labelled like
 the sweep."""
 
+import hashlib
 import json
 import os
 from collections.abc import Callable
@@ -350,17 +351,33 @@ def _each_run(
         for c, ((_, args), count) in enumerate(zip(calls, counts)):
             pieces = []
             for i in range(count):
-                name = f"{c}-{i}"
-                if name not in found:
+                name, run = f"{c}-{i}", args_of(args, i)
+                kept = found.get(name)
+                if kept is None or str(kept.pop(_OF_RUN, "")) != _run_digest(run):  # not this run's
                     if c not in compiled:
                         compiled[c] = lowered[c].compile()
-                    found[name] = jax.device_get(compiled[c](*args_of(args, i)))
+                    found[name] = jax.device_get(compiled[c](*run))
                     if keep is not None:
-                        keep_run(folder, name, found[name])
+                        keep_run(folder, name, found[name] | {_OF_RUN: np.asarray(_run_digest(run))})
                 pieces.append(found[name])
                 bar.update()
             outs.append(jax.tree.map(lambda *xs: np.stack(xs), *pieces))
     return outs
+
+
+_OF_RUN = "_of_run"
+"""The entry of a kept run's file that ties it to the run it was computed from (its digest)."""
+
+
+def _run_digest(run) -> str:
+    """A digest of a run's arguments (every array's dtype, shape and bytes): a kept result is read
+    for the run it was computed from, not for another whose file it was copied over."""
+    hashed = hashlib.sha256()
+    for leaf in jax.tree.leaves(run):
+        array = np.asarray(leaf)
+        hashed.update(f"{array.dtype}{array.shape}".encode())
+        hashed.update(np.ascontiguousarray(array).tobytes())
+    return hashed.hexdigest()[:16]
 
 
 def num_params(sim: AbstractSimulation) -> int:

@@ -64,6 +64,12 @@ def test_a_polish_stopped_half_way_computes_only_the_runs_left_when_made_again(s
     with pytest.warns(UserWarning, match=rf"the {num_runs} results kept in .*kept come from other .*code"):
         dynamics.sweep_critical_points(swept, Quadratic(), keep=kept, max_steps=50)
     assert len(polished) == num_runs
+    polished.clear()
+    copied = sorted(kept.glob("*.npz"))
+    copied[1].write_bytes(copied[0].read_bytes())  # one run's result over another's
+    again = dynamics.sweep_critical_points(swept, Quadratic(), keep=kept, max_steps=50)
+    assert polished == [copied[1].stem], "a result copied from another run is not taken as this run's"
+    xr.testing.assert_identical(again, dynamics.sweep_critical_points(swept, Quadratic(), max_steps=50))
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "notes.txt").write_text("mine")
     with pytest.raises(ValueError, match="mine exists and holds no kept runs"):
