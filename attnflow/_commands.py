@@ -218,9 +218,25 @@ def _write_sweep(args: argparse.Namespace, sim, grid: dict, store: Path):
     if written < total:
         print("the other shards' blocks are still to come; rerun without --shard once they are done")
         return None
+    _drop_damaged_analyses(store)
     ds = dynamics.open_sweep(store)  # read a variable at a time: the runs may not fit in memory
     print(f"{ds.sizes[dynamics.SEED_DIM]} seeds per point; stops: {_stop_summary(ds, sim)}")
     return ds
+
+
+def _drop_damaged_analyses(store: Path) -> None:
+    """Where the only damage to `store` is to the variables its analyses added, remove them, saying
+    so: the runs are intact, and `--analyse` adds them again."""
+    import dynamics
+
+    report = dynamics.check_store(store)
+    if report.only_added_damaged:
+        dropped = dynamics.drop_added(store)
+        why = report.problems[0].split(" (add them again")[0]
+        print(
+            f"the analyses added to {store} were damaged ({why}): {', '.join(dropped)} removed; "
+            "--analyse adds them again"
+        )
 
 
 def _progress_text(store: Path) -> str:

@@ -32,6 +32,16 @@ def check(path: Path, *, repair: bool) -> int:
         )
     report = dynamics.check_store(path)
     _print(report, hint=not repair)
+    if repair and report.only_added_damaged:
+        dropped = dynamics.drop_added(path)
+        print(
+            f"removed the damaged analyses {', '.join(dropped)}: `attnflow sweep ... --analyse` adds them "
+            "again"
+        )
+        report = dynamics.check_store(path)
+        print("after the repair:")
+        _print(report)
+        return 0 if report.state == "complete" else 1
     if repair and report.state in ("incomplete", "damaged"):
         if not report.repairable:
             print(_REMAKE)
@@ -49,7 +59,10 @@ def _print(report: dynamics.StoreReport, hint: bool = True) -> None:
     for problem in report.problems:
         print(f"  {problem}")
     step = _NEXT_STEP[report.state].format(path=report.path)
-    if report.state == "damaged" and not report.repairable:
+    if report.only_added_damaged:
+        step = f"`attnflow check {report.path} --repair` removes the damaged analyses "
+        step += "(--analyse adds them again)"
+    elif report.state == "damaged" and not report.repairable:
         step = _REMAKE
     if hint and step:
         print(step)

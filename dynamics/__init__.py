@@ -31,7 +31,8 @@
   every run's final state to the critical point near it and take the sharpness there, from the
   loss a simulation declares as a function of its state ([`Landscape`][], [`has_landscape`][],
   [`require_landscape`][], [`num_params`][], [`CRITICAL_POINT_STATUSES`][]);
-  [`add_to_store`][] adds such analyses to the sweep's store, with their checksums.
+  [`add_to_store`][] adds such analyses to the sweep's store, with their checksums ([`drop_added`][]
+  removes them).
 - [`sharpness`][], [`edge_of_stability_save`][], [`with_sharpness`][], [`gd_flow_gap`][]
   ([`GDFlowGap`][]), [`with_flow_distance`][]: the top Hessian eigenvalue along a run against the
   edge of stability 2/η, and how far gradient descent drifts from the gradient flow; another
@@ -116,7 +117,7 @@ from ._simulation import AbstractSimulation, Landscape, has_landscape, key_seed,
 from ._stages import Stage, train_stages
 from ._steps import AbstractSteps, AdamSteps, ClippedSteps, NormalizedSteps, ProjectedSteps
 from ._store import SAVE_DIM, SEED_DIM, hold_store, remove_store
-from ._store_add import add_to_store
+from ._store_add import add_to_store, drop_added
 from ._sweep import (
     load_sweep,
     open_sweep,
@@ -237,6 +238,7 @@ __all__ = [
     "sweep_phases",
     "sweep_critical_points",
     "add_to_store",
+    "drop_added",
     "sweep_sharpness",
     "require_landscape",
     "num_params",

@@ -160,6 +160,12 @@ class StoreReport:
     damaged: tuple[int, ...] = ()
     repairable: bool = True
 
+    @property
+    def only_added_damaged(self) -> bool:
+        """Whether the only damage is to variables added to the finished store (an analysis's):
+        its runs are intact, and [`drop_added`][] makes it whole again."""
+        return self.state == "damaged" and all(p.startswith(ADDED_PROBLEM) for p in self.problems)
+
     def headline(self) -> str:
         """The state in words: `s.zarr: incomplete, 3 of 8 blocks written`."""
         if self.state == "foreign":

@@ -128,6 +128,57 @@ def add_to_store(path: str | os.PathLike, found: xr.Dataset) -> Path:
     return path
 
 
+def drop_added(path: str | os.PathLike) -> list[str]:
+    """Remove every variable added to the finished store at `path` ([`add_to_store`][]: an
+    analysis's), leaving the sweep's own runs as they were written: a store whose only damage is
+    to added variables is whole again, and the analyses that made them can add them anew.
+
+    **Returns:** the names removed.
+
+    **Raises:** `ValueError` when another process writes the store.
+
+    **Example:** a lost chunk of an analysis, dropped and added again:
+
+        >>> import pathlib
+        >>> import tempfile
+        >>> import jax
+        >>> import jax.numpy as jnp
+        >>> import dynamics
+        >>> class Decay(dynamics.AbstractSimulation):
+        ...     rate: float = dynamics.param(1.0, dynamics.Interval(0, low_open=True), traced=True)
+        ...     dtype: str = dynamics.dtype_param("float64")
+        ...
+        ...     def run(self, key):
+        ...         y0 = 1.0 + jax.random.uniform(key, (), self.dtype)
+        ...         save = dynamics.Save(jnp.logspace(-2.0, 2.0, 41), lambda t, y, args: {"loss": y})
+        ...         return dynamics.ode_flow(lambda t, y, args: -self.rate * y, y0, t1=100.0, save=save)
+        >>> store = pathlib.Path(tempfile.mkdtemp()) / "decay.zarr"
+        >>> _ = dynamics.sweep(Decay(), {"rate": [1.0, 2.0]}, num_seeds=2, store=store)
+        >>> _ = dynamics.add_to_store(store, dynamics.sweep_phases(dynamics.load_sweep(store)))
+        >>> (store / "phases.count" / "0.0").unlink()
+        >>> dynamics.check_store(store).only_added_damaged
+        True
+        >>> "phases.count" in dynamics.drop_added(store), dynamics.check_store(store).state
+        (True, 'complete')
+    """
+    path = Path(path)
+    with _alone(path) as held:
+        if not held:
+            raise ValueError(f"{path} is being written by another process: drop its analyses once it is done")
+        created, names = read_json(path / CREATED), added_variables(path)
+        with atomic_write(path / ADDED) as f:  # a kill from here on is named by check_store
+            json.dump({"pending": True, "identity": created["identity"], "variables": names}, f)
+        for name in names:
+            shutil.rmtree(path / name, ignore_errors=True)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "Object at .attnflow_", UserWarning)
+            zarr.consolidate_metadata(str(path), zarr_format=2)
+        record = {"identity": created["identity"], "variables": [], "files": {}}
+        with atomic_write(path / ADDED) as f:
+            json.dump(record | {"metadata": file_digest(path / METADATA)}, f)
+    return names
+
+
 def _check_addable(path: Path, found: xr.Dataset) -> None:
     """Refuse to add `found` to the store at `path` unless the store is complete (but for damage to
     variables added before) and `found` analyses its runs, labelled as they are."""

@@ -524,3 +524,35 @@ def test_check_repairs_a_users_module_from_the_working_directory(tmp_path, monke
     assert result.returncode == 0, result.stdout + result.stderr
     assert "attnflow: warning: 1 damaged block(s)" in result.stderr and "Traceback" not in result.stderr
     assert dynamics.check_store(tmp_path / "d" / "sweep.zarr").state == "complete"
+
+
+@pytest.mark.slow  # four sweeps with their plots; `dynamics.drop_added`'s example runs by default
+def test_a_lost_chunk_of_an_analysis_is_repaired_by_check_or_by_the_analysis_again(
+    tmp_path, capsys, monkeypatch
+):
+    monkeypatch.chdir(ROOT)
+    argv = [
+        "sweep",
+        "tests._store_sims:Logistic",
+        "--grid",
+        "rate=1,2",
+        "--seeds",
+        "2",
+        "--out",
+        str(tmp_path),
+    ]
+    assert cli.main([*argv, "--analyse", "phases"]) == 0
+    store = tmp_path / "sweep.zarr"
+    reference = dynamics.load_sweep(store)
+    (store / "phases.count" / "0.0").unlink()
+    assert cli.main(["check", str(store), "--repair"]) == 0
+    assert "removed the damaged analyses" in capsys.readouterr().out
+    assert dynamics.check_store(store).state == "complete" and "phases.count" not in dynamics.load_sweep(
+        store
+    )
+    assert cli.main([*argv, "--analyse", "phases"]) == 0  # added again
+    (store / "phases.count" / "0.0").unlink()
+    capsys.readouterr()
+    assert cli.main([*argv, "--analyse", "phases"]) == 0  # removed and added again at once
+    assert "were damaged (added variables: phases.count/0.0 is missing)" in capsys.readouterr().out
+    xr.testing.assert_identical(dynamics.load_sweep(store).drop_attrs(), reference.drop_attrs())
