@@ -18,8 +18,9 @@ ROOT = Path(__file__).resolve().parent.parent
 BLOCK_BYTES = 64 * Wide().width * Wide().num_saves * 8
 """The bytes of one block of `Wide` at its defaults: 64 runs × 1,024 coordinates × 16 saves."""
 
-GROWTH_BLOCKS = 4
-"""What 56 more blocks may add to a command's peak: at most this many blocks' bytes."""
+GROWTH_BLOCKS = 8
+"""What 56 more blocks may add to a command's peak: at most this many blocks' bytes (measured: 3 to
+28 MiB, the plots drawing one line per seed; reading the whole store adds 56 blocks, 448 MiB)."""
 
 _PEAK = """
 import resource, subprocess, sys
@@ -40,7 +41,7 @@ def _peak_bytes(argv: list[str]) -> int:
 def test_a_command_s_peak_memory_does_not_grow_with_its_blocks(tmp_path, command):
     """8 blocks, then 64 blocks (512 MiB of runs) of the same program: the second's peak is
     within `GROWTH_BLOCKS` blocks of the first's (reading the whole store at the end, as
-    `load_sweep` does, adds 56 blocks)."""
+    `load_sweep` does, adds 56 blocks: 1007 MiB against 628 measured)."""
     grid = ["--grid", "num_saves=16"] if command == "sweep" else []
     peaks = [
         _peak_bytes(
