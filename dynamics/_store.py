@@ -753,6 +753,23 @@ def _run_unless_intact(blocks: _Blocks, path: Path, u: int) -> bool:
     return ran
 
 
+def refuse_unwritten(ds: xr.Dataset, what: str) -> None:
+    """Refuse to analyse a sweep some of whose runs are not written yet (a store's blocks of other
+    shards, or of a sweep stopped half-way, hold the fill value −1 as their `stop`).
+
+    **Raises:** `ValueError` with how many runs are missing and what finishes them.
+    """
+    if "stop" not in ds:
+        return
+    missing = int(np.sum(np.asarray(ds["stop"]) < 0))
+    if missing:
+        raise ValueError(
+            f"{missing} of {ds['stop'].size} runs of the sweep are not written yet (blocks of other "
+            "shards, or of a sweep that stopped): finish it (rerun it on its store, or `attnflow check "
+            f"STORE --repair`) before {what}"
+        )
+
+
 def open_store(store) -> xr.Dataset:
     """A sweep's store as a lazy `xarray.Dataset`, values as stored (integers stay integers: the
     fill value −1 of an unwritten block is not turned into NaN)."""

@@ -35,7 +35,7 @@ from ._simulation import (
     traced_arrays,
     with_values,
 )
-from ._store import SEED_DIM, named_leaves
+from ._store import SEED_DIM, named_leaves, refuse_unwritten
 
 CRITICAL_POINT_STATUSES = tuple(status.name for status in CriticalPointStatus)
 """The names of the [`CriticalPointStatus`][]es, indexed by `critical_point.status` (stored with
@@ -239,6 +239,7 @@ def grid_axes(ds: xr.Dataset) -> dict[str, list]:
 def _final_states(ds: xr.Dataset, sim: AbstractSimulation) -> tuple[PyTree, list[str]]:
     """The final states of every run of the sweep, as the PyTree a run ends in with leading axes
     (grid axes, seed), and the grid axes."""
+    refuse_unwritten(ds, "analysing the landscape at its runs' ends")
     final = run_shape(sim).final
     names = list(named_leaves(final, "final.")) if jax.tree.leaves(final) else []
     missing = [name for name in names if name not in ds]

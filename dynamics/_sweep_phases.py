@@ -10,7 +10,7 @@ import xarray as xr
 
 from ._phases import phases
 from ._simulation import AbstractSimulation, run_shape
-from ._store import SAVE_DIM, SEED_DIM, variables
+from ._store import SAVE_DIM, SEED_DIM, refuse_unwritten, variables
 
 PHASE_DIM = "phase"
 """The dimension of a sweep's phases over the plateaus of a run, in time order."""
@@ -49,7 +49,7 @@ def sweep_phases(
     (`analysis`, JSON); [`save_sweep`][] writes it as a store of its own.
 
     **Raises:** `ValueError` naming the saved values when `loss` or `grad_norm` is not one number
-    per save.
+    per save, or saying how many runs are not written yet (a store's blocks of other shards).
 
     **Example:** the logistic flow dy/dt = r y (1 − y) from a small random y(0), with loss 1 − y,
     stalls near 1, drops around t = 7/r and settles at 0: two plateaus per run, the first lasting
@@ -78,6 +78,7 @@ def sweep_phases(
         >>> (end.sel(rate=1.0) / end.sel(rate=10.0)).round(6).values.tolist()
         [10.0, 10.0]
     """
+    refuse_unwritten(ds, "splitting its runs into phases")
     series = {"loss": loss} | ({"grad_norm": grad_norm} if grad_norm is not None else {})
     for what, name in series.items():
         _check_series(ds, name, what)

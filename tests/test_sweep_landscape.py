@@ -146,3 +146,19 @@ def test_analyses_added_to_a_store_are_checked_with_it(tmp_path):
         dynamics.add_to_store(store, dynamics.sweep_sharpness(other, Quadratic()))
     with pytest.raises(ValueError, match="the sweep's own variables"):
         dynamics.add_to_store(store, loaded[["loss"]])
+
+
+def test_every_analysis_refuses_a_sweep_with_runs_not_written_yet(tmp_path):
+    """One shard of two written: the other shard's runs hold fill values, which no analysis takes
+    as runs."""
+    store = tmp_path / "s.zarr"
+    half = dynamics.sweep(
+        Quadratic(), {"rate": [1.0, 2.0]}, num_seeds=2, chunk_size=2, store=store, shard=(0, 2)
+    )
+    for analyse in (
+        lambda: dynamics.sweep_phases(half),
+        lambda: dynamics.sweep_critical_points(half, Quadratic()),
+        lambda: dynamics.sweep_sharpness(half, Quadratic()),
+    ):
+        with pytest.raises(ValueError, match="2 of 4 runs of the sweep are not written yet"):
+            analyse()
