@@ -79,18 +79,25 @@ def launch_shards(argv: list[str], count: int, folder: Path, cluster: str, param
     **Raises:** `ValueError` when the jobs cannot be submitted (see [`check_jobs`][]) or a job
     failed (naming its shard and its log folder).
     """
+    from dynamics import progress_over
+
     executor = _executor(folder, cluster, parameters)
     if executor.cluster in ("local", "debug"):
         limit = min(count, os.cpu_count() or 1)
         queued = f", {count - limit} of them queued" if count > limit else ""
         print(
-            f"running {count} local jobs, at most {limit} at a time (one per core){queued} (logs in {folder})"
+            f"running {count} local jobs, at most {limit} at a time (one per core){queued} "
+            f"(logs in {folder})",
+            flush=True,
         )
-        jobs = run_queued(lambda i: executor.submit(run_shard, argv, i, count), count, limit)
+        with progress_over(count, "jobs", "job", True) as bar:  # with the time left, from those done
+            jobs = run_queued(lambda i: executor.submit(run_shard, argv, i, count), count, limit, bar.update)
     else:
         with executor.batch():
             jobs = [executor.submit(run_shard, argv, i, count) for i in range(count)]
         print(f"submitted {count} {executor.cluster} jobs (logs in {folder})", flush=True)
+        with progress_over(count, "jobs", "job", True) as bar:
+            run_queued(lambda i: jobs[i], count, count, bar.update)
     failed = []
     for i, job in enumerate(jobs):
         try:
@@ -104,15 +111,18 @@ def launch_shards(argv: list[str], count: int, folder: Path, cluster: str, param
         raise ValueError(f"{len(failed)} of {count} jobs failed (logs in {folder}): " + "; ".join(failed))
 
 
-def run_queued(submit, count: int, limit: int, poll: float = 0.1) -> list:
+def run_queued(submit, count: int, limit: int, finished=lambda: None, poll: float = 0.1) -> list:
     """Jobs `submit(0), ..., submit(count - 1)`, at most `limit` of them unfinished at any moment:
-    each is submitted once one before it has finished.
+    each is submitted once one before it has finished; `finished()` is called as each finishes.
 
     **Returns:** the jobs, in order, every one finished.
     """
     jobs, running = [], []
     while len(jobs) < count or running:
-        running = [job for job in running if not job.done()]
+        still = [job for job in running if not job.done()]
+        for _ in range(len(running) - len(still)):
+            finished()
+        running = still
         while len(running) < limit and len(jobs) < count:
             jobs.append(submit(len(jobs)))
             running.append(jobs[-1])

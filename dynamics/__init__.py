@@ -14,7 +14,8 @@
   another, the others frozen, full-batch or on fresh mini-batches; [`solve_qp`][]: a convex
   QP (Clarabel) with its KKT residuals.
 - [`run_many`][], [`grid`][], [`seed_keys`][]: `vmap` over seeds and grids, chunked and sharded;
-  [`progress_inside`][]: progress bars inside long flows and scans; [`recording_compiles`][]
+  [`progress_inside`][]: progress bars inside long flows and scans ([`progress_over`][]: over
+  pieces, with the time left); [`recording_compiles`][]
   ([`CompileStats`][]): the programs compiled, those loaded from the cache, and the seconds spent
   tracing, lowering and compiling.
 - [`hessian_max_eigenvalue`][], [`hvp`][]: the largest Hessian eigenvalue from Hessian-vector
@@ -99,7 +100,7 @@ from ._params import (
 )
 from ._phases import Plateaus, PlateauSaddles, phases, plateau_saddles
 from ._preflight import DEFAULT_MAX_BYTES, MAX_SEED, parse_bytes
-from ._progress import progress_inside
+from ._progress import progress_inside, progress_over
 from ._proximal import Mask, center_columns, project_columns, proximal_l1, scale_columns, soft_threshold
 from ._qp import QPSolution, kkt_residuals, solve_qp
 from ._rates import Rates, adam, gd, heavy_ball, scale_by_group_rates, scale_tree
@@ -250,6 +251,7 @@ __all__ = [
     "ode_flow",
     "project_columns",
     "progress_inside",
+    "progress_over",
     "proximal_l1",
     "run_many",
     "scale_by_group_rates",

@@ -129,10 +129,26 @@ class _Lines:
 
 
 def progress_over(total: int, desc: str, unit: str, enabled: bool):
-    """Progress over `total` pieces (the blocks of a sweep, the chunks of a batch): a tqdm bar on a
-    terminal, one line per piece elsewhere (`on_terminal`), nothing unless `enabled`.
+    """Progress over `total` pieces (the blocks of a sweep, the chunks of a batch, the jobs of a
+    launch): a tqdm bar on a terminal, one line per piece elsewhere (`on_terminal`), each with
+    the time left at the pace of the pieces done; nothing unless `enabled`.
+
+    **Arguments:** `total`: the pieces; `desc`: what they are (`"blocks"`); `unit`: one of them
+    (`"block"`); `enabled`: whether to show progress at all.
 
     **Returns:** a context manager whose `update()` counts one piece done.
+
+    **Example:** in a log (stderr not a terminal), a line per piece:
+
+        >>> import contextlib
+        >>> import io
+        >>> import dynamics
+        >>> log = io.StringIO()
+        >>> with contextlib.redirect_stderr(log), dynamics.progress_over(2, "jobs", "job", True) as bar:
+        ...     bar.update()
+        ...     bar.update()
+        >>> [line.split(" (")[0] for line in log.getvalue().splitlines()]
+        ['jobs: 1/2 done', 'jobs: 2/2 done']
     """
     if enabled and not on_terminal():
         return _Lines(total, desc)

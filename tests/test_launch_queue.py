@@ -19,8 +19,16 @@ def test_local_jobs_run_at_most_limit_at_a_time_and_all_of_them(tmp_path, monkey
     executor = submitit.AutoExecutor(folder=tmp_path / "jobs", cluster="local")
     done = tmp_path / "done"
     done.mkdir()
-    jobs = _launch.run_queued(lambda i: executor.submit(stay, str(done), i, 0.3), count=9, limit=3)
-    assert [job.result() for job in jobs] == [None] * 9
+    finished = []
+    jobs = _launch.run_queued(
+        lambda i: executor.submit(stay, str(done), i, 0.3),
+        count=9,
+        limit=3,
+        finished=lambda: finished.append(1),
+    )
+    assert [job.result() for job in jobs] == [None] * 9 and len(
+        finished
+    ) == 9  # each counted once, as it ends
     spans = [tuple(map(float, (done / str(i)).read_text().split())) for i in range(9)]
     most = max(sum(start <= moment < end for start, end in spans) for moment, _ in spans)
     assert 2 <= most <= 3, spans
