@@ -218,25 +218,30 @@ def _write_sweep(args: argparse.Namespace, sim, grid: dict, store: Path):
     if written < total:
         print("the other shards' blocks are still to come; rerun without --shard once they are done")
         return None
-    _drop_damaged_analyses(store)
-    ds = dynamics.open_sweep(store)  # read a variable at a time: the runs may not fit in memory
+    ds = _opened(store)
     print(f"{ds.sizes[dynamics.SEED_DIM]} seeds per point; stops: {_stop_summary(ds, sim)}")
     return ds
 
 
-def _drop_damaged_analyses(store: Path) -> None:
-    """Where the only damage to `store` is to the variables its analyses added, remove them, saying
-    so: the runs are intact, and `--analyse` adds them again."""
+def _opened(store: Path):
+    """The finished sweep at `store`, opened to be read a variable at a time (the runs may not fit
+    in memory). Where the only damage to it is to the variables its analyses added, they are
+    removed first, saying so: the runs are intact, and `--analyse` adds them again."""
     import dynamics
 
-    report = dynamics.check_store(store)
-    if report.only_added_damaged:
-        dropped = dynamics.drop_added(store)
-        why = report.problems[0].split(" (add them again")[0]
-        print(
-            f"the analyses added to {store} were damaged ({why}): {', '.join(dropped)} removed; "
-            "--analyse adds them again"
-        )
+    try:
+        return dynamics.open_sweep(store)
+    except ValueError:
+        report = dynamics.check_store(store)  # checked again only where the store was refused
+        if not report.only_added_damaged:
+            raise
+    dropped = dynamics.drop_added(store)
+    why = report.problems[0].split(" (add them again")[0]
+    print(
+        f"the analyses added to {store} were damaged ({why}): {', '.join(dropped)} removed; "
+        "--analyse adds them again"
+    )
+    return dynamics.open_sweep(store)
 
 
 def _progress_text(store: Path) -> str:

@@ -96,7 +96,7 @@ def launch_shards(argv: list[str], count: int, folder: Path, cluster: str, param
         with executor.batch():
             jobs = [executor.submit(run_shard, argv, i, count) for i in range(count)]
         print(f"submitted {count} {executor.cluster} jobs (logs in {folder})", flush=True)
-        with progress_over(count, "jobs", "job", True) as bar:
+        with progress_over(count, "jobs", "job", True) as bar:  # all submitted: wait, counting them
             run_queued(lambda i: jobs[i], count, count, bar.update)
     failed = []
     for i, job in enumerate(jobs):

@@ -32,22 +32,19 @@ def check(path: Path, *, repair: bool) -> int:
         )
     report = dynamics.check_store(path)
     _print(report, hint=not repair)
-    if repair and report.only_added_damaged:
-        dropped = dynamics.drop_added(path)
-        print(
-            f"removed the damaged analyses {', '.join(dropped)}: `attnflow sweep ... --analyse` adds them "
-            "again"
-        )
-        report = dynamics.check_store(path)
-        print("after the repair:")
-        _print(report)
-        return 0 if report.state == "complete" else 1
     if repair and report.state in ("incomplete", "damaged"):
-        if not report.repairable:
+        if report.only_added_damaged:
+            dropped = dynamics.drop_added(path)
+            print(
+                f"removed the damaged analyses {', '.join(dropped)}: `attnflow sweep ... --analyse` adds "
+                "them again"
+            )
+        elif not report.repairable:
             print(_REMAKE)
             return 1
-        sim, grid, options = rebuilt_sweep(path)
-        dynamics.sweep(sim, grid, store=path, progress=True, max_bytes=None, **options)
+        else:
+            sim, grid, options = rebuilt_sweep(path)
+            dynamics.sweep(sim, grid, store=path, progress=True, max_bytes=None, **options)
         report = dynamics.check_store(path)
         print("after the repair:")
         _print(report)

@@ -422,9 +422,10 @@ def _host_draw(sim: AbstractSimulation, seed: int) -> PyTree | None:
 def draws(sims: Sequence[AbstractSimulation], seeds: Sequence[int]) -> PyTree | None:
     """The draws of runs `(sims[i], seeds[i])` ([`AbstractSimulation.draw`][]) stacked along a
     leading run axis, as NumPy arrays; `None` where the simulations draw nothing on the host."""
-    if not len(sims) or _host_draw(sims[0], int(seeds[0])) is None:
+    first = _host_draw(sims[0], int(seeds[0])) if len(sims) else None
+    if first is None:
         return None
-    drawn = [_host_draw(sim, int(seed)) for sim, seed in zip(sims, seeds)]
+    drawn = [first, *(_host_draw(sim, int(seed)) for sim, seed in zip(sims[1:], seeds[1:]))]
     return jax.tree.map(lambda *leaves: np.stack(leaves), *drawn)
 
 

@@ -548,23 +548,40 @@ def held_here(path: str | os.PathLike) -> Held | None:
 
 
 @contextlib.contextmanager
-def _store_held(path: Path, overwrite: bool) -> Iterator[Held]:
-    """Hold the store's lock for writing: shared with its other writers, or, to replace it
-    (`overwrite`), alone until the new store is made (the lock this process holds by
-    [`hold_store`][], taken alone, where it holds one).
+def store_alone(path: str | os.PathLike) -> Iterator[Held | None]:
+    """The store's lock taken alone for the block, without waiting: the lock this process holds by
+    [`hold_store`][], where it holds one, else a lock of its own.
 
-    **Raises:** `ValueError` naming the other writers when `overwrite` finds the store in use.
+    **Yields:** the lock, or `None` where another process shares it.
     """
     held = held_here(path)
     if held is not None:
-        with held.alone() if overwrite else contextlib.nullcontext(True) as alone:
-            if not alone:
-                raise ValueError(_in_use(path))
-            yield held
+        with held.alone() as alone:
+            yield held if alone else None
         return
-    with file_lock(store_lock_path(path), shared=not overwrite, blocking=not overwrite) as lock:
-        if not lock.held:
-            raise ValueError(_in_use(path))
+    with file_lock(store_lock_path(Path(path)), shared=False, blocking=False) as lock:
+        yield lock if lock.held else None
+
+
+@contextlib.contextmanager
+def _store_held(path: Path, overwrite: bool) -> Iterator[Held]:
+    """Hold the store's lock for writing: shared with its other writers (the lock this process
+    holds by [`hold_store`][], where it holds one), or, to replace it (`overwrite`), alone until
+    the new store is made (`store_alone`).
+
+    **Raises:** `ValueError` naming the other writers when `overwrite` finds the store in use.
+    """
+    if overwrite:
+        with store_alone(path) as lock:
+            if lock is None:
+                raise ValueError(_in_use(path))
+            yield lock
+        return
+    held = held_here(path)
+    if held is not None:
+        yield held
+        return
+    with file_lock(store_lock_path(path), shared=True) as lock:
         yield lock
 
 

@@ -1,12 +1,10 @@
 """Variables added to a finished sweep's store (the analyses of its runs), with their checksums, so
 that the store keeps one record of its runs and of what was found in them."""
 
-import contextlib
 import json
 import os
 import shutil
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -24,8 +22,7 @@ from ._integrity import (
     file_digest,
     read_json,
 )
-from ._lock import file_lock, store_lock_path
-from ._store import held_here
+from ._store import store_alone
 
 
 def add_to_store(path: str | os.PathLike, found: xr.Dataset) -> Path:
@@ -77,8 +74,8 @@ def add_to_store(path: str | os.PathLike, found: xr.Dataset) -> Path:
         added variables: phases.count/0.0 is missing (add them again: rerun the analysis that wrote them)
     """
     path = Path(path)
-    with _alone(path) as held:
-        if not held:
+    with store_alone(path) as lock:
+        if lock is None:
             raise ValueError(f"{path} is being written by another process: add the variables once it is done")
         _check_addable(path, found)
         created = read_json(path / CREATED)
@@ -162,8 +159,8 @@ def drop_added(path: str | os.PathLike) -> list[str]:
         (True, 'complete')
     """
     path = Path(path)
-    with _alone(path) as held:
-        if not held:
+    with store_alone(path) as lock:
+        if lock is None:
             raise ValueError(f"{path} is being written by another process: drop its analyses once it is done")
         created, names = read_json(path / CREATED), added_variables(path)
         with atomic_write(path / ADDED) as f:  # a kill from here on is named by check_store
@@ -207,16 +204,3 @@ def _check_addable(path: Path, found: xr.Dataset) -> None:
         if dim in ds.dims and dim not in earlier:
             if dim not in found.coords or not np.array_equal(found[dim].values, ds[dim].values):
                 raise ValueError(f"the variables to add label {dim!r} otherwise than {path} does")
-
-
-@contextlib.contextmanager
-def _alone(path: Path) -> Iterator[bool]:
-    """The store's lock taken alone for the block (the one this process holds by `hold_store`,
-    where it holds one); yields whether no other process shares it."""
-    held = held_here(path)
-    if held is not None:
-        with held.alone() as alone:
-            yield alone
-        return
-    with file_lock(store_lock_path(path), shared=False, blocking=False) as lock:
-        yield lock.held

@@ -270,8 +270,7 @@ def _sweep(
         raise ValueError(f"chunk_size must be an integer >= 1, got {chunk_size!r}")
     axes = check_grid(sim, grid)
     check_precision(sim)
-    sims = [with_settings(sim, dict(zip(axes, point))) for point in itertools.product(*axes.values())]
-    statics = [static_part(s) for s in sims]
+    sims, statics = _grid_points(sim, axes)
     programs = {}
     for static, point in zip(statics, sims):
         if static not in programs:
@@ -328,9 +327,15 @@ def sweep_blocks(
     """
     check_seeds(num_seeds, 0)
     axes = check_grid(sim, grid)
+    sims, statics = _grid_points(sim, axes)
+    return len(make_plan(sims, axes, statics, 0, num_seeds, int(chunk_size), {}, {}).units)
+
+
+def _grid_points(sim: AbstractSimulation, axes: dict[str, list]) -> tuple[list, list]:
+    """The simulation at each point of the checked grid `axes` (in order), and its static part
+    (points with equal static parts share one program)."""
     sims = [with_settings(sim, dict(zip(axes, point))) for point in itertools.product(*axes.values())]
-    plan = make_plan(sims, axes, [static_part(s) for s in sims], 0, num_seeds, int(chunk_size), {}, {})
-    return len(plan.units)
+    return sims, [static_part(s) for s in sims]
 
 
 def _done_fraction(path: Path) -> float:
