@@ -14,6 +14,7 @@ from typing import ClassVar
 
 import equinox as eqx
 import jax
+import jax.extend
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int, PRNGKeyArray, PyTree
@@ -465,6 +466,46 @@ def trace_one_run(static: AbstractSimulation, sim: AbstractSimulation) -> jax.st
     (`.out_info`) and, lowered, its program text. Traced once per static part and JAX setting."""
     traced = {k: v[0] for k, v in traced_arrays(static, [sim]).items()}
     return _jitted_one_run(static).trace(traced, np.int64(0), draw_shapes(sim))
+
+
+class _ByIdentity:
+    """A value as an equinox static field, equal only to itself (a traced program has no cheap
+    equality): runs replayed from one trace share one compilation."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def __eq__(self, other):
+        return isinstance(other, _ByIdentity) and other.value is self.value
+
+    def __hash__(self):
+        return id(self.value)
+
+
+class _ReplayedRun(eqx.Module):
+    """One run of a static part replayed from its traced program ([`replayed_run`][])."""
+
+    program: _ByIdentity = eqx.field(static=True)
+    out_tree: jax.tree_util.PyTreeDef = eqx.field(static=True)
+
+    def __call__(self, traced_values: dict, seed, drawn=None) -> Run:
+        leaves = jax.tree.leaves((traced_values, seed, drawn))
+        outputs = jax.extend.core.jaxpr_as_fun(self.program.value)(*leaves)
+        return jax.tree.unflatten(self.out_tree, [jnp.asarray(x) for x in outputs])  # constants come as NumPy
+
+
+def replayed_run(static: AbstractSimulation) -> Callable:
+    """[`batched_run`][] of `static` replayed from the program that [`trace_one_run`][] traced
+    before the sweep (for its checks and its fingerprint), not traced from Python again: `vmap` of
+    that program is the same program, computes the same numbers bit for bit, and costs about half
+    as much to trace (1.0 against 2.2 s for a Result 1 flow of decision lists). The trace is JAX's,
+    kept per static part and JAX setting (x64), so a replay under another setting is traced anew.
+    (A simulation holds only its settings, no arrays: the program has no array of `static` as a
+    constant that [`batched_run`][] would pass as an argument.)"""
+    traced = trace_one_run(static, static)
+    return _ReplayedRun(_ByIdentity(traced.jaxpr), traced.out_tree)
 
 
 def traced_arrays(sim: AbstractSimulation, sims: list[AbstractSimulation]) -> dict[str, np.ndarray]:

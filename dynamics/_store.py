@@ -26,9 +26,10 @@ import os
 import platform
 import shutil
 import sys
+import threading
 import time
 import warnings
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 
 import jax
@@ -54,9 +55,9 @@ from ._integrity import (
     unit_damage,
 )
 from ._lock import Held, file_lock, store_lock_path
-from ._progress import progress_over
+from ._progress import inner_meters, progress_over
 from ._run import STOP_REASONS, Run
-from ._simulation import AbstractSimulation, batched_run, draw_shapes, draws, traced_arrays
+from ._simulation import AbstractSimulation, batched_run, draw_shapes, draws, replayed_run, traced_arrays
 
 SEED_DIM = "seed"
 """The dimension of a store's variables that runs over the seeds of each grid point."""
@@ -72,6 +73,10 @@ class Program:
     static: AbstractSimulation
     run: Run
     text: str
+
+
+_REPLAYS_LOCK = threading.Lock()
+"""Held while a plan makes a replayed run (`Plan.replay`)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,6 +95,7 @@ class Plan:
       narrower block is padded to it, so the program compiles once).
     - `config`: the JSON record of the sweep (`sim.describe()`, the grid, the seeds).
     - `code`: the fingerprint of the code (see `_fingerprint`).
+    - `replays`: filled as the blocks run (see `replay`).
     """
 
     sims: list[AbstractSimulation]
@@ -101,6 +107,17 @@ class Plan:
     widths: dict[AbstractSimulation, int]
     config: dict
     code: dict
+
+    replays: dict = dataclasses.field(default_factory=dict, compare=False, repr=False)
+
+    def replay(self, static: AbstractSimulation) -> Callable:
+        """The run of `static` that its blocks vmap, replayed from the trace made before the sweep
+        (`replayed_run`): made when a block of it first needs it, then kept in `replays`, one
+        object for all its blocks, so that they share one compilation."""
+        with _REPLAYS_LOCK:  # the programs compile in threads
+            if static not in self.replays:
+                self.replays[static] = replayed_run(static)
+            return self.replays[static]
 
     @property
     def seeds(self) -> np.ndarray:
@@ -377,6 +394,12 @@ def units_done(path: str | os.PathLike) -> set[int]:
     return {int(p.name) for p in folder.iterdir() if p.name.isdigit()} if folder.exists() else set()
 
 
+def _one_run(plan: Plan, static: AbstractSimulation, progress: bool) -> Callable:
+    """The run a block of `plan` vmaps: replayed from its traced program, or traced anew where a
+    bar is drawn inside each flow (the bar is part of the program)."""
+    return batched_run(static) if inner_meters(progress) else plan.replay(static)
+
+
 def compile_programs(plan: Plan, units: Iterable[int], progress: bool) -> None:
     """Compile the program of each static part among the blocks `units` of `plan` before any of
     them runs, so that the blocks then compile nothing (see `compile_ahead`). Several programs
@@ -391,7 +414,8 @@ def compile_programs(plan: Plan, units: Iterable[int], progress: bool) -> None:
         width = plan.widths[static]
         traced = {k: np.zeros(width, v.dtype) for k, v in traced_arrays(static, [static]).items()}
         drawn = jax.tree.map(lambda x: np.zeros((width, *x.shape), x.dtype), draw_shapes(static))
-        compile_ahead(batched_run(static), traced, np.zeros(width, np.int64), drawn, progress=progress)
+        seeds = np.zeros(width, np.int64)
+        compile_ahead(_one_run(plan, static, progress), traced, seeds, drawn, progress=progress)
 
     if len(statics) == 1:
         compile_one(statics[0])
@@ -422,7 +446,7 @@ def _run_unit(plan: Plan, static, cells, progress: bool) -> Iterator[tuple[int, 
     traced = {k: v[padded] for k, v in traced.items()}
     run_seeds = np.concatenate(seeds)[padded]
     drawn = draws([sims[i] for i in padded], run_seeds)
-    runs, _ = run_many(batched_run(static), traced, run_seeds, drawn, progress=progress)
+    runs, _ = run_many(_one_run(plan, static, progress), traced, run_seeds, drawn, progress=progress)
     outputs = variables(runs, batched=True)
     start = 0
     for (point, block), positions in zip(cells, seeds):

@@ -14,7 +14,15 @@ import pytest
 
 import dynamics
 from attnflow.papers import load_simulation, papers
-from dynamics._simulation import batched_run, draw_shapes, run_shape, static_part, traced_arrays
+from dynamics._simulation import (
+    batched_run,
+    draw_shapes,
+    draws,
+    replayed_run,
+    run_shape,
+    static_part,
+    traced_arrays,
+)
 from dynamics._store import named_leaves
 
 LEVELS = [(name, level) for name, paper in papers().items() for level in paper.simulations]
@@ -143,6 +151,29 @@ def test_a_sweep_is_each_point_run_alone_in_memory_and_on_disk(paper, level, tmp
             np.testing.assert_array_equal(variable.sel({field: value}).values, run[name].values, err_msg=name)
         if np.issubdtype(variable.dtype, np.floating):
             assert variable.dtype == np.dtype(sim.dtype), name
+
+
+REPLAYS = [
+    pytest.param(*pair, marks=() if pair == ("scan_snap", "L0") else pytest.mark.slow) for pair in LEVELS
+]
+"""Every level, all but one only under `-m slow` (each compiles its program twice)."""
+
+
+@pytest.mark.parametrize(("paper", "level"), REPLAYS)
+def test_a_block_replays_the_trace_of_a_run_to_the_numbers_of_the_run_traced_anew(paper, level):
+    """The blocks of a sweep vmap the program traced before it (`replayed_run`): bit for bit the
+    numbers of the run traced anew from Python (`batched_run`), every leaf, at the same width."""
+    sim = _small(paper, level)
+    static = static_part(sim)
+    traced = {name: np.repeat(value, 3) for name, value in traced_arrays(static, [sim]).items()}
+    seeds = np.arange(3)
+    drawn = draws([sim] * 3, seeds)
+    anew, _ = dynamics.run_many(batched_run(static), traced, seeds, drawn)
+    replayed, _ = dynamics.run_many(replayed_run(static), traced, seeds, drawn)
+    assert jax.tree.structure(replayed) == jax.tree.structure(anew)
+    for a, b in zip(jax.tree.leaves(anew), jax.tree.leaves(replayed)):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)
 
 
 _ALONG = [

@@ -12,6 +12,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import ClassVar
 
 import jax
 import numpy as np
@@ -22,6 +23,7 @@ from hypothesis import strategies as st
 
 import dynamics
 import dynamics._batch
+from dynamics._simulation import batched_run, static_part
 from dynamics._store import make_plan
 
 from ._store_sims import Logistic, SlowDecay
@@ -148,6 +150,37 @@ class _Descent(dynamics.AbstractSimulation):
     def run(self, key):
         w0 = self.scale * jax.random.normal(key, (2,), self.dtype)
         return dynamics.train(lambda w: self.rate * w @ w, w0, dynamics.gd(0.1), num_steps=2)
+
+
+class _Traced(dynamics.AbstractSimulation):
+    """Two steps of gradient descent on rate·‖w‖², recording each time its run is traced from
+    Python (a class of this test alone, so that no other test has traced it)."""
+
+    rate: float = dynamics.param(1.0, dynamics.Interval(0), doc="curvature", traced=True)
+    scale: float = dynamics.param(1.0, dynamics.Interval(0, low_open=True), doc="one program per value")
+    dtype: str = dynamics.dtype_param("float64")
+    traces: ClassVar[list] = []
+
+    def run(self, key):
+        self.traces.append(self.scale)
+        w0 = self.scale * jax.random.normal(key, (2,), self.dtype)
+        return dynamics.train(lambda w: self.rate * w @ w, w0, dynamics.gd(0.1), num_steps=2)
+
+
+def test_a_sweep_traces_each_program_from_python_once():
+    """The trace made before a sweep (its shapes, its fingerprint) is the one its blocks run,
+    vmapped: one trace from Python per program, not one more for the batched call; and the
+    numbers are, bit for bit, those of the batched run traced anew from Python."""
+    grid = {"rate": [0.5, 1.0], "scale": [1.0, 2.0]}
+    ds = dynamics.sweep(_Traced(), grid, num_seeds=3, chunk_size=2)
+    assert sorted(_Traced.traces) == [1.0, 2.0]
+    for rate in grid["rate"]:
+        for scale in grid["scale"]:
+            static = static_part(_Traced(scale=scale))
+            runs, _ = dynamics.run_many(
+                batched_run(static), {"rate": np.full(3, rate)}, np.arange(3), None, chunk_size=2
+            )
+            np.testing.assert_array_equal(ds["final"].sel(rate=rate, scale=scale), runs.final)
 
 
 def test_a_sweep_compiles_every_program_before_any_block_runs(monkeypatch, tmp_path):
