@@ -176,6 +176,50 @@ def _stop_summary(ds, sim) -> str:
     return text
 
 
+PILOT_STEPS = 10_000
+"""The step budget of the pilot block that times a raised `max_steps` before a sweep."""
+
+
+def _say_step_budget(args: argparse.Namespace, sim, grid: dict, store: Path) -> None:
+    """Where a sweep raises `max_steps` above its class's default and past ten times
+    [`PILOT_STEPS`][], say before the work how long a block whose runs spend the whole budget
+    takes: a pilot block (the sweep's width, the base settings, `max_steps` = `PILOT_STEPS`) is
+    compiled, then timed and scaled. Nothing is said where the pilot's runs end within its budget
+    (the budget is then not what the runs take), or where the store is already complete."""
+    import dynamics
+
+    default = {info.name: info.default for info in dynamics.params(type(sim))}.get("max_steps")
+    if default is None:
+        return
+    budget = max([sim.max_steps, *grid.get("max_steps", [])])
+    if budget <= max(default, 10 * PILOT_STEPS):
+        return
+    with contextlib.suppress(ValueError, OSError):
+        written, total = dynamics.sweep_progress(store)
+        if written == total:
+            return
+    width = min(CHUNK_SIZE, math.prod(len(values) for values in grid.values()) * args.seeds)
+    try:
+        pilot = dataclasses.replace(sim, max_steps=PILOT_STEPS)
+    except ValueError:  # a class that ties max_steps to its other settings: no pilot to run
+        return
+    keys = dynamics.seed_keys(args.seed, width)
+    dynamics.run_many(pilot.run, keys)  # compiled here, not timed
+    start = time.perf_counter()
+    runs, _ = dynamics.run_many(pilot.run, keys)
+    seconds = time.perf_counter() - start
+    if not np.any(runs.stop == dynamics.StopReason.max_steps):
+        return
+    block = seconds * budget / PILOT_STEPS
+    blocks = dynamics.sweep_blocks(sim, grid, num_seeds=args.seeds, chunk_size=CHUNK_SIZE)
+    print(
+        f"max_steps={budget:,}: a block of {width} run{'s' * (width != 1)} that spends it takes about "
+        f"{dynamics.duration(block)}, the {blocks} block{'s' * (blocks != 1)} up to about "
+        f"{dynamics.duration(block * blocks)} ({PILOT_STEPS:,} steps took {dynamics.duration(seconds)} in a "
+        "pilot block); a smaller budget stops sooner, with the time each run reached"
+    )
+
+
 class WorkFailed(Exception):
     """The work failed after it started (a full disk, a lost file); what is written stays."""
 
@@ -191,6 +235,7 @@ def _write_sweep(args: argparse.Namespace, sim, grid: dict, store: Path):
             "--overwrite in a shard would remove the other shards' blocks: remove the store once, "
             "before the shards start"
         )
+    _say_step_budget(args, sim, grid, store)
     start = time.perf_counter()
     try:
         with dynamics.recording_compiles() as compiling:

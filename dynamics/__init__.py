@@ -15,7 +15,7 @@
   QP (Clarabel) with its KKT residuals.
 - [`run_many`][], [`grid`][], [`seed_keys`][]: `vmap` over seeds and grids, chunked and sharded;
   [`progress_inside`][]: progress bars inside long flows and scans ([`progress_over`][]: over
-  pieces, with the time left); [`recording_compiles`][]
+  pieces, with the time left, [`duration`][] in words); [`recording_compiles`][]
   ([`CompileStats`][]): the programs compiled, those loaded from the cache, and the seconds spent
   tracing, lowering and compiling.
 - [`hessian_max_eigenvalue`][], [`hvp`][]: the largest Hessian eigenvalue from Hessian-vector
@@ -100,7 +100,7 @@ from ._params import (
 )
 from ._phases import Plateaus, PlateauSaddles, phases, plateau_saddles
 from ._preflight import DEFAULT_MAX_BYTES, MAX_SEED, parse_bytes
-from ._progress import progress_inside, progress_over
+from ._progress import duration, progress_inside, progress_over
 from ._proximal import Mask, center_columns, project_columns, proximal_l1, scale_columns, soft_threshold
 from ._qp import QPSolution, kkt_residuals, solve_qp
 from ._rates import Rates, adam, gd, heavy_ball, scale_by_group_rates, scale_tree
@@ -160,6 +160,7 @@ __all__ = [
     "kept_runs",
     "describe_os_error",
     "parse_bytes",
+    "duration",
     "prepare_file",
     "prepare_folder",
     "remove_stale_temporaries",

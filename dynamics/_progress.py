@@ -11,6 +11,7 @@ import contextlib
 import contextvars
 import itertools
 import sys
+import threading
 import time
 from collections.abc import Iterator
 
@@ -96,36 +97,89 @@ def inner_meters(progress: bool) -> bool:
     return progress and on_terminal()
 
 
+def duration(seconds: float) -> str:
+    """`seconds` in words, to two units or two digits: `0.042 s`, `4.2 s`, `21 s`, `3 min 5 s`,
+    `8 h 7 min`, `2 d 3 h`.
+
+    **Example:**
+
+        >>> import dynamics
+        >>> d = dynamics.duration
+        >>> d(0.0421), d(4.24), d(21.4), d(185), d(29247), d(186000)
+        ('0.042 s', '4.2 s', '21 s', '3 min 5 s', '8 h 7 min', '2 d 3 h')
+    """
+    if seconds < 1:
+        return f"{seconds:.2g} s"
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    whole = round(seconds)
+    for big, name, small, small_name in (
+        (86400, "d", 3600, "h"),
+        (3600, "h", 60, "min"),
+        (60, "min", 1, "s"),
+    ):
+        if whole >= big:
+            return f"{whole // big} {name} {whole % big // small} {small_name}"
+    return f"{whole} s"
+
+
+HEARTBEAT = 60.0
+"""Seconds without a piece ending after which a log says that the work goes on (then every
+`HEARTBEAT`): a piece can run for hours (one block holding every run)."""
+
+
 class _Lines:
     """Progress as one line per finished piece, `blocks: 3/8 done (12.4 s, about 21 s left)`, for a
     log or a pipe, where a bar's redraws would each leave a line (what is left: the pieces to come
     at the pace of those done); with a postfix as tqdm's,
-    `blocks: 8/8 done (0.1 s; 0 run here, 8 found written)`."""
+    `blocks: 8/8 done (0.1 s; 0 run here, 8 found written)`. While no piece ends for
+    [`HEARTBEAT`][] seconds, a line says that the work goes on:
+    `blocks: 0/1 done (2 min 0 s so far; no block done yet to estimate the time from)`."""
 
-    def __init__(self, total: int, desc: str):
-        self.total, self.desc, self.n, self.start = total, desc, 0, time.perf_counter()
+    def __init__(self, total: int, desc: str, unit: str):
+        self.total, self.desc, self.unit, self.n = total, desc, unit, 0
+        self.start = self.ended = self.said = time.perf_counter()
         self.postfix = ""
+        self._stop = threading.Event()
+        self._beat = threading.Thread(target=self._heartbeat, daemon=True)
 
     def set_postfix_str(self, text: str, refresh: bool = True) -> None:
         self.postfix = text
 
+    def _print(self, detail: str) -> None:
+        print(f"{self.desc}: {self.n}/{self.total} done ({detail})", file=sys.stderr, flush=True)
+
     def update(self, n: int = 1) -> None:
         self.n += n
-        seconds = time.perf_counter() - self.start
-        rest = seconds / self.n * (self.total - self.n)
-        left = f", about {rest:.{0 if rest >= 10 else 1}f} s left" if self.n < self.total else ""
-        postfix = f"; {self.postfix}" if self.postfix else ""
-        print(
-            f"{self.desc}: {self.n}/{self.total} done ({seconds:.1f} s{left}{postfix})",
-            file=sys.stderr,
-            flush=True,
+        self.ended = self.said = now = time.perf_counter()
+        seconds = now - self.start
+        left = (
+            f", about {duration(seconds / self.n * (self.total - self.n))} left"
+            if self.n < self.total
+            else ""
         )
+        self._print(f"{duration(seconds)}{left}{f'; {self.postfix}' if self.postfix else ''}")
+
+    def _heartbeat(self) -> None:
+        while not self._stop.wait(min(1.0, HEARTBEAT / 4)):
+            now = time.perf_counter()
+            if now - self.said < HEARTBEAT or self.n >= self.total:
+                continue
+            self.said, running = now, now - self.ended
+            if self.n:
+                pace = (self.ended - self.start) / self.n
+                left = max(pace * (self.total - self.n) - running, 0.0)
+                news = f"{duration(running)} since a {self.unit} ended, about {duration(left)} left"
+            else:
+                news = f"no {self.unit} done yet to estimate the time from"
+            self._print(f"{duration(now - self.start)} so far; {news}")
 
     def __enter__(self):
+        self._beat.start()
         return self
 
     def __exit__(self, *exc) -> None:
-        pass
+        self._stop.set()
 
 
 def progress_over(total: int, desc: str, unit: str, enabled: bool):
@@ -151,5 +205,5 @@ def progress_over(total: int, desc: str, unit: str, enabled: bool):
         ['jobs: 1/2 done', 'jobs: 2/2 done']
     """
     if enabled and not on_terminal():
-        return _Lines(total, desc)
+        return _Lines(total, desc, unit)
     return tqdm(total=total, desc=desc, unit=unit, disable=not enabled)

@@ -42,6 +42,17 @@ class NotARun(Decay):
 class TwoSteps(Decay):
     def run(self, key):
         return dynamics.ode_flow(lambda t, y, args: -self.rate * y, 1.0, t1=1e6, max_steps=2)
+
+
+class Spring(dynamics.AbstractSimulation):
+    omega: float = dynamics.param(50.0, dynamics.Interval(0, low_open=True), traced=True)
+    max_steps: int = dynamics.param(100, dynamics.Interval(1))
+    dtype: str = dynamics.dtype_param("float64")
+
+    def run(self, key):
+        field = lambda t, y, args: jnp.stack([y[1], -self.omega**2 * y[0]])  # noqa: E731
+        y0 = jnp.stack([1.0 + jax.random.uniform(key, (), self.dtype), jnp.zeros((), self.dtype)])
+        return dynamics.ode_flow(field, y0, t1=1e5, max_steps=self.max_steps)
 """
 
 
@@ -115,6 +126,19 @@ def test_the_step_budget_hint_names_only_settings_the_class_has(users, capsys):
     assert cli.main(["simulate", "mine:TwoSteps", "--seeds", "1", "--out", "o"]) == 0
     out = capsys.readouterr().out
     assert "max_steps x1 (the step budget ran out at t = " in out and "--set" not in out, out
+    assert "pilot" not in out
+
+
+def test_a_raised_step_budget_is_timed_by_a_pilot_block_before_the_work(users, capsys):
+    """`--set max_steps=` above the class's default: before the work, how long a block that spends
+    it takes, from a timed pilot block of 10,000 steps (at a class's own budget, no pilot: the test
+    above)."""
+    argv = ["simulate", "mine:Spring", "--seeds", "2", "--out", "o"]
+    assert cli.main([*argv, "--set", "max_steps=100001"]) == 0
+    out = capsys.readouterr().out
+    lines = [line for line in out.splitlines() if line.startswith("max_steps=100,001: a block of 2 runs")]
+    assert len(lines) == 1 and "the 1 block up to about" in lines[0] and "10,000 steps took" in lines[0], out
+    assert "stops: max_steps x2" in out  # the estimate came before the runs, which spent the budget
 
 
 def test_check_names_a_file_an_empty_folder_and_a_damaged_attribute_file(users, capsys):

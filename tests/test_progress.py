@@ -1,6 +1,7 @@
 """Progress inside long runs: meters change no number, a scan's bar reaches its end and closes."""
 
 import re
+import time
 
 import diffrax
 import jax
@@ -61,8 +62,8 @@ def test_a_sweep_in_a_log_writes_one_line_per_block_and_no_bar(capsys):
     lines = err.splitlines()
     # 3 rates × 2 blocks of one seed
     assert [line.split(" (")[0] for line in lines] == [f"blocks: {n}/6 done" for n in range(1, 7)]
-    assert all(re.search(r"\(\d+\.\d s, about \d+(\.\d)? s left\)$", line) for line in lines[:-1]), lines
-    assert re.search(r"\(\d+\.\d s\)$", lines[-1]), lines  # nothing left
+    assert all(re.search(r"\([\d.]+ s, about [\d.]+ s left\)$", line) for line in lines[:-1]), lines
+    assert re.search(r"\([\d.]+ s\)$", lines[-1]), lines  # nothing left
 
 
 def test_a_resumed_sweep_counts_the_blocks_it_found_written(tmp_path, capsys, monkeypatch):
@@ -89,3 +90,20 @@ def test_a_sweep_on_a_terminal_draws_its_bars(capsys, monkeypatch):
     dynamics.sweep(Decay(), {"rate": [0.5, 1.0, 2.0]}, num_seeds=2, chunk_size=1, progress=True)
     err = capsys.readouterr().err
     assert "blocks: 100%" in err and "100.00%" in err  # the blocks' bar and a flow's own
+
+
+def test_a_log_says_that_a_long_piece_goes_on_with_the_time_left(monkeypatch, capsys):
+    """A piece that runs longer than the heartbeat gets a line while it runs: before any piece ends,
+    that there is no estimate yet; after, the time left at the pace of those done."""
+    monkeypatch.setattr(_progress, "HEARTBEAT", 0.2)
+    with dynamics.progress_over(2, "blocks", "block", True) as bar:
+        time.sleep(0.5)
+        bar.update()
+        time.sleep(0.5)
+        bar.update()
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0].startswith("blocks: 0/2 done (")
+    assert lines[0].endswith("so far; no block done yet to estimate the time from)"), lines
+    after = [line for line in lines if line.startswith("blocks: 1/2 done") and "since a block ended" in line]
+    assert after and re.search(r"about [\d.]+ s left\)$", after[0]), lines
+    assert lines[-1].startswith("blocks: 2/2 done")

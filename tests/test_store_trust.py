@@ -224,6 +224,35 @@ def test_two_identical_writers_share_the_blocks_and_compute_none_twice(tmp_path)
     )
 
 
+MOMENTS = ["before its first block", "after its first block", "after its last block"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("moment", MOMENTS)
+def test_a_second_writer_started_at_any_moment_of_the_first_leaves_the_uninterrupted_store(tmp_path, moment):
+    """An identical sweep started while the first is registered but its runs wait (before any
+    block is written), once its first block is written, or once it has ended: both end well, every
+    run is computed once, and the store is the sweep run alone."""
+    store, log, hold = tmp_path / "s.zarr", tmp_path / "runs.log", tmp_path / "hold"
+    hold.touch()  # the runs wait while it exists
+    first = _writer(store, log=str(log), hold=str(hold), pause=0.05)
+    _wait_for_an_entry(store / ".attnflow_writers", first)
+    if moment != MOMENTS[0]:
+        hold.unlink()
+        _wait_for_a_block(store, first)
+    if moment == MOMENTS[2]:
+        first.wait(timeout=300)
+    second = _writer(store, log=str(log), hold=str(hold), pause=0.05)
+    hold.unlink(missing_ok=True)
+    for writer in (first, second):
+        _, err = writer.communicate(timeout=300)
+        assert writer.returncode == 0, err[-2000:]
+    runs = log.read_text().splitlines()
+    assert len(runs) == len(set(runs)) == 2 * 6, "every run computed exactly once"
+    expected = dynamics.sweep(SlowDecay(), GRID, num_seeds=6, chunk_size=2)
+    xr.testing.assert_identical(dynamics.load_sweep(store).drop_attrs(), expected.drop_attrs())
+
+
 # -- file-system failures: one line, before the work where possible, resumable after it ----------
 
 
