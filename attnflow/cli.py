@@ -292,6 +292,7 @@ EXIT_CODES = {
     2: "refused before any work: a bad setting, path, size, grid or store (the message says which)",
     3: "failed during the work (a full disk, a lost file): what was written stays; rerun to resume",
     130: "interrupted (Ctrl-C), 143: terminated (SIGTERM): what was written stays; rerun to resume",
+    141: "the reader of the output went away (a pipe closed, as `| head` does): ended quietly",
 }
 """The exit status of every command."""
 
@@ -340,6 +341,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("attnflow: interrupted; what was written stays (rerun to resume)", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the output's reader is gone: stop quietly, as the shell's tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at the final flush
+        return 141
     except _Terminated:
         print("attnflow: terminated; what was written stays (rerun to resume)", file=sys.stderr)
         sys.stderr.flush()

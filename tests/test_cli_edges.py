@@ -183,3 +183,33 @@ def test_ctrl_c_at_start_up_ends_with_130_and_one_line(tmp_path):
     assert err.strip().splitlines() == ["attnflow: interrupted; what was written stays (rerun to resume)"], (
         err
     )
+
+
+class _InterruptedImport:
+    """A module finder under which importing `attnflow.cli` is interrupted (Ctrl-C meanwhile)."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "attnflow.cli":
+            raise KeyboardInterrupt
+        return None
+
+
+def test_ctrl_c_while_the_command_line_is_imported_ends_with_130_and_one_line(monkeypatch, capsys):
+    from attnflow import _start
+
+    monkeypatch.delitem(sys.modules, "attnflow.cli")
+    monkeypatch.setattr(sys, "meta_path", [_InterruptedImport(), *sys.meta_path])
+    assert _start.main() == 130
+    assert capsys.readouterr().err == "attnflow: interrupted while starting; nothing was done\n"
+
+
+def test_a_closed_pipe_ends_the_command_quietly_with_141():
+    """The reader of the output gone (`attnflow list | head` once head has its lines): status 141
+    and no traceback, neither from the command nor from Python's last flush."""
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first line
+    done = subprocess.run(
+        [sys.executable, "-m", "attnflow", "list"], cwd=ROOT, stdout=write, stderr=subprocess.PIPE, text=True
+    )
+    os.close(write)
+    assert done.returncode == 141 and done.stderr == "", done.stderr

@@ -253,6 +253,35 @@ def test_a_second_writer_started_at_any_moment_of_the_first_leaves_the_uninterru
     xr.testing.assert_identical(dynamics.load_sweep(store).drop_attrs(), expected.drop_attrs())
 
 
+def _command(out: Path) -> subprocess.Popen:
+    argv = [sys.executable, "-m", "attnflow", "sweep", "tests._store_sims:Logistic", "--grid", "rate=1,2"]
+    argv += ["--seeds", "256", "--analyse", "phases", "--out", str(out)]
+    return subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+@pytest.mark.slow
+def test_a_second_command_started_during_the_analysis_and_plots_of_the_first_leaves_its_store(tmp_path):
+    """`attnflow sweep ... --analyse phases` started again once the first has written its blocks
+    (while it adds its analysis and draws its plots): both end well, and the store, analysis
+    included, is that of the command run alone."""
+    first = _command(tmp_path / "o")
+    lines = []
+    for line in first.stdout:  # the blocks are written: the analysis and the plots come next
+        lines.append(line)
+        if "blocks written" in line:
+            break
+    second = _command(tmp_path / "o")
+    assert second.wait(timeout=300) == 0, second.stdout.read()[-2000:]
+    assert first.wait(timeout=300) == 0, "".join(lines) + first.stdout.read()[-2000:]
+    alone = _command(tmp_path / "alone")
+    assert alone.wait(timeout=300) == 0
+    stored, expected = (dynamics.load_sweep(tmp_path / out / "sweep.zarr") for out in ("o", "alone"))
+    assert "phases.count" in stored
+    xr.testing.assert_identical(stored.drop_attrs(), expected.drop_attrs())
+    for process in (first, second, alone):
+        process.stdout.close()
+
+
 # -- file-system failures: one line, before the work where possible, resumable after it ----------
 
 
