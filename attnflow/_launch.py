@@ -3,13 +3,14 @@ cluster is found), waited for, their failures reported. Local jobs run at most o
 time, the others queued; a SLURM array runs at most `ARRAY_PARALLELISM` tasks at a time unless
 `--job slurm_array_parallelism=N` says otherwise."""
 
-import os
 import re
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from ._runtime import default_jobs
 
 ARRAY_PARALLELISM = 64
 """The tasks of a SLURM array that run at a time (its throttle, `%64`), unless
@@ -83,7 +84,7 @@ def launch_shards(argv: list[str], count: int, folder: Path, cluster: str, param
 
     executor = _executor(folder, cluster, parameters)
     if executor.cluster in ("local", "debug"):
-        limit = min(count, os.cpu_count() or 1)
+        limit = min(count, default_jobs())
         queued = f", {count - limit} of them queued" if count > limit else ""
         print(
             f"running {count} local jobs, at most {limit} at a time (one per core){queued} "

@@ -41,8 +41,8 @@ def _add_jobs(parser: argparse.ArgumentParser) -> None:
         "--jobs",
         type=int,
         default=_runtime.default_jobs(),
-        help="papers run side by side in this many worker processes (default: the CPU cores, "
-        f"{_runtime.default_jobs()} here; 1 runs everything in this process)",
+        help="papers run side by side in this many worker processes, at most one per CPU core "
+        f"(default: the cores, {_runtime.default_jobs()} here; 1 runs everything in this process)",
     )
 
 
@@ -357,6 +357,14 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(signal.SIGTERM, previous)
 
 
+def _check_jobs(args: argparse.Namespace) -> None:
+    """Refuse `--jobs` below 1 or above the cores this process may use: each worker is a process
+    that computes on its own, so more would only crowd the cores (and the memory)."""
+    jobs, cores = getattr(args, "jobs", None), _runtime.default_jobs()
+    if jobs is not None and not 1 <= jobs <= cores:
+        raise ValueError(f"--jobs must be from 1 to the {cores} cores here, got {jobs}")
+
+
 def _run_command(argv: list[str] | None) -> int:
     """Parse `argv` and run its command; a bad input or a failure of the work as one line."""
     args = build_parser().parse_args(argv)
@@ -369,6 +377,7 @@ def _run_command(argv: list[str] | None) -> int:
         )
         return 2
     try:
+        _check_jobs(args)
         answered = _answer_from_catalog(args)
     except ValueError as err:
         print(f"attnflow: error: {err}", file=sys.stderr)

@@ -85,6 +85,8 @@ SWEEP = ["sweep", "mine:Decay", "--seeds", "2"]
         ([*SWEEP, "--grid", "rate=1,2", "--out", "o", "--analyse", "phases,"], "an empty name"),
         (["simulate", "exits:Decay", "--out", "o"], r"it called sys.exit(0) while it was imported"),
         (["simulate", "mine:NotARun", "--out", "o"], "NotARun.run must return a dynamics.Run"),
+        (["reproduce", "--jobs", "1000", "--out", "o"], "--jobs must be from 1 to the"),
+        (["verify", "--jobs", "0", "--json", "o/v.json"], "--jobs must be from 1 to the"),
     ],
 )
 def test_a_bad_input_is_one_line_before_any_work(users, capsys, argv, message):
