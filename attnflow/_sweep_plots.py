@@ -21,6 +21,10 @@ from dynamics import SAVE_DIM, SEED_DIM  # noqa: E402
 
 _MAX_LINES = 12
 _MAX_PANELS = 8
+MAX_SAVES_DRAWN = 2000
+"""The saves a plot against time draws at most: more are thinned to evenly spaced ones (the first
+and the last kept), which a plot a few hundred pixels wide shows alike, and which keeps the
+plotting of a run of 10⁸ saves to seconds and its memory to a few variables of 2,000 saves."""
 
 
 def scalar_metrics(ds: xr.Dataset, axes: list[str]) -> list[str]:
@@ -57,11 +61,12 @@ def plot_sweep(ds: xr.Dataset, axes: list[str], out_dir: Path) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     dynamics.remove_stale_temporaries(out_dir)  # of a plot a killed process was writing
     paths = []
-    time, lines, clock = _time_axis(ds, axes)
+    drawn, thinned = _thinned(ds)
+    time, lines, clock = _time_axis(drawn, axes)
     stopped = _stopped_early(ds)
     for name in scalar_metrics(ds, axes):
-        values = ds[name].where(np.isfinite(ds[name]))
-        paths.append(_against_time(values, time, lines, name, clock, stopped, out_dir))
+        values = drawn[name].where(np.isfinite(drawn[name]))
+        paths.append(_against_time(values, time, lines, name, clock, stopped, thinned, out_dir))
         paths += _finals(_last_finite(ds[name]), axes, name, f"{name} at each run's last save", out_dir)
     for name in final_scalars(ds, axes):
         what = name.removeprefix("final.") if name != "final" else "the state"
@@ -82,8 +87,9 @@ def plot_phases(ds: xr.Dataset, found: xr.Dataset, axes: list[str], loss: str, o
     **Returns:** the files written.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
-    time, lines, clock = _time_axis(ds, axes)
-    values = ds[loss].where(np.isfinite(ds[loss]))
+    drawn, thinned = _thinned(ds)
+    time, lines, clock = _time_axis(drawn, axes)
+    values = drawn[loss].where(np.isfinite(drawn[loss]))
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for colour, select, text in lines:
         with warnings.catch_warnings():  # saves after every seed stopped are all NaN
@@ -104,7 +110,7 @@ def plot_phases(ds: xr.Dataset, found: xr.Dataset, axes: list[str], loss: str, o
     ax.set_xlabel(clock)
     ax.set_ylabel(loss)
     ax.set_title(
-        f"{loss}: median over seeds; bars: each run's plateaus, at the loss of its slowest save",
+        f"{loss}: median over seeds{thinned}; bars: each run's plateaus, at the loss of its slowest save",
         fontsize=8,
     )
     ax.legend(fontsize=7)
@@ -206,6 +212,17 @@ def _last_finite(values: xr.DataArray) -> xr.DataArray:
     return values.isel({SAVE_DIM: -1}).copy(data=np.squeeze(picked, save_axis))
 
 
+def _thinned(ds: xr.Dataset) -> tuple[xr.Dataset, str]:
+    """`ds` at most [`MAX_SAVES_DRAWN`][] saves (evenly spaced indices, the first and the last
+    kept), read from the store only there; and the words for a plot's title where it was thinned
+    (`""` where not)."""
+    saves = ds.sizes[SAVE_DIM]
+    if saves <= MAX_SAVES_DRAWN:
+        return ds, ""
+    picked = np.unique(np.linspace(0, saves - 1, MAX_SAVES_DRAWN).round().astype(int))
+    return ds.isel({SAVE_DIM: picked}), f" ({len(picked):,} of its {saves:,} saves, evenly spaced)"
+
+
 def _time_axis(ds: xr.Dataset, axes: list[str]) -> tuple[xr.DataArray, list[tuple[str, dict, str]], str]:
     """What a plot against time needs: the median save times over seeds, one line per grid point
     (the first `_MAX_LINES`; one line for a sweep without axes) as `(colour, selection, label)`,
@@ -225,7 +242,7 @@ def _time_axis(ds: xr.Dataset, axes: list[str]) -> tuple[xr.DataArray, list[tupl
     return time, lines, clock
 
 
-def _against_time(values, time, lines, name: str, clock: str, stopped, out_dir: Path) -> Path:
+def _against_time(values, time, lines, name: str, clock: str, stopped, thinned: str, out_dir: Path) -> Path:
     fig, ax = plt.subplots(figsize=(6, 4))
     for colour, select, text in lines:
         v, t = values.sel(select), time.sel(select)
@@ -253,7 +270,7 @@ def _against_time(values, time, lines, name: str, clock: str, stopped, out_dir: 
     _scale(ax, "y", values.values)
     ax.set_xlabel(clock)
     ax.set_ylabel(name)
-    title = f"{name}: median over seeds, band 10-90 %"
+    title = f"{name}: median over seeds, band 10-90 %{thinned}"
     if stopped is not None:
         title += f"; ticks: the {clock} each run stopped early (its curve ends at its last save)"
     ax.set_title(title, fontsize=8)

@@ -107,3 +107,19 @@ def test_positive_values_near_the_largest_float_are_drawn_on_a_log_axis_without_
         warnings.simplefilter("error")
         paths = {p.name for p in _sweep_plots.plot_sweep(ds, ["rate"], tmp_path)}
     assert "value_time.png" in paths
+
+
+def test_a_run_of_many_saves_is_drawn_from_evenly_spaced_ones_first_and_last_kept(
+    tmp_path, drawn, euler, monkeypatch
+):
+    monkeypatch.setattr(_sweep_plots, "MAX_SAVES_DRAWN", 3)
+    saves = euler.sizes[dynamics.SAVE_DIM]
+    assert saves > 3
+    thinned, words = _sweep_plots._thinned(euler)
+    kept = thinned["time"].isel(seed=0, rate=0).values
+    every = euler["time"].isel(seed=0, rate=0).values
+    np.testing.assert_array_equal(kept, every[[0, int(np.round((saves - 1) / 2)), saves - 1]])
+    assert words == f" (3 of its {saves:,} saves, evenly spaced)"
+    _sweep_plots.plot_sweep(euler, ["rate"], tmp_path)
+    titles = [drawn[name][1] for name in drawn if name.endswith("_time.png")]
+    assert titles and all(f"(3 of its {saves:,} saves, evenly spaced)" in title for title in titles)
