@@ -306,13 +306,22 @@ def simulate(args: argparse.Namespace) -> int:
 
     cls, sim = _simulation(args)
     _check_seeds(args)
+    analyses = _analyses(args.analyse, sim)
     _refuse_idle_shards(args, sim, {})
     config = sim.describe() | {"num_seeds": args.seeds, "seed": args.seed}
     with _output_folder(args.out) as out:
         store = out / f"{_label(args, cls)}_{args.seeds}seeds_{_config_hash(config)}.zarr"
-        with dynamics.hold_store(store):  # to the summary's last read
-            _write_sweep(args, sim, {}, store)
+        with dynamics.hold_store(store):  # to the summary's last read, the analyses' last plot
+            ds = _write_sweep(args, sim, {}, store)
+            if ds is not None and analyses:
+                plots = out / f"{store.stem}.plots"
+                print(f"wrote {_plots(_analyse(ds, sim, analyses, [], store, plots))} in {plots}")
     return 0
+
+
+def _plots(paths: list[Path]) -> str:
+    """`1 plot`, `7 plots`."""
+    return f"{len(paths)} plot{'s' * (len(paths) != 1)}"
 
 
 @contextlib.contextmanager
@@ -412,8 +421,6 @@ def sweep(args: argparse.Namespace) -> int:
     cls, sim = _simulation(args)
     _check_seeds(args)
     grid = _parse_grid(cls, args.grid, args.set)
-    if not grid:
-        raise ValueError("name at least one --grid key=v1,v2,...")
     analyses = _analyses(args.analyse, sim)
     launch = _launch_parameters(args)
     _refuse_idle_shards(args, sim, grid)
@@ -425,8 +432,8 @@ def sweep(args: argparse.Namespace) -> int:
             ds = _write_sweep(args, sim, grid, out / "sweep.zarr")
         if ds is not None:
             plots = plot_sweep(ds, list(grid), out / "plots")
-            plots += _analyse(ds, sim, analyses, list(grid), out)
-            print(f"wrote {len(plots)} plots in {out / 'plots'}")
+            plots += _analyse(ds, sim, analyses, list(grid), out / "sweep.zarr", out / "plots")
+            print(f"wrote {_plots(plots)} in {out / 'plots'}")
     return 0
 
 
@@ -464,21 +471,26 @@ def _analyses(text: str | None, sim) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def _analyse(ds, sim, analyses: list[str], axes: list[str], out: Path) -> list[Path]:
-    """Run `analyses` on the finished sweep `ds`, add each to its store (`OUT/sweep.zarr`, as
-    variables `<name>.*` with their checksums: a rerun computes them again) and draw its plots;
-    returns the plots. An analysis an earlier version wrote beside the store (`OUT/<name>.zarr`) is
-    removed where it describes other runs or is written into the store now."""
+def _analyse(ds, sim, analyses: list[str], axes: list[str], store: Path, plots_dir: Path) -> list[Path]:
+    """Run `analyses` on the finished sweep `ds`, add each to its `store` (as variables `<name>.*`
+    with their checksums: a rerun computes them again) and draw its plots into `plots_dir`;
+    returns the plots. An analysis an earlier version wrote beside a sweep's store (`<name>.zarr`
+    beside `sweep.zarr`) is removed where it describes other runs or is written into the store now."""
     import dynamics
 
     from ._sweep_plots import plot_critical_points, plot_phases, plot_sharpness
 
-    store = out / "sweep.zarr"
+    out = store.parent
     plots = []
     for name in ANALYSES:
         beside = out / f"{name}.zarr"
-        if beside.exists() and (
-            name in analyses or dynamics.open_sweep(beside).attrs.get("identity") != ds.attrs.get("identity")
+        if (
+            store.name == "sweep.zarr"
+            and beside.exists()
+            and (
+                name in analyses
+                or dynamics.open_sweep(beside).attrs.get("identity") != ds.attrs.get("identity")
+            )
         ):
             dynamics.remove_store(beside)
             print(f"removed {beside}: the analyses are kept in {store} now")
@@ -488,7 +500,7 @@ def _analyse(ds, sim, analyses: list[str], axes: list[str], out: Path) -> list[P
             found = dynamics.sweep_phases(ds, sim.loss_name)
             counts = np.asarray(found["phases.count"]).ravel()
             summary = f"{_span(counts.min(), counts.max(), 'd')} plateaus per run"
-            drawn = plot_phases(ds, found, axes, sim.loss_name, out / "plots")
+            drawn = plot_phases(ds, found, axes, sim.loss_name, plots_dir)
         elif name == "critical_point":
             print(
                 f"critical points: {dynamics.num_params(sim)} parameters per run (each Newton step forms the "
@@ -502,7 +514,7 @@ def _analyse(ds, sim, analyses: list[str], axes: list[str], out: Path) -> list[P
                 )
             found = dynamics.sweep_critical_points(ds, sim, keep=kept)
             summary = f"{_status_summary(found)} ({time.perf_counter() - start:.1f} s)"
-            drawn = plot_critical_points(found, axes, out / "plots")
+            drawn = plot_critical_points(found, axes, plots_dir)
         else:
             found = dynamics.sweep_sharpness(ds, sim)
             top = np.asarray(found["sharpness.max_eigenvalue"])
@@ -511,7 +523,7 @@ def _analyse(ds, sim, analyses: list[str], axes: list[str], out: Path) -> list[P
                 summary += (
                     f"; past the edge of stability in {int(np.sum(found['sharpness.ratio'] >= 1))} runs"
                 )
-            drawn = plot_sharpness(found, axes, out / "plots")
+            drawn = plot_sharpness(found, axes, plots_dir)
         dynamics.add_to_store(store, found)
         print(f"added {name}.* to {store}: {summary}")
         plots += drawn

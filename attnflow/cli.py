@@ -46,6 +46,21 @@ def _add_jobs(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_analyse(parser: argparse.ArgumentParser, store: str, plots: str) -> None:
+    parser.add_argument(
+        "--analyse",
+        default=None,
+        metavar="NAMES",
+        help=f"analyses of every run, comma-separated, added to {store}, variables NAME.*, checksummed) "
+        f"with {plots}: phases (the plateaus of each run's loss); critical_point (each final state "
+        "polished to the critical point near it, float64: its status, loss, gradient norm, index and "
+        "extreme Hessian eigenvalues; each run's kept in OUT/critical_point.kept as it ends, so a rerun "
+        "polishes only the runs not kept); sharpness (the top Hessian eigenvalue at each final state, "
+        "beside 2/eta for a level with a step size); the last two need a level that declares its "
+        "landscape",
+    )
+
+
 def _add_store_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--overwrite", action="store_true", help="replace the store instead of resuming it (default: resume)"
@@ -203,27 +218,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="output folder, for a store named after the level, seeds and settings (default: %(default)s)",
     )
     _add_store_options(simulate)
+    _add_analyse(simulate, "the store (OUT/NAME.zarr", "their plots in OUT/NAME.plots/")
     simulate.set_defaults(func="simulate")
 
     sweep = _command(sub, "sweep", "a grid of settings x seeds into one zarr store, with plots")
     _add_target(sweep)
     sweep.add_argument(
-        "--grid", action="append", default=[], metavar="KEY=V1,V2,...", help="one grid axis (repeatable)"
+        "--grid",
+        action="append",
+        default=[],
+        metavar="KEY=V1,V2,...",
+        help="one grid axis (repeatable; none: the one setting given, as simulate, into OUT)",
     )
     sweep.add_argument("--out", required=True, help="output folder (sweep.zarr and plots/)")
     _add_store_options(sweep)
-    sweep.add_argument(
-        "--analyse",
-        default=None,
-        metavar="NAMES",
-        help="analyses of every run, comma-separated, added to the store (OUT/sweep.zarr, variables "
-        "NAME.*, checksummed) with their plots: phases (the plateaus of each run's loss); critical_point "
-        "(each final state polished to the critical point near it, float64: its status, loss, gradient "
-        "norm, index and extreme Hessian eigenvalues; each run's kept in OUT/critical_point.kept as it "
-        "ends, so a rerun polishes only the runs not kept); sharpness (the top Hessian "
-        "eigenvalue at each final state, beside 2/eta for a level with a step size); the last two need a "
-        "level that declares its landscape",
-    )
+    _add_analyse(sweep, "the store (OUT/sweep.zarr", "their plots in OUT/plots/")
     sweep.add_argument(
         "--launch", type=int, default=None, metavar="N", help="submit N shard jobs (submitit), wait for them"
     )

@@ -9,6 +9,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import dynamics
@@ -42,6 +43,17 @@ class NotARun(Decay):
 class TwoSteps(Decay):
     def run(self, key):
         return dynamics.ode_flow(lambda t, y, args: -self.rate * y, 1.0, t1=1e6, max_steps=2)
+
+
+class Logistic(dynamics.AbstractSimulation):
+    rate: float = dynamics.param(1.0, dynamics.Interval(0, low_open=True), traced=True)
+    dtype: str = dynamics.dtype_param("float64")
+
+    def run(self, key):
+        y0 = 0.001 * (1.0 + jax.random.uniform(key, (), self.dtype))
+        ts = jnp.logspace(-2, 3, 41, dtype=self.dtype)
+        save = dynamics.Save(ts=ts, fn=lambda t, y, args: {"loss": 1.0 - y})
+        return dynamics.ode_flow(lambda t, y, args: self.rate * y * (1.0 - y), y0, t1=1e3, save=save)
 
 
 class Spring(dynamics.AbstractSimulation):
@@ -215,3 +227,22 @@ def test_a_closed_pipe_ends_the_command_quietly_with_141():
     )
     os.close(write)
     assert done.returncode == 141 and done.stderr == "", done.stderr
+
+
+def test_a_sweep_without_a_grid_is_the_one_setting_and_simulate_takes_analyses(users, capsys):
+    """`sweep` with no `--grid` sweeps the one setting given, with its plots; `simulate --analyse
+    phases` adds the phases to its own store and draws them beside it: the two stores hold the same
+    numbers, the phases included."""
+    argv = ["mine:Logistic", "--seeds", "3", "--set", "rate=2", "--analyse", "phases"]
+    assert cli.main(["sweep", *argv, "--out", "one"]) == 0
+    assert (users / "one" / "plots" / "phases_time.png").is_file()
+    capsys.readouterr()
+    assert cli.main(["simulate", *argv, "--out", "sim"]) == 0
+    out = capsys.readouterr().out
+    (store,) = (users / "sim").glob("Logistic_*.zarr")
+    assert f"added phases.* to {store.relative_to(users)}: " in out, out
+    assert (users / "sim" / f"{store.stem}.plots" / "phases_time.png").is_file(), out
+    swept, simulated = dynamics.load_sweep(users / "one" / "sweep.zarr"), dynamics.load_sweep(store)
+    assert "phases.count" in simulated and set(swept.data_vars) == set(simulated.data_vars)
+    for name in swept.data_vars:
+        np.testing.assert_array_equal(swept[name].values, simulated[name].values, err_msg=name)
