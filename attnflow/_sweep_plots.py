@@ -15,6 +15,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import xarray as xr  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 import dynamics  # noqa: E402
 from dynamics import SAVE_DIM, SEED_DIM  # noqa: E402
@@ -299,6 +300,24 @@ def _scale(ax, which: str, x: np.ndarray) -> None:
         set_scale("log")
 
 
+def _whole(values: np.ndarray) -> bool:
+    """Whether every finite value is a whole number (a count, an index), at least one of them."""
+    finite = values[np.isfinite(values)]
+    return finite.size > 0 and bool(np.all(finite == np.round(finite)))
+
+
+def _whole_axis(ax) -> None:
+    """Ticks at whole numbers only, without an offset, on a linear y axis of whole-numbered values:
+    its limits widened to whole numbers, at least two apart (a count of 2 throughout is drawn
+    between 1 and 3, where matplotlib would tick 2 ± 0.04 as offsets)."""
+    low, high = np.floor(ax.get_ylim()[0]), np.ceil(ax.get_ylim()[1])
+    if high - low < 2:
+        low, high = low - 1, high + 1
+    ax.set_ylim(low, high)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.ticklabel_format(axis="y", useOffset=False)
+
+
 def _final_line(
     final, axis: str, name: str, what: str, out_dir: Path, reference: tuple[np.ndarray, str] | None = None
 ) -> Path:
@@ -316,6 +335,8 @@ def _final_line(
         _scale(ax, "y", np.concatenate([final.values.ravel(), values]))
         ax.legend(fontsize=7)
     ax.set_xticks(x, [str(v) for v in final[axis].values])
+    if reference is None and _whole(final.values):
+        _whole_axis(ax)
     ax.set_xlabel(axis)
     ax.set_ylabel(name)
     ax.set_title(f"{what}: mean ± std over seeds", fontsize=9)
@@ -330,7 +351,7 @@ def _final_heatmap(final, axes: list[str], name: str, what: str, out_dir: Path) 
     ax.set_xticks(range(mean.shape[1]), [str(v) for v in mean[axes[1]].values])
     ax.set_ylabel(axes[0])
     ax.set_xlabel(axes[1])
-    fig.colorbar(image, ax=ax, label=f"{what} (mean over seeds)")
+    fig.colorbar(image, ax=ax, label=f"{what} (mean over seeds)", ticks=_colour_ticks(final.values))
     if np.isnan(mean.values).any():
         ax.set_title("blank: no run of that point gave a value", fontsize=8)
     return _save(fig, out_dir / _final_file(name))
@@ -352,10 +373,16 @@ def _final_heatmaps(final, axes: list[str], name: str, what: str, out_dir: Path)
         ax.set_xlabel(axes[2])
         ax.set_title(f"{axes[0]} = {value}", fontsize=9)
     panels[0, 0].set_ylabel(axes[1])
-    fig.colorbar(image, ax=panels[0].tolist(), label=f"{what} (mean over seeds)")
+    ticks = _colour_ticks(final.values)
+    fig.colorbar(image, ax=panels[0].tolist(), label=f"{what} (mean over seeds)", ticks=ticks)
     if np.isnan(mean.values).any():
         fig.suptitle("blank: no run of that point gave a value", fontsize=8)
     return _save(fig, out_dir / _final_file(name))
+
+
+def _colour_ticks(values: np.ndarray) -> MaxNLocator | None:
+    """Whole-number ticks for a colour bar of whole-numbered `values` (`None`: matplotlib's own)."""
+    return MaxNLocator(integer=True) if _whole(values) else None
 
 
 def _final_file(name: str) -> str:

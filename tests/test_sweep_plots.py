@@ -123,3 +123,33 @@ def test_a_run_of_many_saves_is_drawn_from_evenly_spaced_ones_first_and_last_kep
     _sweep_plots.plot_sweep(euler, ["rate"], tmp_path)
     titles = [drawn[name][1] for name in drawn if name.endswith("_time.png")]
     assert titles and all(f"(3 of its {saves:,} saves, evenly spaced)" in title for title in titles)
+
+
+def test_a_constant_count_is_drawn_on_whole_number_ticks_without_an_offset(tmp_path, monkeypatch):
+    """Every run found 2 plateaus: the y ticks are whole numbers around 2 (1, 2, 3), not fractional
+    offsets from it; a count that varies keeps whole-number ticks too."""
+    import xarray as xr
+
+    ticks, save = {}, _sweep_plots._save
+
+    def record(fig, path):
+        fig.canvas.draw()
+        ax = fig.axes[0]
+        ticks[path.name] = (
+            [t.get_text() for t in ax.get_yticklabels()],
+            ax.yaxis.get_offset_text().get_text(),
+        )
+        return save(fig, path)
+
+    monkeypatch.setattr(_sweep_plots, "_save", record)
+    for name, values in [
+        ("constant", np.full((3, 4), 2.0)),
+        ("varying", np.array([[1, 2, 2, 3]] * 3, float)),
+    ]:
+        count = xr.DataArray(values, dims=("rate", dynamics.SEED_DIM), coords={"rate": [0.5, 1.0, 2.0]})
+        _sweep_plots._finals(count, ["rate"], name, "plateaus per run", tmp_path)
+    labels, offset = ticks["constant_final.png"]
+    assert offset == "" and all(float(t.replace("−", "-")).is_integer() for t in labels if t), labels
+    assert "2" in labels, labels
+    labels, offset = ticks["varying_final.png"]
+    assert offset == "" and all(float(t.replace("−", "-")).is_integer() for t in labels if t), labels
