@@ -5,6 +5,7 @@ import argparse
 import contextlib
 import dataclasses
 import hashlib
+import inspect
 import json
 import math
 import os
@@ -441,20 +442,73 @@ ANALYSES = ("phases", "critical_point", "sharpness")
 """What `attnflow sweep --analyse` computes from every run of a finished sweep."""
 
 
-def _analyses(text: str | None, sim) -> list[str]:
-    """The analyses named by `--analyse` (comma-separated; none without it), refused before any
-    work when one is empty or unknown or the simulation does not save or declare what it needs."""
+def _analysis_functions() -> dict:
+    """Each analysis's function in `dynamics`, whose keyword-only arguments are its settings."""
+    import dynamics
+
+    return {
+        "phases": dynamics.sweep_phases,
+        "critical_point": dynamics.sweep_critical_points,
+        "sharpness": dynamics.sweep_sharpness,
+    }
+
+
+def _analysis_settings(name: str, items: list[str]) -> dict:
+    """The settings `key=value` of analysis `name` (`--analyse phases:min_span=0.05:loss_tol=0.2`),
+    each a keyword-only argument of its function (`keep` excepted: the command keeps the polished
+    runs itself), read as the type of its default; refused one by one with what is allowed."""
+    signature = inspect.signature(_analysis_functions()[name])
+    allowed = {
+        key: parameter.default
+        for key, parameter in signature.parameters.items()
+        if parameter.kind is inspect.Parameter.KEYWORD_ONLY and key != "keep"
+    }
+    settings = {}
+    for item in items:
+        key, equals, text = item.partition("=")
+        if key not in allowed or not equals:
+            raise ValueError(
+                f"--analyse {name}:{item}: give the settings of {name} as key=value, among "
+                f"{', '.join(f'{k}={v!r}' for k, v in allowed.items())}"
+            )
+        kind = type(allowed[key])
+        try:
+            value = kind(text)
+        except ValueError:
+            value = None
+        if value is None:
+            bad = True
+        elif kind is int:
+            bad = value < 1
+        else:  # a distance may be unbounded where its default is
+            bad = math.isnan(value) or value < 0 or (math.isinf(value) and math.isfinite(allowed[key]))
+        if bad:
+            wanted = "an integer >= 1" if kind is int else "a number >= 0"
+            raise ValueError(f"--analyse {name}:{item}: {key} must be {wanted}, got {text!r}")
+        settings[key] = value
+    return settings
+
+
+def _analyses(text: str | None, sim) -> dict[str, dict]:
+    """The analyses named by `--analyse` (comma-separated, each with its settings after colons;
+    none without it), name -> settings, refused before any work when one is empty or unknown, a
+    setting is not the analysis's, or the simulation does not save or declare what it needs."""
     import dynamics
 
     if text is None:
-        return []
-    names = [name.strip() for name in text.split(",")]
-    if not all(names):
+        return {}
+    items = [item.strip() for item in text.split(",")]
+    if not all(items):
         raise ValueError(f"--analyse {text!r}: an empty name; give analyses among {', '.join(ANALYSES)}")
-    unknown = [name for name in names if name not in ANALYSES]
-    if unknown:
-        raise ValueError(f"--analyse: unknown analysis {', '.join(unknown)} (known: {', '.join(ANALYSES)})")
-    if "phases" in names:
+    analyses = {}
+    for item in items:
+        name, *settings = item.split(":")
+        if name not in ANALYSES:
+            raise ValueError(f"--analyse: unknown analysis {name} (known: {', '.join(ANALYSES)})")
+        if name in analyses:
+            raise ValueError(f"--analyse names {name} twice")
+        analyses[name] = _analysis_settings(name, settings)
+    if "phases" in analyses:
         series = dynamics.saved_series(sim)
         if sim.loss_name not in series:
             raise ValueError(
@@ -463,17 +517,18 @@ def _analyses(text: str | None, sim) -> list[str]:
                 f"{', '.join(series) or 'none'})"
             )
     for name in ("critical_point", "sharpness"):
-        if name in names:
+        if name in analyses:
             try:
                 dynamics.require_landscape(sim, name)
             except ValueError as err:
                 raise ValueError(f"--analyse {err}") from None
-    return list(dict.fromkeys(names))
+    return analyses
 
 
-def _analyse(ds, sim, analyses: list[str], axes: list[str], store: Path, plots_dir: Path) -> list[Path]:
-    """Run `analyses` on the finished sweep `ds`, add each to its `store` (as variables `<name>.*`
-    with their checksums: a rerun computes them again) and draw its plots into `plots_dir`;
+def _analyse(ds, sim, analyses: dict[str, dict], axes: list[str], store: Path, plots_dir: Path) -> list[Path]:
+    """Run `analyses` (name -> settings) on the finished sweep `ds`, add each to its `store` (as
+    variables `<name>.*` with their checksums: a rerun computes them again) and draw its plots into
+    `plots_dir`;
     returns the plots. An analysis an earlier version wrote beside a sweep's store (`<name>.zarr`
     beside `sweep.zarr`) is removed where it describes other runs or is written into the store now."""
     import dynamics
@@ -497,7 +552,7 @@ def _analyse(ds, sim, analyses: list[str], axes: list[str], store: Path, plots_d
         if name not in analyses:
             continue
         if name == "phases":
-            found = dynamics.sweep_phases(ds, sim.loss_name)
+            found = dynamics.sweep_phases(ds, sim.loss_name, **analyses[name])
             counts = np.asarray(found["phases.count"]).ravel()
             summary = f"{_span(counts.min(), counts.max(), 'd')} plateaus per run"
             drawn = plot_phases(ds, found, axes, sim.loss_name, plots_dir)
@@ -512,11 +567,11 @@ def _analyse(ds, sim, analyses: list[str], axes: list[str], store: Path, plots_d
                 print(
                     f"critical points: the runs kept in {kept} are read where this sweep and code made them"
                 )
-            found = dynamics.sweep_critical_points(ds, sim, keep=kept)
+            found = dynamics.sweep_critical_points(ds, sim, keep=kept, **analyses[name])
             summary = f"{_status_summary(found)} ({time.perf_counter() - start:.1f} s)"
             drawn = plot_critical_points(found, axes, plots_dir)
         else:
-            found = dynamics.sweep_sharpness(ds, sim)
+            found = dynamics.sweep_sharpness(ds, sim, **analyses[name])
             top = np.asarray(found["sharpness.max_eigenvalue"])
             summary = f"top Hessian eigenvalue {_span(np.nanmin(top), np.nanmax(top), '.4g')}"
             if "sharpness.ratio" in found:

@@ -57,7 +57,8 @@ def _add_analyse(parser: argparse.ArgumentParser, store: str, plots: str) -> Non
         "extreme Hessian eigenvalues; each run's kept in OUT/critical_point.kept as it ends, so a rerun "
         "polishes only the runs not kept); sharpness (the top Hessian eigenvalue at each final state, "
         "beside 2/eta for a level with a step size); the last two need a level that declares its "
-        "landscape",
+        "landscape. Each takes its settings after colons, e.g. phases:min_span=0.05:loss_tol=0.2 "
+        "(those of dynamics.sweep_phases, sweep_critical_points, sweep_sharpness)",
     )
 
 

@@ -1,6 +1,7 @@
 """Inputs at the edges, as a careless user gives them: each is refused before any work with one
 line naming the problem (exit status 2), or said in words where the work ends."""
 
+import json
 import os
 import signal
 import subprocess
@@ -99,6 +100,10 @@ SWEEP = ["sweep", "mine:Decay", "--seeds", "2"]
         (["simulate", "mine:NotARun", "--out", "o"], "NotARun.run must return a dynamics.Run"),
         (["reproduce", "--jobs", "1000", "--out", "o"], "--jobs must be from 1 to the"),
         (["verify", "--jobs", "0", "--json", "o/v.json"], "--jobs must be from 1 to the"),
+        ([*SWEEP, "--out", "o", "--analyse", "phases:min_spam=1"], "the settings of phases as key=value"),
+        ([*SWEEP, "--out", "o", "--analyse", "phases:min_span=-1"], "min_span must be a number >= 0"),
+        ([*SWEEP, "--out", "o", "--analyse", "phases:max_phases=2.5"], "max_phases must be an integer >= 1"),
+        ([*SWEEP, "--out", "o", "--analyse", "phases,phases"], "--analyse names phases twice"),
     ],
 )
 def test_a_bad_input_is_one_line_before_any_work(users, capsys, argv, message):
@@ -231,9 +236,9 @@ def test_a_closed_pipe_ends_the_command_quietly_with_141():
 
 def test_a_sweep_without_a_grid_is_the_one_setting_and_simulate_takes_analyses(users, capsys):
     """`sweep` with no `--grid` sweeps the one setting given, with its plots; `simulate --analyse
-    phases` adds the phases to its own store and draws them beside it: the two stores hold the same
-    numbers, the phases included."""
-    argv = ["mine:Logistic", "--seeds", "3", "--set", "rate=2", "--analyse", "phases"]
+    phases` adds the phases to its own store and draws them beside it, with the settings given: the
+    two stores hold the same numbers, the phases included."""
+    argv = ["mine:Logistic", "--seeds", "3", "--set", "rate=2", "--analyse", "phases:min_span=0.4"]
     assert cli.main(["sweep", *argv, "--out", "one"]) == 0
     assert (users / "one" / "plots" / "phases_time.png").is_file()
     capsys.readouterr()
@@ -244,5 +249,6 @@ def test_a_sweep_without_a_grid_is_the_one_setting_and_simulate_takes_analyses(u
     assert (users / "sim" / f"{store.stem}.plots" / "phases_time.png").is_file(), out
     swept, simulated = dynamics.load_sweep(users / "one" / "sweep.zarr"), dynamics.load_sweep(store)
     assert "phases.count" in simulated and set(swept.data_vars) == set(simulated.data_vars)
+    assert json.loads(simulated["phases.count"].attrs["analysis"])["phases"]["min_span"] == 0.4
     for name in swept.data_vars:
         np.testing.assert_array_equal(swept[name].values, simulated[name].values, err_msg=name)
