@@ -51,14 +51,15 @@ def _add_analyse(parser: argparse.ArgumentParser, store: str, plots: str) -> Non
         "--analyse",
         default=None,
         metavar="NAMES",
-        help=f"analyses of every run, comma-separated, added to {store}, variables NAME.*, checksummed) "
-        f"with {plots}: phases (the plateaus of each run's loss); critical_point (each final state "
-        "polished to the critical point near it, float64: its status, loss, gradient norm, index and "
-        "extreme Hessian eigenvalues; each run's kept in OUT/critical_point.kept as it ends, so a rerun "
-        "polishes only the runs not kept); sharpness (the top Hessian eigenvalue at each final state, "
-        "beside 2/eta for a level with a step size); the last two need a level that declares its "
-        "landscape. Each takes its settings after colons, e.g. phases:min_span=0.05:loss_tol=0.2 "
-        "(those of dynamics.sweep_phases, sweep_critical_points, sweep_sharpness)",
+        help=f"analyses of every run, comma-separated, added to {store}, variables NAME.*, "
+        f"checksummed) with {plots}: phases (the plateaus of each run's loss); critical_point (each "
+        "final state polished to the critical point near it, float64: its status, loss, gradient "
+        "norm, index, zero eigenvalues and extreme Hessian eigenvalues; each run's kept in "
+        "OUT/critical_point.kept as it ends, so a rerun polishes only the runs not kept); sharpness "
+        "(the top Hessian eigenvalue at each final state, beside 2/eta for a level with a step "
+        "size); the last two need a level that declares its landscape. Each takes its settings "
+        "after colons, e.g. phases:min_span=0.05:loss_tol=0.2 (those of dynamics.sweep_phases, "
+        "sweep_critical_points, sweep_sharpness)",
     )
 
 

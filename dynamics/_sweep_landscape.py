@@ -110,6 +110,8 @@ def sweep_critical_points(
       infinity); the names are the variable's attribute `statuses`;
     - `critical_point.loss`, `critical_point.grad_norm`: L and ‖∇L‖ at the point found;
     - `critical_point.index`: the number of negative Hessian eigenvalues there (0 at a minimum);
+    - `critical_point.zero_count`: the number of Hessian eigenvalues within `eig_tol`·max|λ| of 0
+      there (flat directions: a degenerate point, a valley of critical points);
     - `critical_point.min_eigenvalue`, `critical_point.max_eigenvalue`: the extreme eigenvalues;
     - `critical_point.distance`: how far the point is from the final state;
     - `critical_point.num_steps`: the Newton steps taken.
@@ -155,11 +157,13 @@ def sweep_critical_points(
 
     def analyse(landscape, final):
         found = critical_point(landscape.loss, landscape.params(final), **settings)
+        sizes = jnp.abs(found.eigenvalues)
         return {
             "status": found.status,
             "loss": found.loss,
             "grad_norm": found.grad_norm,
             "index": found.index,
+            "zero_count": jnp.sum(sizes <= eig_tol * jnp.max(sizes)),
             "min_eigenvalue": found.eigenvalues[0],
             "max_eigenvalue": found.eigenvalues[-1],
             "distance": found.distance,

@@ -162,3 +162,12 @@ def test_every_analysis_refuses_a_sweep_with_runs_not_written_yet(tmp_path):
     ):
         with pytest.raises(ValueError, match="2 of 4 runs of the sweep are not written yet"):
             analyse()
+
+
+def test_the_flat_directions_at_a_critical_point_are_counted():
+    """L = ½(rate·w₀² + w₁² − w₂²) with rate 10⁻¹⁰ is flat along w₀ within the eigenvalue tolerance
+    (10⁻⁸ of the largest): one zero eigenvalue there, none at rate 3; the index is 1 at both."""
+    ds = dynamics.sweep(Quadratic(), {"rate": [1e-10, 3.0]}, num_seeds=2)
+    found = dynamics.sweep_critical_points(ds, Quadratic())
+    assert found["critical_point.zero_count"].values.tolist() == [[1, 1], [0, 0]]
+    assert np.all(found["critical_point.index"] == 1)
