@@ -68,7 +68,8 @@ def plot_sweep(ds: xr.Dataset, axes: list[str], out_dir: Path) -> list[Path]:
     for name in scalar_metrics(ds, axes):
         values = drawn[name].where(np.isfinite(drawn[name]))
         paths.append(_against_time(values, time, lines, name, clock, stopped, thinned, out_dir))
-        paths += _finals(_last_finite(ds[name]), axes, name, f"{name} at each run's last save", out_dir)
+        if axes:  # a run's last finite save: every save read, where a plot needs it
+            paths += _finals(_last_finite(ds[name]), axes, name, f"{name} at each run's last save", out_dir)
     for name in final_scalars(ds, axes):
         what = name.removeprefix("final.") if name != "final" else "the state"
         paths += _finals(ds[name], axes, name, f"{what} where each run ended", out_dir)
