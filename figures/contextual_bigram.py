@@ -168,6 +168,7 @@ def fig2(out_dir: Path, full: bool) -> list[Path]:
         ax = fig.add_subplot(grid[0, i])
         im = ax.imshow(A, aspect="auto", cmap="viridis", vmin=min(0.0, A.min()), vmax=1.0)
         ax.set_title(name, fontsize=9)
+        ax.set_xticks(range(A.shape[1]))  # the tokens, not half-way between them
         ax.set_xlabel("last token k")
         ax.set_ylabel("position t")
         fig.colorbar(im, ax=ax)
@@ -175,6 +176,10 @@ def fig2(out_dir: Path, full: bool) -> list[Path]:
         ax = fig.add_subplot(grid[1, i])
         im = ax.imshow(A, cmap="viridis", vmin=0.0, vmax=1.0)
         ax.set_title(name, fontsize=9)
+        ax.set_xticks(range(A.shape[1]))
+        ax.set_yticks(range(A.shape[0]))
+        ax.set_xlabel("token j")  # P[i, j]: the probability of token i after token j
+        ax.set_ylabel("next token i")
         fig.colorbar(im, ax=ax)
     ax = fig.add_subplot(grid[:, 3])
     ax.plot(np.asarray(sm.ts), np.asarray(sm.values), label="softmax (SGD), eval batch")
