@@ -82,7 +82,7 @@ def reproduce_results() -> dict:
     is shown on its paper's page, not raised).
     """
     if os.environ.get(RESULTS_ENV) == "off":
-        log.warning(f"{RESULTS_ENV}=off: the papers' pages are built without their verdicts and figures")
+        log.info(f"{RESULTS_ENV}=off: the papers' pages are built without their verdicts and figures")
         return {}
     folder = results_folder()
     figures = {
