@@ -22,9 +22,10 @@ _MATH = re.compile(
 """One arithmatex element: its tag and its TeX, inline or display (still HTML-escaped)."""
 _VERBATIM = re.compile(r"<(pre|code|math|script|style)\b.*?</\1>", re.DOTALL)
 """Elements whose text is shown as written (code) or is no longer TeX (MathML)."""
-_RAW_MARKUP = re.compile(r"\$|\\[A-Za-z]+|^\s*\|.*\|\s*$", re.MULTILINE)
+_RAW_MARKUP = re.compile(r"\$|\\[A-Za-z]+|^\s*\|.*\|\s*$|^\s*[-*] +\S", re.MULTILINE)
 """What a page's text must not show once built: a `$` or a TeX command that was not read as maths,
-or a table row that was not read as a table."""
+a table row that was not read as a table, or a list item that was not read as one (a `- ` line
+taken into the paragraph above it: a list needs a blank line after an indented paragraph)."""
 
 
 def on_page_content(html_text, page, **kwargs):
@@ -47,13 +48,15 @@ def on_page_content(html_text, page, **kwargs):
 
 
 def unrendered(html_text: str) -> list[str]:
-    """The TeX (a `$`, a `\\command`) and table rows left as text in a built page's HTML, each with
-    a little of the text around it; code and MathML are not looked at.
+    """The TeX (a `$`, a `\\command`), table rows and list items left as text in a built page's
+    HTML, each with a little of the text around it; code and MathML are not looked at.
 
     **Example:**
 
         >>> unrendered("<p>so $1 - $ rate</p><pre>echo $HOME</pre>")
         ['so $1 - $ rate']
+        >>> unrendered("<p>the levels:\\n- L0, the first</p>")
+        ['the levels:\\n- L0, the first']
     """
     text = html.unescape(re.sub(r"<[^>]+>", "", _VERBATIM.sub("", html_text)))
     around = (text[max(0, m.start() - 30) : m.end() + 30].strip() for m in _RAW_MARKUP.finditer(text))
