@@ -153,10 +153,9 @@ def test_a_sweep_is_each_point_run_alone_in_memory_and_on_disk(paper, level, tmp
             assert variable.dtype == np.dtype(sim.dtype), name
 
 
-REPLAYS = [
-    pytest.param(*pair, marks=() if pair == ("scan_snap", "L0") else pytest.mark.slow) for pair in LEVELS
-]
-"""Every level, all but one only under `-m slow` (each compiles its program twice)."""
+REPLAYS = [pytest.param(*pair, marks=pytest.mark.slow) for pair in LEVELS]
+"""Every level, under `-m slow` (each compiles its program twice); by default a sweep's replayed
+blocks are compared with the run traced anew in `test_sweep_store`, on a class of its own."""
 
 
 @pytest.mark.parametrize(("paper", "level"), REPLAYS)
