@@ -97,9 +97,9 @@ def test_a_log_says_that_a_long_piece_goes_on_with_the_time_left(monkeypatch, ca
     that there is no estimate yet; after, the time left at the pace of those done."""
     monkeypatch.setattr(_progress, "HEARTBEAT", 0.2)
     with dynamics.progress_over(2, "blocks", "block", True) as bar:
-        time.sleep(0.5)
+        time.sleep(0.8)
         bar.update()
-        time.sleep(0.5)
+        time.sleep(0.8)
         bar.update()
     lines = capsys.readouterr().err.splitlines()
     assert lines[0].startswith("blocks: 0/2 done (")
