@@ -149,27 +149,27 @@ class _Lines:
     def _print(self, detail: str) -> None:
         print(f"{self.desc}: {self.n}/{self.total} done ({detail})", file=sys.stderr, flush=True)
 
+    def _left(self, now: float) -> float:
+        """The seconds left at `now`: the pieces to come at the pace of those done, less what the
+        piece under way has run (after one piece or more)."""
+        pace = (self.ended - self.start) / self.n
+        return max(pace * (self.total - self.n) - (now - self.ended), 0.0)
+
     def update(self, n: int = 1) -> None:
         self.n += n
         self.ended = self.said = now = time.perf_counter()
-        seconds = now - self.start
-        left = (
-            f", about {duration(seconds / self.n * (self.total - self.n))} left"
-            if self.n < self.total
-            else ""
-        )
-        self._print(f"{duration(seconds)}{left}{f'; {self.postfix}' if self.postfix else ''}")
+        left = f", about {duration(self._left(now))} left" if self.n < self.total else ""
+        self._print(f"{duration(now - self.start)}{left}{f'; {self.postfix}' if self.postfix else ''}")
 
     def _heartbeat(self) -> None:
         while not self._stop.wait(min(1.0, HEARTBEAT / 4)):
             now = time.perf_counter()
             if now - self.said < HEARTBEAT or self.n >= self.total:
                 continue
-            self.said, running = now, now - self.ended
+            self.said = now
             if self.n:
-                pace = (self.ended - self.start) / self.n
-                left = max(pace * (self.total - self.n) - running, 0.0)
-                news = f"{duration(running)} since a {self.unit} ended, about {duration(left)} left"
+                since = f"{duration(now - self.ended)} since a {self.unit} ended"
+                news = f"{since}, about {duration(self._left(now))} left"
             else:
                 news = f"no {self.unit} done yet to estimate the time from"
             self._print(f"{duration(now - self.start)} so far; {news}")
