@@ -440,6 +440,8 @@ def sweep(args: argparse.Namespace) -> int:
 
 ANALYSES = ("phases", "critical_point", "sharpness")
 """What `attnflow sweep --analyse` computes from every run of a finished sweep."""
+GRAD_NORM = "grad_norm"
+"""The saved series that `--analyse phases` takes as the gradient norm, where a simulation saves it."""
 
 
 def _analysis_functions() -> dict:
@@ -454,7 +456,7 @@ def _analysis_functions() -> dict:
 
 
 def _analysis_settings(name: str, items: list[str]) -> dict:
-    """The settings `key=value` of analysis `name` (`--analyse phases:min_span=0.05:loss_tol=0.2`),
+    """The settings `key=value` of analysis `name` (`--analyse phases:min_depth=2:leave=0.1`),
     each a keyword-only argument of its function (`keep` excepted: the command keeps the polished
     runs itself), read as the type of its default; refused one by one with what is allowed."""
     signature = inspect.signature(_analysis_functions()[name])
@@ -509,6 +511,10 @@ def _analyses(text: str | None, sim) -> dict[str, dict]:
             raise ValueError(f"--analyse names {name} twice")
         analyses[name] = _analysis_settings(name, settings)
     if "phases" in analyses:
+        try:
+            dynamics.check_phase_settings(**analyses["phases"])
+        except ValueError as err:
+            raise ValueError(f"--analyse {err}") from None
         series = dynamics.saved_series(sim)
         if sim.loss_name not in series:
             raise ValueError(
@@ -552,7 +558,8 @@ def _analyse(ds, sim, analyses: dict[str, dict], axes: list[str], store: Path, p
         if name not in analyses:
             continue
         if name == "phases":
-            found = dynamics.sweep_phases(ds, sim.loss_name, **analyses[name])
+            grad_norm = GRAD_NORM if GRAD_NORM in dynamics.saved_series(sim) else None
+            found = dynamics.sweep_phases(ds, sim.loss_name, grad_norm, **analyses[name])
             counts = np.asarray(found["phases.count"]).ravel()
             summary = f"{_span(counts.min(), counts.max(), 'd')} plateaus per run"
             drawn = plot_phases(ds, found, axes, sim.loss_name, plots_dir)

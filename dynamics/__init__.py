@@ -98,7 +98,7 @@ from ._params import (
     settings,
     with_settings,
 )
-from ._phases import Plateaus, PlateauSaddles, phases, plateau_saddles
+from ._phases import Plateaus, PlateauSaddles, check_phase_settings, phases, plateau_saddles
 from ._preflight import DEFAULT_MAX_BYTES, MAX_SEED, parse_bytes
 from ._progress import duration, progress_inside, progress_over
 from ._proximal import Mask, center_columns, project_columns, proximal_l1, scale_columns, soft_threshold
@@ -237,6 +237,7 @@ __all__ = [
     "normalized_gd",
     "phases",
     "plateau_saddles",
+    "check_phase_settings",
     "sweep_phases",
     "sweep_critical_points",
     "add_to_store",

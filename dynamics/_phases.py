@@ -13,14 +13,22 @@ from jaxtyping import Array, ArrayLike, Bool, Float, Int, PyTree
 from ._compiled import one_program
 from ._landscape import newton_polish
 
+_STILL = 1e-3
+"""The relative rate (the loss's change per e-fold of time, over its height) below which the loss
+counts as still: slower rates are all equal, so that a converged loss's rounding noise, or a start
+that has not moved yet, is one plateau rather than many."""
+
+_NEIGHBOURS = 8
+"""The most saves on each side that enter the slope of the loss at a save (those within `window`)."""
+
 
 class Plateaus(eqx.Module):
     """The plateaus of one run, found by [`phases`][], in time order, padded to `max_phases`.
 
     Plateau p occupies the saves `start_index[p]` to `end_index[p]`; the transition after it runs
     from its last save to the first save of plateau p + 1 (or to the end of the run). Entries past
-    `count` are padding: NaN for the times and losses, −1 for the save indices. Every field is an
-    array, so results can be `vmap`ped over runs (each field then gains a leading axis).
+    `count` are padding: NaN for the times, losses and measures, −1 for the save indices. Every field
+    is an array, so results can be `vmap`ped over runs (each field then gains a leading axis).
 
     **Fields:**
 
@@ -31,9 +39,15 @@ class Plateaus(eqx.Module):
     - `start_index`, `end_index`: the plateau's first and last saves.
     - `after_index`: the first save after the plateau, where the run has begun to escape it; −1
       where the plateau lasts to the last usable save.
+    - `depth`: how sure the plateau is: how many times faster (relatively) the loss moves in the
+      faster of the transitions beside it than at the plateau's slowest save; at least `min_depth`.
+      Infinite for a run that is still throughout.
+    - `flatness`: the loss's relative rate at the plateau's slowest save (see `rate`); at most
+      10⁻³ is still.
     - `count`: the number of plateaus found; when it exceeds `P`, only the first `P` are returned.
-    - `slow`: which saves passed both tests of [`phases`][], shape `(T,)`, before the shortest
-      stretches were dropped.
+    - `rate`: at every save, the relative rate of the loss, |dL/d log t| / (L − L_min + `floor` ·
+      (L_max − L_min)), no less than twice the standard error of the slope, shape `(T,)`: what
+      [`phases`][] splits.
 
     **Example:** a loss that drops from 2 to 1 around t = 1 and from 1 to 0 around t = 100, each
     drop a sigmoid in log t, has three plateaus: at 2, at 1 and at 0:
@@ -45,8 +59,8 @@ class Plateaus(eqx.Module):
         >>> found = dynamics.phases(ts, losses, max_phases=4)
         >>> int(found.count), [round(float(v), 4) for v in found.loss]
         (3, [2.0, 1.0, 0.0, nan])
-        >>> found.after_index.tolist()
-        [18, 38, -1, -1]
+        >>> found.start_index.tolist(), found.end_index.tolist(), found.after_index.tolist()
+        ([0, 22, 43, -1], [18, 39, 60, -1], [19, 40, -1, -1])
     """
 
     start_time: Float[Array, " P"]
@@ -56,8 +70,10 @@ class Plateaus(eqx.Module):
     start_index: Int[Array, " P"]
     end_index: Int[Array, " P"]
     after_index: Int[Array, " P"]
+    depth: Float[Array, " P"]
+    flatness: Float[Array, " P"]
     count: Int[Array, ""]
-    slow: Bool[Array, " T"]
+    rate: Float[Array, " T"]
 
 
 @one_program
@@ -67,29 +83,36 @@ def phases(
     grad_norms: Float[ArrayLike, " T"] | None = None,
     *,
     max_phases: int = 8,
-    loss_tol: float = 0.1,
-    grad_tol: float = 0.01,
+    min_depth: float = 3.0,
+    leave: float = 0.2,
+    window: float = 0.05,
     floor: float = 1e-3,
-    min_span: float = 0.5,
 ) -> Plateaus:
     """Split the saves of one run into plateaus and the transitions between them.
 
-    Every test is in log-time and relative, so the result does not change when time or the loss is
-    rescaled or the loss shifted. Save j is slow when both hold:
+    A plateau is a valley of the loss's relative rate in log-time: where the loss moves at least
+    `min_depth` times slower, relative to its height above the lowest level it reaches, than in the
+    transitions on either side. Every test is relative, so the result does not change when time or
+    the loss is rescaled or the loss shifted.
 
-    - the loss changes slowly in log-time: |dL/d log t| ≤ `loss_tol` · (L_j − L_min + `floor` ·
-      (L_max − L_min)), the derivative a central difference over saves j − 1 and j + 1 (one-sided
-      at the ends), L_min and L_max the run's lowest and highest losses. The loss is measured from
-      the lowest level it reaches, so a plateau high above it and the final approach to it both
-      count; the floor keeps a loss that has converged, down to rounding noise, slow.
-    - the gradient is small: ‖∇L‖_j ≤ `grad_tol` · the largest gradient norm of the run.
+    1. The rate at save j is |dL/d log t| / (L_j − L_min + `floor` · (L_max − L_min)): the slope a
+       least-squares line through the saves within `window` of log t_j (at least its neighbours, at
+       most 8 each side), taken no smaller than twice its standard error, so that noise in a
+       Monte-Carlo loss does not read as a stop; rates below 10⁻³ count as 10⁻³ (still).
+    2. Its valleys: the turning points of the log of the rate that rise and fall by at least
+       log(`min_depth`) (a zigzag over the saves). The run's start and its end are valleys like the
+       others when the rate rises after the start or has fallen at the end.
+    3. A plateau is the saves about a valley's slowest save whose loss has moved less than `leave`
+       of the way to the loss at the fastest save of the transition on each side: it ends where the
+       loss leaves it.
+    4. With gradient norms, a valley is a plateau only where the gradient is small: its lowest
+       gradient norm at least √`min_depth` times below the largest in the transitions beside it
+       (up to the valleys next to it). The start of an exponential decay, where the gradient is at
+       its largest, is none.
 
-    A plateau is a maximal stretch of consecutive slow saves spanning at least `min_span` in
-    log t (t_last / t_first ≥ e^min_span); a shorter stretch, such as the turn of a transition, is
-    none. The run's start, before the first transition, and its end, once the loss has converged,
-    are plateaus like the others. Saves with a non-finite time, loss or gradient norm, or t ≤ 0,
-    are never slow, and do not count towards L_min, L_max or the largest gradient norm. The saves
-    should be log-spaced and dense enough to resolve the transitions (tens per decade).
+    Saves with a non-finite time, loss or gradient norm, or t ≤ 0, are on no plateau and do not
+    count towards L_min or L_max. The saves should be log-spaced and dense enough to resolve the
+    transitions (tens per decade); a run that stays still throughout is one plateau.
 
     **Arguments:**
 
@@ -97,12 +120,15 @@ def phases(
     - `losses`: the loss at each save, shape `(T,)`.
     - `grad_norms`: ‖∇L‖ at each save, shape `(T,)`; default: no gradient test.
     - `max_phases`: the most plateaus returned (the length `P` of the fields).
-    - `loss_tol`: the relative loss change per unit log t below which the loss is slow.
-    - `grad_tol`: the fraction of the run's largest gradient norm below which the gradient is small.
-    - `floor`: the fraction of the loss range added to the loss scale, see above.
-    - `min_span`: the shortest plateau, in units of log t (natural logarithm).
+    - `min_depth`: how many times faster the transitions beside a plateau must move the loss (> 1).
+    - `leave`: the fraction of the way to the next transition's fastest save at which the loss
+      has left the plateau (in (0, 1)).
+    - `window`: the half-width in log t of the saves that enter each slope.
+    - `floor`: the fraction of the loss range added to the loss's height, see above.
 
-    **Returns:** a [`Plateaus`][]. Pure JAX: jits and `vmap`s over runs (`max_phases` static).
+    **Returns:** a [`Plateaus`][]. Pure JAX: jits and `vmap`s over runs (the settings static).
+
+    **Raises:** `ValueError` for a setting out of its range ([`check_phase_settings`][]).
 
     **Example:** L(t) = e^{−t}, the loss of the flow on ½θ² from θ² = 2, has one plateau: its end,
     once it has converged. Its start is none: the loss changes slowly in log-time there, but the
@@ -115,8 +141,9 @@ def phases(
         >>> int(found.count), [round(float(v), 4) for v in found.loss]
         (1, [0.0, nan, nan])
         >>> round(float(found.start_time[0]), 1), float(found.end_time[0])
-        (12.6, 1000.0)
+        (7.9, 1000.0)
     """
+    check_phase_settings(max_phases=max_phases, min_depth=min_depth, leave=leave, window=window, floor=floor)
     losses = jnp.asarray(losses)
     if not jnp.issubdtype(losses.dtype, jnp.floating):
         losses = losses.astype(jnp.asarray(0.0).dtype)
@@ -125,36 +152,46 @@ def phases(
     no_gradient = grad_norms is None
     grad_norms = jnp.zeros_like(losses) if no_gradient else jnp.asarray(grad_norms, dtype)
     num_saves = losses.shape[0]
+    indices = jnp.arange(num_saves)
     usable = jnp.isfinite(ts) & (ts > 0) & jnp.isfinite(losses) & jnp.isfinite(grad_norms)
     log_t = jnp.log(jnp.where(usable, ts, 1.0))
-
     low = jnp.min(jnp.where(usable, losses, jnp.inf))
     high = jnp.max(jnp.where(usable, losses, -jnp.inf))
-    indices = jnp.arange(num_saves)
-    before = jnp.clip(indices - 1, 0, num_saves - 1)
-    after = jnp.clip(indices + 1, 0, num_saves - 1)
-    before = jnp.where(usable[before], before, indices)
-    after = jnp.where(usable[after], after, indices)
-    span = log_t[after] - log_t[before]
-    rate = jnp.abs(losses[after] - losses[before]) / jnp.where(span > 0, span, 1.0)
-    loss_slow = (span > 0) & (rate <= loss_tol * (losses - low + floor * (high - low)))
-    largest = jnp.max(jnp.where(usable, grad_norms, 0.0))
-    grad_small = grad_norms <= grad_tol * largest
-    slow = usable & loss_slow & grad_small
+    height = losses - low + floor * (high - low)
+    rate, fitted = _relative_rate(log_t, losses, height, usable, window)
+    level = jnp.log(jnp.maximum(rate, _STILL))
+    kind, at = _turning_points(level, fitted, np.log(min_depth))
 
-    first = slow & ~jnp.concatenate([jnp.zeros(1, bool), slow[:-1]])
-    stretch = jnp.where(slow, jnp.cumsum(first) - 1, num_saves)  # num_saves: no stretch
-    start_index = jax.ops.segment_min(indices, stretch, num_segments=num_saves)
-    end_index = jax.ops.segment_max(indices, stretch, num_segments=num_saves)
-    exists = jnp.arange(num_saves) < jnp.sum(first)
-    start_index = jnp.where(exists, start_index, 0)
-    end_index = jnp.where(exists, end_index, 0)
-    kept = exists & (log_t[end_index] - log_t[start_index] >= min_span)
-    order = jnp.argsort(~kept, stable=True)[:max_phases]  # the kept stretches first, in time order
-    valid = kept[order]
-    start_index, end_index = start_index[order], end_index[order]
+    valley = kind == _VALLEY
+    turns = jnp.sum(kind != 0)
+    left = jnp.where(indices >= 1, at[jnp.clip(indices - 1, 0)], -1)
+    right = jnp.where(indices + 1 < turns, at[jnp.clip(indices + 1, 0, num_saves - 1)], -1)
+    before = jnp.where(indices >= 2, at[jnp.clip(indices - 2, 0)], 0)  # the valleys beside, or the ends
+    beyond = jnp.where(indices + 2 < turns, at[jnp.clip(indices + 2, 0, num_saves - 1)], num_saves - 1)
+    still_throughout = (
+        (turns == 0) & jnp.any(fitted) & (jnp.max(jnp.where(fitted, level, -jnp.inf)) <= np.log(_STILL))
+    )
+    valley = valley.at[0].set(valley[0] | still_throughout)
+    at = at.at[0].set(jnp.where(still_throughout, jnp.argmin(jnp.where(fitted, rate, jnp.inf)), at[0]))
 
+    order = jnp.argsort(~valley, stable=True)  # the valleys first, in time order
+    bottom, left, right, before, beyond = at[order], left[order], right[order], before[order], beyond[order]
+    start_index, end_index = _leaving(losses, usable, bottom, left, right, leave)
     on_stretch = (indices[None, :] >= start_index[:, None]) & (indices[None, :] <= end_index[:, None])
+    on_stretch &= usable[None, :]
+    sides = jnp.stack([left, right])  # the transitions' fastest saves, −1: none
+    depth = jnp.exp(
+        jnp.min(jnp.where(sides >= 0, level[jnp.clip(sides, 0)], jnp.inf), axis=0) - level[bottom]
+    )
+    around = (indices[None, :] >= before[:, None]) & (indices[None, :] <= beyond[:, None]) & usable[None, :]
+    lowest_gradient = jnp.min(jnp.where(on_stretch, grad_norms[None, :], jnp.inf), axis=1)
+    largest_gradient = jnp.max(jnp.where(around, grad_norms[None, :], -jnp.inf), axis=1)
+    small = largest_gradient >= np.sqrt(min_depth) * lowest_gradient
+    kept = valley[order] & (no_gradient | small)
+
+    order = jnp.argsort(~kept, stable=True)[:max_phases]  # the plateaus first, in time order
+    valid = kept[order]
+    start_index, end_index, on_stretch = start_index[order], end_index[order], on_stretch[order]
     nearest = rate if no_gradient else grad_norms
     save_index = jnp.argmin(jnp.where(on_stretch, nearest[None, :], jnp.inf), axis=1)
     later = (indices[None, :] > end_index[:, None]) & usable[None, :]
@@ -163,17 +200,162 @@ def phases(
     def pad_index(index):
         return jnp.where(valid, index, -1).astype(jnp.int32)
 
+    def pad(values):
+        return jnp.where(valid, values, jnp.nan)
+
     return Plateaus(
-        start_time=jnp.where(valid, ts[start_index], jnp.nan),
-        end_time=jnp.where(valid, ts[end_index], jnp.nan),
-        loss=jnp.where(valid, losses[save_index], jnp.nan),
+        start_time=pad(ts[start_index]),
+        end_time=pad(ts[end_index]),
+        loss=pad(losses[save_index]),
         save_index=pad_index(save_index),
         start_index=pad_index(start_index),
         end_index=pad_index(end_index),
         after_index=pad_index(after_index),
+        depth=pad(depth[order]),
+        flatness=pad(rate[bottom[order]]),
         count=jnp.sum(kept, dtype=jnp.int32),
-        slow=slow,
+        rate=rate,
     )
+
+
+_VALLEY, _PEAK = 1, 2
+
+
+def check_phase_settings(
+    *,
+    max_phases: int = 8,
+    min_depth: float = 3.0,
+    leave: float = 0.2,
+    window: float = 0.05,
+    floor: float = 1e-3,
+) -> None:
+    """Refuse settings of [`phases`][] (and [`sweep_phases`][]) out of their ranges, before any work.
+
+    **Raises:** `ValueError` naming every setting out of range and what it must be.
+
+    **Example:**
+
+        >>> import dynamics
+        >>> dynamics.check_phase_settings(min_depth=2.0)
+        >>> dynamics.check_phase_settings(min_depth=1.0, leave=1.5)
+        Traceback (most recent call last):
+        ...
+        ValueError: phases: min_depth must be a number > 1, got 1.0; leave must be a number in (0, 1), got 1.5
+    """
+    wrong = [
+        (name, value, wanted)
+        for name, value, ok, wanted in (
+            ("max_phases", max_phases, isinstance(max_phases, int) and max_phases >= 1, "an integer >= 1"),
+            ("min_depth", min_depth, min_depth > 1, "a number > 1"),
+            ("leave", leave, 0 < leave < 1, "a number in (0, 1)"),
+            ("window", window, window >= 0, "a number >= 0"),
+            ("floor", floor, floor >= 0, "a number >= 0"),
+        )
+        if not ok
+    ]
+    if wrong:
+        raise ValueError("phases: " + "; ".join(f"{n} must be {w}, got {v!r}" for n, v, w in wrong))
+
+
+def _relative_rate(log_t, losses, height, usable, window):
+    """|dL/d log t| / `height` at every save, and which saves have a slope (two usable saves or
+    more at distinct times about them): the slope of a least-squares line through the saves within
+    `window` of the save in log t (at least its usable neighbours, at most `_NEIGHBOURS` each side),
+    taken no smaller than twice its standard error."""
+    num_saves = losses.shape[0]
+    offsets = jnp.arange(-_NEIGHBOURS, _NEIGHBOURS + 1)
+    around = jnp.arange(num_saves)[:, None] + offsets[None, :]
+    clipped = jnp.clip(around, 0, num_saves - 1)
+    du = log_t[clipped] - log_t[:, None]
+    inside = (around >= 0) & (around < num_saves) & usable[clipped] & usable[:, None]
+    inside &= (jnp.abs(du) <= window) | (jnp.abs(offsets)[None, :] <= 1)
+    count = jnp.sum(inside, axis=1).astype(losses.dtype)
+    du = jnp.where(inside, du, 0.0)
+    dl = jnp.where(inside, losses[clipped] - losses[:, None], 0.0)
+    du = jnp.where(inside, du - (jnp.sum(du, 1) / jnp.maximum(count, 1))[:, None], 0.0)
+    dl = jnp.where(inside, dl - (jnp.sum(dl, 1) / jnp.maximum(count, 1))[:, None], 0.0)
+    spread = jnp.sum(du * du, axis=1)
+    fitted = usable & (spread > 0)
+    spread = jnp.where(fitted, spread, 1.0)
+    slope = jnp.sum(du * dl, axis=1) / spread
+    residual = jnp.sum((dl - slope[:, None] * du) ** 2, axis=1)
+    error = jnp.sqrt(residual / jnp.maximum(count - 2, 1) / spread)
+    rate = jnp.maximum(jnp.abs(slope), 2.0 * error) / height
+    return jnp.where(fitted, rate, jnp.nan), fitted
+
+
+def _turning_points(level, fitted, rise):
+    """The valleys and peaks of `level` over the saves where `fitted`, each at least `rise` below
+    (a valley) or above (a peak) its neighbours (a zigzag), in time order: `kind` (`_VALLEY`,
+    `_PEAK`, or 0 past the last) and `at` (the save), each of length T; the last entry of the
+    zigzag, the running extreme at the run's end, counts when the level has moved `rise` from the
+    turning point before it."""
+    num_saves = level.shape[0]
+    seeking_none, seeking_peak, seeking_valley = 0, 1, 2
+    saves = jnp.arange(num_saves)
+    none = jnp.zeros((), saves.dtype)
+
+    def step(state, save):
+        mode, low, low_at, high, high_at = state
+        value, ok, j = save
+        new_low, new_high = value < low, value > high
+        low, low_at = jnp.where(new_low, value, low), jnp.where(new_low, j, low_at)
+        high, high_at = jnp.where(new_high, value, high), jnp.where(new_high, j, high_at)
+        rose = (mode != seeking_peak) & (value - low >= rise)
+        fell = (mode != seeking_valley) & ~rose & (high - value >= rise)
+        event = jnp.where(rose, _VALLEY, jnp.where(fell, _PEAK, 0))
+        where = jnp.where(rose, low_at, high_at)
+        mode = jnp.where(rose, seeking_peak, jnp.where(fell, seeking_valley, mode))
+        low, low_at = jnp.where(fell, value, low), jnp.where(fell, j, low_at)
+        high, high_at = jnp.where(rose, value, high), jnp.where(rose, j, high_at)
+        new = (mode, low, low_at, high, high_at)
+        return jax.tree.map(lambda a, b: jnp.where(ok, a, b), new, state), (jnp.where(ok, event, 0), where)
+
+    state = (
+        jnp.int32(seeking_none),
+        jnp.asarray(jnp.inf, level.dtype),
+        none,
+        -jnp.asarray(jnp.inf, level.dtype),
+        none,
+    )
+    (mode, _, low_at, _, high_at), (events, where) = jax.lax.scan(step, state, (level, fitted, saves))
+    last = jnp.where(mode == seeking_valley, _VALLEY, jnp.where(mode == seeking_peak, _PEAK, 0))
+    events = jnp.concatenate([events, last[None]])
+    where = jnp.concatenate([where, jnp.where(mode == seeking_valley, low_at, high_at)[None]])
+    slot = jnp.where(events > 0, jnp.cumsum(events > 0) - 1, num_saves + 1)
+    kind = jnp.zeros(num_saves + 1, jnp.int32).at[slot].set(events, mode="drop")
+    at = jnp.zeros(num_saves + 1, saves.dtype).at[slot].set(where, mode="drop")
+    return kind[:num_saves], at[:num_saves]
+
+
+def _leaving(losses, usable, bottom, left, right, leave):
+    """The first and last saves of the plateau about each valley's slowest save `bottom`: those
+    between the transitions' fastest saves `left` and `right` (−1: none) whose loss has moved less
+    than `leave` of the way from the loss at `bottom` to the loss there."""
+    num_saves = losses.shape[0]
+    indices = jnp.arange(num_saves)
+    level = losses[bottom][:, None]
+
+    def moved(side):
+        gap = jnp.abs(losses[jnp.clip(side, 0)] - losses[bottom])
+        far = jnp.abs(losses[None, :] - level) >= leave * gap[:, None]
+        return jnp.where((side >= 0)[:, None], far, False) | ~usable[None, :]
+
+    before = (indices[None, :] < bottom[:, None]) & (indices[None, :] >= jnp.maximum(left, 0)[:, None])
+    before &= moved(left)
+    after = (indices[None, :] > bottom[:, None]) & (
+        indices[None, :] <= jnp.where(right >= 0, right, num_saves - 1)[:, None]
+    )
+    after &= moved(right)
+    first_usable = jnp.argmax(usable)
+    last_usable = num_saves - 1 - jnp.argmax(usable[::-1])
+    start = jnp.where(
+        jnp.any(before, 1),
+        num_saves - jnp.argmax(before[:, ::-1], 1),
+        jnp.maximum(jnp.maximum(left, 0), first_usable),
+    )
+    end = jnp.where(jnp.any(after, 1), jnp.argmax(after, 1) - 1, jnp.where(right >= 0, right, last_usable))
+    return start, end
 
 
 class PlateauSaddles(eqx.Module):

@@ -22,10 +22,10 @@ def sweep_phases(
     grad_norm: str | None = None,
     *,
     max_phases: int = 8,
-    loss_tol: float = 0.1,
-    grad_tol: float = 0.01,
+    min_depth: float = 3.0,
+    leave: float = 0.2,
+    window: float = 0.05,
     floor: float = 1e-3,
-    min_span: float = 0.5,
 ) -> xr.Dataset:
     """Split every run of a sweep into plateaus and transitions ([`phases`][] on each run's saved
     loss against its save times), computed at once for every grid point and seed.
@@ -36,14 +36,15 @@ def sweep_phases(
     - `loss`: the saved value that is the run's loss, one number per save.
     - `grad_norm`: a saved gradient norm, one number per save, for [`phases`][]' gradient test;
       default: none.
-    - `max_phases`, `loss_tol`, `grad_tol`, `floor`, `min_span`: as for [`phases`][].
+    - `max_phases`, `min_depth`, `leave`, `window`, `floor`: as for [`phases`][].
 
     **Returns:** a dataset with the sweep's grid axes and `seed`, and `phase` (the plateaus of a
     run in time order, padded with NaN past each run's count):
 
     - `phases.count`: the number of plateaus of each run;
     - `phases.start_time`, `phases.end_time`: each plateau's first and last save times;
-    - `phases.loss`: the loss at the save nearest the plateau's critical point.
+    - `phases.loss`: the loss at the save nearest the plateau's critical point;
+    - `phases.depth`, `phases.flatness`: how sure each plateau is, as for [`Plateaus`][].
 
     Its attributes are the sweep's (its `config`, its `identity`, ...) and the analysis's settings
     (`analysis`, JSON); [`save_sweep`][] writes it as a store of its own.
@@ -89,9 +90,7 @@ def sweep_phases(
         for what, name in series.items()
     }
     times = ds["time"].broadcast_like(ds[loss]).transpose(*ds[loss].dims).values.reshape(-1, shape[-1])
-    settings = dict(
-        max_phases=max_phases, loss_tol=loss_tol, grad_tol=grad_tol, floor=floor, min_span=min_span
-    )
+    settings = dict(max_phases=max_phases, min_depth=min_depth, leave=leave, window=window, floor=floor)
     split = functools.partial(phases, **settings)
     found = jax.jit(jax.vmap(lambda t, values: split(t, values["loss"], values.get("grad_norm"))))(
         times, flat
@@ -108,6 +107,8 @@ def sweep_phases(
             "phases.start_time": labelled("start_time", True),
             "phases.end_time": labelled("end_time", True),
             "phases.loss": labelled("loss", True),
+            "phases.depth": labelled("depth", True),
+            "phases.flatness": labelled("flatness", True),
         },
         coords={name: ds.coords[name] for name in lead if name in ds.coords}
         | {PHASE_DIM: np.arange(np.shape(found.start_time)[-1])},  # fewer than max_phases for few saves

@@ -101,7 +101,9 @@ SWEEP = ["sweep", "mine:Decay", "--seeds", "2"]
         (["reproduce", "--jobs", "1000", "--out", "o"], "--jobs must be from 1 to the"),
         (["verify", "--jobs", "0", "--json", "o/v.json"], "--jobs must be from 1 to the"),
         ([*SWEEP, "--out", "o", "--analyse", "phases:min_spam=1"], "the settings of phases as key=value"),
-        ([*SWEEP, "--out", "o", "--analyse", "phases:min_span=-1"], "min_span must be a number >= 0"),
+        ([*SWEEP, "--out", "o", "--analyse", "phases:window=-1"], "window must be a number >= 0"),
+        ([*SWEEP, "--out", "o", "--analyse", "phases:min_depth=1"], "min_depth must be a number > 1, got 1.0"),
+        ([*SWEEP, "--out", "o", "--analyse", "phases:leave=1.5"], "leave must be a number in (0, 1), got 1.5"),
         ([*SWEEP, "--out", "o", "--analyse", "phases:max_phases=2.5"], "max_phases must be an integer >= 1"),
         ([*SWEEP, "--out", "o", "--analyse", "phases,phases"], "--analyse names phases twice"),
     ],
@@ -238,7 +240,7 @@ def test_a_sweep_without_a_grid_is_the_one_setting_and_simulate_takes_analyses(u
     """`sweep` with no `--grid` sweeps the one setting given, with its plots; `simulate --analyse
     phases` adds the phases to its own store and draws them beside it, with the settings given: the
     two stores hold the same numbers, the phases included."""
-    argv = ["mine:Logistic", "--seeds", "3", "--set", "rate=2", "--analyse", "phases:min_span=0.4"]
+    argv = ["mine:Logistic", "--seeds", "3", "--set", "rate=2", "--analyse", "phases:min_depth=2.5"]
     assert cli.main(["sweep", *argv, "--out", "one"]) == 0
     assert (users / "one" / "plots" / "phases_time.png").is_file()
     capsys.readouterr()
@@ -249,6 +251,6 @@ def test_a_sweep_without_a_grid_is_the_one_setting_and_simulate_takes_analyses(u
     assert (users / "sim" / f"{store.stem}.plots" / "phases_time.png").is_file(), out
     swept, simulated = dynamics.load_sweep(users / "one" / "sweep.zarr"), dynamics.load_sweep(store)
     assert "phases.count" in simulated and set(swept.data_vars) == set(simulated.data_vars)
-    assert json.loads(simulated["phases.count"].attrs["analysis"])["phases"]["min_span"] == 0.4
+    assert json.loads(simulated["phases.count"].attrs["analysis"])["phases"]["min_depth"] == 2.5
     for name in swept.data_vars:
         np.testing.assert_array_equal(swept[name].values, simulated[name].values, err_msg=name)

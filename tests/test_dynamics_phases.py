@@ -66,9 +66,17 @@ def test_saxe_plateaus_are_the_start_each_stage_and_the_end(saxe_run):
     assert (found.start_index[:4] <= found.save_index[:4]).all()
     assert (found.save_index[:4] <= found.end_index[:4]).all()
     assert found.after_index[:4].tolist() == [*(found.end_index[:3] + 1).tolist(), -1]
-    # the transitions straddle the closed-form stage times log(s_k/ε²)/(2 s_k) (up to O(1)/s_k)
-    stage_times = np.log(SINGULAR_VALUES / INIT_SCALE**2) / (2 * SINGULAR_VALUES)
-    assert (found.end_time[:3] < stage_times).all() and (stage_times < found.start_time[1:4]).all()
+    # each plateau ends where the loss leaves it: its last save has moved the loss less than a
+    # quarter of the way to the next level (measured: 0.10 to 0.14), and the loss crosses halfway
+    # between the two plateaus; the crossings lie within 2/s_k of the closed-form stage times
+    # log(s_k/ε²)/(2 s_k) (measured: 0.21, 0.86, 0.84 after 1/s_k = 0.2, 0.5, 2)
+    losses, ts = np.asarray(values["loss"]), np.asarray(saxe_run.ts)
+    for k in range(3):
+        moved = (CLOSED_FORM[k] - losses[found.end_index[k]]) / (CLOSED_FORM[k] - CLOSED_FORM[k + 1])
+        halfway = ts[np.argmax(losses <= (CLOSED_FORM[k] + CLOSED_FORM[k + 1]) / 2)]
+        stage_time = np.log(SINGULAR_VALUES[k] / INIT_SCALE**2) / (2 * SINGULAR_VALUES[k])
+        assert 0.0 < moved < 0.25 and found.end_time[k] < halfway < found.start_time[k + 1]
+        assert abs(halfway - stage_time) < 2 / SINGULAR_VALUES[k]
 
 
 def test_saxe_plateaus_polish_to_the_closed_form_saddles_and_the_run_escapes_along_them(saxe_run):
@@ -117,9 +125,9 @@ def test_phases_vmaps_over_runs_with_fixed_size_outputs():
     looped = [dynamics.phases(ts, run_losses, max_phases=4) for run_losses in losses]
     assert batched.count.tolist() == [2, 3] and batched.loss.shape == (2, 4)
     for run, single in enumerate(looped):
-        for name in ("start_time", "end_time", "loss"):
+        for name in ("start_time", "end_time", "loss", "depth", "flatness", "rate"):
             np.testing.assert_allclose(getattr(batched, name)[run], getattr(single, name))
-        for name in ("save_index", "start_index", "end_index", "after_index", "count", "slow"):
+        for name in ("save_index", "start_index", "end_index", "after_index", "count"):
             assert getattr(batched, name)[run].tolist() == getattr(single, name).tolist()
 
 
@@ -127,6 +135,66 @@ def test_unusable_saves_are_never_slow_and_the_indices_must_pair():
     ts = jnp.logspace(-2.0, 4.0, 61)
     losses = (1.0 - jnp.tanh(4 * jnp.log(ts / 100))).at[-20:].set(jnp.inf)
     found = dynamics.phases(ts, losses, max_phases=2)
-    assert int(found.count) == 1 and not bool(found.slow[-20:].any())
+    assert int(found.count) == 1 and int(found.end_index[0]) < 41 and np.isnan(found.rate[-20:]).all()
     with pytest.raises(ValueError, match="one per plateau"):
         dynamics.plateau_saddles(_two_layer_loss, {}, jnp.array([0, 1]), jnp.array([1]))
+
+
+TEACHER = jnp.array([3.0, 2.0, 1.0])
+"""A teacher whose stages follow closely from a start of 10⁻³: each intermediate plateau spans
+about a quarter of an e-fold of time, and the run passes the saddles at a distance."""
+TEACHER_PLATEAUS = [0.5 * float(jnp.sum(TEACHER[k:] ** 2)) for k in range(4)]
+"""7, 2.5, 0.5 and 0: the losses of the saddles of index 9, 4, 1 and the minimum."""
+
+
+def _teacher_loss(params):
+    return 0.5 * jnp.sum((params["W2"] @ params["W1"] - jnp.diag(TEACHER)) ** 2)
+
+
+def _teacher_saddles(seed: int):
+    """The saddles under the plateaus found on the defaults, from the saved loss and gradient norm
+    of the flow from a start of scale 10⁻³, 100 saves per decade on t ∈ [10⁻², 10²]."""
+    key_1, key_2 = jax.random.split(jax.random.PRNGKey(seed))
+    start = {"W1": 1e-3 * jax.random.normal(key_1, (3, 3)), "W2": 1e-3 * jax.random.normal(key_2, (3, 3))}
+    save = dynamics.Save(ts=jnp.geomspace(1e-2, 1e2, 401), fn=_saved(_teacher_loss))
+    run = dynamics.gradient_flow(_teacher_loss, start, t1=1e2, save=save)
+    found = dynamics.phases(run.ts, run.values["loss"], run.values["grad_norm"])
+    count = int(found.count)
+    saddles = dynamics.plateau_saddles(
+        _teacher_loss, run.values["params"], found.save_index[:count], found.after_index[:count]
+    )
+    return found, saddles
+
+
+def test_the_short_plateaus_of_a_close_teacher_are_found_on_the_defaults():
+    """Every plateau of the teacher (3, 2, 1), the start's included, with the gradient norm: the
+    saddles polish to the closed-form losses and indices, and each plateau is sure by at least
+    the default depth."""
+    found, saddles = _teacher_saddles(seed=1)
+    assert int(found.count) == 4
+    np.testing.assert_allclose(saddles.loss, TEACHER_PLATEAUS, rtol=0, atol=1e-6)
+    assert saddles.index.tolist() == [9, 4, 1, 0]
+    assert (saddles.status == CriticalPointStatus.converged).all()
+    assert (found.depth[:4] >= 3.0).all() and (found.flatness[:4] < 1.0).all()
+
+
+@pytest.mark.slow
+def test_the_teachers_plateaus_are_found_in_seven_seeds_of_eight():
+    """Measured: all four in seeds 0-4, 6 and 7; seed 5's second plateau is 2.6 deep, below the
+    default 3 (`min_depth=2` finds it)."""
+    complete = 0
+    for seed in range(8):
+        found, saddles = _teacher_saddles(seed)
+        losses = np.asarray(saddles.loss)
+        complete += saddles.index.tolist() == [9, 4, 1, 0] and np.allclose(
+            losses, TEACHER_PLATEAUS, atol=1e-6
+        )
+    assert complete >= 7
+
+
+def test_phase_settings_out_of_range_are_refused():
+    ts = jnp.logspace(-2.0, 2.0, 41)
+    with pytest.raises(
+        ValueError, match=r"min_depth must be a number > 1, got 0.5; window must be a number >= 0"
+    ):
+        dynamics.phases(ts, jnp.exp(-ts), min_depth=0.5, window=-1.0)
