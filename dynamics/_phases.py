@@ -21,6 +21,10 @@ that has not moved yet, is one plateau rather than many."""
 _NEIGHBOURS = 8
 """The most saves on each side that enter the slope of the loss at a save (those within `window`)."""
 
+_CANDIDATES_PER_PHASE = 16
+"""The valleys examined per plateau returned: the first 16 · `max_phases` in time order, so that
+the work grows with the saves, not with their square."""
+
 
 class Plateaus(eqx.Module):
     """The plateaus of one run, found by [`phases`][], in time order, padded to `max_phases`.
@@ -44,7 +48,8 @@ class Plateaus(eqx.Module):
       Infinite for a run that is still throughout.
     - `flatness`: the loss's relative rate at the plateau's slowest save (see `rate`); at most
       10⁻³ is still.
-    - `count`: the number of plateaus found; when it exceeds `P`, only the first `P` are returned.
+    - `count`: the number of plateaus found among the first 16 · `P` valleys; when it exceeds `P`,
+      only the first `P` are returned.
     - `rate`: at every save, the relative rate of the loss, |dL/d log t| / (L − L_min + `floor` ·
       (L_max − L_min)), no less than twice the standard error of the slope, shape `(T,)`: what
       [`phases`][] splits.
@@ -174,7 +179,8 @@ def phases(
     valley = valley.at[0].set(valley[0] | still_throughout)
     at = at.at[0].set(jnp.where(still_throughout, jnp.argmin(jnp.where(fitted, rate, jnp.inf)), at[0]))
 
-    order = jnp.argsort(~valley, stable=True)  # the valleys first, in time order
+    candidates = min(num_saves, _CANDIDATES_PER_PHASE * max_phases)  # masks of candidates x saves
+    order = jnp.argsort(~valley, stable=True)[:candidates]  # the valleys first, in time order
     bottom, left, right, before, beyond = at[order], left[order], right[order], before[order], beyond[order]
     start_index, end_index = _leaving(losses, usable, bottom, left, right, leave)
     on_stretch = (indices[None, :] >= start_index[:, None]) & (indices[None, :] <= end_index[:, None])
