@@ -227,17 +227,23 @@ def phases(
 _VALLEY, _PEAK = 1, 2
 
 
-def check_phase_settings(
-    *,
-    max_phases: int = 8,
-    min_depth: float = 3.0,
-    leave: float = 0.2,
-    window: float = 0.05,
-    floor: float = 1e-3,
-) -> None:
-    """Refuse settings of [`phases`][] (and [`sweep_phases`][]) out of their ranges, before any work.
+_SETTING_RANGES = {
+    "max_phases": (lambda value: isinstance(value, int) and value >= 1, "an integer >= 1"),
+    "min_depth": (lambda value: value > 1, "a number > 1"),
+    "leave": (lambda value: 0 < value < 1, "a number in (0, 1)"),
+    "window": (lambda value: value >= 0, "a number >= 0"),
+    "floor": (lambda value: value >= 0, "a number >= 0"),
+}
+"""Each setting of [`phases`][]: whether a value is in its range, and the range in words."""
 
-    **Raises:** `ValueError` naming every setting out of range and what it must be.
+
+def check_phase_settings(**settings) -> None:
+    """Refuse settings of [`phases`][] (and [`sweep_phases`][]) out of their ranges, before any work:
+    the keyword arguments given, each by its name (`max_phases`, `min_depth`, `leave`, `window`,
+    `floor`).
+
+    **Raises:** `ValueError` naming every setting out of range and what it must be, or a name that
+    is not a setting.
 
     **Example:**
 
@@ -248,19 +254,18 @@ def check_phase_settings(
         ...
         ValueError: phases: min_depth must be a number > 1, got 1.0; leave must be a number in (0, 1), got 1.5
     """
-    wrong = [
-        (name, value, wanted)
-        for name, value, ok, wanted in (
-            ("max_phases", max_phases, isinstance(max_phases, int) and max_phases >= 1, "an integer >= 1"),
-            ("min_depth", min_depth, min_depth > 1, "a number > 1"),
-            ("leave", leave, 0 < leave < 1, "a number in (0, 1)"),
-            ("window", window, window >= 0, "a number >= 0"),
-            ("floor", floor, floor >= 0, "a number >= 0"),
+    unknown = sorted(set(settings) - set(_SETTING_RANGES))
+    if unknown:
+        raise ValueError(
+            f"phases has no setting {', '.join(unknown)} (its settings: {', '.join(_SETTING_RANGES)})"
         )
-        if not ok
+    wrong = [
+        f"{name} must be {_SETTING_RANGES[name][1]}, got {value!r}"
+        for name, value in settings.items()
+        if not _SETTING_RANGES[name][0](value)
     ]
     if wrong:
-        raise ValueError("phases: " + "; ".join(f"{n} must be {w}, got {v!r}" for n, v, w in wrong))
+        raise ValueError("phases: " + "; ".join(wrong))
 
 
 def _relative_rate(log_t, losses, height, usable, window):
