@@ -1,7 +1,7 @@
 """The GPU benchmark `bench/gpu.py` at toy sizes on the CPU: the report has every section it ran,
 each with numbers or the reason it has none, and a markdown table; its pieces (the lockstep waste,
 where throughput saturates, the verify section's reading of `attnflow verify`, the time limits)
-on made-up inputs. The whole toy run, every section, under `-m slow`."""
+on made-up inputs. The toy runs, through worker processes, under `-m slow`."""
 
 import dataclasses
 import json
@@ -66,6 +66,7 @@ def _check_verify(section: dict) -> None:
     assert check["name"] == "eqn2_closed_form_vs_qp" and check["verdict"] == "pass" and check["seconds"] > 0
 
 
+@pytest.mark.slow
 def test_gpu_bench_toy_quick(tmp_path, gpu):
     """Two sections through the worker processes (the lockstep measurement, one quick check), the
     JSON, the markdown and the goals."""

@@ -260,6 +260,7 @@ def test_describe_records_every_field():
     assert set(described) >= {p.name for p in dl.Result1Flow.params()}
 
 
+@pytest.mark.slow
 def test_result1_flow_s_landscape_at_its_end_is_its_last_saved_loss():
     """Run to its last save (`stop_at_perfect` off), the flow ends where its landscape's loss is the
     last saved loss (the other levels are checked alike in `test_landscape_hook`)."""

@@ -218,9 +218,8 @@ def _random_problems(key):
     ]
 
 
-@pytest.mark.parametrize(
-    "seed", [0, pytest.param(1, marks=pytest.mark.slow), pytest.param(2, marks=pytest.mark.slow)]
-)
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [0, 1, 2])
 def test_polish_matches_a_reference_newton_with_a_full_eigen_decomposition_per_step(seed):
     """The polish (a linear solve per step while no eigenvalue is left out, the eigenvalues it needs
     from a tridiagonal reduction) takes the same steps as the documented algorithm carried out with

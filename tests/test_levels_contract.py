@@ -181,9 +181,9 @@ _ALONG = [
     for level, cls in paper.simulations.items()
     if "along" in {info.name for info in dynamics.params(cls)}
 ]
-ALONG = [pytest.param(*pair, marks=() if i == 0 else pytest.mark.slow) for i, pair in enumerate(_ALONG)]
-"""The discrete levels that record the sharpness and the flow alongside (`dynamics.Along`); all but
-the first found only under `-m slow`."""
+ALONG = [pytest.param(*pair, marks=pytest.mark.slow) for pair in _ALONG]
+"""The discrete levels that record the sharpness and the flow alongside (`dynamics.Along`), under
+`-m slow`: `tests/test_dynamics_sharpness.py` tests what `Along` adds on models of its own."""
 
 
 def _seed_values(sim: dynamics.AbstractSimulation) -> dict[str, np.ndarray]:
