@@ -3,6 +3,7 @@ is small against T. Small N runs real mini-batches, larger N the Gaussian-noise 
 paper does; at N = 3 both run and must agree."""
 
 import equinox as eqx
+import jax.numpy as jnp
 import numpy as np
 
 import dynamics
@@ -29,6 +30,7 @@ def _stages23(inst, batch: int, lam: float, keys, steps: int, surrogate: bool) -
     cfg = cb.Algorithm1(
         task=cb.SCBConfig(N=inst.N, T=inst.T), batch=batch, lam=lam, stage2_steps=steps, every=steps
     )
+    cfg = eqx.tree_at(lambda c: c.lam, cfg, jnp.asarray(lam, cfg.float_dtype))  # one program for every λ
     start = cb.on_line(cfg.delta1, cfg.delta1, inst)
     if surrogate:
         run = eqx.Partial(cb.run_later_stages_surrogate, inst, start, cfg=cfg, probes=SURROGATE_PROBES)
