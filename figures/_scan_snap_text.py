@@ -7,8 +7,9 @@
 
 The corpus is the WikiText directory named by `$ATTNFLOW_TEXT_DATA` (what `attnflow figures
 --data DIR` and `attnflow reproduce --data DIR` set), else the bundled quick corpus (the `text`
-extra). Quick sizes train on the first 2,000 lines of each split for a few hundred steps; `full`
-trains the paper's sizes on the whole corpus (Fig. 10: 5 epochs, 5 seeds; Fig. 7: 1,500 steps).
+extra). Quick sizes train on the first 2,000 lines of each split (Fig. 10: 500) for a few hundred
+steps; `full` trains the paper's sizes on the whole corpus (Fig. 10: 5 epochs, 5 seeds; Fig. 7:
+1,500 steps).
 """
 
 import dataclasses
@@ -22,6 +23,8 @@ import numpy as np
 import dynamics
 from tasks.scan_snap import (
     FIG10_LRS,
+    FIG10_PROBE,
+    FIG10_QUICK_LINES,
     QUICK_LINES,
     TEXT_DATA_ENV,
     Corpus,
@@ -47,18 +50,18 @@ def text_corpus() -> str:
     return os.environ.get(TEXT_DATA_ENV) or "quick"
 
 
-def _base(full: bool) -> TextSGD:
+def _base(full: bool, quick_lines: int = QUICK_LINES) -> TextSGD:
     corpus = text_corpus()
     variant = "tokens" if corpus == "quick" else detect_wikitext_variant(corpus)
     return TextSGD(
-        task=Corpus(source=corpus, wikitext_variant=variant, max_lines=None if full else QUICK_LINES)
+        task=Corpus(source=corpus, wikitext_variant=variant, max_lines=None if full else quick_lines)
     )
 
 
 def fig10_simulation(full: bool) -> tuple[TextSGD, int]:
     """Fig. 10's simulation (its `lr` swept) and number of seeds: 5 epochs and 5 seeds when
-    `full`, else 150 steps and 3 seeds on the quick sizes."""
-    base = _base(full)
+    `full`, else 150 steps and 3 seeds on the first 500 lines of each split."""
+    base = dataclasses.replace(_base(full, FIG10_QUICK_LINES), probe_window=FIG10_PROBE)
     steps = FIG10_EPOCHS * base.steps_per_epoch() if full else 150
     return dataclasses.replace(base, num_steps=steps, every=steps), 5 if full else 3
 
@@ -76,7 +79,7 @@ def fig7_simulation(full: bool, num_layers: int) -> TextSGD:
     r"Fig. 10: the average attention entropy over the validation set after training against the "
     r"learning rate $\eta \in \{1, \dots, 5\}$ (a single rate), 1-layer `text` model, mean $\pm$ std "
     r"over seeds, every $(\eta, \text{seed})$ in one sweep. Look for the entropy falling as $\eta$ "
-    r"grows. Quick: the first 2,000 lines of each split of the quick corpus, 150 steps, 3 seeds "
+    r"grows. Quick: the first 500 lines of each split of the quick corpus, 150 steps, 3 seeds "
     r"(about a minute on two cores); `--full`: 5 epochs of the whole corpus and 5 seeds, the paper's "
     r"(WikiText-2 with `--data`: about 15,000 steps per run, hours per run on a CPU)."
 )

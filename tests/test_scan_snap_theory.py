@@ -110,6 +110,14 @@ def test_full_checks_do_not_fail():
     assert not failed, "; ".join(f"{c.name}: error {c.error!r} > {c.tolerance!r}. {c.note}" for c in failed)
 
 
+@pytest.mark.slow
+def test_fig10_at_its_quick_size_fails_where_the_seeds_cannot_tell_the_rates_apart():
+    """Fig. 10's quick size (150 steps on 500 lines, 3 seeds) can fail: at learning rates 2% apart
+    the seeds' entropies do not fall in order (at Fig. 10's rates they do, in `attnflow verify`)."""
+    check = scan_snap.fig10_entropy_falls_with_lr(lrs=(3.0, 3.06, 3.12, 3.18, 3.24))
+    assert check.verdict == "fail", check.note
+
+
 def _e_prime_sign_typo(t, F, eta_y):
     """Eqn 9 with App. D.1's printed E' = (I + E)^{-1} − I, a sign typo (Lemma 14 has the other sign)."""
     M, K = F.shape

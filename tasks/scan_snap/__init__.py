@@ -100,6 +100,8 @@ from ._text_model import (
 )
 from ._text_train import (
     FIG10_LRS,
+    FIG10_PROBE,
+    FIG10_QUICK_LINES,
     QUICK_LINES,
     TextSGD,
     clip_by_global_norm,
@@ -229,6 +231,8 @@ __all__ = [
     "causal_mask",
     "positional_encoding",
     "FIG10_LRS",
+    "FIG10_QUICK_LINES",
+    "FIG10_PROBE",
     "QUICK_LINES",
     "TextSGD",
     "clip_by_global_norm",
