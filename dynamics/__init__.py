@@ -137,7 +137,7 @@ from ._sweep_landscape import (
     sweep_sharpness,
 )
 from ._sweep_phases import PHASE_DIM, saved_series, sweep_phases
-from ._train import scan_with_saves, train
+from ._train import log_spaced_steps, saved_steps, scan_with_saves, train
 
 __all__ = [
     "AbstractSteps",
@@ -264,6 +264,8 @@ __all__ = [
     "soft_threshold",
     "solve_qp",
     "scan_with_saves",
+    "saved_steps",
+    "log_spaced_steps",
     "stop_reason",
     "top_eigenpair",
     "train",

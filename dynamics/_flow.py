@@ -6,6 +6,7 @@ import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optimistix as optx
 from jaxtyping import Array, ArrayLike, Float, PyTree
 
@@ -42,9 +43,19 @@ class Crossing(eqx.Module):
     fn: Callable[[PyTree], Float[Array, ""]]
 
 
+def _steps_tuple(steps) -> tuple | None:
+    """`Save.steps` as a tuple (hashable: it is static), from a sequence or a 1-D array; anything
+    else is kept for `Save`'s check to refuse."""
+    if hasattr(steps, "shape") and hasattr(steps, "tolist"):
+        steps = steps.tolist()
+    return tuple(steps) if isinstance(steps, list | tuple | range) else steps
+
+
 class Save(eqx.Module):
     """What a run records, and when: `fn(t, y, args)` at the times `ts` of a flow (Diffrax's
-    `SubSaveAt`), or every `every` steps of discrete training ([`train`][]).
+    `SubSaveAt`), or every `every` steps of discrete training ([`train`][]), or at the training
+    steps `steps` (e.g. log-spaced: [`log_spaced_steps`][], where a plateau's start and end are
+    both seen without saving every step).
 
     **Fields:**
 
@@ -53,14 +64,18 @@ class Save(eqx.Module):
       parameters) and the vector field's `args` (in training, the optimiser's state); default:
       the state.
     - `every`: [`train`][]'s save period in steps: it saves at steps 0, every, 2·every, ...,
-      num_steps; default 1. One of `ts` and `every`, not both.
+      num_steps; default 1.
+    - `steps`: [`train`][]'s save steps instead: strictly increasing integers from 0, each a
+      number of steps taken (0: the start), at most the run's `num_steps`; the run goes on to
+      `num_steps` after the last. One of `ts`, `every` and `steps`, not two.
     - `carry`: in training only, `state -> PyTree`, what `fn` starts with at the first save: `fn`
       is then `(t, y, args, carry) -> (record, carry)` and each save hands its `carry` to the next
       (e.g. the last top Hessian eigenvector, to start the next Lanczos run from). Default: none,
       and `fn` takes no `carry`.
 
-    **Raises:** `ValueError` for both `ts` and `every`, an `every` that is not an integer >= 1, or
-    a `carry` with `ts` (a flow's saves are independent of each other).
+    **Raises:** `ValueError` for two of `ts`, `every` and `steps`, an `every` that is not an integer
+    >= 1, `steps` that are not strictly increasing integers >= 0, or a `carry` with `ts` (a flow's
+    saves are independent of each other).
 
     **Example:** save y² at t = 0, 1, 2 along dy/dt = −y, so y² = e^{−2t}; then the same function
     every 2 steps of gradient descent on ½y² with step 0.5, which halves y at each step:
@@ -78,6 +93,13 @@ class Save(eqx.Module):
         >>> run.ts.tolist(), [float(v) for v in run.values["y2"]]
         ([0, 2, 4], [1.0, 0.0625, 0.00390625])
 
+    At the steps 0, 1, 3 of the same descent instead, y halving at each step:
+
+        >>> at = dynamics.Save(steps=(0, 1, 3), fn=square)
+        >>> run = dynamics.train(loss, jnp.array(1.0), dynamics.gd(0.5), num_steps=4, save=at)
+        >>> run.ts.tolist(), [float(v) for v in run.values["y2"]], float(run.final)
+        ([0, 1, 3], [1.0, 0.25, 0.015625], 0.0625)
+
     A `carry` passed from save to save: here the largest |y| met so far, which the run's saves
     alone cannot tell (they only see y now):
 
@@ -94,16 +116,26 @@ class Save(eqx.Module):
     fn: Callable[..., PyTree] | None = None
     every: int | None = eqx.field(default=None, static=True)
     carry: Callable[[PyTree], PyTree] | None = None
+    steps: tuple[int, ...] | None = eqx.field(default=None, static=True, converter=_steps_tuple)
 
     def __check_init__(self):
-        if self.ts is not None and self.every is not None:
-            raise ValueError("Save takes ts (a flow's save times) or every (a training's period), not both")
+        given = [name for name in ("ts", "every", "steps") if getattr(self, name) is not None]
+        if len(given) > 1:
+            raise ValueError(
+                "Save takes one of ts (a flow's save times), every (a training's period) and steps (a "
+                f"training's save steps), got {' and '.join(given)}"
+            )
         if self.ts is not None and self.carry is not None:
             raise ValueError("a carry passes from save to save in training (every=...), not at a flow's ts")
         if self.every is not None and (
             isinstance(self.every, bool) or not isinstance(self.every, int) or self.every < 1
         ):
             raise ValueError(f"Save: every must be an integer >= 1, got {self.every!r}")
+        if self.steps is not None:
+            steps = self.steps if isinstance(self.steps, tuple) else ()
+            whole = all(isinstance(n, int | np.integer) and not isinstance(n, bool) for n in steps)
+            if not (whole and steps and steps[0] >= 0 and all(a < b for a, b in zip(steps, steps[1:]))):
+                raise ValueError(f"Save: steps must be strictly increasing integers >= 0, got {self.steps!r}")
 
 
 def save_with_carry(save: Save) -> tuple[Callable[[PyTree], PyTree], Callable[..., tuple[PyTree, PyTree]]]:
@@ -202,8 +234,8 @@ def ode_flow(
         ('completed', 2.0)
     """
     save = Save() if save is None else save
-    if save.every is not None:
-        raise ValueError(f"a flow saves at times, Save(ts=...), not every {save.every} steps")
+    if save.every is not None or save.steps is not None:
+        raise ValueError("a flow saves at times, Save(ts=...), not every few steps or at steps")
     save_ts = jnp.asarray([t0, t1] if save.ts is None else save.ts)
     if save.carry is not None:
         raise ValueError("a flow's saves keep no carry: Save(carry=...) is for training")

@@ -7,6 +7,7 @@ from collections.abc import Callable
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.flatten_util import ravel_pytree
 from jaxtyping import Array, ArrayLike, Float, Int, PyTree
 
@@ -17,7 +18,7 @@ from ._normalized import normalized_gd
 from ._rates import Rates, gd, scale_tree
 from ._run import Run
 from ._steps import AbstractSteps, NormalizedSteps
-from ._train import train
+from ._train import saved_steps, train
 
 
 def sharpness(
@@ -166,12 +167,13 @@ def with_sharpness(
         0.3354
     """
     where = params or _itself
-    if save.every is None:
+    if save.every is None and save.steps is None:
         fn = functools.partial(_record_sharpness, save.fn, loss, step_size, where, num_iters)
         return Save(ts=save.ts, fn=fn)
     start, inner = _extending(save)
     fn = functools.partial(_record_warm_sharpness, inner, loss, step_size, where, num_iters)
-    return Save(fn=fn, every=save.every, carry=functools.partial(_no_vectors_yet, start, where))
+    carry = functools.partial(_no_vectors_yet, start, where)
+    return Save(fn=fn, every=save.every, steps=save.steps, carry=carry)
 
 
 def _itself(state: PyTree) -> PyTree:
@@ -182,7 +184,7 @@ def _extending(save: Save) -> tuple[Callable[[PyTree], PyTree], Callable[..., tu
     """`save_with_carry` of a training save that `with_sharpness` or `with_flow_distance`
     extends: one without a function records nothing of its own (an empty dict)."""
     if save.fn is None and save.carry is None:
-        save = Save(every=save.every, fn=_nothing)
+        save = Save(every=save.every, steps=save.steps, fn=_nothing)
     return save_with_carry(save)
 
 
@@ -393,7 +395,7 @@ def _gd_flow_gap(loss, params, step_size, *, num_steps, every, **flow_kwargs) ->
         return p, loss(p)
 
     descent = train(loss, params, gd(step_size), num_steps=num_steps, save=Save(every=every, fn=with_loss))
-    flow = _flow_at_steps(loss, params, step_size, num_steps=num_steps, every=every, **flow_kwargs)
+    flow = _flow_at_steps(loss, params, step_size, np.arange(0, num_steps + 1, every), **flow_kwargs)
     (gd_params, gd_loss), (flow_params, flow_loss) = descent.values, flow.values
     squares = jax.tree.map(
         lambda a, b: jnp.sum(((a - b) ** 2).reshape(a.shape[0], -1), axis=1), gd_params, flow_params
@@ -413,17 +415,15 @@ def _flow_at_steps(
     loss: Callable[[PyTree], Float[Array, ""]],
     start: PyTree,
     step_size: Rates,
+    saved: np.ndarray,
     /,
-    *,
-    num_steps: int,
-    every: int,
     **flow_kwargs,
 ) -> Run:
     """The gradient flow dθ/dt = −R ∇L(θ) from `start`, R = `step_size`, with time counted in steps of GD with
-    step sizes R (GD is explicit Euler on it with time step 1), saving `(θ, L(θ))` at steps 0,
-    every, …, num_steps. With [`NormalizedSteps`][] η, the normalized flow dθ_b/dt =
-    −η_b ∇_b L/‖∇_b L‖ per block b, which normalized GD discretises the same way (the gradient
-    flow's path at the speed of normalized GD's steps).
+    step sizes R (GD is explicit Euler on it with time step 1), saving `(θ, L(θ))` at the steps
+    `saved` (increasing, the last where the flow ends). With [`NormalizedSteps`][] η, the
+    normalized flow dθ_b/dt = −η_b ∇_b L/‖∇_b L‖ per block b, which normalized GD discretises the
+    same way (the gradient flow's path at the speed of normalized GD's steps).
 
     **Raises:** `ValueError` if `flow_kwargs` sets `rates`, `t0`, `t1`, `save` or `events`, or
     for the steps of an optimiser that discretises no flow (Adam).
@@ -436,7 +436,7 @@ def _flow_at_steps(
             f"{type(step_size).__name__}: that optimiser discretises no flow to follow alongside"
         )
     dtype = jnp.result_type(*jax.tree.leaves(start))
-    steps = jnp.arange(0, num_steps + 1, every).astype(dtype)
+    steps = jnp.asarray(saved, dtype)
     save = Save(ts=steps, fn=lambda t, p, args: (p, loss(p)))
     if not normalized:
         return gradient_flow(loss, start, rates=step_size, t1=steps[-1], save=save, **flow_kwargs)
@@ -508,22 +508,25 @@ def with_flow_distance(
         [0.0, 0.019201, 0.013759]
     """
     if save.ts is not None:
-        raise ValueError("the flow alongside compares with a discrete run: save with every=..., not ts")
-    every = 1 if save.every is None else save.every
+        raise ValueError(
+            "the flow alongside compares with a discrete run: save with every=... or steps=..., not ts"
+        )
+    saved = saved_steps(save, num_steps)
     where = params or _itself
-    flow = _flow_at_steps(loss, where(start), step_size, num_steps=num_steps, every=every, **flow_kwargs)
+    flow = _flow_at_steps(loss, where(start), step_size, saved, **flow_kwargs)
     start, inner = _extending(save)
-    fn = functools.partial(_record_flow_distance, inner, flow.values, every, where)
-    return Save(fn=fn, every=save.every, carry=start)
+    fn = functools.partial(_record_flow_distance, inner, flow.values, jnp.asarray(saved), where)
+    return Save(fn=fn, every=save.every, steps=save.steps, carry=start)
 
 
-def _record_flow_distance(fn, flow_values, every: int, params, step, state, args, carry):
+def _record_flow_distance(fn, flow_values, saved, params, step, state, args, carry):
     record, carry = fn(step, state, args, carry)
     if not isinstance(record, dict):
         raise TypeError(
             f"with_flow_distance adds to the dict a save function returns, got {type(record).__name__}"
         )
-    flow_params, flow_loss = jax.tree.map(lambda saved: saved[step // every], flow_values)
+    at = jnp.searchsorted(saved, step)  # this save's place among the saved steps
+    flow_params, flow_loss = jax.tree.map(lambda values: values[at], flow_values)
     squares = jax.tree.map(lambda a, b: jnp.sum((a - b) ** 2), params(state), flow_params)
     distance = jnp.sqrt(sum(jax.tree.leaves(squares)))
     return record | {"flow_distance": distance, "flow_loss": flow_loss}, carry

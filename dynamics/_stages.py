@@ -122,7 +122,7 @@ def train_stages(params: PyTree, stages: Sequence[Stage], *, key: PRNGKeyArray |
         if stage.sample is not None and stage.key is None and key is None:
             raise ValueError(f"stage {index} samples mini-batches: give the Stage or train_stages a key")
         if stage.save is not None and stage.save.ts is not None:
-            raise ValueError(f"stage {index} saves every few steps, Save(every=...), not at times ts")
+            raise ValueError(f"stage {index} saves every few steps or at steps, not at times ts")
     return _train_stages(params, tuple(stages), key, tuple(tuple(stage.events or ()) for stage in stages))
 
 
@@ -159,6 +159,7 @@ def _train_stages(
             sample=stage.sample,
             save=Save(
                 every=save.every,
+                steps=save.steps,
                 fn=lambda t, part, args, kept, fn=fn, full=full: fn(t, full(part), args, kept),
                 carry=lambda part, start=start, full=full: start(full(part)),
             ),

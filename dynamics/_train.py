@@ -4,6 +4,7 @@ from collections.abc import Callable, Mapping
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 from jaxtyping import Array, Float, Int, PRNGKeyArray, PyTree
 
@@ -50,7 +51,8 @@ def train(
     - `num_steps`: the number of steps, a multiple of the save period.
     - `save`: a [`Save`][] with `every` (default 1) and `fn(step, params, opt_state)`, the
       optimiser's state after that step as its `args` (and its `carry` last, with one): saved at
-      steps 0, every, 2·every, ..., num_steps; default: the parameters at every step.
+      steps 0, every, 2·every, ..., num_steps, or at its `steps`; default: the parameters at
+      every step.
     - `key`: the PRNG key of the mini-batch stream (required with `sample`).
     - `sample`: `key -> batch`, a task's sampler.
     - `events`: named predicates of the parameters that stop the run.
@@ -161,16 +163,15 @@ def scan_with_saves(
     - `one_step`: `(carry, step) -> (carry, output)`; the carry starts with the state and the
       optimiser's state, which `save.fn` sees as its `y` and `args`.
     - `init`: the carry before step 0.
-    - `save`: a [`Save`][] with `every` (default 1), `fn(step, y, args)` (`None`: `y`) and, with
-      a `carry`, `fn(step, y, args, carry) -> (record, carry)`.
-    - `num_steps`: the steps, a multiple of the save period.
+    - `save`: a [`Save`][] with `every` (default 1) or `steps`, `fn(step, y, args)` (`None`: `y`)
+      and, with a `carry`, `fn(step, y, args, carry) -> (record, carry)`.
+    - `num_steps`: the steps, a multiple of the save period (with `steps`: at least the last).
 
     **Returns:** `(carry, ts, values, outputs)`: the carry after the last step, the S saved step
     numbers, the records stacked along a leading save axis, and the steps' outputs stacked as
-    (S − 1, every, ...).
+    (S − 1, every, ...) (with `steps`: as (num_steps, ...)).
 
-    **Raises:** `ValueError` for a `save` with `ts`, or `num_steps` not a positive multiple of its
-    period.
+    **Raises:** `ValueError` as [`saved_steps`][].
 
     **Example:** halving y every step and counting the steps, y saved every 2 steps:
 
@@ -185,7 +186,10 @@ def scan_with_saves(
         >>> ts.tolist(), [float(v) for v in values], int(carry[1]), outputs.tolist()
         ([0, 2, 4], [1.0, 0.25, 0.0625], 4, [[0, 1], [2, 3]])
     """
-    every = _save_period(save, num_steps)
+    saved = saved_steps(save, num_steps)
+    if save.steps is not None:
+        return _scan_to_steps(one_step, init, save, saved, num_steps)
+    every = 1 if save.every is None else save.every
     start, fn = save_with_carry(save)
 
     def block(both, first_step):
@@ -200,13 +204,96 @@ def scan_with_saves(
     return carry, jnp.arange(0, num_steps + 1, every), values, outputs
 
 
-def _save_period(save: Save, num_steps: int) -> int:
-    """The steps between two saves of a training `save`, checked against `num_steps`."""
+def _scan_to_steps(one_step, init: PyTree, save: Save, saved: np.ndarray, num_steps: int):
+    """[`scan_with_saves`][] at the steps `save.steps`: a scan over the saves, each taking the
+    steps since the previous one in a loop of that length, then the steps after the last save;
+    the steps' outputs stacked as (num_steps, ...)."""
+    start, fn = save_with_carry(save)
+    step_zero = jnp.asarray(0)
+    shapes = jax.eval_shape(one_step, init, step_zero)[1]
+    outputs = jax.tree.map(lambda out: jnp.zeros((num_steps, *out.shape), out.dtype), shapes)
+
+    def advance(carry, outputs, first, count):
+        def one(i, both):
+            carry, outputs = both
+            carry, out = one_step(carry, first + i)
+            return carry, jax.tree.map(lambda kept, new: kept.at[first + i].set(new), outputs, out)
+
+        return jax.lax.fori_loop(0, count, one, (carry, outputs))
+
+    def segment(state, bounds):
+        carry, kept, outputs = state
+        first, count = bounds
+        carry, outputs = advance(carry, outputs, first, count)
+        record, kept = fn(first + count, carry[0], carry[1], kept)
+        return (carry, kept, outputs), record
+
+    firsts = np.concatenate([[0], saved[:-1]])
+    bounds = (jnp.asarray(firsts, step_zero.dtype), jnp.asarray(saved - firsts, step_zero.dtype))
+    (carry, _, outputs), values = jax.lax.scan(segment, (init, start(init[0]), outputs), bounds)
+    last = jnp.asarray(saved[-1], step_zero.dtype)
+    carry, outputs = advance(carry, outputs, last, jnp.asarray(num_steps, step_zero.dtype) - last)
+    return carry, jnp.asarray(saved, step_zero.dtype), values, outputs
+
+
+def saved_steps(save: Save, num_steps: int) -> np.ndarray:
+    """The step numbers at which training with `save` for `num_steps` steps saves: 0, every,
+    2·every, ..., num_steps, or `save.steps`.
+
+    **Raises:** `ValueError` for a `save` with `ts`, `num_steps` not a positive multiple of its
+    period, or save steps past `num_steps`.
+
+    **Example:**
+
+        >>> import dynamics
+        >>> dynamics.saved_steps(dynamics.Save(every=5), 20).tolist()
+        [0, 5, 10, 15, 20]
+        >>> dynamics.saved_steps(dynamics.Save(steps=dynamics.log_spaced_steps(1000, 5)), 1000).tolist()
+        [0, 1, 6, 32, 178, 1000]
+    """
     if save.ts is not None:
-        raise ValueError("training saves every few steps, Save(every=...), not at times ts")
+        raise ValueError(
+            "training saves every few steps or at steps, Save(every=...) or Save(steps=...), not at times ts"
+        )
+    if save.steps is not None:
+        if num_steps < 1 or save.steps[-1] > num_steps:
+            raise ValueError(
+                f"num_steps must be >= 1 and reach the last save step, got num_steps={num_steps}, "
+                f"last save step {save.steps[-1]}"
+            )
+        return np.asarray(save.steps)
     every = 1 if save.every is None else save.every
     if num_steps < 1 or num_steps % every:
         raise ValueError(
             f"num_steps must be a positive multiple of every >= 1, got num_steps={num_steps}, every={every}"
         )
-    return every
+    return np.arange(0, num_steps + 1, every)
+
+
+def log_spaced_steps(num_steps: int, num_saves: int) -> np.ndarray:
+    """Save steps spaced evenly in log-time: 0, then the integers nearest to `num_saves` points
+    from 1 to `num_steps` evenly spaced in log(step), repeats dropped (so fewer, early on, where
+    consecutive steps are closer than the spacing). For a [`Save`][]'s `steps`: a plateau at
+    step 10 and one at step 10⁴ each get a few saves, where saving every 10 steps would miss the
+    first and saving every step would store 10⁴ values.
+
+    **Arguments:** `num_steps`: the run's steps (the last save); `num_saves`: the log-spaced saves
+    after step 0, at least 1.
+
+    **Returns:** the steps, an int array starting at 0 and ending at `num_steps`.
+
+    **Raises:** `ValueError` for `num_steps` or `num_saves` below 1.
+
+    **Example:**
+
+        >>> import dynamics
+        >>> dynamics.log_spaced_steps(100, 5).tolist()
+        [0, 1, 3, 10, 32, 100]
+        >>> dynamics.log_spaced_steps(10, 20).tolist()
+        [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
+    """
+    for name, value in (("num_steps", num_steps), ("num_saves", num_saves)):
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    points = np.rint(np.geomspace(1, num_steps, num_saves)).astype(np.int64)
+    return np.unique(np.concatenate([[0], points, [num_steps]]))
