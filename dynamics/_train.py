@@ -48,7 +48,8 @@ def train(
     - `params`: the initial parameters.
     - `optimizer`: an optax transformation producing the updates (see [`gd`][],
       [`heavy_ball`][], [`adam`][]).
-    - `num_steps`: the number of steps, a multiple of the save period.
+    - `num_steps`: the number of steps, a multiple of the save period (with save `steps`: at
+      least the last).
     - `save`: a [`Save`][] with `every` (default 1) and `fn(step, params, opt_state)`, the
       optimiser's state after that step as its `args` (and its `carry` last, with one): saved at
       steps 0, every, 2·every, ..., num_steps, or at its `steps`; default: the parameters at
