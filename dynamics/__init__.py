@@ -88,8 +88,10 @@ from ._params import (
     Require,
     check_params,
     dtype_param,
+    every_divides,
     from_setting_values,
     is_config,
+    log_saves_param,
     param,
     params,
     parse_settings,
@@ -137,7 +139,7 @@ from ._sweep_landscape import (
     sweep_sharpness,
 )
 from ._sweep_phases import PHASE_DIM, saved_series, sweep_phases
-from ._train import log_spaced_steps, saved_steps, scan_with_saves, train
+from ._train import log_spaced_steps, saved_steps, scan_with_saves, train, training_save
 
 __all__ = [
     "AbstractSteps",
@@ -266,6 +268,9 @@ __all__ = [
     "scan_with_saves",
     "saved_steps",
     "log_spaced_steps",
+    "training_save",
+    "log_saves_param",
+    "every_divides",
     "stop_reason",
     "top_eigenpair",
     "train",

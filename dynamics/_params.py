@@ -266,6 +266,57 @@ def dtype_param(default: str):
     return param(default, OneOf("float32", "float64"), doc="floating-point precision")
 
 
+def log_saves_param():
+    """The `log_saves` field of a simulation that trains in steps and saves every `every`: `None`
+    (every `every` steps) or the number of saves after step 0, log-spaced
+    ([`log_spaced_steps`][]), where the phases of a run are seen (build its save with
+    [`training_save`][]; check `every` with [`every_divides`][]).
+
+    **Example:**
+
+        >>> import dataclasses
+        >>> import dynamics
+        >>> @dataclasses.dataclass(frozen=True)
+        ... class Schedule:
+        ...     num_steps: int = dynamics.param(100, dynamics.Interval(1))
+        ...     every: int = dynamics.param(10, dynamics.Interval(1))
+        ...     log_saves: int | None = dynamics.log_saves_param()
+        ...     requires = (dynamics.every_divides(),)
+        ...
+        ...     def __post_init__(self):
+        ...         dynamics.check_params(self)
+        >>> Schedule(every=30, log_saves=20).log_saves
+        20
+        >>> Schedule(every=30)
+        Traceback (most recent call last):
+        ...
+        ValueError: Schedule: every must divide num_steps (or set log_saves), got every=30, ...
+    """
+    return param(
+        None,
+        Interval(1),
+        doc="saves after step 0, log-spaced in steps, instead of every `every` (None: every `every`)",
+    )
+
+
+def every_divides(steps: str = "num_steps") -> Require:
+    """The condition of a simulation with `every`, `log_saves` ([`log_saves_param`][]) and a step
+    count named `steps`: `every` divides the steps, unless the saves are log-spaced.
+
+    **Example:** (a class holding these fields: see [`log_saves_param`][])
+
+        >>> import dynamics
+        >>> rule = dynamics.every_divides("stage2_steps")
+        >>> rule.fields, rule.message
+        (('every', 'stage2_steps', 'log_saves'), 'every must divide stage2_steps (or set log_saves)')
+    """
+    return Require(
+        ("every", steps, "log_saves"),
+        lambda every, num_steps, log_saves: log_saves is not None or num_steps % every == 0,
+        f"every must divide {steps} (or set log_saves)",
+    )
+
+
 def _field_type(annotation) -> tuple[type, bool]:
     if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
         args = [a for a in typing.get_args(annotation) if a is not type(None)]

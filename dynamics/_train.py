@@ -271,6 +271,29 @@ def saved_steps(save: Save, num_steps: int) -> np.ndarray:
     return np.arange(0, num_steps + 1, every)
 
 
+def training_save(
+    fn: Callable[..., PyTree], *, num_steps: int, every: int, log_saves: int | None = None, **fields
+) -> Save:
+    """A simulation's training save from its settings: `fn` every `every` steps or, with
+    `log_saves` ([`log_saves_param`][]), at [`log_spaced_steps`][]`(num_steps, log_saves)`.
+
+    **Arguments:** `fn`: the save's function, `(step, params, opt_state) -> PyTree`; `num_steps`,
+    `every`, `log_saves`: the simulation's settings; `fields`: other fields of the [`Save`][]
+    (`carry`).
+
+    **Example:**
+
+        >>> import dynamics
+        >>> dynamics.training_save(None, num_steps=1000, every=100, log_saves=3).steps
+        (0, 1, 32, 1000)
+        >>> dynamics.training_save(None, num_steps=1000, every=100).every
+        100
+    """
+    if log_saves is None:
+        return Save(every=every, fn=fn, **fields)
+    return Save(steps=log_spaced_steps(num_steps, log_saves), fn=fn, **fields)
+
+
 def log_spaced_steps(num_steps: int, num_saves: int) -> np.ndarray:
     """Save steps spaced evenly in log-time: 0, then the integers nearest to `num_saves` points
     from 1 to `num_steps` evenly spaced in log(step), repeats dropped (so fewer, early on, where

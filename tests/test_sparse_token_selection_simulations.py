@@ -44,6 +44,8 @@ def test_levels_are_the_three_simulations():
         ("online", {"optimizer": "sgd"}),
         ("online", {"init": "ones"}),
         ("online", {"every": 300}),
+        ("online", {"log_saves": 0}),
+        ("fcn", {"log_saves": 2.5}),
         ("online", {"num_T_tests": 21}),
         ("online", {"num_q_tests": 17}),
         ("online", {"task.fixed_pe": 1}),
@@ -93,6 +95,21 @@ def test_online_is_the_wrapped_function():
 
     assert _same_program(sim.run, direct, dynamics.seed_key(3))
     assert not _same_program(sim.run, lambda k: direct(jax.random.fold_in(k, 1)), dynamics.seed_key(3))
+
+
+@pytest.mark.parametrize("level", ["online", "fcn"])
+def test_log_spaced_saves_record_what_saving_every_step_records_there(level):
+    """With `log_saves`, a level saves at `dynamics.log_spaced_steps(num_steps, log_saves)` what it
+    saves there when saving every step; `every` need not divide `num_steps` then."""
+    key = dynamics.seed_key(2)
+    every = jax.jit(small(level, num_steps=8, every=1).run)(key)
+    logged = jax.jit(small(level, num_steps=8, every=3, log_saves=3).run)(key)
+    steps = dynamics.log_spaced_steps(8, 3)
+    np.testing.assert_array_equal(logged.ts, steps)
+    assert tree_allclose(logged.values, jax.tree.map(lambda v: v[steps], every.values), rtol=1e-6, atol=1e-7)
+    assert tree_allclose(logged.final, every.final, rtol=1e-6, atol=1e-7)
+    with pytest.raises(ValueError, match=r"every must divide num_steps \(or set log_saves\)"):
+        small(level, num_steps=8, every=3)
 
 
 def test_fcn_is_the_wrapped_function():

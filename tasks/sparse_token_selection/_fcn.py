@@ -64,6 +64,7 @@ def fcn_run(
     *,
     num_steps: int = 3000,
     every: int | None = None,
+    log_saves: int | None = None,
     batch_size: int = 256,
     lr=1e-3,
     num_eval: int = 4096,
@@ -80,6 +81,8 @@ def fcn_run(
     - `key`: split into the init, the training batches and the fixed validation draws.
     - `num_steps`, `every`: Adam steps and the save interval (default: `num_steps`, i.e. saves at
       the start and the end only).
+    - `log_saves`: save at step 0 and at `dynamics.log_spaced_steps(num_steps, log_saves)`
+      instead of every `every` steps (`None`: every).
     - `batch_size`, `lr`: examples per step and Adam's learning rate (may be traced).
     - `num_eval`: antithetic validation pairs.
     - `dtype`: the floating-point type of the MLP and the data.
@@ -88,7 +91,7 @@ def fcn_run(
       edge ([`dynamics.AdamSteps`][]); Adam follows no flow.
 
     **Returns:** a `dynamics.Run` (final state: the MLP's arrays) saving `loss` and `loss_se`
-    (its Monte-Carlo standard error) at steps 0, every, ..., num_steps.
+    (its Monte-Carlo standard error) at steps 0, every, ..., num_steps (or the log-spaced steps).
     """
     k_init, k_train, k_eval = _fcn_keys(key)
     params, static = _fcn_parts(task, width, k_init, dtype)
@@ -97,7 +100,11 @@ def fcn_run(
         mean, se = mc_loss(eqx.combine(p, static), task, k_eval, num_eval, dtype=dtype)
         return {"loss": mean, "loss_se": se}
 
-    save = dynamics.Save(every=num_steps if every is None else every, fn=lambda step, p, args: validation(p))
+    def record(step, p, args):
+        return validation(p)
+
+    every = num_steps if every is None else every
+    save = dynamics.training_save(record, num_steps=num_steps, every=every, log_saves=log_saves)
     if along is not None:
         validation_loss = functools.partial(_validation_loss, task, static, k_eval, num_eval, dtype)
         save = along.save(save, validation_loss, params, dynamics.AdamSteps(lr), num_steps=num_steps)

@@ -55,6 +55,7 @@ def online_run(
     batch_size: int = 256,
     num_steps: int = 2000,
     every: int = 100,
+    log_saves: int | None = None,
     init: str = "zeros",
     blocks: str = "all",
     T_tests: tuple[int, ...] = (),
@@ -72,6 +73,8 @@ def online_run(
     - `optimizer`: one of [`OPTIMIZERS`][]; `lr` its learning rate (may be traced).
     - `batch_size`, `num_steps`, `every`: examples per step, steps, save interval (divides
       `num_steps`).
+    - `log_saves`: save at step 0 and at `dynamics.log_spaced_steps(num_steps, log_saves)`
+      instead of every `every` steps (`None`: every).
     - `init`: one of [`INITS`][] (σ_0 = `task.init_scale` for `random`).
     - `blocks`: one of [`BLOCKS`][]; with `definition4` the other blocks are zero throughout.
     - `T_tests`: validation lengths, each in [T, `task.lengths_served`].
@@ -82,7 +85,8 @@ def online_run(
       [`validation_loss`][] (the saved `loss`), against the edge 2/lr for `gd` and Adam's
       preconditioned edge for `adam` ([`dynamics.AdamSteps`][]).
 
-    **Returns:** a `dynamics.Run` (final state: the model) saving at steps 0, every, ...:
+    **Returns:** a `dynamics.Run` (final state: the model) saving at steps 0, every, ... (or the
+    log-spaced steps):
     `loss` (at T, q), `loss_T` (one per T_test, when any), `loss_q` (one per q_test, when any),
     `cos_W`, `cos_W_centred`, `cos_V`.
 
@@ -110,7 +114,10 @@ def online_run(
             out["loss_q"] = jax.vmap(lambda q: validate(q_key, q=q))(jnp.asarray(q_tests))
         return out | direction_cosines(m, task)
 
-    save = dynamics.Save(every=every, fn=lambda step, p, args: metrics(p))
+    def record(step, p, args):
+        return metrics(p)
+
+    save = dynamics.training_save(record, num_steps=num_steps, every=every, log_saves=log_saves)
     start = part(model)
     if along is not None:
         validation = validation_loss(task, key, blocks=blocks, num_eval=num_eval, dtype=dtype)

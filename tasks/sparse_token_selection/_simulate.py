@@ -27,10 +27,6 @@ SOLVERS = {"kvaerno5": diffrax.Kvaerno5, "tsit5": diffrax.Tsit5}
 _POSITIVE = Interval(0, low_open=True)
 
 
-def _every_divides() -> Require:
-    return Require(("every", "num_steps"), lambda e, n: n % e == 0, "every must divide num_steps")
-
-
 class ReducedFlow(dynamics.AbstractSimulation):
     """Gradient flow of the full matrices from zero init on the invariant set, run on the two
     scalars (γ, a) (Lemma 1): time t = η k, rates 1/d and 1/||M||_F², exactly orthonormal PE; it
@@ -103,7 +99,8 @@ class ReducedFlow(dynamics.AbstractSimulation):
 
 class Online(dynamics.AbstractSimulation):
     """Online training of the transformer: `num_steps` steps of mini-batch GD or Adam on
-    `batch_size` fresh STS_q examples each (Figs. 1-5). Saves every `every` steps the Monte-Carlo
+    `batch_size` fresh STS_q examples each (Figs. 1-5). Saves every `every` steps (or at
+    `log_saves` log-spaced steps) the Monte-Carlo
     validation loss `loss` at (T, q), `loss_T` at `num_T_tests` longer lengths (see
     [`validation_lengths`][]), `loss_q` at `num_q_tests` larger q (see [`validation_sparsities`][])
     and the direction cosines `cos_W`, `cos_W_centred`, `cos_V`; the final state is the model.
@@ -130,6 +127,7 @@ class Online(dynamics.AbstractSimulation):
     batch_size: int = param(128, Interval(1), doc="fresh examples per step")
     num_steps: int = param(2000, Interval(1), doc="optimizer steps")
     every: int = param(100, Interval(1), doc="save period in steps (divides num_steps)")
+    log_saves: int | None = dynamics.log_saves_param()
     num_T_tests: int = param(
         4, Interval(0), doc="validation lengths above T, up to the longest the PE serves"
     )
@@ -155,7 +153,7 @@ class Online(dynamics.AbstractSimulation):
         "num_eval": 8,
     }
     requires = (
-        _every_divides(),
+        dynamics.every_divides(),
         Require(
             ("num_T_tests", "task.T", "task.pe_sampler", "task.pe_dim", "task.max_length"),
             lambda n, T, s, m, L: n <= lengths_served(T, s, m, L) - T,
@@ -186,6 +184,7 @@ class Online(dynamics.AbstractSimulation):
             batch_size=self.batch_size,
             num_steps=self.num_steps,
             every=self.every,
+            log_saves=self.log_saves,
             init=self.init,
             blocks=self.blocks,
             T_tests=self.T_tests,
@@ -209,7 +208,8 @@ class Online(dynamics.AbstractSimulation):
 class FCNTraining(dynamics.AbstractSimulation):
     """The fully-connected baseline: a ReLU MLP with hidden widths (`width`, `width`) on
     vec(X) ⊕ 1_y, trained with Adam on `batch_size` fresh STS_q examples per step (one-hot PE; the
-    FCN does not see it). Saves every `every` steps its Monte-Carlo population loss `loss` and the
+    FCN does not see it). Saves every `every` steps (or at `log_saves` log-spaced steps) its
+    Monte-Carlo population loss `loss` and the
     standard error `loss_se`; the final state is the MLP's arrays. Proposition C bounds the loss
     below by (T − q)(Td − width) / (2qT(T − 1)) whatever the training.
     """
@@ -223,6 +223,7 @@ class FCNTraining(dynamics.AbstractSimulation):
     batch_size: int = param(256, Interval(1), doc="fresh examples per step")
     num_steps: int = param(3000, Interval(1), doc="Adam steps")
     every: int = param(300, Interval(1), doc="save period in steps (divides num_steps)")
+    log_saves: int | None = dynamics.log_saves_param()
     num_eval: int = param(4096, Interval(1), doc="antithetic validation pairs")
     along: dynamics.Along = param(
         dynamics.Along(),
@@ -247,7 +248,7 @@ class FCNTraining(dynamics.AbstractSimulation):
             lambda sampler: sampler == "onehot",
             "the FCN sees no PE: pe_sampler must be onehot",
         ),
-        _every_divides(),
+        dynamics.every_divides(),
         Require(
             ("along.flow",),
             lambda flow: not flow,
@@ -263,6 +264,7 @@ class FCNTraining(dynamics.AbstractSimulation):
             key,
             num_steps=self.num_steps,
             every=self.every,
+            log_saves=self.log_saves,
             batch_size=self.batch_size,
             lr=self.lr,
             num_eval=self.num_eval,
