@@ -272,3 +272,42 @@ def test_adam_s_sharpness_ratio_alongside_leaves_a_run_as_it_is(paper, level):
     for name, value in plain.items():
         np.testing.assert_array_equal(values[name], value, err_msg=name)
     assert np.all(np.isfinite(values["sharpness_ratio"])) and np.all(values["sharpness_ratio"] > 0)
+
+
+def _log_saved_steps(cls) -> str | None:
+    """The step count that a level's `every` divides unless `log_saves` is set (its
+    `dynamics.every_divides` condition), or `None` for a level without `log_saves`."""
+    for rule in getattr(cls, "requires", ()):
+        if isinstance(rule, dynamics.Require) and rule.fields[::2] == ("every", "log_saves"):
+            return rule.fields[1]
+    return None
+
+
+_LOG_SAVES = [
+    (name, level)
+    for name, paper in papers().items()
+    for level, cls in paper.simulations.items()
+    if _log_saved_steps(cls) is not None
+]
+LOG_SAVES = [
+    pytest.param(*pair, marks=() if i == 0 else pytest.mark.slow) for i, pair in enumerate(_LOG_SAVES)
+]
+"""The levels that save every few steps or at log-spaced steps (`dynamics.log_saves_param`); all
+but the first under `-m slow`."""
+
+
+def test_the_levels_with_log_spaced_saves_are_those_that_train_in_steps():
+    assert {paper for paper, _ in _LOG_SAVES} >= {"scan_snap", "decision_lists", "contextual_bigram"}
+
+
+@pytest.mark.parametrize(("paper", "level"), LOG_SAVES)
+def test_log_saves_save_at_the_log_spaced_steps_of_the_level_s_steps(paper, level):
+    """With `log_saves`, a level saves at `dynamics.log_spaced_steps(steps, log_saves)` of the step
+    count its `every` divides (counted from where those steps start), whatever `every` is."""
+    sim = _small(paper, level)
+    steps_name = _log_saved_steps(type(sim))
+    num_steps = dynamics.setting_values(sim)[steps_name]
+    logged = dynamics.with_settings(sim, {"log_saves": 3, "every": num_steps + 1})
+    ts = np.asarray(jax.jit(logged.run)(dynamics.seed_key(0)).ts)
+    expected = dynamics.log_spaced_steps(num_steps, 3)
+    np.testing.assert_array_equal(ts - ts[0], expected - expected[0])

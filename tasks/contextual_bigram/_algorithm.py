@@ -157,9 +157,9 @@ def run_stage1(inst: Instance, key: PRNGKeyArray, cfg: "Algorithm1", init: Linea
 
 
 def _later_stages(inst: Instance, key, cfg: "Algorithm1", theta3, round_first: bool) -> list[dynamics.Stage]:
-    """Stage 2 (λ, η₂, metrics saved every `every` steps), entered through the rounding 1→2 when
-    `round_first` (θ₁ from the α it starts at); with `stage3="gd"`, Stage 3 (η₃, on V only),
-    entered through the normalisation 2→3."""
+    """Stage 2 (λ, η₂, metrics saved every `every` steps or at `log_saves` log-spaced steps),
+    entered through the rounding 1→2 when `round_first` (θ₁ from the α it starts at); with
+    `stage3="gd"`, Stage 3 (η₃, on V only), entered through the normalisation 2→3."""
     k2, k3 = jax.random.split(key)
     draw = _sampler(inst, cfg)
 
@@ -167,7 +167,12 @@ def _later_stages(inst: Instance, key, cfg: "Algorithm1", theta3, round_first: b
         return LinearSCB(V=p.V, Q=normalise_attention(p.Q, theta3))
 
     save = cfg.along.save(
-        dynamics.Save(every=cfg.every, fn=lambda step, p, args: metrics(p, inst, theta3)),
+        dynamics.training_save(
+            lambda step, p, args: metrics(p, inst, theta3),
+            num_steps=cfg.stage2_steps,
+            every=cfg.every,
+            log_saves=cfg.log_saves,
+        ),
         lambda p: population_loss(p, inst),
         None,  # the flow alongside is refused: Stage 2's start is only known once Stage 1 has run
         preconditioned_steps(inst.mu, cfg.eta2, like=scratch_init(inst)),
@@ -256,7 +261,8 @@ def run_sgd(inst: Instance, key: PRNGKeyArray, cfg: "SGD") -> dict:
     `num_steps`, `every`, `c_f`, `along`: what else to record of the population loss, with the
     step size `eta` for `vanilla`).
 
-    **Returns:** dict: `curves` (metrics every `every` steps), `steps`, `final_metrics`,
+    **Returns:** dict: `curves` (metrics every `every` steps, or at `log_saves` log-spaced steps),
+    `steps`, `final_metrics`,
     `final_model`, `stop` and `t_stop` (a `dynamics` stop code and the step it stopped at: NaN
     divergence freezes the run).
     """
@@ -265,7 +271,12 @@ def run_sgd(inst: Instance, key: PRNGKeyArray, cfg: "SGD") -> dict:
     opt = dynamics.gd(cfg.eta) if vanilla else preconditioned_step(inst.mu, cfg.eta)
     start = scratch_init(inst)
     save = cfg.along.save(
-        dynamics.Save(every=cfg.every, fn=lambda step, p, args: metrics(p, inst, theta3)),
+        dynamics.training_save(
+            lambda step, p, args: metrics(p, inst, theta3),
+            num_steps=cfg.num_steps,
+            every=cfg.every,
+            log_saves=cfg.log_saves,
+        ),
         lambda p: population_loss(p, inst),
         start,
         cfg.eta if vanilla else None,

@@ -25,10 +25,6 @@ from ._population import line_flow
 _POSITIVE = Interval(0, low_open=True)
 
 
-def _every_divides(steps: str) -> Require:
-    return Require(("every", steps), lambda e, n: n % e == 0, f"every must divide {steps}")
-
-
 def _task():
     return param(SCBConfig(), doc="the SCB instance: instance_seed, vocabulary N, sparsity Q, context T")
 
@@ -60,7 +56,8 @@ class Algorithm1(_OnInstance):
     [`run_transfer`][] read.
 
     **Saves:** the metrics of [`metrics`][] (distances and cosines to (P, Q*), line coordinates,
-    population `loss`, off-support mass) every `every` Stage-2 steps, at the total step count
+    population `loss`, off-support mass) every `every` Stage-2 steps (or at `log_saves` log-spaced
+    Stage-2 steps), at the total step count
     τ₁ + Stage-2 step. `final`: `model` and `metrics` after Stage 3, `stage2_model` and
     `stage2_metrics` before normalisation, `stage1_metrics` at the switch, `tau1` and
     `alpha_after_stage1`. `stop`, `t_stop` are those of Stage 2 (`t_stop` counted from step 0).
@@ -93,6 +90,7 @@ class Algorithm1(_OnInstance):
     )
     stage2_steps: int = param(4000, Interval(1), doc="Stage-2 steps")
     every: int = param(100, Interval(1), doc="save period in Stage-2 steps (divides stage2_steps)")
+    log_saves: int | None = dynamics.log_saves_param()
     c_f: float = param(0.1, _POSITIVE, doc="normalisation 2→3 threshold θ₃ = c_f / Q", traced=True)
     stage3: str = param(
         "least_squares",
@@ -109,7 +107,7 @@ class Algorithm1(_OnInstance):
     dtype: str = dtype_param("float64")
 
     requires = (
-        _every_divides("stage2_steps"),
+        dynamics.every_divides("stage2_steps"),
         Require(
             ("along.flow",),
             lambda flow: not flow,
@@ -159,7 +157,8 @@ class SGD(_OnInstance):
     prox), `projected` is preconditioned projected SGD with λ = 0. A diverging run freezes at its
     last finite parameters (`stop` = nonfinite). It is also the config that [`run_sgd`][] reads.
 
-    **Saves:** the metrics of [`metrics`][] every `every` steps; `final`: `model` and `metrics`.
+    **Saves:** the metrics of [`metrics`][] every `every` steps (or at `log_saves` log-spaced
+    steps); `final`: `model` and `metrics`.
     With `along.sharpness` also `sharpness` (λ_max of the population loss's Hessian) and, for
     `vanilla`, `sharpness_ratio` (λ_max·η/2, ≥ 1 past the edge of stability); with `along.flow`
     (`vanilla` only) `flow_distance` from the population gradient flow started at the same point, at
@@ -174,6 +173,7 @@ class SGD(_OnInstance):
     batch: int = param(256, Interval(1), doc="mini-batch size B")
     num_steps: int = param(4000, Interval(1), doc="SGD steps")
     every: int = param(100, Interval(1), doc="save period in steps (divides num_steps)")
+    log_saves: int | None = dynamics.log_saves_param()
     c_f: float = param(0.1, _POSITIVE, doc="threshold θ₃ = c_f / Q of the normalised metrics", traced=True)
     along: dynamics.Along = param(
         dynamics.Along(),
@@ -183,7 +183,7 @@ class SGD(_OnInstance):
     dtype: str = dtype_param("float64")
 
     requires = (
-        _every_divides("num_steps"),
+        dynamics.every_divides(),
         dynamics.Along.flow_needs("kind", "vanilla", "vanilla SGD"),
     )
     small = {"task.T": 8, "batch": 16, "num_steps": 20, "every": 10}

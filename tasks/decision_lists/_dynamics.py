@@ -279,6 +279,7 @@ def result2_gd(
     eta: Float[Array, ""],
     num_steps: int,
     every: int = 1,
+    log_saves: int | None = None,
     exact: bool = True,
     stop_at_perfect: bool = False,
     along: dynamics.Along | None = None,
@@ -286,7 +287,8 @@ def result2_gd(
     """Result 2: full-batch GD on `(W, V)` from `W = 0`, `V = V0`, step `eta`.
 
     **Arguments:** the task, the population, `V0`, `c` (for the metrics), `n`; `eta`;
-    `num_steps`, `every`; `exact`: enumerate (exact population) or certify (sample);
+    `num_steps`, `every` (or `log_saves` log-spaced saves); `exact`: enumerate (exact population)
+    or certify (sample);
     `stop_at_perfect`: stop at the first perfectly classifying step (event `perfect`; not with
     the flow alongside, which runs all `num_steps`); `along`: what else to record (`dynamics.Along`).
 
@@ -301,7 +303,9 @@ def result2_gd(
         DecisionListModel(jnp.zeros((L, L), V0.dtype), V0),
         eta,
         num_steps=num_steps,
-        save=dynamics.Save(every=every, fn=lambda step, p, args: metrics(p)),
+        save=dynamics.training_save(
+            lambda step, p, args: metrics(p), num_steps=num_steps, every=every, log_saves=log_saves
+        ),
         along=along,
         events={"perfect": lambda model: metrics(model)["perfect"]} if stop_at_perfect else None,
     )
@@ -330,10 +334,12 @@ def uniform_attention_gd(
     step: Float[Array, ""],
     num_steps: int,
     every: int = 1,
+    log_saves: int | None = None,
     along: dynamics.Along | None = None,
 ) -> dynamics.Run:
     """The uniform-attention claim of the conclusion: `W ≡ 0`, full-batch GD on `V` from `V0`; saves the loss,
-    `κ(V)` and `ρ(V)` every `every` steps, and what `along` asks (`dynamics.Along`)."""
+    `κ(V)` and `ρ(V)` every `every` steps (or at `log_saves` log-spaced steps), and what `along`
+    asks (`dynamics.Along`)."""
     L = arrays.perm.shape[0]
     W = jnp.zeros((L, L), V0.dtype)
     P = permutation_matrix(arrays, V0.dtype)
@@ -343,13 +349,15 @@ def uniform_attention_gd(
         step,
         num_steps=num_steps,
         along=along,
-        save=dynamics.Save(
-            every=every,
-            fn=lambda step, V, args: {
+        save=dynamics.training_save(
+            lambda step, V, args: {
                 "loss": population_loss(DecisionListModel(W, V), population),
                 "kappa": column_argmax_agreement(V, arrays),
                 "rho": centred_cosine(V, P),
             },
+            num_steps=num_steps,
+            every=every,
+            log_saves=log_saves,
         ),
     )
 
@@ -362,12 +370,13 @@ def joint_gd(
     step: Float[Array, ""],
     num_steps: int,
     every: int = 1,
+    log_saves: int | None = None,
     along: dynamics.Along | None = None,
 ) -> dynamics.Run:
     """Full-batch GD on `(W, V)` jointly from `model0` (e.g. a small random start: the exploratory
     variant of the uniform-attention claim); saves the loss, `μ(W)`, `κ(V)`, `ρ(V)` and perfect classification
-    (enumerated, exact when the population is the support of `D`) every `every` steps, and what
-    `along` asks (`dynamics.Along`).
+    (enumerated, exact when the population is the support of `D`) every `every` steps (or at
+    `log_saves` log-spaced steps), and what `along` asks (`dynamics.Along`).
 
     **Returns:** a `dynamics.Run` of [`DecisionListModel`][]s.
     """
@@ -382,14 +391,16 @@ def joint_gd(
         step,
         num_steps=num_steps,
         along=along,
-        save=dynamics.Save(
-            every=every,
-            fn=lambda step, model, args: {
+        save=dynamics.training_save(
+            lambda step, model, args: {
                 "loss": loss(model),
                 "mu": mu(model.W, arrays),
                 "kappa": column_argmax_agreement(model.V, arrays),
                 "rho": centred_cosine(model.V, P),
                 "perfect": perfect(model, population),
             },
+            num_steps=num_steps,
+            every=every,
+            log_saves=log_saves,
         ),
     )

@@ -77,7 +77,6 @@ _EXACT = Require(
     lambda L, n, d: _support_size(L, n, d) <= MAX_SUPPORT,
     f"the exact population (C(L, n) or L^n sequences) must have at most {MAX_SUPPORT} sequences",
 )
-_EVERY = Require(("every", "num_steps"), lambda e, n: n % e == 0, "every must divide num_steps")
 _SEED_HINT = "task.seed fixes one task for every seed: leave it unset to draw a task per seed"
 
 
@@ -205,9 +204,10 @@ class Result2GD(_OnRandomTask):
     `certified`): the sample makes the paper's large settings (e.g. `L = 40, n = 30, M = 2,
     eps = 4.1`, inside the hypotheses) affordable.
 
-    Saves every `every` steps: `loss`, `mu` = `μ(W)`, `perfect`, `dist_cP` = `‖V − cP‖_max` and
-    `grad_V_max` = `max |∇_V 𝓛|`. `final` holds the `model`, `c`, `c_iterations`, `c_converged`,
-    `loss0` (`𝓛_0`), `lambda_max`, `eta`, `T` and `delta` (= `γ`).
+    Saves every `every` steps (or at `log_saves` log-spaced steps): `loss`, `mu` = `μ(W)`,
+    `perfect`, `dist_cP` = `‖V − cP‖_max` and `grad_V_max` = `max |∇_V 𝓛|`. `final` holds the
+    `model`, `c`, `c_iterations`, `c_converged`, `loss0` (`𝓛_0`), `lambda_max`, `eta`, `T` and
+    `delta` (= `γ`).
     With `along.sharpness` it saves also `sharpness` (λ_max of the population loss's Hessian) and
     `sharpness_ratio` (λ_max·η/2, ≥ 1 past the edge of stability); with `along.flow`,
     `flow_distance` (from the gradient flow started at the same point, at t = k·η) and `flow_loss`
@@ -225,6 +225,7 @@ class Result2GD(_OnRandomTask):
     )
     num_steps: int = _num_steps(4000)
     every: int = _every(1)
+    log_saves: int | None = dynamics.log_saves_param()
     stop_at_perfect: bool = param(False, doc="stop at the first perfect (or certified) step")
     along: dynamics.Along = _along()
     dtype: str = dtype_param("float64")
@@ -238,7 +239,7 @@ class Result2GD(_OnRandomTask):
             lambda distribution: distribution == "distinct",
             "Result 2 is stated for D = distinct: the task's distribution must be distinct",
         ),
-        _EVERY,
+        dynamics.every_divides(),
         Require(
             ("along.flow", "stop_at_perfect"),
             lambda flow, stop: not (flow and stop),
@@ -279,6 +280,7 @@ class Result2GD(_OnRandomTask):
             eta=start["eta"],
             num_steps=self.num_steps,
             every=self.every,
+            log_saves=self.log_saves,
             exact=exact,
             stop_at_perfect=self.stop_at_perfect,
             along=self.along,
@@ -311,8 +313,9 @@ class UniformAttentionGD(_OnRandomTask):
     population. The paper reports that `V` moves toward `P`; our acceptance (recon) is `κ` reaching 1
     and `ρ > 0.5` at the end.
 
-    Saves every `every` steps: `loss`, `kappa` = `κ(V)` (the fraction of columns whose argmax is
-    `π(b)`) and `rho` = `ρ(V)` (the cosine of `V` and `P`, columns centred). `final` holds `V`.
+    Saves every `every` steps (or at `log_saves` log-spaced steps): `loss`, `kappa` = `κ(V)` (the
+    fraction of columns whose argmax is `π(b)`) and `rho` = `ρ(V)` (the cosine of `V` and `P`,
+    columns centred). `final` holds `V`.
     With `along.sharpness` it saves also `sharpness` (λ_max of the population loss's Hessian) and
     `sharpness_ratio` (λ_max·η/2, ≥ 1 past the edge of stability); with `along.flow`,
     `flow_distance` (from the gradient flow started at the same point, at t = k·η) and `flow_loss`
@@ -324,12 +327,13 @@ class UniformAttentionGD(_OnRandomTask):
     init_std: float = param(0.0, Interval(0), doc="standard deviation of V_0's entries", traced=True)
     num_steps: int = _num_steps(2000)
     every: int = _every(10)
+    log_saves: int | None = dynamics.log_saves_param()
     along: dynamics.Along = _along()
     dtype: str = dtype_param("float64")
     seed_hint = _SEED_HINT
     small = {"task.L": 6, "task.n": 3, "task.M": 2, "num_steps": 40, "every": 10}
 
-    requires = (_EXACT, _EVERY)
+    requires = (_EXACT, dynamics.every_divides())
 
     def run(self, key) -> dynamics.Run:
         arrays = self.drawn(key)
@@ -342,6 +346,7 @@ class UniformAttentionGD(_OnRandomTask):
             step=self.step,
             num_steps=self.num_steps,
             every=self.every,
+            log_saves=self.log_saves,
             along=self.along,
         )
         return dataclasses.replace(run, final={"V": run.final})
@@ -363,8 +368,9 @@ class JointGD(_OnRandomTask):
     variant of the uniform-attention claim, recon: does `V` still move toward `P` while `W` learns
     the lists?).
 
-    Saves every `every` steps: `loss`, `mu` = `μ(W)`, `kappa` = `κ(V)`, `rho` = `ρ(V)` and `perfect`
-    (every sequence classified perfectly, enumerated). `final` is the model.
+    Saves every `every` steps (or at `log_saves` log-spaced steps): `loss`, `mu` = `μ(W)`, `kappa` =
+    `κ(V)`, `rho` = `ρ(V)` and `perfect` (every sequence classified perfectly, enumerated). `final`
+    is the model.
     With `along.sharpness` it saves also `sharpness` (λ_max of the population loss's Hessian) and
     `sharpness_ratio` (λ_max·η/2, ≥ 1 past the edge of stability); with `along.flow`,
     `flow_distance` (from the gradient flow started at the same point, at t = k·η) and `flow_loss`
@@ -378,12 +384,13 @@ class JointGD(_OnRandomTask):
     )
     num_steps: int = _num_steps(2000)
     every: int = _every(10)
+    log_saves: int | None = dynamics.log_saves_param()
     along: dynamics.Along = _along()
     dtype: str = dtype_param("float64")
     seed_hint = _SEED_HINT
     small = {"task.L": 6, "task.n": 3, "task.M": 2, "num_steps": 40, "every": 10}
 
-    requires = (_EXACT, _EVERY)
+    requires = (_EXACT, dynamics.every_divides())
 
     def run(self, key) -> dynamics.Run:
         arrays = self.drawn(key)
@@ -401,6 +408,7 @@ class JointGD(_OnRandomTask):
             step=self.step,
             num_steps=self.num_steps,
             every=self.every,
+            log_saves=self.log_saves,
             along=self.along,
         )
 

@@ -78,6 +78,7 @@ def sgd_run(
     every: int,
     eta_y: Float[ArrayLike, ""],
     eta_z: Float[ArrayLike, ""],
+    log_saves: int | None = None,
     method: str = "momentum",
     momentum: float = 0.9,
     save: Callable[[YZModel], PyTree] | None = None,
@@ -95,6 +96,8 @@ def sgd_run(
     - `classes`: the sequence classes as arrays.
     - `T`, `batch_size`, `num_steps`, `every`: sequence length, batch size, steps, save period.
     - `eta_y`, `eta_z`: learning rates of Y and Z.
+    - `log_saves`: save at step 0 and at `dynamics.log_spaced_steps(num_steps, log_saves)`
+      instead of every `every` steps (`None`: every).
     - `method`: `sgd`, `momentum` (heavy ball with μ = `momentum`) or `adam`.
     - `save`: function of the model to save, a dict with `along`; default [`default_metrics`][].
     - `along`: what else to record (`dynamics.Along`; `None`: nothing) of the population loss,
@@ -110,7 +113,11 @@ def sgd_run(
         return sample(k, classes, batch_size, T)
 
     record = default_metrics(classes) if save is None else save
-    recorded = dynamics.Save(every=every, fn=lambda step, p, args: record(p))
+
+    def saved(step, p, args):
+        return record(p)
+
+    recorded = dynamics.training_save(saved, num_steps=num_steps, every=every, log_saves=log_saves)
     if along is not None:
         recorded = along.save(
             recorded,

@@ -77,7 +77,7 @@ def _save_ts(t1, num_saves: int, dtype):
 class SGD(dynamics.AbstractSimulation):
     """L0: mini-batch SGD / heavy-ball momentum / Adam on freshly sampled sequences (the official
     code's setting, Fig 6). Saves the population loss, the distinct-token entropy and the class
-    attention every `every` steps.
+    attention every `every` steps (or at `log_saves` log-spaced steps).
 
     With `along.sharpness` it saves also `sharpness` (λ_max of the population loss's Hessian) and,
     for `sgd` and `momentum`, `sharpness_ratio` (≥ 1 past the edge of stability: λ_max(R^½HR^½)/2
@@ -97,6 +97,7 @@ class SGD(dynamics.AbstractSimulation):
     batch_size: int = _batch_size()
     num_steps: int = _num_steps()
     every: int = param(2, Interval(1), doc="save period in steps (divides num_steps)")
+    log_saves: int | None = dynamics.log_saves_param()
     along: dynamics.Along = param(
         dynamics.Along(),
         doc="along.sharpness: the population loss's sharpness and its ratio to the optimizer's edge of "
@@ -105,7 +106,7 @@ class SGD(dynamics.AbstractSimulation):
     dtype: str = dtype_param("float32")
 
     requires = (
-        Require(("every", "num_steps"), lambda e, n: n % e == 0, "every must divide num_steps"),
+        dynamics.every_divides(),
         dynamics.Along.flow_needs("optimizer", "sgd", "plain SGD"),
     )
     loss_name = "population_loss"
@@ -124,6 +125,7 @@ class SGD(dynamics.AbstractSimulation):
             every=self.every,
             eta_y=self.eta_y,
             eta_z=self.eta_z,
+            log_saves=self.log_saves,
             method=self.optimizer,
             momentum=self.momentum,
             along=self.along,
