@@ -43,7 +43,8 @@ class Algorithm1(dynamics.AbstractSimulation):
     `task.max_length` positions (padding samples have `π = 0`: they change the values only by the
     rounding of the longer sums).
 
-    **Saves:** `W_kq` and `loss` (Eqn 1) every `every` stage-2 steps (stage-2 step numbers); with
+    **Saves:** `W_kq` and `loss` (Eqn 1) every `every` stage-2 steps (or at `log_saves`
+    log-spaced ones; stage-2 step numbers); with
     `save_stage1`, also `W_ov` and its collocation loss `loss0` at the same step numbers of stage 1
     (so both stages have the same length); `final`: the model after stage 2, `W_ov` and `W_kq`.
     With `along.sharpness`, also stage 2's `sharpness` (of `L` over `W_kq`) and `sharpness_ratio`
@@ -62,6 +63,7 @@ class Algorithm1(dynamics.AbstractSimulation):
     num_steps1: int = param(900, Interval(1), doc="stage-1 steps T")
     num_steps2: int = param(900, Interval(1), doc="stage-2 steps T_2")
     every: int = param(100, Interval(1), doc="save period in stage-2 steps (divides both step counts)")
+    log_saves: int | None = dynamics.log_saves_param()
     save_stage1: bool = param(False, doc="also save stage 1 (W_ov, loss0) at its own step numbers")
     along: dynamics.Along = param(
         dynamics.Along(),
@@ -72,11 +74,8 @@ class Algorithm1(dynamics.AbstractSimulation):
 
     small = {"task.recipe": "A", "task.vocab_size": 6, "num_steps1": 20, "num_steps2": 20, "every": 10}
     requires = (
-        Require(
-            ("every", "num_steps1", "num_steps2"),
-            lambda e, n1, n2: n1 % e == 0 and n2 % e == 0,
-            "every must divide num_steps1 and num_steps2",
-        ),
+        dynamics.every_divides("num_steps1"),
+        dynamics.every_divides("num_steps2"),
         Require(
             ("save_stage1", "num_steps1", "num_steps2"),
             lambda saved, n1, n2: not saved or n1 == n2,
@@ -145,6 +144,7 @@ class Algorithm1(dynamics.AbstractSimulation):
             num_steps1=self.num_steps1,
             num_steps2=self.num_steps2,
             every=self.every,
+            log_saves=self.log_saves,
             save=save,
             along=self.along,
         )

@@ -27,6 +27,7 @@ def algorithm1(
     num_steps1: int,
     num_steps2: int,
     every: int = 1,
+    log_saves: int | None = None,
     save: Callable[[NTPModel], PyTree] | None = None,
     along: dynamics.Along | None = None,
 ) -> tuple[dynamics.Run, dynamics.Run]:
@@ -44,6 +45,8 @@ def algorithm1(
       also be traced arrays).
     - `num_steps1`, `num_steps2`: `T` and `T_2`.
     - `every`: save period (divides both counts).
+    - `log_saves`: save each stage at step 0 and at `dynamics.log_spaced_steps(its steps,
+      log_saves)` instead of every `every` steps (`None`: every).
     - `save`: function of the model to save; default the model.
     - `along`: what stage 2 also records along its run ([`dynamics.Along`][]): the sharpness of
       `L` over `W_kq` against normalized GD's edge, and the normalized flow from stage 2's start;
@@ -54,9 +57,15 @@ def algorithm1(
     for name, value in (("eta0", eta0), ("eta", eta)):
         if isinstance(value, numbers.Real) and not value > 0:
             raise ValueError(f"{name} must be > 0, got {value}")
-    record = dynamics.Save(every=every, fn=None if save is None else (lambda step, m, args: save(m)))
-    first = stage1(collocation, eta0=eta0, num_steps=num_steps1, save=record)
+    fn = None if save is None else (lambda step, m, args: save(m))
+    first = stage1(
+        collocation,
+        eta0=eta0,
+        num_steps=num_steps1,
+        save=dynamics.training_save(fn, num_steps=num_steps1, every=every, log_saves=log_saves),
+    )
     W_ov = first.final.W_ov
+    record = dynamics.training_save(fn, num_steps=num_steps2, every=every, log_saves=log_saves)
     if along is not None:
         record = along.save(
             record,

@@ -297,14 +297,15 @@ class TextSGD(dynamics.AbstractSimulation):
     with `lr_multiplier` = 1, Fig. 7 uses lr = 5 with 1 and 3 layers. Seeds differ in the
     initialisation and the dropout masks; the data order is the same for all.
 
-    **Saves:** every `every` steps, `attention`: the first layer's map (num_heads, bptt, bptt) on
-    column 0 of validation window `probe_window` (batchified by `eval_batch_size`; the code's
-    `i == 100 * bptt`), and `probe_entropy`: its mean row entropy. **Final:** `train_loss` (every
-    step's), `val_loss`, and `val_entropy` (per layer) from [`evaluate_text`][] on the validation
-    split after training. With `along.sharpness` it saves also `sharpness`, λ_max of the Hessian
-    of the first training window's loss (every column, dropout off), and `sharpness_ratio`, its
-    ratio to the edge of the clipped step: λ_max(R^½HR^½)/2 with R the two groups' rates times
-    min(1, clip_norm/(‖∇L‖ + 10⁻⁶)) of that loss's gradient ([`dynamics.ClippedSteps`][]).
+    **Saves:** every `every` steps (or at `log_saves` log-spaced steps), `attention`: the first
+    layer's map (num_heads, bptt, bptt) on column 0 of validation window `probe_window` (batchified
+    by `eval_batch_size`; the code's `i == 100 * bptt`), and `probe_entropy`: its mean row entropy.
+    **Final:** `train_loss` (every step's), `val_loss`, and `val_entropy` (per layer) from
+    [`evaluate_text`][] on the validation split after training. With `along.sharpness` it saves also
+    `sharpness`, λ_max of the Hessian of the first training window's loss (every column, dropout
+    off), and `sharpness_ratio`, its ratio to the edge of the clipped step: λ_max(R^½HR^½)/2 with R
+    the two groups' rates times min(1, clip_norm/(‖∇L‖ + 10⁻⁶)) of that loss's gradient
+    ([`dynamics.ClippedSteps`][]).
 
     **Example:** Fig. 10's grid in one compiled call,
     `dynamics.sweep(TextSGD(task=Corpus(source="~/data/wikitext-2"), num_steps=14_900, every=500),
@@ -333,6 +334,7 @@ class TextSGD(dynamics.AbstractSimulation):
     bptt: int = param(35, Interval(2), doc="window length T")
     num_steps: int = param(1500, Interval(1), doc="SGD steps (windows in order, epoch after epoch)")
     every: int = param(500, Interval(1), doc="save period in steps (divides num_steps)")
+    log_saves: int | None = dynamics.log_saves_param()
     probe_window: int = param(100, Interval(0), doc="validation window of the saved attention map")
     along: dynamics.Along = param(
         dynamics.Along(),
@@ -353,7 +355,7 @@ class TextSGD(dynamics.AbstractSimulation):
         "probe_window": 2,
     }
     requires = (
-        Require(("every", "num_steps"), lambda e, n: n % e == 0, "every must divide num_steps"),
+        dynamics.every_divides(),
         Require(("d_model",), lambda d: d % 2 == 0, "d_model must be even (sinusoidal encoding)"),
         Require(("num_heads", "d_model"), lambda h, d: d % h == 0, "num_heads must divide d_model"),
         Require(
@@ -415,7 +417,9 @@ class TextSGD(dynamics.AbstractSimulation):
                 "probe_entropy": jnp.mean(attention_entropy(jnp.mean(attention, 0))),
             }
 
-        save = dynamics.Save(every=self.every, fn=probe_map)
+        save = dynamics.training_save(
+            probe_map, num_steps=self.num_steps, every=self.every, log_saves=self.log_saves
+        )
         if self.along.sharpness:
             save = self._along_sharpness(save, model, train_rows)
         run = train_text(
