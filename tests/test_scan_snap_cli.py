@@ -23,7 +23,10 @@ from attnflow.papers import load_simulation
             ["--set", "task.dataset=wiki"],
             "SGD.task: Synthetic.dataset must be one of 'syn_small', 'syn_medium', got 'wiki'",
         ),
-        (["--set", "every=3"], "SGD: every must divide num_steps, got every=3, num_steps=100"),
+        (
+            ["--set", "every=3"],
+            "SGD: every must divide num_steps (or set log_saves), got every=3, num_steps=100, log_saves=None",
+        ),
         (["--set", "T=1"], "SGD.T must be an integer >= 2, got 1"),
         (["--set", "T=abc"], "SGD.T must be an integer >= 2, got 'abc'"),
         (["--set", "colour=red"], "SGD has no setting 'colour'"),

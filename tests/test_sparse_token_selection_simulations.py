@@ -97,6 +97,7 @@ def test_online_is_the_wrapped_function():
     assert not _same_program(sim.run, lambda k: direct(jax.random.fold_in(k, 1)), dynamics.seed_key(3))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("level", ["online", "fcn"])
 def test_log_spaced_saves_record_what_saving_every_step_records_there(level):
     """With `log_saves`, a level saves at `dynamics.log_spaced_steps(num_steps, log_saves)` what it
