@@ -1,6 +1,7 @@
 """The phases of a run: plateaus, where the loss stalls in log-time near a saddle, and the
 transitions between them; and the saddle each plateau sits near, with how the run escaped it."""
 
+import math
 from collections.abc import Callable
 
 import equinox as eqx
@@ -165,7 +166,7 @@ def phases(
     height = losses - low + floor * (high - low)
     rate, fitted = _relative_rate(log_t, losses, height, usable, window)
     level = jnp.log(jnp.maximum(rate, _STILL))
-    kind, at = _turning_points(level, fitted, np.log(min_depth))
+    kind, at = _turning_points(level, fitted, math.log(min_depth))
 
     valley = kind == _VALLEY
     turns = jnp.sum(kind != 0)
@@ -174,7 +175,7 @@ def phases(
     before = jnp.where(indices >= 2, at[jnp.clip(indices - 2, 0)], 0)  # the valleys beside, or the ends
     beyond = jnp.where(indices + 2 < turns, at[jnp.clip(indices + 2, 0, num_saves - 1)], num_saves - 1)
     still_throughout = (
-        (turns == 0) & jnp.any(fitted) & (jnp.max(jnp.where(fitted, level, -jnp.inf)) <= np.log(_STILL))
+        (turns == 0) & jnp.any(fitted) & (jnp.max(jnp.where(fitted, level, -jnp.inf)) <= math.log(_STILL))
     )
     valley = valley.at[0].set(valley[0] | still_throughout)
     at = at.at[0].set(jnp.where(still_throughout, jnp.argmin(jnp.where(fitted, rate, jnp.inf)), at[0]))
@@ -192,7 +193,7 @@ def phases(
     around = (indices[None, :] >= before[:, None]) & (indices[None, :] <= beyond[:, None]) & usable[None, :]
     lowest_gradient = jnp.min(jnp.where(on_stretch, grad_norms[None, :], jnp.inf), axis=1)
     largest_gradient = jnp.max(jnp.where(around, grad_norms[None, :], -jnp.inf), axis=1)
-    small = largest_gradient >= np.sqrt(min_depth) * lowest_gradient
+    small = largest_gradient >= math.sqrt(min_depth) * lowest_gradient
     kept = valley[order] & (no_gradient | small)
 
     order = jnp.argsort(~kept, stable=True)[:max_phases]  # the plateaus first, in time order

@@ -117,6 +117,19 @@ def test_exponential_decay_has_no_plateau_before_it_converges():
     assert float(found.loss[0]) < 1e-12 and int(found.after_index[0]) == -1
 
 
+def test_a_float32_run_has_the_plateaus_of_its_float64_copy_in_float32():
+    """A Monte-Carlo level saves in float32: its phases are found (the settings never promote the
+    saved values under strict dtype promotion) and are those of the same values in float64."""
+    ts = jnp.logspace(-2.0, 4.0, 61)
+    losses = 1.0 - jnp.tanh(4 * jnp.log(ts)) / 2 - jnp.tanh(4 * jnp.log(ts / 100)) / 2
+    grads = jnp.abs(jnp.gradient(losses))
+    single = dynamics.phases(*(x.astype(jnp.float32) for x in (ts, losses, grads)))
+    double = dynamics.phases(ts, losses, grads)
+    assert single.loss.dtype == jnp.float32 and int(single.count) == int(double.count) == 3
+    np.testing.assert_array_equal(single.save_index, double.save_index)
+    np.testing.assert_allclose(single.loss, double.loss, rtol=1e-6, atol=1e-6)
+
+
 def test_phases_vmaps_over_runs_with_fixed_size_outputs():
     ts = jnp.logspace(-2.0, 4.0, 61)
     steps = jnp.stack([jnp.tanh(4 * jnp.log(ts / 100)), jnp.tanh(4 * jnp.log(ts))])

@@ -216,3 +216,27 @@ def test_the_command_line_analyses_a_default_level(tmp_path, monkeypatch, capsys
         assert (tmp_path / "plots" / plot).is_file()
     kept = sorted(path.name for path in (tmp_path / "critical_point.kept").iterdir())
     assert kept == ["0-0.npz", "0-1.npz", "key.json"]  # for a rerun, which reads them
+
+
+@pytest.mark.slow
+def test_the_plateau_before_the_drop_ends_where_the_loss_leaves_it():
+    """Online GD (the figures' size, 2000 steps at lr 1 and 2, 4 seeds each), saved at 150
+    log-spaced steps, phases on their defaults: the plateau before the largest drop (to the next
+    plateau, or to the run's last loss) ends while the loss has moved at most a quarter of the way
+    down, and by 1.5 times its end time the loss has moved at least a quarter: the end is where the
+    loss leaves the plateau, not long before."""
+    ds = dynamics.sweep(sts.Online(num_steps=2000, log_saves=150), {"lr": [1.0, 2.0]}, num_seeds=4)
+    found = dynamics.sweep_phases(ds)
+    for lr in (1.0, 2.0):
+        for seed in range(4):
+            run, loss = found.sel(lr=lr, seed=seed), ds["loss"].sel(lr=lr, seed=seed).values
+            times = ds["time"].sel(lr=lr, seed=seed).values
+            levels = run["phases.loss"].values[: int(run["phases.count"])]
+            below = np.append(levels[1:], loss[-1])
+            p = int(np.argmax(levels - below))
+            end = float(run["phases.end_time"][p])
+
+            def moved(t, p=p, times=times, loss=loss):
+                return (levels[p] - loss[np.searchsorted(times, t)]) / (levels[p] - below[p])
+
+            assert moved(end) <= 0.25 <= moved(1.5 * end), (lr, seed, end, moved(end), moved(1.5 * end))
