@@ -496,6 +496,7 @@ def test_a_save_whose_hessian_is_not_finite_leaves_the_next_one_a_fresh_start():
     assert np.isnan(sharpness[1]) and np.all(sharpness[[0, 2, 3, 4]] == 1.0)
 
 
+@pytest.mark.slow
 def test_a_training_save_without_a_function_records_only_what_is_added():
     """`Save(every=...)` with no `fn` records nothing of its own under `with_sharpness` and
     `with_flow_distance`, alone or one on top of the other (the sharpness's carry passed through)."""
