@@ -65,7 +65,7 @@ class Save(eqx.Module):
       the state.
     - `every`: [`train`][]'s save period in steps: it saves at steps 0, every, 2·every, ...,
       num_steps; default 1.
-    - `steps`: [`train`][]'s save steps instead: strictly increasing integers from 0, each a
+    - `steps`: [`train`][]'s save steps instead: strictly increasing integers >= 0, each a
       number of steps taken (0: the start), at most the run's `num_steps`; the run goes on to
       `num_steps` after the last. One of `ts`, `every` and `steps`, not two.
     - `carry`: in training only, `state -> PyTree`, what `fn` starts with at the first save: `fn`
