@@ -6,11 +6,11 @@ import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optimistix as optx
 from jaxtyping import Array, ArrayLike, Float, PyTree
 
 from ._compiled import one_program
+from ._params import is_count
 from ._progress import flow_meter
 from ._rates import Rates, scale_tree
 from ._run import Run, StopReason, all_finite
@@ -133,8 +133,8 @@ class Save(eqx.Module):
             raise ValueError(f"Save: every must be an integer >= 1, got {self.every!r}")
         if self.steps is not None:
             steps = self.steps if isinstance(self.steps, tuple) else ()
-            whole = all(isinstance(n, int | np.integer) and not isinstance(n, bool) for n in steps)
-            if not (whole and steps and steps[0] >= 0 and all(a < b for a, b in zip(steps, steps[1:]))):
+            whole = steps and all(is_count(n, 0) for n in steps)
+            if not (whole and all(a < b for a, b in zip(steps, steps[1:]))):
                 raise ValueError(f"Save: steps must be strictly increasing integers >= 0, got {self.steps!r}")
 
 

@@ -117,28 +117,29 @@ class Require:
     a config held in a field by its dotted name (`"task.T"`); `holds`: `(*values) -> bool`;
     `message`: what must hold, in words.
 
-    **Example:** a class attribute `requires` holds the conditions between its fields:
+    **Example:** a class attribute `requires` holds the conditions between its fields (for a save
+    period and its step count, the engine has one: [`every_divides`][]):
 
         >>> import dataclasses
         >>> import dynamics
         >>> @dataclasses.dataclass(frozen=True)
-        ... class Schedule:
-        ...     num_steps: int = dynamics.param(100, dynamics.Interval(1))
-        ...     every: int = dynamics.param(10, dynamics.Interval(1))
+        ... class Attention:
+        ...     d_model: int = dynamics.param(200, dynamics.Interval(1))
+        ...     num_heads: int = dynamics.param(1, dynamics.Interval(1))
         ...     requires = (
         ...         dynamics.Require(
-        ...             ("every", "num_steps"), lambda e, n: n % e == 0, "every must divide num_steps"
+        ...             ("num_heads", "d_model"), lambda h, d: d % h == 0, "num_heads must divide d_model"
         ...         ),
         ...     )
         ...
         ...     def __post_init__(self):
         ...         dynamics.check_params(self)
-        >>> Schedule(num_steps=100, every=25).every
-        25
-        >>> Schedule(num_steps=100, every=30)
+        >>> Attention(num_heads=4).num_heads
+        4
+        >>> Attention(num_heads=3)
         Traceback (most recent call last):
         ...
-        ValueError: Schedule: every must divide num_steps, got every=30, num_steps=100
+        ValueError: Attention: num_heads must divide d_model, got num_heads=3, d_model=200
     """
 
     fields: tuple[str, ...]
@@ -391,6 +392,11 @@ def check_params(config) -> None:
         check_value(owner, info, getattr(config, info.name))
     for condition in getattr(type(config), "requires", ()):
         condition.check(config)
+
+
+def is_count(value, low: int = 1) -> bool:
+    """Whether `value` is an integer (Python's or NumPy's, not a bool) of at least `low`."""
+    return _has_type(int, value) and value >= low
 
 
 def _has_type(kind: type, value) -> bool:

@@ -10,7 +10,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from ._params import settings
+from ._params import is_count, settings
 from ._run import Run
 from ._simulation import AbstractSimulation, trace_one_run
 
@@ -24,7 +24,7 @@ DEFAULT_MAX_BYTES = 16 * 2**30
 def check_seeds(num_seeds, seed) -> None:
     """Refuse seeds that are not integers or reach past [`MAX_SEED`][]."""
     for name, value, low in (("num_seeds", num_seeds, 1), ("seed", seed, 0)):
-        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
+        if not is_count(value, low):
             raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
     if seed + num_seeds - 1 > MAX_SEED:
         raise ValueError(

@@ -16,7 +16,7 @@ import zarr
 from ._files import atomic_write, temporary_path
 from ._fingerprint import code_record, largest_array_bytes
 from ._integrity import CREATED, FORMAT, check_store, layout_digests, read_json
-from ._params import with_settings
+from ._params import is_count, with_settings
 from ._preflight import DEFAULT_MAX_BYTES, check_grid, check_precision, check_seeds, check_sizes, trace_run
 from ._run import stop_reason
 from ._simulation import AbstractSimulation, static_part
@@ -266,7 +266,7 @@ def _sweep(
     """[`sweep`][], whose warnings point to the caller of the function that calls this."""
     check_seeds(num_seeds, seed)
     _check_shard(shard)
-    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int | np.integer) or chunk_size < 1:
+    if not is_count(chunk_size):
         raise ValueError(f"chunk_size must be an integer >= 1, got {chunk_size!r}")
     axes = check_grid(sim, grid)
     check_precision(sim)

@@ -10,6 +10,7 @@ from jaxtyping import Array, Float, Int, PRNGKeyArray, PyTree
 
 from ._compiled import one_program
 from ._flow import Predicate, Save, save_with_carry
+from ._params import is_count
 from ._progress import scan_ticker
 from ._run import Run, StopReason, all_finite
 
@@ -317,7 +318,7 @@ def log_spaced_steps(num_steps: int, num_saves: int) -> np.ndarray:
         [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
     """
     for name, value in (("num_steps", num_steps), ("num_saves", num_saves)):
-        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        if not is_count(value):
             raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
     points = np.rint(np.geomspace(1, num_steps, num_saves)).astype(np.int64)
     return np.unique(np.concatenate([[0], points, [num_steps]]))
