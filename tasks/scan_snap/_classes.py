@@ -204,12 +204,12 @@ class SequenceClasses:
         return ClassArrays(
             probs=jnp.asarray(self.probs, dtype=dtype),
             cdf=jnp.asarray(cdf, dtype=dtype),
-            query=jnp.asarray(self.query),
-            next_token=jnp.asarray(self.next_token),
+            query=jnp.asarray(self.query, dtype=jnp.int32),
+            next_token=jnp.asarray(self.next_token, dtype=jnp.int32),
             class_probs=jnp.asarray(self.class_probs, dtype=dtype),
             class_cdf=jnp.asarray(_inverse_cdf(self.class_probs), dtype=dtype),
             dt_mask=jnp.asarray(self.distinct_mask()),
-            support=jnp.asarray(support),
+            support=jnp.asarray(support, dtype=jnp.int32),
             support_cdf=jnp.asarray(support_cdf, dtype=dtype),
         )
 

@@ -65,6 +65,6 @@ def recall_at_threshold(
     taus = jnp.asarray(taus, dtype=attention.dtype)
     mask = arrays.dt_mask
     above = (attention[None] > taus[:, None, None]) & mask[None]
-    num_dt = jnp.maximum(jnp.sum(mask, axis=-1), 1).astype(attention.dtype)
-    recall = jnp.sum(above, axis=-1).astype(attention.dtype) / num_dt
+    num_dt = jnp.maximum(jnp.sum(mask, axis=-1, dtype=attention.dtype), 1)
+    recall = jnp.sum(above, axis=-1, dtype=attention.dtype) / num_dt
     return _class_average(recall, arrays)
