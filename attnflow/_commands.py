@@ -432,7 +432,7 @@ def sweep(args: argparse.Namespace) -> int:
         else:
             ds = _write_sweep(args, sim, grid, out / "sweep.zarr")
         if ds is not None:
-            plots = plot_sweep(ds, list(grid), out / "plots")
+            plots = plot_sweep(ds, list(grid), out / "plots", sim.labels)
             plots += _analyse(ds, sim, analyses, list(grid), out / "sweep.zarr", out / "plots")
             print(f"wrote {_plots(plots)} in {out / 'plots'}")
     return 0
@@ -562,7 +562,7 @@ def _analyse(ds, sim, analyses: dict[str, dict], axes: list[str], store: Path, p
             found = dynamics.sweep_phases(ds, sim.loss_name, grad_norm, **analyses[name])
             counts = np.asarray(found["phases.count"]).ravel()
             summary = f"{_span(counts.min(), counts.max(), 'd')} plateaus per run"
-            drawn = plot_phases(ds, found, axes, sim.loss_name, plots_dir)
+            drawn = plot_phases(ds, found, axes, sim.loss_name, plots_dir, sim.labels)
         elif name == "critical_point":
             print(
                 f"critical points: {dynamics.num_params(sim)} parameters per run (each Newton step forms the "

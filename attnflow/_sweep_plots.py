@@ -3,9 +3,13 @@ run's steps) with seed bands per grid point and the runs' stop times marked, the
 against one grid axis (a line), two (a heat map) or three (heat maps side by side), each scalar
 of the state a run ends in the same way, and, when runs stop early, the stop time `t_stop`
 itself; with the phases of the runs, their plateaus on the loss and their count; with the
-landscape at the runs' final states, the index of the critical point near each and the sharpness."""
+landscape at the runs' final states, the index of the critical point near each and the sharpness.
+Each plot is written as PNG and as PDF beside it (for a paper), its axes labelled in words: a saved
+value by the simulation's `labels`, the clock by its unit."""
 
+import textwrap
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 
 import matplotlib
@@ -19,6 +23,20 @@ from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 import dynamics  # noqa: E402
 from dynamics import SAVE_DIM, SEED_DIM  # noqa: E402
+
+ENGINE_LABELS = {
+    "sharpness": "top Hessian eigenvalue λ_max",
+    "sharpness_ratio": "λ_max·η/2 (≥ 1: past the edge of stability)",
+    "flow_distance": "distance to the gradient flow alongside",
+}
+"""The axis labels of the values the engine saves alongside a level's own (the sharpness, the flow
+alongside); a level's `labels` name its own."""
+
+CLOCKS = {
+    "step": "optimiser step",
+    "time": "flow time t (gradient descent at rate η: t/η steps)",
+}
+"""The time axis's label, for discrete training (`"step"`) and for a flow (`"time"`)."""
 
 _MAX_LINES = 12
 _MAX_PANELS = 8
@@ -45,19 +63,23 @@ def _of_the_state(name: str) -> bool:
     return name == "final" or name.startswith("final.")
 
 
-def plot_sweep(ds: xr.Dataset, axes: list[str], out_dir: Path) -> list[Path]:
-    """Draw the standard plots of `ds` into `out_dir` as PNG files.
+def plot_sweep(
+    ds: xr.Dataset, axes: list[str], out_dir: Path, labels: Mapping[str, str] | None = None
+) -> list[Path]:
+    """Draw the standard plots of `ds` into `out_dir`, each as PNG with a PDF beside it.
 
     **Arguments:**
 
     - `ds`: a sweep from `dynamics.sweep`.
     - `axes`: its grid axes, in order.
     - `out_dir`: the folder (created).
+    - `labels`: what each saved value is, in words (the simulation's `labels`); a value not named
+      there is labelled by its name.
 
-    **Returns:** the files written: `<metric>_time.png` for every scalar metric, and with one to
-    three grid axes `<metric>_final.png`, and `final.png` or `final.<name>.png` for every scalar of the
-    final state; where some run stopped before its end (an event, a divergence, the step budget),
-    `t_stop_final.png` too.
+    **Returns:** the PNG files written (each with its `.pdf`): `<metric>_time.png` for every scalar
+    metric, and with one to three grid axes `<metric>_final.png`, and `final.png` or
+    `final.<name>.png` for every scalar of the final state; where some run stopped before its end
+    (an event, a divergence, the step budget), `t_stop_final.png` too.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     dynamics.remove_stale_temporaries(out_dir)  # of a plot a killed process was writing
@@ -65,11 +87,15 @@ def plot_sweep(ds: xr.Dataset, axes: list[str], out_dir: Path) -> list[Path]:
     drawn, thinned = _thinned(ds)
     time, lines, clock = _time_axis(drawn, axes)
     stopped = _stopped_early(ds)
+    reasons = _early_reasons(ds) if stopped is not None else ""
     for name in scalar_metrics(ds, axes):
+        label = label_of(name, labels)
         values = drawn[name].where(np.isfinite(drawn[name]))
-        paths.append(_against_time(values, time, lines, name, clock, stopped, thinned, out_dir))
+        stops = (stopped, reasons)
+        paths.append(_against_time(values, time, lines, name, label, clock, stops, thinned, out_dir))
         if axes:  # a run's last finite save: every save read, where a plot needs it
-            paths += _finals(_last_finite(ds[name]), axes, name, f"{name} at each run's last save", out_dir)
+            last = _last_finite(ds[name])
+            paths += _finals(last, axes, name, f"{name} at each run's last save", out_dir, label)
     for name in final_scalars(ds, axes):
         what = name.removeprefix("final.") if name != "final" else "the state"
         paths += _finals(ds[name], axes, name, f"{what} where each run ended", out_dir)
@@ -78,13 +104,42 @@ def plot_sweep(ds: xr.Dataset, axes: list[str], out_dir: Path) -> list[Path]:
     return paths
 
 
-def plot_phases(ds: xr.Dataset, found: xr.Dataset, axes: list[str], loss: str, out_dir: Path) -> list[Path]:
+_LABEL_WIDTH = 42
+"""The characters of an axis label's line: a longer label wraps, so that it fits beside the axes."""
+
+
+def label_of(name: str, labels: Mapping[str, str] | None) -> str:
+    """The axis label of saved value `name`: `name: ` and its words in `labels` or
+    [`ENGINE_LABELS`][], wrapped to lines of [`_LABEL_WIDTH`][] characters; the name alone where
+    neither has it."""
+    words = (labels or {}).get(name) or ENGINE_LABELS.get(name)
+    return textwrap.fill(f"{name}: {words}", _LABEL_WIDTH) if words else name
+
+
+def _early_reasons(ds: xr.Dataset) -> str:
+    """How the runs that stopped early stopped, with how many of each (`"event:escape × 3,
+    nonfinite × 1"`)."""
+    reasons = dynamics.stop_reasons(ds).values.ravel()
+    early = [r for r in reasons if r not in ("completed", "not written")]
+    names, counts = np.unique(np.asarray(early, dtype=str), return_counts=True)
+    return ", ".join(f"{name} × {count}" for name, count in zip(names, counts))
+
+
+def plot_phases(
+    ds: xr.Dataset,
+    found: xr.Dataset,
+    axes: list[str],
+    loss: str,
+    out_dir: Path,
+    labels: Mapping[str, str] | None = None,
+) -> list[Path]:
     """Draw the phases of a sweep's runs into `out_dir`: `phases_time.png`, the loss against time
     (median over seeds, per grid point) with every run's plateaus as bars at their loss, and with
     one or two grid axes `phases.count_final.png`, the number of plateaus per run.
 
     **Arguments:** `ds`: the sweep; `found`: its phases (`dynamics.sweep_phases`); `axes`: its
-    grid axes; `loss`: the saved loss the phases were found on; `out_dir`: the folder (created).
+    grid axes; `loss`: the saved loss the phases were found on; `out_dir`: the folder (created);
+    `labels`: the simulation's `labels` (see [`plot_sweep`][]).
 
     **Returns:** the files written.
     """
@@ -109,8 +164,8 @@ def plot_phases(ds: xr.Dataset, found: xr.Dataset, axes: list[str], loss: str, o
         ax.hlines(levels[kept], starts[kept], ends[kept], colors=colour, linewidth=5, alpha=0.25)
     _scale(ax, "x", time.values)
     _scale(ax, "y", values.values)
-    ax.set_xlabel(clock)
-    ax.set_ylabel(loss)
+    ax.set_xlabel(CLOCKS[clock])
+    ax.set_ylabel(label_of(loss, labels))
     ax.set_title(
         f"{loss}: median over seeds{thinned}; bars: each run's plateaus, at the loss of its slowest save",
         fontsize=8,
@@ -191,12 +246,15 @@ def _stopped_early(ds: xr.Dataset) -> xr.DataArray | None:
     return ds["t_stop"].astype(float).where(early)
 
 
-def _finals(final, axes: list[str], name: str, what: str, out_dir: Path) -> list[Path]:
-    """`final` against one grid axis (a line), two (a heat map) or three (a heat map over the last
-    two per value of the first, up to `_MAX_PANELS` of them); nothing for other grids. The file is
-    `<name>_final.png`, or `<name>.png` for the final state's `final` or `final.<name>`."""
+def _finals(
+    final, axes: list[str], name: str, what: str, out_dir: Path, label: str | None = None
+) -> list[Path]:
+    """`final` against one grid axis (a line, its y axis labelled `label`, else `name`), two (a
+    heat map) or three (a heat map over the last two per value of the first, up to `_MAX_PANELS` of
+    them); nothing for other grids. The file is `<name>_final.png`, or `<name>.png` for the final
+    state's `final` or `final.<name>`."""
     if len(axes) == 1:
-        return [_final_line(final, axes[0], name, what, out_dir)]
+        return [_final_line(final, axes[0], name, what, out_dir, label=label)]
     if len(axes) == 2:
         return [_final_heatmap(final, axes, name, what, out_dir)]
     if len(axes) == 3 and final.sizes[axes[0]] <= _MAX_PANELS:
@@ -244,7 +302,12 @@ def _time_axis(ds: xr.Dataset, axes: list[str]) -> tuple[xr.DataArray, list[tupl
     return time, lines, clock
 
 
-def _against_time(values, time, lines, name: str, clock: str, stopped, thinned: str, out_dir: Path) -> Path:
+def _against_time(
+    values, time, lines, name: str, label: str, clock: str, stops: tuple, thinned: str, out_dir: Path
+) -> Path:
+    """`values` against `time`: per grid point the median over seeds and the 10-90 % band; `stops`:
+    `(t_stop of the runs that stopped early or None, how they stopped in words)`."""
+    stopped, reasons = stops
     fig, ax = plt.subplots(figsize=(6, 4))
     for colour, select, text in lines:
         v, t = values.sel(select), time.sel(select)
@@ -270,11 +333,14 @@ def _against_time(values, time, lines, name: str, clock: str, stopped, thinned: 
         ax.axhline(1.0, linestyle="--", color="grey", linewidth=1, label="edge of stability")
     _scale(ax, "x", time.values)
     _scale(ax, "y", values.values)
-    ax.set_xlabel(clock)
-    ax.set_ylabel(name)
+    ax.set_xlabel(CLOCKS[clock])
+    ax.set_ylabel(label)
     title = f"{name}: median over seeds, band 10-90 %{thinned}"
     if stopped is not None:
-        title += f"; ticks: the {clock} each run stopped early (its curve ends at its last save)"
+        title += (
+            f"\nticks: the {clock} each run stopped early ({reasons}); past it, median and band are "
+            "over the runs still going"
+        )
     ax.set_title(title, fontsize=8)
     ax.legend(fontsize=7)
     return _save(fig, out_dir / f"{name}_time.png")
@@ -320,10 +386,17 @@ def _whole_axis(ax) -> None:
 
 
 def _final_line(
-    final, axis: str, name: str, what: str, out_dir: Path, reference: tuple[np.ndarray, str] | None = None
+    final,
+    axis: str,
+    name: str,
+    what: str,
+    out_dir: Path,
+    reference: tuple[np.ndarray, str] | None = None,
+    label: str | None = None,
 ) -> Path:
-    """`final` against `axis`, mean ± std over seeds; `reference`: `(values along the axis, label)`
-    dashed beside it, on a log scale where the two lie decades apart."""
+    """`final` against `axis`, mean ± std over seeds, its y axis labelled `label` (else `name`);
+    `reference`: `(values along the axis, label)` dashed beside it, on a log scale where the two lie
+    decades apart."""
     fig, ax = plt.subplots(figsize=(5, 3.5))
     with warnings.catch_warnings():  # a diverged run's huge last finite value overflows the std: no bar
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -339,7 +412,7 @@ def _final_line(
     if reference is None and _whole(final.values):
         _whole_axis(ax)
     ax.set_xlabel(axis)
-    ax.set_ylabel(name)
+    ax.set_ylabel(label or name)
     ax.set_title(f"{what}: mean ± std over seeds", fontsize=9)
     return _save(fig, out_dir / _final_file(name))
 
@@ -391,10 +464,13 @@ def _final_file(name: str) -> str:
 
 
 def _save(fig, path: Path) -> Path:
-    """Write the figure whole or not at all, and close it."""
+    """Write the figure to `path` (PNG) and beside it as PDF, each whole or not at all, and close
+    it; returns `path`."""
     try:
         with dynamics.atomic_write(path, "wb") as f:
             fig.savefig(f, format="png", dpi=160, bbox_inches="tight")
+        with dynamics.atomic_write(path.with_suffix(".pdf"), "wb") as f:
+            fig.savefig(f, format="pdf", bbox_inches="tight")
     finally:
         plt.close(fig)
     return path

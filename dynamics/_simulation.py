@@ -56,6 +56,9 @@ class AbstractSimulation(eqx.Module):
       (e.g. `"set init=uniform"`); [`simulate`][] warns with it when all seeds agree.
     - `loss_name`: the saved value that is the run's loss, one number per save (default
       `"loss"`): what [`sweep_phases`][] (`attnflow sweep --analyse phases`) splits into plateaus.
+    - `labels`: what each saved value is, in a few words with its unit where it has one
+      (`{"loss": "population loss (nats)"}`): the axis label of its plots (`attnflow sweep`); a
+      value not named here is labelled by its name.
     - `small`: settings that make a run take seconds, compilation included (fewer steps, smaller
       sizes): a first try (`attnflow list PAPER` prints them as `--set` options), and the
       settings at which the project tests every level against the one contract of this
@@ -104,6 +107,7 @@ class AbstractSimulation(eqx.Module):
     requires: ClassVar[tuple[Require, ...]] = ()
     seed_hint: ClassVar[str] = ""
     loss_name: ClassVar[str] = "loss"
+    labels: ClassVar[Mapping[str, str]] = MappingProxyType({})
     small: ClassVar[Mapping[str, object]] = MappingProxyType({})
 
     def __init_subclass__(cls, **kwargs):

@@ -3,16 +3,19 @@ declared `small` settings (a new paper's levels are tested with no change here).
 
 import dataclasses
 import functools
+import io
 import warnings
 
 import diffrax
 import jax
 import jax.extend
 import jax.flatten_util
+import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
 import dynamics
+from attnflow._sweep_plots import label_of
 from attnflow.papers import load_simulation, papers
 from dynamics._simulation import (
     batched_run,
@@ -96,6 +99,24 @@ def test_a_level_is_found_by_its_path_and_rebuilt_from_its_described_settings(pa
     assert described["simulation"] == cls.path() and load_simulation(cls.path()) is cls
     assert set(described) >= {info.name for info in cls.params()}
     assert cls.from_settings({info.name: str(described[info.name]) for info in cls.params()}) == sim
+
+
+@pytest.mark.parametrize(("paper", "level"), LEVELS)
+def test_a_level_labels_every_value_it_saves(paper, level):
+    """Each value a level saves at its `small` settings has the axis label of its plots
+    (`labels`: words, not its name again), and each label names a value the level can save."""
+    sim = _small(paper, level)
+    labels = type(sim).labels
+    missing = set(dynamics.saved_series(sim)) - set(labels)
+    assert not missing, f"{type(sim).__name__}.labels lacks {sorted(missing)}"
+    for name, label in labels.items():
+        assert label.strip() and label != name, f"{type(sim).__name__}.labels[{name!r}] = {label!r}"
+    fig, ax = plt.subplots()
+    ax.set_ylabel("\n".join(label_of(name, labels) for name in labels))
+    with warnings.catch_warnings():  # a glyph the plots' font lacks warns, and draws as a box
+        warnings.simplefilter("error")
+        fig.savefig(io.BytesIO(), format="png")
+    plt.close(fig)
 
 
 @pytest.mark.parametrize(("paper", "level"), LEVELS)

@@ -32,7 +32,8 @@ def drawn(monkeypatch):
 
     def record(fig, path):
         panels = [ax.get_title() for ax in fig.axes if ax.get_title()]
-        seen[path.name] = (fig.axes[0].get_xlabel(), fig.axes[0].get_title(), panels)
+        first = fig.axes[0]
+        seen[path.name] = (first.get_xlabel(), first.get_title(), panels, first.get_ylabel())
         return save(fig, path)
 
     monkeypatch.setattr(_sweep_plots, "_save", record)
@@ -44,8 +45,11 @@ def test_a_flow_with_early_stops_is_drawn_against_time_with_its_stop_times(tmp_p
     paths = _sweep_plots.plot_sweep(ds, ["rate"], tmp_path)
     assert {p.name for p in paths} >= {"t_stop_final.png"} and all(p.stat().st_size for p in paths)
     time_plots = [name for name in drawn if name.endswith("_time.png")]
-    assert time_plots and all(drawn[name][0] == "time" for name in time_plots)
-    assert all("stopped early" in drawn[name][1] for name in time_plots)
+    assert time_plots and all(drawn[name][0] == _sweep_plots.CLOCKS["time"] for name in time_plots)
+    small = int(np.sum(dynamics.stop_reasons(ds).values == "event:small"))
+    assert 0 < small < 6
+    assert all(f"stopped early (event:small × {small})" in drawn[name][1] for name in time_plots)
+    assert all("over the runs still going" in drawn[name][1] for name in time_plots)
     assert drawn["t_stop_final.png"][1].startswith("the time of each run that stopped early")
 
 
@@ -54,8 +58,22 @@ def test_discrete_training_is_drawn_against_steps_and_has_no_stop_plot(tmp_path,
     paths = _sweep_plots.plot_sweep(ds, ["rate"], tmp_path)
     assert "t_stop_final.png" not in {p.name for p in paths}
     time_plots = [name for name in drawn if name.endswith("_time.png")]
-    assert time_plots and all(drawn[name][0] == "step" for name in time_plots)
+    assert time_plots and all(drawn[name][0] == _sweep_plots.CLOCKS["step"] for name in time_plots)
     assert not any("stopped early" in drawn[name][1] for name in time_plots)
+
+
+def test_every_plot_has_a_pdf_beside_it_and_its_values_labelled_in_words(tmp_path, drawn, euler):
+    """A paper takes the PDF; a saved value's axis reads its words from the simulation's `labels`
+    (its name where it has none), the engine's own values their words from the engine."""
+    labels = {"value": "the decaying quantity y"}
+    ds = euler.assign(sharpness=euler["value"])
+    paths = _sweep_plots.plot_sweep(ds, ["rate"], tmp_path, labels)
+    assert paths and all(p.with_suffix(".pdf").read_bytes().startswith(b"%PDF") for p in paths)
+    assert drawn["value_time.png"][3] == "value: the decaying quantity y"
+    assert drawn["value_final.png"][3] == "value: the decaying quantity y"
+    assert drawn["sharpness_time.png"][3] == "sharpness: top Hessian eigenvalue λ_max"
+    _sweep_plots.plot_sweep(ds, ["rate"], tmp_path)
+    assert drawn["value_time.png"][3] == "value"
 
 
 def test_each_scalar_of_the_final_state_is_drawn_against_the_grid(tmp_path, drawn, euler):

@@ -9,6 +9,8 @@ static, never traced; the run's PRNG key draws only the mini-batch stream. The d
 default instance of the checks and figures and settings of the experiments that the paper does not
 give (recon)."""
 
+from types import MappingProxyType
+
 import diffrax
 import equinox as eqx
 import jax.numpy as jnp
@@ -23,6 +25,29 @@ from ._model import population_loss
 from ._population import line_flow
 
 _POSITIVE = Interval(0, low_open=True)
+
+_METRIC_LABELS = MappingProxyType(
+    {
+        "alpha": "α, μ-projection of Q onto the line 11ᵀ/T + α(Q* − 11ᵀ/T)",
+        "beta": "β, μ-projection of V onto the line μ1ᵀ + β(P − μ1ᵀ)",
+        "cos_Q": "cosine similarity of Q and Q* (Frobenius)",
+        "cos_Q_centred": "cosine of Q − 11ᵀ/T and Q* − 11ᵀ/T (Frobenius)",
+        "cos_V": "cosine similarity of V and P (Frobenius)",
+        "cos_V_centred": "cosine of V − μ1ᵀ and P − μ1ᵀ (Frobenius)",
+        "dQ_norm": "μ-norm ‖ΔQ‖ of Q's residual off the α line",
+        "dV_norm": "μ-norm ‖ΔV‖ of V's residual off the β line",
+        "dist_Q": "distance ‖Q − Q*‖ (Frobenius)",
+        "dist_Q_hat": "distance ‖Q̂ − Q*‖, Q̂ = Q cut below θ₃ and renormalised",
+        "dist_V": "distance ‖V − P‖ (Frobenius)",
+        "dist_V_hat": "distance ‖V̂ − P‖, V̂ = least-squares V for Q̂",
+        "loss": "population squared loss ½E‖one-hot(x_o) − f(X)‖²",
+        "off_support": "total |Q| off the support of Q* (all columns)",
+    }
+)
+"""The labels of the metrics of [`metrics`][], which `Algorithm1` and `SGD` save (and
+`PopulationODE` three of)."""
+
+_SHARPNESS_LABEL = "top eigenvalue of the population loss's Hessian"
 
 
 def _task():
@@ -115,6 +140,13 @@ class Algorithm1(_OnInstance):
             "rounding leave it",
         ),
     )
+    labels = MappingProxyType(
+        {
+            **_METRIC_LABELS,
+            "sharpness": _SHARPNESS_LABEL,
+            "sharpness_ratio": "λ_max(Π√R H √R Π)/2, R = η₂/μ (≥ 1: past the edge)",
+        }
+    )
     small = {"task.T": 8, "batch": 16, "stage1_max_steps": 10, "stage2_steps": 20, "every": 10}
 
     def run(self, key) -> dynamics.Run:
@@ -186,6 +218,15 @@ class SGD(_OnInstance):
         dynamics.every_divides(),
         dynamics.Along.flow_needs("kind", "vanilla", "vanilla SGD"),
     )
+    labels = MappingProxyType(
+        {
+            **_METRIC_LABELS,
+            "sharpness": _SHARPNESS_LABEL,
+            "sharpness_ratio": "sharpness × η/2 (≥ 1: past the edge of stability)",
+            "flow_distance": "distance ‖θ − θ_flow‖ from the population flow at t = kη",
+            "flow_loss": "population loss of the gradient flow at t = kη",
+        }
+    )
     small = {"task.T": 8, "batch": 16, "num_steps": 20, "every": 10}
 
     def run(self, key) -> dynamics.Run:
@@ -239,6 +280,7 @@ class PopulationODE(_OnInstance):
     )
     dtype: str = dtype_param("float64")
     seed_hint = "the population ODE has no randomness: sweep alpha0 or beta0 instead"
+    labels = MappingProxyType({name: _METRIC_LABELS[name] for name in ("alpha", "beta", "loss")})
     small = {"task.T": 8, "t1": 5.0, "num_saves": 3}
 
     def run(self, key) -> dynamics.Run:

@@ -11,6 +11,7 @@ population is the exact support of `D`; Result 2 may use a frozen Monte-Carlo sa
 
 import dataclasses
 import math
+from types import MappingProxyType
 
 import equinox as eqx
 import jax
@@ -79,6 +80,15 @@ _EXACT = Require(
 )
 _SEED_HINT = "task.seed fixes one task for every seed: leave it unset to draw a task per seed"
 
+_MU_LABEL = "score margin μ(W): least lead of list keys over later keys"
+_ALONG_LABELS = {
+    "sharpness": "top Hessian eigenvalue λmax of the population loss",
+    "sharpness_ratio": "λmax·η/2, η the GD step (≥ 1 past the edge of stability)",
+    "flow_distance": "distance ‖θ − θflow‖ from gradient flow at t = k·η",
+    "flow_loss": "population loss along the gradient flow at t = k·η (nats)",
+}
+"""The labels of what `along` saves (`dynamics.Along`), for the levels of full-batch GD."""
+
 
 def _exact_population(sim, arrays: TaskArrays):
     tokens, weights = support(sim.task.L, sim.task.n, sim.task.distribution)
@@ -137,6 +147,13 @@ class Result1Flow(_OnRandomTask):
     dtype: str = dtype_param("float64")
     seed_hint = _SEED_HINT
     small = {"task.L": 8, "task.n": 3, "task.M": 2, "num_saves": 5}
+    labels = MappingProxyType(
+        {
+            "loss": "population cross-entropy L(W, cP) (nats)",
+            "mu": _MU_LABEL,
+            "W": "attention score matrix W (L × L)",
+        }
+    )
 
     event_names = ("perfect",)
     requires = (_EXACT,)
@@ -231,6 +248,16 @@ class Result2GD(_OnRandomTask):
     dtype: str = dtype_param("float64")
     seed_hint = _SEED_HINT
     small = {"task.L": 6, "task.n": 3, "task.M": 2, "num_steps": 20, "every": 5}
+    labels = MappingProxyType(
+        {
+            "loss": "population cross-entropy L(W, V) (nats)",
+            "mu": _MU_LABEL,
+            "perfect": "perfect classification (1 = yes; certified if sampled)",
+            "dist_cP": "largest entry distance ‖V − cP‖max",
+            "grad_V_max": "largest entry of the gradient |∇V L| (at most 1)",
+            **_ALONG_LABELS,
+        }
+    )
 
     event_names = ("perfect",)
     requires = (
@@ -332,6 +359,14 @@ class UniformAttentionGD(_OnRandomTask):
     dtype: str = dtype_param("float64")
     seed_hint = _SEED_HINT
     small = {"task.L": 6, "task.n": 3, "task.M": 2, "num_steps": 40, "every": 10}
+    labels = MappingProxyType(
+        {
+            "loss": "population cross-entropy L(0, V) (nats)",
+            "kappa": "κ(V): fraction of columns of V with argmax at π(b)",
+            "rho": "ρ(V): cosine of V and P, columns centred",
+            **_ALONG_LABELS,
+        }
+    )
 
     requires = (_EXACT, dynamics.every_divides())
 
@@ -389,6 +424,16 @@ class JointGD(_OnRandomTask):
     dtype: str = dtype_param("float64")
     seed_hint = _SEED_HINT
     small = {"task.L": 6, "task.n": 3, "task.M": 2, "num_steps": 40, "every": 10}
+    labels = MappingProxyType(
+        {
+            "loss": "population cross-entropy L(W, V) (nats)",
+            "mu": _MU_LABEL,
+            "kappa": "κ(V): fraction of columns of V with argmax at π(b)",
+            "rho": "ρ(V): cosine of V and P, columns centred",
+            "perfect": "perfect classification (1 = yes), enumerated",
+            **_ALONG_LABELS,
+        }
+    )
 
     requires = (_EXACT, dynamics.every_divides())
 

@@ -3,6 +3,7 @@ integer seed on the host, before the runs' program, and trains on it, so many se
 compiled call."""
 
 import dataclasses
+from types import MappingProxyType
 
 import jax
 import jax.numpy as jnp
@@ -72,6 +73,16 @@ class Algorithm1(dynamics.AbstractSimulation):
     )
     dtype: str = dtype_param("float64")
 
+    labels = MappingProxyType(
+        {
+            "loss": "loss L of Eqn 1, π-weighted cross-entropy (nats)",
+            "loss0": "stage-1 collocation loss L₀, summed over tokens (nats)",
+            "sharpness": "sharpness λ_max of L's Hessian over W_kq",
+            "sharpness_ratio": "λ_max·η/(2‖∇L‖): sharpness / normalized GD's edge",
+            "flow_distance": "distance ‖W_kq − normalized flow‖ at t = step",
+            "flow_loss": "loss L of the normalized flow at t = step (nats)",
+        }
+    )
     small = {"task.recipe": "A", "task.vocab_size": 6, "num_steps1": 20, "num_steps2": 20, "every": 10}
     requires = (
         dynamics.every_divides("num_steps1"),

@@ -3,6 +3,8 @@ alone, the run of the Fig. 6 sweep), L1 the population flow, L2 the decoupled th
 scalar model of Theorem 4. The defaults are the paper's. L0, L0_outcome, L1 and L2 hold their
 synthetic task (the data set and its query tokens) as one field, `task` (a [`Synthetic`][])."""
 
+from types import MappingProxyType
+
 import diffrax
 import equinox as eqx
 import jax
@@ -110,6 +112,16 @@ class SGD(dynamics.AbstractSimulation):
         dynamics.Along.flow_needs("optimizer", "sgd", "plain SGD"),
     )
     loss_name = "population_loss"
+    labels = MappingProxyType(
+        {
+            "population_loss": "population (T → ∞) cross-entropy loss (nats)",
+            "dt_entropy": "attention entropy on distinct tokens, class mean (nats)",
+            "sharpness": "sharpness λ_max of the population loss's Hessian",
+            "sharpness_ratio": "sharpness / the optimizer's edge of stability",
+            "flow_distance": "distance ‖(Y, Z) − L1 flow‖ at t = step",
+            "flow_loss": "population loss of L1's flow at t = step (nats)",
+        }
+    )
     small = {"num_steps": 4, "every": 2, "T": 8, "batch_size": 4}
 
     def run(self, key) -> dynamics.Run:
@@ -229,6 +241,12 @@ class PopulationFlow(dynamics.AbstractSimulation):
     dtype: str = dtype_param("float64")
     seed_hint = "from init=zeros the flow is deterministic: set init=uniform for a random start"
     loss_name = "population_loss"
+    labels = MappingProxyType(
+        {
+            "population_loss": "population (T → ∞) cross-entropy loss (nats)",
+            "dt_entropy": "attention entropy on distinct tokens, class mean (nats)",
+        }
+    )
     small = {"t1": 5.0, "num_saves": 3}
 
     def run(self, key) -> dynamics.Run:
@@ -299,6 +317,12 @@ class ScalarFlow(dynamics.AbstractSimulation):
     max_steps: int = _max_steps()
     dtype: str = dtype_param("float64")
     seed_hint = "the scalar model has no randomness: sweep its rates or C0 instead"
+    labels = MappingProxyType(
+        {
+            "z": "attention logit z of the common token",
+            "B": "growth exponent B_n = η_Z ∫ ξ_n dt (Eqn 12)",
+        }
+    )
     small = {"t1": 5.0, "num_saves": 3}
 
     def run(self, key) -> dynamics.Run:

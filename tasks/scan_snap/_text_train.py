@@ -10,6 +10,7 @@ Fig. 10 trains in one batched, compiled call ([`TextSGD`][] under `dynamics.swee
 """
 
 import dataclasses
+from types import MappingProxyType
 
 import equinox as eqx
 import jax
@@ -343,6 +344,13 @@ class TextSGD(dynamics.AbstractSimulation):
     )
     dtype: str = dtype_param("float32")
 
+    labels = MappingProxyType(
+        {
+            "probe_entropy": "layer-1 attention entropy on the probe, row mean (nats)",
+            "sharpness": "sharpness λ_max of the first training window's loss",
+            "sharpness_ratio": "sharpness / clipped SGD's edge of stability",
+        }
+    )
     small = {
         "task.max_lines": 200,
         "d_model": 8,

@@ -2,6 +2,8 @@
 gradient flow of Theorem 1 with its loss-threshold event, `online` mini-batch GD or Adam on fresh
 samples (Figs. 1-5), `fcn` the fully-connected baseline trained with Adam."""
 
+from types import MappingProxyType
+
 import diffrax
 import jax.numpy as jnp
 
@@ -72,6 +74,13 @@ class ReducedFlow(dynamics.AbstractSimulation):
         ),
     )
     small = {"task.d": 2, "task.T": 10, "task.q": 2, "t1": 1e4, "num_saves": 9, "solver": "tsit5"}
+    labels = MappingProxyType(
+        {
+            "loss": "exact population loss ½‖f − target‖² (Lemma 1)",
+            "gamma": "value scale γ (V = [γ·I, 0])",
+            "a": "attention scale a (PE block of W = a·M)",
+        }
+    )
 
     def run(self, key) -> dynamics.Run:
         del key
@@ -152,6 +161,20 @@ class Online(dynamics.AbstractSimulation):
         "num_q_tests": 1,
         "num_eval": 8,
     }
+    labels = MappingProxyType(
+        {
+            "loss": "validation loss ½‖f − target‖² at (T, q), Monte Carlo",
+            "loss_T": "validation loss at longer lengths T′ > T",
+            "loss_q": "validation loss at larger subset sizes q′ > q",
+            "cos_W": "Frobenius cosine of W and W* (identity PE block)",
+            "cos_W_centred": "Frobenius cosine of W and W* (centred PE block M)",
+            "cos_V": "Frobenius cosine of V and V* = [I, 0]",
+            "sharpness": "top Hessian eigenvalue λmax of the validation loss",
+            "sharpness_ratio": "sharpness over the edge of stability (≥ 1 past it)",
+            "flow_distance": "distance ‖θ − θflow‖ from gradient flow at t = k·lr",
+            "flow_loss": "validation loss along the gradient flow at t = k·lr",
+        }
+    )
     requires = (
         dynamics.every_divides(),
         Require(
@@ -242,6 +265,14 @@ class FCNTraining(dynamics.AbstractSimulation):
         "every": 2,
         "num_eval": 8,
     }
+    labels = MappingProxyType(
+        {
+            "loss": "validation loss ½‖f − target‖², Monte Carlo",
+            "loss_se": "standard error of the Monte-Carlo loss",
+            "sharpness": "top Hessian eigenvalue λmax of the validation loss",
+            "sharpness_ratio": "λmax(P⁻¹H) over Adam's edge (2 + 2β₁)/((1 − β₁)η)",
+        }
+    )
     requires = (
         Require(
             ("task.pe_sampler",),
