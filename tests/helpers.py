@@ -48,3 +48,19 @@ def printed_ratio(text: str, label: str) -> float:
 def positive_finite(x: float) -> bool:
     """True for a finite number above zero (a benchmark's time or ratio)."""
     return math.isfinite(x) and x > 0
+
+
+def int64_sizes(jaxpr) -> list[int]:
+    """The sizes of every int64 value that `jaxpr` (and the programs inside its operations)
+    computes: in float64 mode JAX's default integer is int64, which a GPU compiles many times slower
+    than int32 in a large tensor."""
+    import jax
+    import jax.extend
+    import jax.numpy as jnp
+
+    sizes = []
+    for eqn in jaxpr.eqns:
+        sizes += [math.prod(v.aval.shape) for v in eqn.outvars if getattr(v.aval, "dtype", None) == jnp.int64]
+        for inner in jax.extend.core.jaxprs_in_params(eqn.params):
+            sizes += int64_sizes(inner)
+    return sizes

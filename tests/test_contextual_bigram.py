@@ -13,6 +13,8 @@ import pytest
 import dynamics
 import tasks.contextual_bigram as cb
 
+from .helpers import int64_sizes
+
 
 @pytest.fixture(scope="module")
 def tiny():
@@ -97,6 +99,14 @@ def test_sampler_label_distribution(tiny):
     P, Qs = np.asarray(tiny.P), np.asarray(tiny.Q_star)
     prob = np.einsum("bt,bt->b", Qs[:, last].T, P[lab[:, None], ctx])
     assert prob.min() > 0
+
+
+def test_sampler_draws_in_32_bits_in_float64_mode(tiny):
+    """The inverse-CDF draws compare a batch × positions × tokens tensor with the uniforms: its
+    counts are int32 whatever JAX's default integer (no int64 tensor beyond the batch's tokens)."""
+    batch = 64
+    jaxpr = jax.make_jaxpr(lambda key: cb.sample(key, tiny, batch))(jax.random.PRNGKey(0))
+    assert max(int64_sizes(jaxpr.jaxpr), default=0) < batch * tiny.T * tiny.N
 
 
 def test_closed_form_sample_gradients_equal_autodiff(tiny):

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import tasks.scan_snap as ss
 
-from .helpers import tree_allclose
+from .helpers import int64_sizes, tree_allclose
 
 _jit = eqx.filter_jit
 
@@ -377,20 +377,6 @@ def test_sample_under_vmap_over_keys_is_independent_per_key():
     assert not np.array_equal(batches.counts[0], batches.counts[1])
 
 
-def _int64_sizes(jaxpr) -> list[int]:
-    """The sizes of every int64 value that `jaxpr` (and the programs inside it) computes."""
-    sizes = []
-    for eqn in jaxpr.eqns:
-        sizes += [math.prod(v.aval.shape) for v in eqn.outvars if getattr(v.aval, "dtype", None) == jnp.int64]
-        for param in eqn.params.values():
-            for inner in param if isinstance(param, (tuple, list)) else (param,):
-                if isinstance(inner, jax.extend.core.ClosedJaxpr):
-                    sizes += _int64_sizes(inner.jaxpr)
-                elif isinstance(inner, jax.extend.core.Jaxpr):
-                    sizes += _int64_sizes(inner)
-    return sizes
-
-
 def test_sample_counts_in_32_bits_in_float64_mode():
     """In float64 mode (JAX's default integer int64) the sampled counts and their sums are int32:
     int64 tensors of batch x draws x support compile many times slower on a GPU (Fig. 6's largest
@@ -400,7 +386,7 @@ def test_sample_counts_in_32_bits_in_float64_mode():
     batch_size, support = 32, arrays.support.shape[1]
     jaxpr = jax.make_jaxpr(lambda key: ss.sample(key, arrays, batch_size, 128))(jax.random.PRNGKey(0))
     assert jaxpr.out_avals[0].dtype == jnp.int32  # the counts
-    assert max(_int64_sizes(jaxpr.jaxpr), default=0) <= batch_size * support
+    assert max(int64_sizes(jaxpr.jaxpr), default=0) <= batch_size * support
 
 
 def test_sample_rejects_bad_sizes():

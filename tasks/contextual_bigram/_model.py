@@ -28,7 +28,7 @@ def _inverse_cdf(u: Float[Array, "..."], probs: Float[Array, "... K"]) -> Int[Ar
     """Categorical draws by inversion: the first index whose cumulative probability exceeds u
     (zero-probability categories are never drawn)."""
     cdf = jnp.cumsum(probs, axis=-1)
-    index = jnp.sum((u[..., None] >= cdf).astype(jnp.int32), axis=-1)
+    index = jnp.sum(u[..., None] >= cdf, axis=-1, dtype=jnp.int32)  # int32 in float64 mode too
     return jnp.minimum(index, probs.shape[-1] - 1)
 
 
