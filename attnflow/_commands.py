@@ -438,7 +438,7 @@ def sweep(args: argparse.Namespace) -> int:
     return 0
 
 
-ANALYSES = ("phases", "critical_point", "sharpness")
+ANALYSES = ("phases", "saddles", "critical_point", "sharpness")
 """What `attnflow sweep --analyse` computes from every run of a finished sweep."""
 GRAD_NORM = "grad_norm"
 """The saved series that `--analyse phases` takes as the gradient norm, where a simulation saves it."""
@@ -450,6 +450,7 @@ def _analysis_functions() -> dict:
 
     return {
         "phases": dynamics.sweep_phases,
+        "saddles": dynamics.sweep_saddles,
         "critical_point": dynamics.sweep_critical_points,
         "sharpness": dynamics.sweep_sharpness,
     }
@@ -522,10 +523,14 @@ def _analyses(text: str | None, sim) -> dict[str, dict]:
                 f"{type(sim).__name__} does not save as one number per save (its saved series: "
                 f"{', '.join(series) or 'none'})"
             )
-    for name in ("critical_point", "sharpness"):
+    if "saddles" in analyses and "phases" not in analyses:
+        raise ValueError(
+            "--analyse saddles polishes the plateaus that phases finds: name both (--analyse phases,saddles)"
+        )
+    for name in ("saddles", "critical_point", "sharpness"):
         if name in analyses:
             try:
-                dynamics.require_landscape(sim, name)
+                dynamics.require_landscape(sim, name, saved=name == "saddles")
             except ValueError as err:
                 raise ValueError(f"--analyse {err}") from None
     return analyses
@@ -539,7 +544,7 @@ def _analyse(ds, sim, analyses: dict[str, dict], axes: list[str], store: Path, p
     beside `sweep.zarr`) is removed where it describes other runs or is written into the store now."""
     import dynamics
 
-    from ._sweep_plots import plot_critical_points, plot_phases, plot_sharpness
+    from ._sweep_plots import plot_critical_points, plot_phases, plot_saddles, plot_sharpness
 
     out = store.parent
     plots = []
@@ -563,6 +568,12 @@ def _analyse(ds, sim, analyses: dict[str, dict], axes: list[str], store: Path, p
             counts = np.asarray(found["phases.count"]).ravel()
             summary = f"{_span(counts.min(), counts.max(), 'd')} plateaus per run"
             drawn = plot_phases(ds, found, axes, sim.loss_name, plots_dir, sim.labels)
+            plateaus = found
+        elif name == "saddles":
+            start = time.perf_counter()
+            found = dynamics.sweep_saddles(ds, sim, plateaus, keep=out / "saddles.kept", **analyses[name])
+            summary = f"plateaus {_status_summary(found, name)} ({time.perf_counter() - start:.1f} s)"
+            drawn = plot_saddles(found, plots_dir)
         elif name == "critical_point":
             print(
                 f"critical points: {dynamics.num_params(sim)} parameters per run (each Newton step forms the "
@@ -599,12 +610,14 @@ def _span(low, high, spec: str) -> str:
     return low if low == high else f"{low} to {high}"
 
 
-def _status_summary(found) -> str:
-    """`converged x3 (index 0 x2, index 1 x1), max_steps x1`: how the polishing of the runs ended."""
+def _status_summary(found, analysis: str = "critical_point") -> str:
+    """`converged x3 (index 0 x2, index 1 x1), max_steps x1`: how the polishing of the runs (of the
+    plateaus, for `saddles`) ended."""
     import dynamics
 
-    status = np.asarray(found["critical_point.status"]).ravel()
-    index = np.asarray(found["critical_point.index"]).ravel()
+    status = np.asarray(found[f"{analysis}.status"]).ravel()
+    index = np.asarray(found[f"{analysis}.index"]).ravel()
+    index, status = index[status >= 0], status[status >= 0]  # −1: past a run's plateaus
     parts = []
     for code, name in enumerate(dynamics.CRITICAL_POINT_STATUSES):
         count = int(np.sum(status == code))
@@ -615,7 +628,11 @@ def _status_summary(found) -> str:
             values, counts = np.unique(index[status == code], return_counts=True)
             text += " (" + ", ".join(f"index {v} x{n}" for v, n in zip(values, counts)) + ")"
         parts.append(text)
-    others = "for the others" if np.any(status == 0) else "for any run"
+    others = (
+        "for the others"
+        if np.any(status == 0)
+        else f"for any {'plateau' if analysis == 'saddles' else 'run'}"
+    )
     nearby = f"; no critical point nearby {others}" if np.any(status != 0) else ""
     return ", ".join(parts) + nearby
 

@@ -3,7 +3,8 @@ run's steps) with seed bands per grid point and the runs' stop times marked, the
 against one grid axis (a line), two (a heat map) or three (heat maps side by side), each scalar
 of the state a run ends in the same way, and, when runs stop early, the stop time `t_stop`
 itself; with the phases of the runs, their plateaus on the loss and their count; with the
-landscape at the runs' final states, the index of the critical point near each and the sharpness.
+landscape at the runs' final states, the index of the critical point near each and the sharpness;
+with the saddles under the plateaus, their indices.
 Each plot is written as PNG and as PDF beside it (for a paper), its axes labelled in words: a saved
 value by the simulation's `labels`, the clock by its unit."""
 
@@ -208,6 +209,43 @@ def plot_critical_points(found: xr.Dataset, axes: list[str], out_dir: Path) -> l
     paths = [_save(fig, out_dir / "critical_point.index_histogram.png")]
     what = "index of the critical point (converged runs)"
     return paths + _finals(index.astype(float), axes, "critical_point.index", what, out_dir)
+
+
+def plot_saddles(found: xr.Dataset, out_dir: Path) -> list[Path]:
+    """Draw the saddles under the plateaus of a sweep's runs into `out_dir`:
+    `saddles.index_histogram.png`, how many plateaus (the n-th of each run in its colour) polished
+    to a critical point of each index, and how many to none.
+
+    **Arguments:** `found`: from `dynamics.sweep_saddles`; `out_dir`: the folder (created).
+
+    **Returns:** the files written.
+    """
+    out_dir.mkdir(parents=True, exist_ok=True)
+    status = found["saddles.status"]
+    converged = (status == int(dynamics.CriticalPointStatus.converged)).values
+    index = found["saddles.index"].values
+    phase_axis = found["saddles.index"].get_axis_num("phase")
+    order = np.broadcast_to(
+        np.arange(index.shape[phase_axis]).reshape([-1 if a == phase_axis else 1 for a in range(index.ndim)]),
+        index.shape,
+    )
+    highest = int(index[converged].max()) if converged.any() else 0
+    failed = status.values > 0  # polished to no critical point (−1: past a run's plateaus)
+    columns = [str(v) for v in range(highest + 1)] + (["none"] if failed.any() else [])
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    bottom = np.zeros(len(columns))
+    for n in np.unique(order[converged | failed]):
+        counts = [np.sum(converged & (order == n) & (index == v)) for v in range(highest + 1)]
+        counts += [np.sum(failed & (order == n))] if failed.any() else []
+        ax.bar(range(len(columns)), counts, bottom=bottom, color=f"C{n % 10}", label=f"plateau {n + 1}")
+        bottom += counts
+    ax.set_xticks(range(len(columns)), columns)
+    ax.set_xlabel("index of the critical point under the plateau (none: the polish found none)")
+    ax.set_ylabel("plateaus")
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_title("the saddle under each plateau of each run, by the plateau's order in its run", fontsize=8)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return [_save(fig, out_dir / "saddles.index_histogram.png")]
 
 
 def plot_sharpness(found: xr.Dataset, axes: list[str], out_dir: Path) -> list[Path]:

@@ -53,14 +53,18 @@ def _add_analyse(parser: argparse.ArgumentParser, store: str, plots: str) -> Non
         metavar="NAMES",
         help=f"analyses of every run, comma-separated, added to {store}, variables NAME.*, "
         f"checksummed) with {plots}: phases (the plateaus of each run's loss, with its saved grad_norm "
-        "where it saves one); critical_point (each "
+        "where it saves one); saddles (with phases: the state each run saved on each plateau "
+        "polished to its critical point, float64: status, loss, index, zero eigenvalues, the "
+        "distance moved, the escape direction and its overlap with the run's escape; kept in "
+        "OUT/saddles.kept; needs a landscape that says where the runs save their parameters); "
+        "critical_point (each "
         "final state polished to the critical point near it, float64: its status, loss, gradient "
         "norm, index, zero eigenvalues and extreme Hessian eigenvalues; each run's kept in "
         "OUT/critical_point.kept as it ends, so a rerun polishes only the runs not kept); sharpness "
         "(the top Hessian eigenvalue at each final state, beside 2/eta for a level with a step "
         "size); the last two need a level that declares its landscape. Each takes its settings "
         "after colons, e.g. phases:min_depth=2:leave=0.1 (those of dynamics.sweep_phases, "
-        "sweep_critical_points, sweep_sharpness)",
+        "sweep_saddles, sweep_critical_points, sweep_sharpness)",
     )
 
 

@@ -28,7 +28,8 @@
   and transitions in log-time, and [`plateau_saddles`][] ([`PlateauSaddles`][]) polishes each
   plateau to its saddle and measures how the run's escape lines up with the saddle's;
   [`sweep_phases`][] finds the plateaus of every run of a sweep at once (from the saved series
-  that [`saved_series`][] names); [`sweep_critical_points`][] and [`sweep_sharpness`][] polish
+  that [`saved_series`][] names); [`sweep_saddles`][] polishes the state each run saved on each
+  plateau to its saddle; [`sweep_critical_points`][] and [`sweep_sharpness`][] polish
   every run's final state to the critical point near it and take the sharpness there, from the
   loss a simulation declares as a function of its state ([`Landscape`][], [`has_landscape`][],
   [`require_landscape`][], [`num_params`][], [`CRITICAL_POINT_STATUSES`][]);
@@ -136,6 +137,7 @@ from ._sweep_landscape import (
     num_params,
     require_landscape,
     sweep_critical_points,
+    sweep_saddles,
     sweep_sharpness,
 )
 from ._sweep_phases import PHASE_DIM, saved_series, sweep_phases
@@ -242,6 +244,7 @@ __all__ = [
     "check_phase_settings",
     "sweep_phases",
     "sweep_critical_points",
+    "sweep_saddles",
     "add_to_store",
     "drop_added",
     "sweep_sharpness",

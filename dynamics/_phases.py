@@ -383,6 +383,9 @@ class PlateauSaddles(eqx.Module):
     - `loss`: the loss there.
     - `grad_norm`: ‖∇L‖ there.
     - `index`: the number of negative Hessian eigenvalues: positive at a saddle, 0 at a minimum.
+    - `zero_count`: the number of Hessian eigenvalues within `eig_tol`·max|λ| of 0 (flat
+      directions: a degenerate saddle, a valley of critical points).
+    - `distance`: how far the polish moved from the plateau's save.
     - `escape_direction`: the unit eigenvector of the most negative eigenvalue, a PyTree like one
       save; all zeros at a minimum. See [`CriticalPoint`][].
     - `status`: a [`CriticalPointStatus`][]; only `converged` makes `point` a critical point.
@@ -410,6 +413,8 @@ class PlateauSaddles(eqx.Module):
     loss: Float[Array, " P"]
     grad_norm: Float[Array, " P"]
     index: Int[Array, " P"]
+    zero_count: Int[Array, " P"]
+    distance: Float[Array, " P"]
     escape_direction: PyTree
     status: Int[Array, " P"]
     escape_overlap: Float[Array, " P"]
@@ -518,6 +523,7 @@ def _polish_plateau(
     eigenvalues = found.eigenvalues
     lowest = eigenvalues[0]
     tolerance = eig_tol * jnp.max(jnp.abs(eigenvalues))
+    zero_count = jnp.sum(jnp.abs(eigenvalues) <= tolerance)
     in_eigenspace = eigenvalues <= lowest + tolerance
     displacement = ravel_pytree(escaped)[0] - ravel_pytree(start)[0]
     projection = jnp.where(in_eigenspace, eigenvectors.T @ displacement, 0.0)
@@ -528,6 +534,8 @@ def _polish_plateau(
         loss=found.loss,
         grad_norm=found.grad_norm,
         index=found.index,
+        zero_count=zero_count,
+        distance=found.distance,
         escape_direction=found.escape_direction,
         status=found.status,
         escape_overlap=overlap,

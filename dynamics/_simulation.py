@@ -264,6 +264,9 @@ class Landscape(eqx.Module):
       of float arrays; default: the whole final state.
     - `step_size`: `final -> η`, the step size of a discrete level (gradient descent is stable on a
       quadratic only where the sharpness is below 2/η); `None` for a flow or where there is none.
+    - `saved`: `values -> params`, the parameters in what the run saves at one save (`Run.values`
+      at that save, a dict by saved name), where it saves them: what [`sweep_saddles`][] polishes
+      on each plateau of the run. `None` (the default) where the run does not save its parameters.
 
     **Example:** a run that ends in `{"w": w, "steps": n}` with loss ½‖w‖², trained at step 0.1:
 
@@ -282,6 +285,7 @@ class Landscape(eqx.Module):
     loss: Callable[[PyTree], Float[Array, ""]]
     params: Callable[[PyTree], PyTree] = _whole
     step_size: Callable[[PyTree], Float[Array, ""]] | None = None
+    saved: Callable[[dict], PyTree] | None = None
 
 
 def has_landscape(sim: AbstractSimulation) -> bool:

@@ -1,7 +1,7 @@
-"""The landscape at the end of every run of a sweep: each final state polished to the critical
-point near it ([`sweep_critical_points`][]) and the sharpness there ([`sweep_sharpness`][]), from
-the loss its simulation declares ([`AbstractSimulation.landscape`][]), as datasets labelled like
-the sweep."""
+"""The landscape along every run of a sweep: each final state polished to the critical point near
+it ([`sweep_critical_points`][]) and the sharpness there ([`sweep_sharpness`][]), and the state
+saved on each plateau polished to its saddle ([`sweep_saddles`][]), from the loss its simulation
+declares ([`AbstractSimulation.landscape`][]), as datasets labelled like the sweep."""
 
 import hashlib
 import json
@@ -11,6 +11,7 @@ from pathlib import Path
 
 import equinox as eqx
 import jax
+import jax.flatten_util
 import jax.numpy as jnp
 import numpy as np
 import xarray as xr
@@ -23,6 +24,7 @@ from ._kept_runs import keep_run, kept_runs
 from ._landscape import critical_point
 from ._landscape_result import CriticalPointStatus
 from ._params import with_settings
+from ._phases import _polish_plateau
 from ._progress import progress_over
 from ._simulation import (
     AbstractSimulation,
@@ -35,7 +37,8 @@ from ._simulation import (
     traced_arrays,
     with_values,
 )
-from ._store import SEED_DIM, named_leaves, refuse_unwritten
+from ._store import SAVE_DIM, SEED_DIM, named_leaves, refuse_unwritten
+from ._sweep_phases import PHASE_DIM
 
 CRITICAL_POINT_STATUSES = tuple(status.name for status in CriticalPointStatus)
 """The names of the [`CriticalPointStatus`][]es, indexed by `critical_point.status` (stored with
@@ -44,9 +47,10 @@ _RUNS_PER_CALL = 64
 """The most runs analysed in one compiled call (the dense Hessian of a run takes n² numbers)."""
 
 
-def require_landscape(sim: AbstractSimulation, analysis: str) -> None:
+def require_landscape(sim: AbstractSimulation, analysis: str, *, saved: bool = False) -> None:
     """Refuse, before any work, an analysis of final states for a simulation that declares no
-    [`Landscape`][].
+    [`Landscape`][]; with `saved`, an analysis of saved states ([`sweep_saddles`][]) for one whose
+    landscape does not say where its runs save their parameters (`Landscape.saved`).
 
     **Raises:** `ValueError` naming the simulation and the analysis.
 
@@ -68,6 +72,11 @@ def require_landscape(sim: AbstractSimulation, analysis: str) -> None:
         raise ValueError(
             f"{analysis} analyses the loss at each run's final state, and {type(sim).__name__} declares no "
             "landscape (AbstractSimulation.landscape: the loss of a run as a function of its final state)"
+        )
+    if saved and not _saves_params(sim):
+        raise ValueError(
+            f"{analysis} polishes the parameters each run saved on its plateaus, and {type(sim).__name__}'s "
+            "landscape does not say where they are in its saves (Landscape.saved)"
         )
 
 
@@ -234,6 +243,165 @@ def sweep_sharpness(ds: xr.Dataset, sim: AbstractSimulation, *, num_iters: int =
     return out
 
 
+def sweep_saddles(
+    ds: xr.Dataset,
+    sim: AbstractSimulation,
+    found: xr.Dataset,
+    *,
+    max_steps: int = 100,
+    gtol: float = 1e-12,
+    eig_tol: float = 1e-8,
+    max_distance: float = float("inf"),
+    keep: str | os.PathLike | None = None,
+) -> xr.Dataset:
+    """Polish the state each run of a sweep saved on each of its plateaus to the critical point
+    near it, and measure how the run escaped it: [`plateau_saddles`][] on every run, in float64.
+
+    The plateaus are those of [`sweep_phases`][] (`found`): on each, the save of lowest gradient
+    norm (`phases.save_index`) is polished, and the run's escape is the displacement to the first
+    save after the plateau (`phases.after_index`). The parameters at a save are read from what the
+    run saved there by its landscape's `saved` ([`Landscape`][]): the run must save them. The runs
+    are polished one after the other, one compiled program for the runs of each, as in
+    [`sweep_critical_points`][], and `keep` keeps each run's result likewise.
+
+    **Arguments:**
+
+    - `ds`: a finished sweep of `sim`, whose runs save their parameters.
+    - `sim`: the simulation that made it.
+    - `found`: its phases, from [`sweep_phases`][].
+    - `max_steps`, `gtol`, `eig_tol`, `max_distance`: as for [`critical_point`][].
+    - `keep`: as for [`sweep_critical_points`][].
+
+    **Returns:** a dataset with the sweep's grid axes, `seed` and `phase` (NaN, or −1 for the
+    integers, past each run's plateaus):
+
+    - `saddles.status`: a [`CriticalPointStatus`][] per plateau (0, converged: the polish found a
+      critical point);
+    - `saddles.loss`, `saddles.grad_norm`: L and ‖∇L‖ at the point found;
+    - `saddles.index`: the number of negative Hessian eigenvalues there (0 at a minimum);
+    - `saddles.zero_count`: the number within `eig_tol`·max|λ| of 0 (flat directions);
+    - `saddles.distance`: how far the polish moved from the plateau's save;
+    - `saddles.escape_overlap`: how much of the run's escape lies in the eigenspace of the most
+      negative eigenvalue, in [0, 1] (NaN at a minimum, and where no save follows the plateau);
+    - `saddles.escape_direction`: that eigenvalue's unit eigenvector (dims `phase`, `parameter`:
+      the parameters flattened as `jax.flatten_util.ravel_pytree` orders them).
+
+    **Raises:** `ValueError` when `sim` declares no landscape, or one without `saved`, when float64
+    is not enabled, or when `found` has no plateau indices (phases of an older version).
+
+    **Example:** the flow on L(x, y) = ½x² − ½y² + y⁴/4 from (1, 10⁻⁶·u) has three plateaus: its
+    start, which polishes to the saddle at the origin 0.9 away (the run leaves it along x, not along
+    the saddle's escape y), its rest at that saddle, which it leaves along y, and the minimum at
+    (0, 1):
+
+        >>> import jax
+        >>> import jax.numpy as jnp
+        >>> import dynamics
+        >>> def loss(theta):
+        ...     return 0.5 * theta[0] ** 2 - 0.5 * theta[1] ** 2 + 0.25 * theta[1] ** 4
+        >>> class Saddle(dynamics.AbstractSimulation):
+        ...     dtype: str = dynamics.dtype_param("float64")
+        ...
+        ...     def run(self, key):
+        ...         start = jnp.array([1.0, 1e-6 * (1.0 + jax.random.uniform(key))])
+        ...         saved = lambda t, theta, args: {"loss": loss(theta), "theta": theta}
+        ...         save = dynamics.Save(ts=jnp.logspace(-1.0, 2.0, 61), fn=saved)
+        ...         return dynamics.gradient_flow(loss, start, t1=100.0, save=save)
+        ...
+        ...     def landscape(self, key):
+        ...         return dynamics.Landscape(loss, saved=lambda values: values["theta"])
+        >>> ds = dynamics.sweep(Saddle(), {}, num_seeds=2)
+        >>> found = dynamics.sweep_saddles(ds, Saddle(), dynamics.sweep_phases(ds))
+        >>> found["saddles.index"].sel(phase=[0, 1, 2]).values.tolist()
+        [[1, 1, 0], [1, 1, 0]]
+        >>> found["saddles.distance"].sel(phase=0).round(4).values.tolist()
+        [0.9048, 0.9048]
+        >>> found["saddles.escape_overlap"].sel(phase=[0, 1]).round(4).values.tolist()
+        [[0.0, 1.0], [0.0, 1.0]]
+    """
+    require_landscape(sim, "saddles", saved=True)
+    if not jax.config.read("jax_enable_x64"):
+        raise ValueError("saddles works in float64: call jax.config.update('jax_enable_x64', True) first")
+    if "phases.save_index" not in found:
+        raise ValueError(
+            "the phases hold no plateau indices (phases.save_index): find them again (sweep_phases)"
+        )
+    settings = dict(max_steps=max_steps, gtol=gtol, max_distance=max_distance)
+    states = _plateau_saves(ds, sim, found)
+    num_phases = found.sizes[PHASE_DIM]
+
+    def analyse(landscape, state):
+        def one(p):
+            at = landscape.saved(jax.tree.map(lambda v: v[p], state["plateau"]))
+            escaped = landscape.saved(jax.tree.map(lambda v: v[p], state["after"]))
+            saddle = _polish_plateau(landscape.loss, at, escaped, state["has_escape"][p], eig_tol, settings)
+            direction = jax.flatten_util.ravel_pytree(saddle.escape_direction)[0]
+            fields = ("status", "loss", "grad_norm", "index", "zero_count", "distance", "escape_overlap")
+            return {name: getattr(saddle, name) for name in fields} | {"escape_direction": direction}
+
+        out = jax.lax.map(one, jnp.arange(num_phases))
+        real = state["has_plateau"]
+        return {
+            name: jnp.where(real.reshape(-1, *[1] * (v.ndim - 1)), v, jnp.nan if v.dtype.kind == "f" else -1)
+            for name, v in out.items()
+        }
+
+    about = {"identity": ds.attrs.get("identity"), "settings": settings | {"eig_tol": eig_tol}}
+    kept = None if keep is None else (Path(keep), about)
+    trailing = {name: (PHASE_DIM,) for name in ("status", "loss", "grad_norm", "index", "zero_count")}
+    trailing |= {
+        "distance": (PHASE_DIM,),
+        "escape_overlap": (PHASE_DIM,),
+        "escape_direction": (PHASE_DIM, "parameter"),
+    }
+    out = _per_run(
+        ds, sim, analyse, "saddles", one_at_a_time=True, keep=kept, states=states, trailing=trailing
+    )
+    parameters = np.arange(out.sizes["parameter"])
+    out = out.assign_coords({PHASE_DIM: found[PHASE_DIM].values, "parameter": parameters})
+    out["saddles.status"].attrs["statuses"] = list(CRITICAL_POINT_STATUSES)
+    out.attrs = dict(ds.attrs) | {"analysis": json.dumps({"saddles": settings | {"eig_tol": eig_tol}})}
+    return out
+
+
+def _saves_params(sim: AbstractSimulation) -> bool:
+    """Whether `sim`'s landscape says where its runs save their parameters (traced, not run)."""
+    found = []
+    jax.eval_shape(lambda key: found.append(sim.landscape(key).saved is not None), seed_key(0))
+    return found[0]
+
+
+def _plateau_saves(ds: xr.Dataset, sim: AbstractSimulation, found: xr.Dataset) -> tuple[dict, list[str]]:
+    """What each run saved at each plateau's save and at the first save after it (where there is
+    none, the plateau's own), as the PyTree of `Run.values` with leading axes (grid axes, seed,
+    phase), and whether each plateau is one and has a save after it; and the grid axes."""
+    refuse_unwritten(ds, "polishing its plateaus")
+    axes = list(grid_axes(ds)) or list(found["phases.count"].dims[:-1])
+    order = (*axes, SEED_DIM, PHASE_DIM)
+    plateau = found["phases.save_index"].transpose(*order).values
+    after = found["phases.after_index"].transpose(*order).values
+    has_escape = after >= 0
+    after = np.where(has_escape, after, plateau)
+    shape = run_shape(sim).values
+    names = [name or "value" for name in named_leaves(shape, "")]  # as the store names them
+
+    def at(index):
+        picked = []
+        for name in names:
+            values = ds[name].transpose(*axes, SEED_DIM, SAVE_DIM, ...).values
+            where = np.maximum(index, 0).reshape(*index.shape, *[1] * (values.ndim - len(axes) - 2))
+            picked.append(np.take_along_axis(values, where, axis=len(axes) + 1))
+        return jax.tree.unflatten(jax.tree.structure(shape), picked)
+
+    state = {
+        "plateau": at(plateau),
+        "after": at(after),
+        "has_plateau": plateau >= 0,
+        "has_escape": has_escape,
+    }
+    return state, axes
+
+
 def grid_axes(ds: xr.Dataset) -> dict[str, list]:
     """The grid axes of a sweep and their values, from its recorded config (none for
     [`simulate`][]'s store)."""
@@ -265,6 +433,8 @@ def _per_run(
     *,
     one_at_a_time: bool = False,
     keep: tuple[Path, dict] | None = None,
+    states: tuple[PyTree, list[str]] | None = None,
+    trailing: dict[str, tuple[str, ...]] | None = None,
 ) -> xr.Dataset:
     """`analyse(landscape, final) -> {name: scalar}` on every run of the sweep, grouped by compiled
     program and `vmap`ped over runs, as a dataset `prefix.name` with dims (grid axes, seed).
@@ -274,8 +444,10 @@ def _per_run(
     kernels (LU and eigendecomposition of a batch of large matrices, run side by side as the two
     branches of a `vmap`ped `cond`) can wait on each other for ever in a small CPU thread pool.
     Then `keep`, `(folder, key)`, keeps each run's result in `folder`, under `key` (what is analysed
-    and how) and the fingerprint of the programs."""
-    finals, axes = _final_states(ds, sim)
+    and how) and the fingerprint of the programs. `states`: what `analyse` takes for each run in
+    place of its final state, `(PyTree with leading axes (grid axes, seed), grid axes)`; `trailing`:
+    the dims of an output's axes beyond the run's (`{name: dims}`; default: a scalar per run)."""
+    finals, axes = _final_states(ds, sim) if states is None else states
     shape = tuple(ds.sizes[a] for a in axes)
     seeds = np.asarray(ds[SEED_DIM].values)
     points = [
@@ -315,13 +487,22 @@ def _per_run(
         for name, values in out.items():
             if name not in results:
                 results[name] = np.full(
-                    (len(points), len(seeds)), np.nan if values.dtype.kind == "f" else -1, values.dtype
+                    (len(points), len(seeds), *values.shape[1:]),
+                    np.nan if values.dtype.kind == "f" else -1,
+                    values.dtype,
                 )
-            results[name][members] = values.reshape(len(members), len(seeds))
+            results[name][members] = values.reshape(len(members), len(seeds), *values.shape[1:])
     dims = (*axes, SEED_DIM)
     coords = {name: ds.coords[name] for name in dims if name in ds.coords}
+    extra = trailing or {}
     return xr.Dataset(
-        {f"{prefix}.{name}": (dims, values.reshape(*shape, len(seeds))) for name, values in results.items()},
+        {
+            f"{prefix}.{name}": (
+                (*dims, *extra.get(name, ())),
+                values.reshape(*shape, len(seeds), *values.shape[2:]),
+            )
+            for name, values in results.items()
+        },
         coords=coords,
     )
 

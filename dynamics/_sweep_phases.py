@@ -44,7 +44,10 @@ def sweep_phases(
     - `phases.count`: the number of plateaus of each run;
     - `phases.start_time`, `phases.end_time`: each plateau's first and last save times;
     - `phases.loss`: the loss at the save nearest the plateau's critical point;
-    - `phases.depth`, `phases.flatness`: how sure each plateau is, as for [`Plateaus`][].
+    - `phases.depth`, `phases.flatness`: how sure each plateau is, as for [`Plateaus`][];
+    - `phases.save_index`, `phases.after_index`: the save nearest the plateau's critical point and
+      the first save after the plateau (−1 past each run's count, and where no save follows), as for
+      [`Plateaus`][]: where [`sweep_saddles`][] polishes and measures the escape.
 
     Its attributes are the sweep's (its `config`, its `identity`, ...) and the analysis's settings
     (`analysis`, JSON); [`save_sweep`][] writes it as a store of its own.
@@ -109,6 +112,8 @@ def sweep_phases(
             "phases.loss": labelled("loss", True),
             "phases.depth": labelled("depth", True),
             "phases.flatness": labelled("flatness", True),
+            "phases.save_index": labelled("save_index", True),
+            "phases.after_index": labelled("after_index", True),
         },
         coords={name: ds.coords[name] for name in lead if name in ds.coords}
         | {PHASE_DIM: np.arange(np.shape(found.start_time)[-1])},  # fewer than max_phases for few saves

@@ -92,7 +92,7 @@ def test_the_command_line_adds_the_phases_to_the_store_and_a_rerun_makes_them_ag
         (
             "tests._store_sims:Logistic",
             "phase",
-            "--analyse: unknown analysis phase (known: phases, critical_point, sharpness)",
+            "--analyse: unknown analysis phase (known: phases, saddles, critical_point, sharpness)",
         ),
         (
             "tests._store_sims:SlowDecay",
