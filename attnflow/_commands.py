@@ -225,6 +225,59 @@ class WorkFailed(Exception):
     """The work failed after it started (a full disk, a lost file); what is written stays."""
 
 
+def _refine_request(args: argparse.Namespace, grid: dict):
+    """`--refine OUTCOME`: the outcome (a `dynamics.Outcome`), refused before any work unless the
+    grid has one axis, the seeds, the budget and the scale suit `dynamics.refine_sweep`, and the
+    command runs in one process (no shard, no launch); `None` without `--refine`."""
+    import dynamics
+
+    if args.refine is None:
+        return None
+    outcome = dynamics.Outcome.parse(args.refine)
+    if len(grid) != 1:
+        raise ValueError(f"--refine locates a boundary along one --grid axis, got {len(grid)}")
+    if args.shard is not None or args.launch is not None:
+        raise ValueError("--refine picks each round's points from the rounds before: it runs in one process")
+    (values,) = grid.values()
+    dynamics.check_refine_settings(values, args.seeds, args.budget, args.refine_scale)
+    return outcome
+
+
+def _write_refined(args: argparse.Namespace, sim, grid: dict, outcome, out: Path):
+    """The refined sweep: its rounds kept in `OUT/rounds/` (resumed there), then every point in
+    one store, `OUT/sweep.zarr`; prints where the outcome changes."""
+    import dynamics
+
+    ((axis, values),) = grid.items()
+    if args.overwrite:
+        for old in sorted((out / "rounds").glob("round_*.zarr")):
+            dynamics.remove_store(old)
+    start = time.perf_counter()
+    with dynamics.recording_compiles() as compiling:
+        ds = dynamics.refine_sweep(
+            sim,
+            axis,
+            values,
+            outcome,
+            num_seeds=args.seeds,
+            budget=args.budget,
+            scale=args.refine_scale,
+            seed=args.seed,
+            folder=out / "rounds",
+            progress=True,
+            attrs={"provenance": json.dumps(provenance())},
+        )
+    dynamics.save_sweep(ds, out / "sweep.zarr")
+    about = json.loads(ds.attrs["refine"])
+    where = "; ".join(f"{axis} in [{low:.6g}, {high:.6g}]" for low, high in about["boundaries"]) or "nowhere"
+    print(
+        f"{out / 'sweep.zarr'}: {ds.sizes[axis]} points in {len(about['rounds'])} rounds "
+        f"({time.perf_counter() - start:.1f} s); {outcome.name} changes {where}"
+    )
+    print(f"compiling: {compiling.stats.summary()}")
+    return ds
+
+
 def _write_sweep(args: argparse.Namespace, sim, grid: dict, store: Path):
     """Run (or resume) this process's share of the sweep into `store`; `None` while other shards
     still have blocks to write."""
@@ -417,22 +470,27 @@ def sweep(args: argparse.Namespace) -> int:
     """`attnflow sweep`: a grid of settings × seeds into `OUT/sweep.zarr`, with its plots."""
     import dynamics
 
-    from ._sweep_plots import plot_sweep
+    from ._sweep_plots import plot_refined, plot_sweep
 
     cls, sim = _simulation(args)
     _check_seeds(args)
     grid = _parse_grid(cls, args.grid, args.set)
     analyses = _analyses(args.analyse, sim)
     launch = _launch_parameters(args)
+    refine = _refine_request(args, grid)
     _refuse_idle_shards(args, sim, grid)
     with _output_folder(args.out) as out, dynamics.hold_store(out / "sweep.zarr"):  # to the last plot
         if launch is not None:
             _launch(args, launch, out)
             ds = dynamics.open_sweep(out / "sweep.zarr")
+        elif refine is not None:
+            ds = _write_refined(args, sim, grid, refine, out)
         else:
             ds = _write_sweep(args, sim, grid, out / "sweep.zarr")
         if ds is not None:
             plots = plot_sweep(ds, list(grid), out / "plots", sim.labels)
+            if refine is not None:
+                plots += plot_refined(ds, out / "plots")
             plots += _analyse(ds, sim, analyses, list(grid), out / "sweep.zarr", out / "plots")
             print(f"wrote {_plots(plots)} in {out / 'plots'}")
     return 0

@@ -211,6 +211,40 @@ def plot_critical_points(found: xr.Dataset, axes: list[str], out_dir: Path) -> l
     return paths + _finals(index.astype(float), axes, "critical_point.index", what, out_dir)
 
 
+def plot_refined(ds: xr.Dataset, out_dir: Path) -> list[Path]:
+    """Draw a refined sweep ([`dynamics.refine_sweep`][]) into `out_dir`: `refine.png`, the fraction
+    of each point's seeds with the outcome against the axis, each point in the colour of the round
+    that added it, and the intervals where the majority changes shaded, their ends given.
+
+    **Returns:** the files written.
+    """
+    import json
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    about = json.loads(ds.attrs["refine"])
+    axis = about["axis"]
+    x, fraction, rounds = ds[axis].values, ds["refine.fraction"].values, ds["refine.round"].values
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    ax.plot(x, fraction, color="grey", linewidth=1, zorder=1)
+    for k in np.unique(rounds):
+        picked = rounds == k
+        label = "start" if k == 0 else f"round {k}"
+        ax.scatter(x[picked], fraction[picked], color=f"C{k % 10}", s=18, zorder=2, label=label)
+    for low, high in about["boundaries"]:
+        ax.axvspan(low, high, color="C3", alpha=0.25, linewidth=0)
+        for end in (low, high):
+            ax.axvline(end, color="C3", linestyle=":", linewidth=1)
+    if about["scale"] == "log":
+        ax.set_xscale("log")
+    ax.set_ylim(-0.05, 1.05)
+    ax.set_xlabel(axis)
+    ax.set_ylabel(f"fraction of seeds with {about['outcome']}")
+    ends = "; ".join(f"[{low:.4g}, {high:.4g}]" for low, high in about["boundaries"]) or "none"
+    ax.set_title(f"where {about['outcome']} changes (shaded): {ends}; {len(x)} points", fontsize=8)
+    ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return [_save(fig, out_dir / "refine.png")]
+
+
 def plot_saddles(found: xr.Dataset, out_dir: Path) -> list[Path]:
     """Draw the saddles under the plateaus of a sweep's runs into `out_dir`:
     `saddles.index_histogram.png`, how many plateaus (the n-th of each run in its colour) polished
@@ -394,7 +428,7 @@ def _scale(ax, which: str, x: np.ndarray) -> None:
     it starts at 0), ending at 10^`_TOP_DECADE` where the data go beyond."""
     x = x[np.isfinite(x)]
     positive = x[x > 0]
-    if positive.size < 2 or positive.max() / positive.min() <= 100 or np.any(x < 0):
+    if positive.size < 2 or np.log10(positive.max()) - np.log10(positive.min()) <= 2 or np.any(x < 0):
         return
     if np.log10(positive.max()) > _TOP_DECADE:  # fixed before the scale, which autoscales
         getattr(ax, f"set_{which}lim")(0 if np.any(x == 0) else positive.min(), 10.0**_TOP_DECADE)

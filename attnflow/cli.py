@@ -241,6 +241,29 @@ def build_parser() -> argparse.ArgumentParser:
     _add_store_options(sweep)
     _add_analyse(sweep, "the store (OUT/sweep.zarr", "their plots in OUT/plots/")
     sweep.add_argument(
+        "--refine",
+        default=None,
+        metavar="OUTCOME",
+        help="locate where a per-run outcome changes along the one --grid axis: after its values, add "
+        "a point inside each interval whose neighbours' majority outcomes differ, round after round "
+        "(each round one compiled call; kept in OUT/rounds/ and resumed), until --budget points; "
+        "OUTCOME is 'diverged', or NAME>VALUE / NAME<VALUE on a final scalar or a saved series' last "
+        "value (e.g. growth>1); needs --seeds >= 3 (dynamics.refine_sweep)",
+    )
+    sweep.add_argument(
+        "--budget",
+        type=int,
+        default=20,
+        metavar="N",
+        help="with --refine: the most points swept (default 20)",
+    )
+    sweep.add_argument(
+        "--refine-scale",
+        choices=("log", "linear"),
+        default="log",
+        help="with --refine: split an interval at its geometric mean (log, default) or its midpoint",
+    )
+    sweep.add_argument(
         "--launch", type=int, default=None, metavar="N", help="submit N shard jobs (submitit), wait for them"
     )
     sweep.add_argument(

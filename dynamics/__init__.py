@@ -107,6 +107,7 @@ from ._progress import duration, progress_inside, progress_over
 from ._proximal import Mask, center_columns, project_columns, proximal_l1, scale_columns, soft_threshold
 from ._qp import QPSolution, kkt_residuals, solve_qp
 from ._rates import Rates, adam, gd, heavy_ball, scale_by_group_rates, scale_tree
+from ._refine import REFINE_SCALES, Outcome, check_refine_settings, refine_sweep
 from ._run import STOP_REASONS, Run, StopReason, all_finite, stop_reason
 from ._shared import SHARED_RUNS, shared_store
 from ._sharpness import (
@@ -244,6 +245,10 @@ __all__ = [
     "check_phase_settings",
     "sweep_phases",
     "sweep_critical_points",
+    "refine_sweep",
+    "check_refine_settings",
+    "Outcome",
+    "REFINE_SCALES",
     "sweep_saddles",
     "add_to_store",
     "drop_added",

@@ -1,0 +1,89 @@
+"""A phase diagram that refines itself, against a boundary known in closed form: gradient descent
+on a quadratic whose largest Hessian eigenvalue is λ grows the loss for a step η above 2/λ and
+shrinks it below (the edge of stability)."""
+
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import dynamics
+from attnflow.cli import main
+
+START = [0.1, 0.2, 0.4, 0.8, 1.6]
+"""The coarse grid of step sizes: a factor 2 apart, over a factor 16."""
+
+
+class QuadraticDescent(dynamics.AbstractSimulation):
+    """Gradient descent on ½ wᵀ diag(λ, λ/3) w from w ~ N(0, I), saving at its end how many times
+    its loss grew: above 1 exactly where η > 2/λ (for long enough a run)."""
+
+    eta: float = dynamics.param(0.1, dynamics.Interval(0, low_open=True), doc="step size", traced=True)
+    lam: float = dynamics.param(4.0, dynamics.Interval(0, low_open=True), doc="largest Hessian eigenvalue")
+    num_steps: int = dynamics.param(400, dynamics.Interval(1), doc="steps")
+    dtype: str = dynamics.dtype_param("float64")
+
+    def run(self, key):
+        curvature = jnp.array([self.lam, self.lam / 3], self.float_dtype)
+
+        def loss(w):
+            return 0.5 * jnp.sum(curvature * w**2)
+
+        start = jax.random.normal(key, (2,), self.float_dtype)
+        save = dynamics.Save(every=self.num_steps, fn=lambda step, w, args: {"growth": loss(w) / loss(start)})
+        return dynamics.train(loss, start, dynamics.gd(self.eta), num_steps=self.num_steps, save=save)
+
+
+def test_the_boundary_lands_on_the_edge_of_stability_within_2_percent_with_a_fifth_of_the_points():
+    """12 points (5, then one per round) put 2/λ in an interval 0.5 % wide; a uniform grid of that
+    resolution over the same range needs over 500 points."""
+    found = dynamics.refine_sweep(
+        QuadraticDescent(), "eta", START, dynamics.Outcome.parse("growth>1"), budget=12
+    )
+    about = json.loads(found.attrs["refine"])
+    ((low, high),) = about["boundaries"]
+    edge = 2 / QuadraticDescent().lam
+    assert low < edge < high
+    assert abs(np.sqrt(low * high) / edge - 1) < 0.02
+    uniform = np.log(START[-1] / START[0]) / np.log(high / low) + 1
+    assert found.sizes["eta"] <= uniform / 5
+    assert [len(r) for r in about["rounds"]] == [5] + [1] * 7
+    outcome = found["refine.fraction"].values
+    assert np.array_equal(outcome, (found["eta"].values > edge).astype(float))  # every seed agrees
+
+
+def test_a_refined_sweep_from_the_command_line_is_stored_plotted_and_resumed(tmp_path, capsys):
+    out = tmp_path / "edge"
+    argv = ["sweep", f"{__name__}:QuadraticDescent", "--grid", "eta=" + ",".join(map(str, START))]
+    argv += ["--seeds", "3", "--refine", "growth>1", "--budget", "8", "--out", str(out)]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "8 points in 4 rounds" in printed and "growth>1 changes eta in [" in printed
+    ds = dynamics.load_sweep(out / "sweep.zarr")
+    assert ds.sizes["eta"] == 8 and {"refine.outcome", "refine.fraction", "refine.round"} <= set(ds.data_vars)
+    assert (out / "plots" / "refine.png").exists() and (out / "plots" / "refine.pdf").exists()
+    rounds = sorted((out / "rounds").glob("round_*.zarr"))
+    made = [r.stat().st_mtime_ns for r in rounds]
+    assert main(argv) == 0  # again: every round read from its store, the same points
+    assert [r.stat().st_mtime_ns for r in rounds] == made
+    assert dynamics.load_sweep(out / "sweep.zarr")["eta"].values.tolist() == ds["eta"].values.tolist()
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--refine", "growth"], "an outcome is 'diverged', or NAME>VALUE"),
+        (["--refine", "growth>1", "--seeds", "2"], "at least 3 seeds per point"),
+        (["--refine", "growth>1", "--budget", "3"], "below the 5 values to start from"),
+        (["--refine", "growth>1", "--grid", "lam=1,2"], "along one --grid axis, got 2"),
+        (["--refine", "growth>1", "--shard", "0/2"], "it runs in one process"),
+    ],
+)
+def test_a_refinement_that_cannot_run_is_refused_before_any_work(tmp_path, capsys, extra, message):
+    argv = ["sweep", f"{__name__}:QuadraticDescent", "--grid", "eta=" + ",".join(map(str, START))]
+    argv += ["--seeds", "3", "--out", str(tmp_path / "no"), *extra]
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "no").exists()
