@@ -179,10 +179,12 @@ def _teacher_saddles(seed: int):
     return found, saddles
 
 
+@pytest.mark.slow
 def test_the_short_plateaus_of_a_close_teacher_are_found_on_the_defaults():
     """Every plateau of the teacher (3, 2, 1), the start's included, with the gradient norm: the
     saddles polish to the closed-form losses and indices, and each plateau is sure by at least
-    the default depth."""
+    the default depth. (The same teacher runs by default through the command line's
+    `--analyse phases,saddles`: `tests/test_sweep_saddles.py`.)"""
     found, saddles = _teacher_saddles(seed=1)
     assert int(found.count) == 4
     np.testing.assert_allclose(saddles.loss, TEACHER_PLATEAUS, rtol=0, atol=1e-6)

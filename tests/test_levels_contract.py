@@ -111,9 +111,18 @@ def test_a_level_labels_every_value_it_saves(paper, level):
     assert not missing, f"{type(sim).__name__}.labels lacks {sorted(missing)}"
     for name, label in labels.items():
         assert label.strip() and label != name, f"{type(sim).__name__}.labels[{name!r}] = {label!r}"
+
+
+def test_every_level_s_labels_draw_in_the_plots_font():
+    """A glyph the plots' font lacks warns, and draws as a box."""
+    labels = [
+        label_of(name, papers()[p].simulation(lv).labels)
+        for p, lv in LEVELS
+        for name in papers()[p].simulation(lv).labels
+    ]
     fig, ax = plt.subplots()
-    ax.set_ylabel("\n".join(label_of(name, labels) for name in labels))
-    with warnings.catch_warnings():  # a glyph the plots' font lacks warns, and draws as a box
+    ax.set_ylabel("\n".join(labels))
+    with warnings.catch_warnings():
         warnings.simplefilter("error")
         fig.savefig(io.BytesIO(), format="png")
     plt.close(fig)

@@ -57,12 +57,12 @@ def test_the_boundary_lands_on_the_edge_of_stability_within_2_percent_with_a_fif
 def test_a_refined_sweep_from_the_command_line_is_stored_plotted_and_resumed(tmp_path, capsys):
     out = tmp_path / "edge"
     argv = ["sweep", f"{__name__}:QuadraticDescent", "--grid", "eta=" + ",".join(map(str, START))]
-    argv += ["--seeds", "3", "--refine", "growth>1", "--budget", "8", "--out", str(out)]
+    argv += ["--seeds", "3", "--refine", "growth>1", "--budget", "6", "--out", str(out)]
     assert main(argv) == 0
     printed = capsys.readouterr().out
-    assert "8 points in 4 rounds" in printed and "growth>1 changes eta in [" in printed
+    assert "6 points in 2 rounds" in printed and "growth>1 changes eta in [" in printed
     ds = dynamics.load_sweep(out / "sweep.zarr")
-    assert ds.sizes["eta"] == 8 and {"refine.outcome", "refine.fraction", "refine.round"} <= set(ds.data_vars)
+    assert ds.sizes["eta"] == 6 and {"refine.outcome", "refine.fraction", "refine.round"} <= set(ds.data_vars)
     assert (out / "plots" / "refine.png").exists() and (out / "plots" / "refine.pdf").exists()
     rounds = sorted((out / "rounds").glob("round_*.zarr"))
     made = [r.stat().st_mtime_ns for r in rounds]
