@@ -46,7 +46,8 @@ class Outcome:
 
     @classmethod
     def parse(cls, text: str) -> "Outcome":
-        """The outcome `text` names: `diverged` (the run stopped on a non-finite value), or
+        """The outcome `text` names: `diverged` (the run stopped on a non-finite value, or ended
+        with one in its final state or its last save), or
         `NAME>VALUE` / `NAME<VALUE`, a scalar of the run's final state (`final.NAME`, or `final`)
         or a saved series `NAME` at the run's last save (for a run an event stopped, its last
         finite one), against a number. A run that diverged, or whose value is not finite, counts
@@ -55,7 +56,7 @@ class Outcome:
         **Raises:** `ValueError` saying what an outcome may be."""
         text = text.strip()
         if text == "diverged":
-            return cls("diverged", lambda ds: ds["stop"] == int(StopReason.nonfinite))
+            return cls("diverged", _diverged)
         for sign in (">", "<"):
             name, found, value = text.partition(sign)
             if found and name.strip() and _number(value) is not None:
@@ -76,6 +77,21 @@ def _number(text: str) -> float | None:
     except ValueError:
         return None
     return value if math.isfinite(value) else None
+
+
+def _diverged(ds: xr.Dataset) -> xr.DataArray:
+    """Per run: stopped on a non-finite value, or a non-finite value in its final state or at its
+    last save (a run an event stopped saves `inf` after it, which does not count)."""
+    runs = ds["stop"].dims
+    out = ds["stop"].values == int(StopReason.nonfinite)
+    evented = ds["stop"].values == int(StopReason.event)
+    for name, var in ds.data_vars.items():
+        if var.dims[: len(runs)] != runs or not np.issubdtype(var.dtype, np.inexact) or name == "time":
+            continue
+        values = var.isel({SAVE_DIM: -1}) if SAVE_DIM in var.dims else var
+        bad = ~np.isfinite(values.values).reshape(*out.shape, -1).all(axis=-1)
+        out |= bad & (~evented if SAVE_DIM in var.dims else True)
+    return ds["stop"].copy(data=out)
 
 
 def _scalar_of_runs(ds: xr.Dataset, name: str) -> xr.DataArray:

@@ -310,14 +310,14 @@ def sweep_saddles(
         ...
         ...     def landscape(self, key):
         ...         return dynamics.Landscape(loss, saved=lambda values: values["theta"])
-        >>> ds = dynamics.sweep(Saddle(), {}, num_seeds=2)
-        >>> found = dynamics.sweep_saddles(ds, Saddle(), dynamics.sweep_phases(ds))
+        >>> ds = dynamics.sweep(Saddle(), {}, num_seeds=1)
+        >>> found = dynamics.sweep_saddles(ds, Saddle(), dynamics.sweep_phases(ds)).isel(seed=0)
         >>> found["saddles.index"].sel(phase=[0, 1, 2]).values.tolist()
-        [[1, 1, 0], [1, 1, 0]]
-        >>> found["saddles.distance"].sel(phase=0).round(4).values.tolist()
-        [0.9048, 0.9048]
+        [1, 1, 0]
+        >>> round(float(found["saddles.distance"].sel(phase=0)), 4)
+        0.9048
         >>> found["saddles.escape_overlap"].sel(phase=[0, 1]).round(4).values.tolist()
-        [[0.0, 1.0], [0.0, 1.0]]
+        [0.0, 1.0]
     """
     require_landscape(sim, "saddles", saved=True)
     if not jax.config.read("jax_enable_x64"):

@@ -101,7 +101,7 @@ def test_a_level_is_found_by_its_path_and_rebuilt_from_its_described_settings(pa
     assert cls.from_settings({info.name: str(described[info.name]) for info in cls.params()}) == sim
 
 
-@pytest.mark.parametrize(("paper", "level"), LEVELS)
+@pytest.mark.parametrize(("paper", "level"), RUNS)
 def test_a_level_labels_every_value_it_saves(paper, level):
     """Each value a level saves at its `small` settings has the axis label of its plots
     (`labels`: words, not its name again), and each label names a value the level can save."""

@@ -71,6 +71,25 @@ def test_a_refined_sweep_from_the_command_line_is_stored_plotted_and_resumed(tmp
     assert dynamics.load_sweep(out / "sweep.zarr")["eta"].values.tolist() == ds["eta"].values.tolist()
 
 
+def test_an_outcome_reads_blown_up_runs_as_diverged_and_an_event_s_padding_not():
+    """GD at η = 1.6 overflows (|1 − ηλ| = 5.4 a step) without stopping: diverged, and its growth
+    counts as +∞; a flow stopped by an event saves `inf` after it: neither diverged nor +∞, its
+    value the last it saved."""
+    from .test_dynamics_simulation import Decay
+
+    ds = dynamics.sweep(QuadraticDescent(), {"eta": [0.1, 1.6]}, num_seeds=3)
+    assert dynamics.Outcome.parse("diverged").of_runs(ds).values.tolist() == [[False] * 3, [True] * 3]
+    assert dynamics.Outcome.parse("growth<1").of_runs(ds).values.tolist() == [[True] * 3, [False] * 3]
+    stopped = dynamics.sweep(Decay(floor=0.3), {"rate": [2.0]}, num_seeds=3)
+    assert (stopped["stop"] == int(dynamics.StopReason.event)).any()
+    assert not dynamics.Outcome.parse("diverged").of_runs(stopped).values.any()
+    last = dynamics.Outcome.parse("value<1e300").of_runs(stopped).values
+    saved = np.isfinite(stopped["value"].values).any(axis=-1)  # a run stopped at its start saved none: +∞
+    assert saved.any() and (last == saved).all()
+    with pytest.raises(ValueError, match="no scalar of the runs"):
+        dynamics.Outcome.parse("nothing>1").of_runs(ds)
+
+
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
