@@ -247,6 +247,7 @@ def _index_page(checks: dict, figure_files: dict, out: Path, metadata: dict, doc
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; padding: 0 1em;
        line-height: 1.45; color: #222; }
+math { font-family: "Latin Modern Math", "STIX Two Math", "DejaVu Math TeX Gyre", math; }
 table { border-collapse: collapse; font-size: 0.88em; width: 100%; }
 td, th { border-bottom: 1px solid #ddd; padding: 4px 6px; vertical-align: top; text-align: left; }
 th { background: #f4f4f4; }
