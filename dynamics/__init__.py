@@ -64,7 +64,7 @@
 """
 
 from ._along import Along
-from ._batch import SEEDS_AXIS, grid, run_many, seed_keys
+from ._batch import grid, run_many, seed_keys
 from ._compile_log import CompileStats, recording_compiles
 from ._ending import DirectionConvergence, NormGrowth, direction_convergence, norm_growth
 from ._files import (
@@ -76,7 +76,7 @@ from ._files import (
     temporary_path,
 )
 from ._flow import Crossing, Event, Predicate, Save, gradient_flow, loss_below, ode_flow
-from ._hessian import HESSIAN_METHODS, hessian_max_eigenvalue, hvp, top_eigenpair
+from ._hessian import hessian_max_eigenvalue, hvp, top_eigenpair
 from ._integrity import StoreReport, check_store
 from ._kept_runs import keep_run, kept_runs
 from ._landscape import critical_point, hessian_spectrum
@@ -96,7 +96,6 @@ from ._params import (
     param,
     params,
     parse_settings,
-    parse_value,
     setting_values,
     settings,
     with_settings,
@@ -108,7 +107,7 @@ from ._proximal import Mask, center_columns, project_columns, proximal_l1, scale
 from ._qp import QPSolution, kkt_residuals, solve_qp
 from ._rates import Rates, adam, gd, heavy_ball, scale_by_group_rates, scale_tree
 from ._refine import REFINE_SCALES, Outcome, check_refine_settings, refine_sweep
-from ._run import STOP_REASONS, Run, StopReason, all_finite, stop_reason
+from ._run import Run, StopReason, all_finite, stop_reason
 from ._shared import SHARED_RUNS, shared_store
 from ._sharpness import (
     GDFlowGap,
@@ -141,7 +140,7 @@ from ._sweep_landscape import (
     sweep_saddles,
     sweep_sharpness,
 )
-from ._sweep_phases import PHASE_DIM, saved_series, sweep_phases
+from ._sweep_phases import saved_series, sweep_phases
 from ._train import log_spaced_steps, saved_steps, scan_with_saves, train, training_save
 
 __all__ = [
@@ -193,7 +192,6 @@ __all__ = [
     "param",
     "params",
     "parse_settings",
-    "parse_value",
     "from_setting_values",
     "is_config",
     "setting_values",
@@ -207,9 +205,6 @@ __all__ = [
     "sweep",
     "sweep_blocks",
     "sweep_progress",
-    "HESSIAN_METHODS",
-    "SEEDS_AXIS",
-    "STOP_REASONS",
     "Mask",
     "Predicate",
     "QPSolution",
@@ -259,7 +254,6 @@ __all__ = [
     "shared_store",
     "SHARED_RUNS",
     "saved_series",
-    "PHASE_DIM",
     "ode_flow",
     "project_columns",
     "progress_inside",

@@ -634,13 +634,14 @@ def parse_value(owner: str, info: ParamInfo, text: str):
 
         >>> import dataclasses
         >>> import dynamics
+        >>> from dynamics._params import parse_value
         >>> @dataclasses.dataclass(frozen=True)
         ... class Config:
         ...     num_steps: int = dynamics.param(100, dynamics.Interval(1))
         >>> (info,) = dynamics.params(Config)
-        >>> dynamics.parse_value("Config", info, " 250 ")
+        >>> parse_value("Config", info, " 250 ")
         250
-        >>> dynamics.parse_value("Config", info, "1e3")
+        >>> parse_value("Config", info, "1e3")
         Traceback (most recent call last):
         ...
         ValueError: Config.num_steps must be an integer >= 1, got '1e3'
