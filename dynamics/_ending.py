@@ -131,7 +131,8 @@ def norm_growth(ts: Float[ArrayLike, " T"], saves: PyTree) -> NormGrowth:
 
 
 class DirectionConvergence(eqx.Module):
-    """How θ(t)/‖θ(t)‖ approaches a direction d: the cosine per save, and 1 − cos ≈ C·(log t)^(−r).
+    r"""How $\theta(t)/\lVert\theta(t)\rVert$ approaches a direction $d$: the cosine per save, and
+    $1 - \cos \approx C (\log t)^{-r}$.
 
     The power of log t is the law of the logistic (or exponential) loss on linearly separable data,
     θ(t) = ŵ·log t + ρ(t) with ρ bounded in the generic case: 1 − cos ≈ ‖ρ⊥‖² / (2‖ŵ‖² log² t),
@@ -145,7 +146,8 @@ class DirectionConvergence(eqx.Module):
     - `decay_scale`, `decay_exponent`: C and r, least squares of log(1 − cos) on log log t.
     - `fitted`: which samples were fitted, shape `(T,)`.
 
-    **Example:** θ(t) at angle φ(t) from d with 1 − cos φ = 0.5·(log t)^(−2) exactly:
+    **Example:** $\theta(t)$ at angle $\varphi(t)$ from $d$ with $1 - \cos\varphi = 0.5\,(\log t)^{-2}$
+    exactly:
 
         >>> import jax.numpy as jnp
         >>> import dynamics
@@ -168,8 +170,8 @@ class DirectionConvergence(eqx.Module):
 def direction_convergence(
     ts: Float[ArrayLike, " T"], saves: PyTree, direction: PyTree | None = None
 ) -> DirectionConvergence:
-    """How the direction θ(t)/‖θ(t)‖ of a run converges to `direction`: cos per save, and the
-    exponent r of 1 − cos ≈ C·(log t)^(−r).
+    r"""How the direction θ(t)/‖θ(t)‖ of a run converges to `direction`: cos per save, and the
+    exponent $r$ of $1 - \cos \approx C (\log t)^{-r}$.
 
     The decay is fitted against a power of log t (least squares of log(1 − cos) on log log t), over
     the later half of the run in log-time as in [`norm_growth`][], of the samples with t > 1 (log

@@ -52,7 +52,7 @@ def _steps_tuple(steps) -> tuple | None:
 
 
 class Save(eqx.Module):
-    """What a run records, and when: `fn(t, y, args)` at the times `ts` of a flow (Diffrax's
+    r"""What a run records, and when: `fn(t, y, args)` at the times `ts` of a flow (Diffrax's
     `SubSaveAt`), or every `every` steps of discrete training ([`train`][]), or at the training
     steps `steps` (e.g. log-spaced: [`log_spaced_steps`][], where a plateau's start and end are
     both seen without saving every step).
@@ -77,8 +77,9 @@ class Save(eqx.Module):
     >= 1, `steps` that are not strictly increasing integers >= 0, or a `carry` with `ts` (a flow's
     saves are independent of each other).
 
-    **Example:** save y² at t = 0, 1, 2 along dy/dt = −y, so y² = e^{−2t}; then the same function
-    every 2 steps of gradient descent on ½y² with step 0.5, which halves y at each step:
+    **Example:** save $y^2$ at $t = 0, 1, 2$ along $dy/dt = -y$, so $y^2 = e^{-2t}$; then the same
+    function every 2 steps of gradient descent on $\tfrac12 y^2$ with step 0.5, which halves $y$ at
+    each step:
 
         >>> import jax.numpy as jnp
         >>> import dynamics
@@ -213,8 +214,8 @@ def ode_flow(
 
     **Returns:** a [`Run`][].
 
-    **Example:** dy/dt = −a y with `a` passed as `args`, saved at 5 times (float64), ends at
-    y(2) = e^{−2a}:
+    **Example:** $dy/dt = -a y$ with `a` passed as `args`, saved at 5 times (float64), ends at
+    $y(2) = e^{-2a}$:
 
         >>> import math
         >>> import jax.numpy as jnp
@@ -318,7 +319,7 @@ def gradient_flow(
     rates: Rates = None,
     **kwargs,
 ) -> Run:
-    """Gradient flow dθ/dt = −R ⊙ ∇L(θ), each parameter group at its own rate.
+    r"""Gradient flow dθ/dt = −R ⊙ ∇L(θ), each parameter group at its own rate.
 
     **Arguments:**
 
@@ -329,7 +330,8 @@ def gradient_flow(
 
     **Returns:** a [`Run`][] whose state is the parameters.
 
-    **Example:** on L(θ) = ½‖θ‖², θ(t) = θ(0) e^{−Rt}; here group `b` flows at twice the rate of `a`:
+    **Example:** on $L(\theta) = \tfrac12 \lVert\theta\rVert^2$, $\theta(t) = \theta(0)\, e^{-Rt}$; here group
+    `b` flows at twice the rate of `a`:
 
         >>> import math
         >>> import jax.numpy as jnp

@@ -94,7 +94,7 @@ def phases(
     window: float = 0.05,
     floor: float = 1e-3,
 ) -> Plateaus:
-    """Split the saves of one run into plateaus and the transitions between them.
+    r"""Split the saves of one run into plateaus and the transitions between them.
 
     A plateau is a valley of the loss's relative rate in log-time: where the loss moves at least
     `min_depth` times slower, relative to its height above the lowest level it reaches, than in the
@@ -136,9 +136,9 @@ def phases(
 
     **Raises:** `ValueError` for a setting out of its range ([`check_phase_settings`][]).
 
-    **Example:** L(t) = e^{−t}, the loss of the flow on ½θ² from θ² = 2, has one plateau: its end,
-    once it has converged. Its start is none: the loss changes slowly in log-time there, but the
-    gradient is at its largest:
+    **Example:** $L(t) = e^{-t}$, the loss of the flow on $\tfrac12\theta^2$ from $\theta^2 = 2$, has one
+    plateau: its end, once it has converged. Its start is none: the loss changes slowly in log-time
+    there, but the gradient is at its largest:
 
         >>> import jax.numpy as jnp
         >>> import dynamics

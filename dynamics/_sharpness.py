@@ -283,8 +283,8 @@ def _warm_pair(loss, point, num_iters: int, last: Float[Array, " n"]):
 
 
 def _rate_scaled(loss, point: PyTree, rates: Rates) -> tuple[Callable[[PyTree], Float[Array, ""]], PyTree]:
-    """φ ↦ L(R^½ φ) and φ = R^{−½} θ, where GD with step sizes R on θ is GD with step 1 on φ: its
-    sharpness there is λ_max(R^½ H R^½)."""
+    r"""$\varphi \mapsto L(R^{1/2} \varphi)$ and $\varphi = R^{-1/2} \theta$, where GD with step sizes $R$ on
+    $\theta$ is GD with step 1 on $\varphi$: its sharpness there is $\lambda_{\max}(R^{1/2} H R^{1/2})$."""
     root = jax.tree.map(jnp.sqrt, rates)
 
     def scaled(phi: PyTree) -> Float[Array, ""]:
@@ -295,7 +295,7 @@ def _rate_scaled(loss, point: PyTree, rates: Rates) -> tuple[Callable[[PyTree], 
 
 
 class GDFlowGap(eqx.Module):
-    """Gradient descent and the gradient flow from one start, compared at matching times.
+    r"""Gradient descent and the gradient flow from one start, compared at matching times.
 
     GD step k is compared with the flow at time t = kη. Every field is an array, so results can
     be `vmap`ped over starting points (each field then gains a leading axis).
@@ -310,8 +310,8 @@ class GDFlowGap(eqx.Module):
       comparison is not meaningful: a diverging GD run is frozen at its last finite parameters, and
       a flow out of solver steps saves `inf` after it stopped.
 
-    **Example:** on L(θ) = ½θ² with η = 0.1 the gap at step k is (e^{−kη} − 0.9^k)|θ₀|; a `vmap`
-    over two starts gives one row per start:
+    **Example:** on $L(\theta) = \tfrac12\theta^2$ with $\eta = 0.1$ the gap at step $k$ is
+    $(e^{-k\eta} - 0.9^k)\,\lvert\theta_0\rvert$; a `vmap` over two starts gives one row per start:
 
         >>> import jax
         >>> import jax.numpy as jnp
@@ -348,7 +348,7 @@ def gd_flow_gap(
     every: int,
     **flow_kwargs,
 ) -> GDFlowGap:
-    """How far full-batch gradient descent with step size η drifts from the gradient flow.
+    r"""How far full-batch gradient descent with step size η drifts from the gradient flow.
 
     GD is explicit Euler on dθ/dt = −∇L(θ) with time step η: [`train`][] with [`gd`][]`(η)` and
     [`gradient_flow`][] run from the same `params`, saved at steps 0, every, …, num_steps and at
@@ -370,8 +370,9 @@ def gd_flow_gap(
     **Raises:** `ValueError` if `flow_kwargs` sets `rates`, `t0`, `t1`, `save` or `events`, or
     (from [`train`][]) if `num_steps` is not a positive multiple of `every`.
 
-    **Example:** on L(θ) = ½θ² with η = 0.1, GD gives θ_k = 0.9^k θ₀ and the flow θ₀ e^{−kη}: at
-    k = 10 the gap is e^{−1} − 0.9¹⁰ = 0.019201, at k = 20 e^{−2} − 0.9²⁰ = 0.013759 (float64):
+    **Example:** on $L(\theta) = \tfrac12\theta^2$ with $\eta = 0.1$, GD gives $\theta_k = 0.9^k \theta_0$ and
+    the flow $\theta_0 e^{-k\eta}$: at $k = 10$ the gap is $e^{-1} - 0.9^{10} = 0.019201$, at $k = 20$
+    $e^{-2} - 0.9^{20} = 0.013759$ (float64):
 
         >>> import jax.numpy as jnp
         >>> import dynamics
@@ -460,7 +461,7 @@ def with_flow_distance(
     params: Callable[[PyTree], PyTree] | None = None,
     **flow_kwargs,
 ) -> Save:
-    """`save`, recording at each of its saves also how far the run is from the gradient flow of
+    r"""`save`, recording at each of its saves also how far the run is from the gradient flow of
     `loss` started at the same point.
 
     A GD step with step sizes R is one explicit Euler step of dθ/dt = −R ∇L(θ) with time step 1:
@@ -493,8 +494,9 @@ def with_flow_distance(
     sets `rates`, `t0`, `t1`, `save` or `events`, or for Adam's steps, which follow no flow;
     `TypeError`, when the run is traced, if `save.fn` does not return a dict.
 
-    **Example:** GD with η = 0.1 on L(θ) = ½θ² gives θ_k = 0.9^k θ₀, the flow θ₀ e^{−kη}: at step
-    10 they are e^{−1} − 0.9¹⁰ = 0.019201 apart (the same gap as [`gd_flow_gap`][]'s example):
+    **Example:** GD with $\eta = 0.1$ on $L(\theta) = \tfrac12\theta^2$ gives $\theta_k = 0.9^k \theta_0$, the
+    flow $\theta_0 e^{-k\eta}$: at step 10 they are $e^{-1} - 0.9^{10} = 0.019201$ apart (the same gap
+    as [`gd_flow_gap`][]'s example):
 
         >>> import jax.numpy as jnp
         >>> import dynamics

@@ -35,7 +35,7 @@ from ._run import Run
 
 
 class AbstractSimulation(eqx.Module):
-    """One way of training one model, as a small validated config.
+    r"""One way of training one model, as a small validated config.
 
     A final subclass declares its settings as fields made with [`param`][] (type, default,
     allowed values, doc) and implements `run(key) -> Run`, one run from one PRNG key. Every
@@ -75,8 +75,8 @@ class AbstractSimulation(eqx.Module):
       which `run` and `landscape` read with [`AbstractSimulation.drawn`][]. Default: none (a run
       draws what it needs from its key with `jax.random`).
 
-    **Example:** dy/dt = −r y from a random start; a bad rate fails on construction; one run
-    from one seed (float64) ends at y(1) = y(0) e^{−r}:
+    **Example:** $dy/dt = -r y$ from a random start; a bad rate fails on construction; one run
+    from one seed (float64) ends at $y(1) = y(0)\, e^{-r}$:
 
         >>> import math
         >>> import jax

@@ -147,12 +147,12 @@ def _adam_state(opt_state: PyTree) -> optax.ScaleByAdamState:
 
 
 class ProjectedSteps(AbstractSteps):
-    """Gradient descent with fixed step sizes R whose step is projected onto a subspace, θ ← θ −
-    Π R ∇L(θ), e.g. preconditioned steps that keep the column sums of a matrix (Π centres each
-    column, [`center_columns`][]). Π must be an orthogonal projection that commutes with R (a
-    step size per column commutes with centring the columns). On that subspace the step is
-    GD's with step 1 in the coordinates φ = R^{−½}θ, so it is stable near a minimum only while
-    λ_max(Π R^½ H R^½ Π) < 2.
+    r"""Gradient descent with fixed step sizes $R$ whose step is projected onto a subspace,
+    $\theta \leftarrow \theta - \Pi R \nabla L(\theta)$, e.g. preconditioned steps that keep the column
+    sums of a matrix ($\Pi$ centres each column, [`center_columns`][]). $\Pi$ must be an orthogonal
+    projection that commutes with $R$ (a step size per column commutes with centring the columns). On
+    that subspace the step is GD's with step 1 in the coordinates $\varphi = R^{-1/2} \theta$, so it is
+    stable near a minimum only while $\lambda_{\max}(\Pi R^{1/2} H R^{1/2} \Pi) < 2$.
 
     **Fields:**
 

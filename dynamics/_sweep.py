@@ -50,7 +50,7 @@ def simulate(
     overwrite: bool = False,
     max_bytes: int | None = DEFAULT_MAX_BYTES,
 ) -> xr.Dataset:
-    """Run `num_seeds` seeds of `sim`: a [`sweep`][] of one grid point, with the same dataset,
+    r"""Run `num_seeds` seeds of `sim`: a [`sweep`][] of one grid point, with the same dataset,
     the same names and stop codes, and the same store when one is given.
 
     Run i uses the PRNG key of the integer seed `seed + i` ([`seed_key`][]). When every seed gives
@@ -73,7 +73,7 @@ def simulate(
     **Raises:** `ValueError`, before any run, as [`sweep`][] does.
 
     **Example:** 4 seeds of an exponential decay from random starts, each ending at
-    y(1) = y(0) e^{−2} (float64):
+    $y(1) = y(0)\, e^{-2}$ (float64):
 
         >>> import json
         >>> import numpy as np
@@ -153,7 +153,7 @@ def sweep(
     overwrite: bool = False,
     max_bytes: int | None = DEFAULT_MAX_BYTES,
 ) -> xr.Dataset:
-    """A grid of settings × seeds of `sim`, as one labelled dataset, written block by block.
+    r"""A grid of settings × seeds of `sim`, as one labelled dataset, written block by block.
 
     Every grid point is `sim` with the grid's values replaced (and checked) before any run starts.
     Grid points that differ only in fields declared `traced` run in one compiled, batched call;
@@ -213,7 +213,7 @@ def sweep(
     when the disk fails during the work (the blocks written so far stay, and a rerun resumes).
 
     **Example:** a 2-point grid of decay rates × 3 seeds, in memory, in one compiled call (the
-    rate is `traced`); the ratio y(1)/y(0) is e^{−rate} at every seed:
+    rate is `traced`); the ratio $y(1)/y(0)$ is $e^{-\mathrm{rate}}$ at every seed:
 
         >>> import numpy as np
         >>> import jax

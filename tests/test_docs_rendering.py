@@ -19,6 +19,9 @@ def _mathml_hook():
         "<p>$$\n\\frac{dW}{dt} = 0\n$$</p>",
         "<p>a \\lVert W \\rVert norm</p>",
         "<p>| `fig7_attention_freezes` | a claim | 0 | paper |</p>",
+        "<p>the query x_{T+1} of each sample</p>",
+        "<p>so y² = e^{−2t} there</p>",
+        "<p>the ratio eta_Z/eta_Y of the rates</p>",
     ],
 )
 def test_markup_left_as_text_is_found(html):
@@ -32,6 +35,7 @@ def test_markup_left_as_text_is_found(html):
         "<pre><code>echo $OUT | tee log</code></pre>",
         '<p>the norm <span class="math"><math><mi>W</mi></math></span> grows</p>',
         "<table><tr><td>a</td><td>b</td></tr></table>",
+        "<p>the field <code>x_{T+1}</code> and Adam's beta_1</p>",
     ],
 )
 def test_code_maths_and_tables_are_not_flagged(html):

@@ -22,10 +22,11 @@ _MATH = re.compile(
 """One arithmatex element: its tag and its TeX, inline or display (still HTML-escaped)."""
 _VERBATIM = re.compile(r"<(pre|code|math|script|style)\b.*?</\1>", re.DOTALL)
 """Elements whose text is shown as written (code) or is no longer TeX (MathML)."""
-_RAW_MARKUP = re.compile(r"\$|\\[A-Za-z]+|^\s*\|.*\|\s*$|^\s*[-*] +\S", re.MULTILINE)
+_RAW_MARKUP = re.compile(r"\$|\\[A-Za-z]+|[\^_]\{|\beta_|^\s*\|.*\|\s*$|^\s*[-*] +\S", re.MULTILINE)
 """What a page's text must not show once built: a `$` or a TeX command that was not read as maths,
-a table row that was not read as a table, or a list item that was not read as one (a `- ` line
-taken into the paragraph above it: a list needs a blank line after an indented paragraph)."""
+ASCII TeX (`x_{T+1}`, `e^{−t}`, `eta_Z`: write it as `$...$` or in Unicode), a table row that was
+not read as a table, or a list item that was not read as one (a `- ` line taken into the paragraph
+above it: a list needs a blank line after an indented paragraph)."""
 
 
 def on_page_content(html_text, page, **kwargs):
@@ -48,8 +49,9 @@ def on_page_content(html_text, page, **kwargs):
 
 
 def unrendered(html_text: str) -> list[str]:
-    """The TeX (a `$`, a `\\command`), table rows and list items left as text in a built page's
-    HTML, each with a little of the text around it; code and MathML are not looked at.
+    """The TeX (a `$`, a `\\command`, `^{`, `_{`, `eta_`), table rows and list items left as text
+    in a built page's HTML, each with a little of the text around it; code and MathML are not
+    looked at.
 
     **Example:**
 

@@ -1,4 +1,4 @@
-"""The learners: the linear transformer f = V X Q[:, x_{T+1}] (Eqn 2) and the softmax
+"""The learners: the linear transformer $f = V X Q_{:, x_{T+1}}$ (Eqn 2) and the softmax
 variant of Fig. 2; the SCB sampler; per-sample and mini-batch losses (Eqn 3); the exact
 population loss and expected gradients (Lemmas B.7-B.8); exact enumeration."""
 
@@ -17,7 +17,8 @@ LOSS_SCALE = 0.5
 
 
 class Batch(eqx.Module):
-    """SCB examples: `context` (B, T) tokens x_1..x_T, `last` (B,) the query x_{T+1}, `label` (B,) x_o."""
+    r"""SCB examples: `context` (B, T) tokens $x_1, \dots, x_T$, `last` (B,) the query $x_{T+1}$, `label`
+    (B,) $x_o$."""
 
     context: Int[Array, "B T"]
     last: Int[Array, " B"]
@@ -33,7 +34,8 @@ def _inverse_cdf(u: Float[Array, "..."], probs: Float[Array, "... K"]) -> Int[Ar
 
 
 def sample(key: PRNGKeyArray, inst: Instance, batch: int) -> Batch:
-    """Draw `batch` fresh examples (Eqn 1): x_1..x_{T+1} i.i.d. μ, s ~ q⁽ˣᵀ⁺¹⁾, x_o ~ P[:, x_s]
+    r"""Draw `batch` fresh examples (Eqn 1): $x_1, \dots, x_{T+1}$ i.i.d. μ, $s \sim q^{(x_{T+1})}$,
+    $x_o \sim P_{:, x_s}$
     (inverse-CDF sampling: one uniform per draw).
 
     **Returns:** a [`Batch`][] (int32 tokens).
@@ -54,7 +56,7 @@ def _bins(context: Int[Array, " T"], weights: Float[Array, " T"], N: int) -> Flo
 
 
 class LinearSCB(eqx.Module):
-    """The linear transformer of Eqn 2: f(X; V, Q) = V X Q[:, x_{T+1}].
+    """The linear transformer of Eqn 2: $f(X; V, Q) = V X Q_{:, x_{T+1}}$.
 
     **Fields:** `V` (N, N) output layer; `Q` (T, N) attention (column k = attention when the last
     token is k).
@@ -72,7 +74,7 @@ class LinearSCB(eqx.Module):
 
 
 class SoftmaxSCB(eqx.Module):
-    """The softmax variant of Fig. 2 (Section 5.2): f = V X softmax(W[:, x_{T+1}])."""
+    r"""The softmax variant of Fig. 2 (Section 5.2): $f = V X \operatorname{softmax}(W_{:, x_{T+1}})$."""
 
     V: Float[Array, "N N"]
     W: Float[Array, "T N"]
@@ -96,7 +98,7 @@ def scratch_init(inst: Instance) -> LinearSCB:
 
 
 def sample_loss(model, context, last, label, scale=LOSS_SCALE):
-    """Per-sample loss (Eqn 3): scale · ‖e_{x_o} − f(X)‖²."""
+    r"""Per-sample loss (Eqn 3): $\mathrm{scale} \cdot \lVert e_{x_o} - f(X) \rVert^2$."""
     f = model(context, last)
     r = jax.nn.one_hot(label, f.shape[0], dtype=f.dtype) - f
     return jnp.asarray(scale, f.dtype) * jnp.sum(r * r)
@@ -111,8 +113,9 @@ def batch_loss(model, batch: Batch, scale=LOSS_SCALE):
 
 
 def sample_gradients(model: LinearSCB, context, last, label) -> LinearSCB:
-    """Closed-form per-sample gradients of the linear model (Lemma B.3, loss constant 1/2):
-    ∇_V l = −r (Xa)ᵀ, ∇_{Q[:,k]} l = −Xᵀ Vᵀ r (other columns 0), r = e_{x_o} − V X a."""
+    r"""Closed-form per-sample gradients of the linear model (Lemma B.3, loss constant 1/2):
+    $\nabla_V l = -r (Xa)^\top$, $\nabla_{Q_{:,k}} l = -X^\top V^\top r$ (other columns 0),
+    $r = e_{x_o} - V X a$."""
     N = model.V.shape[0]
     xa = _bins(context, model.Q[:, last], N)
     r = jax.nn.one_hot(label, N, dtype=xa.dtype) - model.V @ xa
@@ -166,8 +169,9 @@ def population_loss(model: LinearSCB, inst: Instance) -> Float[Array, ""]:
 
 
 def expected_gradients(model: LinearSCB, inst: Instance) -> LinearSCB:
-    """Raw expected gradients (Lemma B.7): E∇_V = −(P M(c1) − V M(c2)) with M(c) = c(D − μμᵀ) + μμᵀ;
-    E∇_{Q[:,k]} = −μ_k [A1 q⁽ᵏ⁾ − A2 Q[:,k] + (⟨Vμ, μ⟩ − ‖Vμ‖²) 1]."""
+    r"""Raw expected gradients (Lemma B.7): E∇_V = −(P M(c1) − V M(c2)) with M(c) = c(D − μμᵀ) + μμᵀ;
+    $E\nabla_{Q_{:,k}} = -\mu_k [A1\, q^{(k)} - A2\, Q_{:,k} +
+    (\langle V\mu, \mu \rangle - \lVert V\mu \rVert^2) 1]$."""
     s = population_scalars(model, inst)
     mu = inst.mu
     D = jnp.diag(mu)

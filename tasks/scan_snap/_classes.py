@@ -73,8 +73,8 @@ class ClassArrays(eqx.Module):
     - `probs`: P(l | n), row n = the contextual distribution of class n.
     - `cdf`: row-wise inverse-CDF table of `probs` (ends at exactly 1 on the last
         token of each support).
-    - `query`: ψ(n), the query token x_T of class n.
-    - `next_token`: the label token x_{T+1} = n of class n.
+    - `query`: ψ(n), the query token $x_T$ of class n.
+    - `next_token`: the label token $x_{T+1} = n$ of class n.
     - `class_probs`: π_n, the probability of drawing class n.
     - `class_cdf`: inverse-CDF table of `class_probs`.
     - `dt_mask`: `dt_mask[n, l]` is true iff l ∈ G_DT(n) (a distinct token of class n).
@@ -184,7 +184,7 @@ class SequenceClasses:
         return np.unique(self.query)
 
     def classes_of_query(self, m: int) -> np.ndarray:
-        """ψ^{-1}(m): indices of the classes whose query token is m."""
+        r"""$\psi^{-1}(m)$: indices of the classes whose query token is m."""
         return np.flatnonzero(self.query == m)
 
     def arrays(self, dtype: Any = None) -> ClassArrays:

@@ -16,8 +16,9 @@ def _class_average(values: Float[Array, "... K"], arrays: ClassArrays) -> Float[
 
 
 def distinct_token_entropy(model: YZModel, classes: SequenceClasses | ClassArrays) -> Scalar:
-    """Average entropy of c_n on the distinct tokens (Fig. 6): for each class,
-    p_l ∝ P(l | n) e^{z_{ψ(n), l}} over l ∈ G_DT(n) only, renormalised (Eqn 5 restricted);
+    r"""Average entropy of c_n on the distinct tokens (Fig. 6): for each class,
+    $p_l \propto P(l \mid n)\, e^{z_{\psi(n), l}}$ over l ∈ G_DT(n) only, renormalised (Eqn 5
+    restricted);
     H_n = −Σ_l p_l ln p_l in nats; averaged over the classes (those with G_DT(n) ≠ ∅).
 
     **Arguments:**
@@ -45,9 +46,9 @@ def distinct_token_entropy(model: YZModel, classes: SequenceClasses | ClassArray
 def recall_at_threshold(
     model: YZModel, classes: SequenceClasses | ClassArrays, taus: Float[ArrayLike, " S"]
 ) -> Float[Array, " S"]:
-    """Recall of the distinct tokens at attention thresholds τ (Figs. 11-12): a =
-    softmax(z_{ψ(n)}) over all M tokens (uniform = 1/M); recall of class n = fraction of
-    G_DT(n) with a_l > τ; averaged over the classes (those with G_DT(n) ≠ ∅). Which vector is
+    r"""Recall of the distinct tokens at attention thresholds τ (Figs. 11-12):
+    $a = \operatorname{softmax}(z_{\psi(n)})$ over all M tokens (uniform = 1/M); recall of class n =
+    fraction of G_DT(n) with a_l > τ; averaged over the classes (those with G_DT(n) ≠ ∅). Which vector is
     thresholded and how it is averaged is our reading of the figures (recon).
 
     **Arguments:**

@@ -17,8 +17,8 @@ class Batch(eqx.Module):
     **Fields:**
 
     - `counts`: N ∈ ℕ^M per sequence, N_l = #{t ≤ T − 1 : x_t = l} (query excluded).
-    - `query`: the query token x_T.
-    - `label`: the next token x_{T+1}.
+    - `query`: the query token $x_T$.
+    - `label`: the next token $x_{T+1}$.
     """
 
     counts: Real[Array, "B M"]
@@ -31,7 +31,7 @@ class YZModel(eqx.Module):
     (M, M) parameters.
 
     `Y[l, k]` is the output logit of token k from contextual token l (row = input,
-    column = output). `Z[m, l]` = z_{ml} is the attention logit of key token l under
+    column = output). `Z[m, l]` = $z_{ml}$ is the attention logit of key token l under
     query token m; z_m := row m. Output logits Y^T LN(X^T b_T), LN(x) = x / ||x||_2.
     All methods treat one sequence; batch with `jax.vmap`.
 
@@ -91,7 +91,7 @@ class YZModel(eqx.Module):
         return self.Y.shape[0]
 
     def attention_output(self, counts: Real[Array, " M"], query: Int[Array, ""] | int) -> Float[Array, " M"]:
-        """X^T b_T = (N ∘ e^{z_m}) / (N^T e^{z_m}), m = x_T (exact: without positional
+        r"""$X^T b_T = (N \circ e^{z_m}) / (N^T e^{z_m})$, $m = x_T$ (exact: without positional
         encoding X^T b_T depends on the sequence only through its token counts N), computed
         with the maximum of z_m over the present tokens (N_l > 0) subtracted.
 
@@ -116,13 +116,14 @@ class YZModel(eqx.Module):
     def attention_output_from_tokens(
         self, tokens: Int[Array, " T-1"], query: Int[Array, ""] | int
     ) -> Float[Array, " M"]:
-        """X^T b_T in the position form of Eqn 1: b_{tT} = softmax_t(z_{x_T, x_t}) over the
-        T − 1 contextual positions (the query attends not to itself), X^T b_T = Σ_t b_{tT} e_{x_t}.
+        r"""$X^T b_T$ in the position form of Eqn 1: $b_{tT} = \operatorname{softmax}_t(z_{x_T, x_t})$ over
+        the T − 1 contextual positions (the query attends not to itself),
+        $X^T b_T = \sum_t b_{tT} e_{x_t}$.
 
         **Arguments:**
 
-        - `tokens`: the contextual tokens x_1, ..., x_{T−1}.
-        - `query`: the query token x_T.
+        - `tokens`: the contextual tokens $x_1, \dots, x_{T-1}$.
+        - `query`: the query token $x_T$.
 
         **Returns:**
 
@@ -170,7 +171,7 @@ def lemma1_update(
     query: Int[Array, ""] | int,
     label: Int[Array, ""] | int,
 ) -> tuple[Float[Array, "M M"], Float[Array, "M M"]]:
-    """Lemma 1 (Eqns 3-4): the gradient-ascent direction on J for one sequence, η_Y = η_Z = 1,
+    r"""Lemma 1 (Eqns 3-4): the gradient-ascent direction on J for one sequence, η_Y = η_Z = 1,
     evaluated literally from the paper's matrices:
 
         Ẏ = LN(X^T b_T) (x_{T+1} − α)^T                                        (Eqn 3)
@@ -183,9 +184,9 @@ def lemma1_update(
     **Arguments:**
 
     - `model`: the Y/Z model.
-    - `tokens`: the contextual tokens x_1, ..., x_{T−1}.
-    - `query`: the query token x_T.
-    - `label`: the next token x_{T+1}.
+    - `tokens`: the contextual tokens $x_1, \dots, x_{T-1}$.
+    - `query`: the query token $x_T$.
+    - `label`: the next token $x_{T+1}$.
 
     **Returns:**
 
@@ -207,8 +208,9 @@ def lemma1_update(
 
 
 def class_attention(model: YZModel, classes: SequenceClasses | ClassArrays) -> Float[Array, "K M"]:
-    """Per-token attention in the long-sequence limit (Eqn 5, Lemma 2):
-    c_n = c̃_n / Σ_l c̃_{l|n}, c̃_{l|n} = P(l | n) e^{z_{ψ(n), l}}; X^T b_T → c_n as T → ∞.
+    r"""Per-token attention in the long-sequence limit (Eqn 5, Lemma 2):
+    $c_n = \tilde{c}_n / \sum_l \tilde{c}_{l|n}$, $\tilde{c}_{l|n} = P(l \mid n)\, e^{z_{\psi(n), l}}$;
+    $X^T b_T \to c_n$ as T → ∞.
 
     **Arguments:**
 
@@ -235,8 +237,9 @@ def _population_terms(model: YZModel, arrays: ClassArrays) -> tuple[Float[Array,
 
 
 def population_loss(model: YZModel, classes: SequenceClasses | ClassArrays) -> Scalar:
-    """Population (T → ∞) loss L = −Σ_n π_n log α_n[n], α_n = softmax(Y^T f_n),
-    f_n = c̃_n / ||c̃_n||_2, c̃_n = P(· | n) ∘ e^{z_{ψ(n)}} (Lemma 2; the loss of level L1).
+    r"""Population (T → ∞) loss L = −Σ_n π_n log α_n[n], α_n = softmax(Y^T f_n),
+    $f_n = \tilde{c}_n / \lVert \tilde{c}_n \rVert_2$, $\tilde{c}_n = P(\cdot \mid n) \circ e^{z_{\psi(n)}}$
+    (Lemma 2; the loss of level L1).
 
     **Arguments:**
 
@@ -256,15 +259,17 @@ def population_loss(model: YZModel, classes: SequenceClasses | ClassArrays) -> S
 def population_gradient_formula(
     model: YZModel, classes: SequenceClasses | ClassArrays
 ) -> tuple[Float[Array, "M M"], Float[Array, "M M"]]:
-    """Closed form of the descent direction (−∂L/∂Y, −∂L/∂Z) of `population_loss`: the
+    r"""Closed form of the descent direction (−∂L/∂Y, −∂L/∂Z) of `population_loss`: the
     expectation of Lemma 1 (Eqns 3-4) under Lemma 2 (the vector field of level L1), with unit rates:
 
         Ẏ   = Σ_n π_n f_n (e_n − α_n)^T
         ż_m = Σ_{n ∈ ψ^{-1}(m)} π_n diag(f_n) P^⊥_{f_n} Y (e_n − α_n),   ż_m = row m of Ż.
 
-    Derivation: ∂(−log α_n[n]) / ∂(Y^T f_n) = α_n − e_n gives Ẏ; for Z, f_n = c̃_n / ||c̃_n||
-    has Jacobian P^⊥_{f_n} / ||c̃_n|| in c̃_n, and ∂c̃_n / ∂z_{ψ(n)} = diag(c̃_n), so
-    diag(c̃_n) P^⊥_{f_n} / ||c̃_n|| = diag(f_n) P^⊥_{f_n}: there is no leftover 1/||c̃_n||.
+    Derivation: ∂(−log α_n[n]) / ∂(Y^T f_n) = α_n − e_n gives Ẏ; for Z,
+    $f_n = \tilde{c}_n / \lVert \tilde{c}_n \rVert$ has Jacobian $P^\perp_{f_n} / \lVert \tilde{c}_n \rVert$
+    in $\tilde{c}_n$, and $\partial \tilde{c}_n / \partial z_{\psi(n)} = \operatorname{diag}(\tilde{c}_n)$, so
+    $\operatorname{diag}(\tilde{c}_n) P^\perp_{f_n} / \lVert \tilde{c}_n \rVert =
+    \operatorname{diag}(f_n) P^\perp_{f_n}$: there is no leftover $1 / \lVert \tilde{c}_n \rVert$.
     This is Eqn 4 with X^T diag(b_T) X = diag(X^T b_T) → diag(c_n) and
     diag(c_n) / ||c_n|| = diag(f_n) (Lemma 2; the step from Eqn 4 to Eqn 10).
 

@@ -11,13 +11,13 @@ from ._model import Batch
 
 
 class TokenBatch(eqx.Module):
-    """A batch of sequences in position form.
+    r"""A batch of sequences in position form.
 
     **Fields:**
 
-    - `tokens`: the contextual tokens x_1, ..., x_{T−1}.
-    - `query`: the query token x_T.
-    - `label`: the next token x_{T+1}.
+    - `tokens`: the contextual tokens $x_1, \dots, x_{T-1}$.
+    - `query`: the query token $x_T$.
+    - `label`: the next token $x_{T+1}$.
     """
 
     tokens: Int[Array, "B T-1"]
@@ -99,13 +99,13 @@ def _count_below(u: Float[Array, "B N"], table: Float[Array, "B S"]) -> Int[Arra
 
 
 def sample(key: PRNGKeyArray, classes: SequenceClasses | ClassArrays, batch_size: int, T: int) -> Batch:
-    """[`tasks.scan_snap.sample_tokens`][] in count form: the counts of exactly the tokens that
+    r"""[`tasks.scan_snap.sample_tokens`][] in count form: the counts of exactly the tokens that
     `sample_tokens` draws with the same key, computed over each class's support.
 
-    Token t of a sample of class n is `support[n, j]` with j = #{s : F_s <= u_t}, F the
+    Token t of a sample of class n is `support[n, j]` with $j = \#\{s : F_s \le u_t\}$, F the
     inverse-CDF table over the support (`ClassArrays.support_cdf`) and u_t its uniform draw; the
     same token as the search over all M tokens. The count of support entry s is
-    #{t : u_t < F_s} − #{t : u_t < F_{s−1}}. A batch therefore costs B (T − 1) S comparisons
+    $\#\{t : u_t < F_s\} - \#\{t : u_t < F_{s-1}\}$. A batch therefore costs B (T − 1) S comparisons
     (S the largest support), with no search over the vocabulary and no per-token scatter; only
     the B S support counts are written into the (B, M) count array.
 

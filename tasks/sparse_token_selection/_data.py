@@ -1,4 +1,4 @@
-"""The STS_q distribution D_{T,q} (Definition 1): Gaussian tokens, a uniform q-subset, the PE of each
+"""The STS_q distribution $D_{T,q}$ (Definition 1): Gaussian tokens, a uniform q-subset, the PE of each
 example and the token part of the query (the query z_q = [x_query; s_y] is recon)."""
 
 from typing import NamedTuple
@@ -40,7 +40,7 @@ def random_subset(key: PRNGKeyArray, T: int, q, *, dtype=jnp.float64) -> Float[A
 
 
 def target(X: Float[Array, "d T"], y: Float[Array, " T"]) -> Float[Array, " d"]:
-    """STS_q(X, y) = (1/q) Σ_{i∈y} x_i = X u_y (Definition 1)."""
+    r"""$\mathrm{STS}_q(X, y) = (1/q) \sum_{i \in y} x_i = X u_y$ (Definition 1)."""
     return X @ (y / jnp.sum(y))
 
 
@@ -54,7 +54,7 @@ def sample(
     slots: bool = False,
     dtype=jnp.float64,
 ) -> Batch:
-    """`batch_size` examples of D_{T,q} with their PE (fresh per example for stochastic PE).
+    """`batch_size` examples of $D_{T,q}$ with their PE (fresh per example for stochastic PE).
 
     **Arguments:**
 

@@ -93,7 +93,7 @@ class STSTransformer(eqx.Module):
 
 
 def zero_init(config: STSConfig, *, dtype=jnp.float64) -> STSTransformer:
-    """W(0) = 0_{D×D}, V(0) = 0_{d×D} (Theorem 1's initialisation)."""
+    r"""$W(0) = 0_{D \times D}$, $V(0) = 0_{d \times D}$ (Theorem 1's initialisation)."""
     D = config.D
     return STSTransformer(jnp.zeros((D, D), dtype), jnp.zeros((config.d, D), dtype), config.d, config.keys)
 
@@ -137,8 +137,8 @@ def centring(n: int, *, dtype=jnp.float64) -> Float[Array, "n n"]:
 
 
 def from_scalars(config: STSConfig, gamma, a, *, dtype=jnp.float64) -> STSTransformer:
-    """A point of Lemma B's invariant set (derived): `W_EE = a M` (M = M_{m_E} for the one-hot families,
-    I_{m_E} for the rotation-invariant ones), `V = [γ I_d, 0]`."""
+    """A point of Lemma B's invariant set (derived): `W_EE = a M` ($M = M_{m_E}$ for the one-hot families,
+    $I_{m_E}$ for the rotation-invariant ones), `V = [γ I_d, 0]`."""
     M = pe_block_direction(config, dtype=dtype)
     return from_blocks(
         config, jnp.asarray(a, dtype) * M, jnp.asarray(gamma, dtype) * jnp.eye(config.d, dtype=dtype)
@@ -156,8 +156,8 @@ def to_scalars(config: STSConfig, model: STSTransformer) -> tuple[Float[Array, "
 
 
 def pe_block_direction(config: STSConfig, *, dtype=jnp.float64) -> Float[Array, "m m"]:
-    """The direction of W_EE on the invariant set (Lemma B, derived): M_{m_E} for `onehot` and
-    `dictionary_onehot` (permutation symmetry), I_{m_E} for `haar_orthonormal`, `iid_sphere`
+    """The direction of W_EE on the invariant set (Lemma B, derived): $M_{m_E}$ for `onehot` and
+    `dictionary_onehot` (permutation symmetry), $I_{m_E}$ for `haar_orthonormal`, `iid_sphere`
     (rotation invariance) and for frozen non-dictionary PE."""
     if config.pe_sampler in ("onehot", "dictionary_onehot"):
         return centring(config.m_E, dtype=dtype)

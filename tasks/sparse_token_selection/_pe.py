@@ -18,15 +18,17 @@ def onehot_pe(T: int, *, dtype=jnp.float64) -> Float[Array, "T T"]:
 def dictionary_onehot_pe(
     key: PRNGKeyArray, T: int, N: int, rho: float = 1.0, *, dtype=jnp.float64
 ) -> Float[Array, "N T"]:
-    """`dictionary_onehot`: e_i = ρ ê_{π(i)} ∈ R^N for a uniformly random injective π: [T] → [N]."""
+    r"""`dictionary_onehot`: $e_i = \rho\, \hat{e}_{\pi(i)} \in \mathbb{R}^N$ for a uniformly random injective
+    π: [T] → [N]."""
     slots = jax.random.permutation(key, N)[:T]
     return jnp.asarray(rho, dtype) * jax.nn.one_hot(slots, N, dtype=dtype).T
 
 
 class SlotPE(eqx.Module):
-    """A one-hot PE stored as its slots: column i of E is ρ ê_{slots[i]} ∈ R^N. It stands in for
-    the dense `(N, T)` matrix wherever the model reads E (the `onehot` and `dictionary_onehot`
-    families), at O(T) cost per product instead of O(N T).
+    r"""A one-hot PE stored as its slots: column i of E is
+    $\rho\, \hat{e}_{\mathrm{slots}[i]} \in \mathbb{R}^N$. It stands in for the dense `(N, T)` matrix
+    wherever the model reads E (the `onehot` and `dictionary_onehot` families), at O(T) cost per
+    product instead of O(N T).
 
     **Fields:**
 
@@ -51,7 +53,7 @@ class SlotPE(eqx.Module):
     N: int = eqx.field(static=True)
 
     def combine(self, w: Float[Array, " T"]) -> Float[Array, " N"]:
-        """E w = ρ Σ_i w_i ê_{slots[i]}."""
+        r"""$E w = \rho \sum_i w_i \hat{e}_{\mathrm{slots}[i]}$."""
         return jnp.zeros((self.N,), w.dtype).at[self.slots].add(jnp.asarray(self.rho, w.dtype) * w)
 
     def scores(self, u: Float[Array, " N"]) -> Float[Array, " T"]:
@@ -91,22 +93,22 @@ def iid_sphere_pe(
 
 
 def near_orthogonal_pe(key: PRNGKeyArray, n: int, m: int, *, dtype=jnp.float64) -> Float[Array, "m n"]:
-    """Definition 3, near-orthogonal PE (recon): n unit vectors in R^m drawn uniformly on the sphere; their
-    coherence max_{i≠j} |<e_i, e_j>| is at most δ = sqrt(6 ln n / m) with probability >= 1 − 1/n
-    (sub-Gaussian tail 2 exp(−m δ²/2) and a union bound over pairs)."""
+    r"""Definition 3, near-orthogonal PE (recon): n unit vectors in R^m drawn uniformly on the sphere; their
+    coherence $\max_{i \neq j} |\langle e_i, e_j \rangle|$ is at most $\delta = \sqrt{6 \ln n / m}$ with
+    probability >= 1 − 1/n (sub-Gaussian tail 2 exp(−m δ²/2) and a union bound over pairs)."""
     return iid_sphere_pe(key, n, m, 1.0, dtype=dtype)
 
 
 def coherence(E: Float[Array, "m n"]) -> Float[Array, ""]:
-    """δ(E) = max_{i ≠ j} |<e_i, e_j>| / (||e_i|| ||e_j||)."""
+    r"""$\delta(E) = \max_{i \neq j} |\langle e_i, e_j \rangle| / (\lVert e_i \rVert \lVert e_j \rVert)$."""
     unit = E / jnp.linalg.norm(E, axis=0, keepdims=True)
     gram = unit.T @ unit
     return jnp.max(jnp.abs(gram - jnp.diag(jnp.diagonal(gram))))
 
 
 def selection_scores(E: Float[Array, "m T"], y: Float[Array, " T"]) -> Float[Array, " T"]:
-    """<e_j, s_y> for every position j, with s_y = Σ_{i∈y} e_i (the selection margin for
-    coherence δ: >= ρ²(1 − (q−1)δ) inside y, <= ρ² q δ outside)."""
+    r"""$\langle e_j, s_y \rangle$ for every position j, with $s_y = \sum_{i \in y} e_i$ (the selection
+    margin for coherence δ: >= ρ²(1 − (q−1)δ) inside y, <= ρ² q δ outside)."""
     return E.T @ (E @ y)
 
 

@@ -34,7 +34,8 @@ def reduced_loss(gamma, alpha, d: int, T: int, q) -> Float[Array, ""]:
 
 
 def block_norm_sq(config: STSConfig) -> float:
-    """||M||_F² of the W_EE direction: m_E − 1 (one-hot families, M = M_{m_E}) or m_E (I_{m_E})."""
+    r"""$\lVert M \rVert_F^2$ of the $W_{EE}$ direction: $m_E - 1$ (one-hot families, $M = M_{m_E}$) or $m_E$
+    ($I_{m_E}$)."""
     m = config.m_E
     return float(m - 1) if config.pe_sampler in ("onehot", "dictionary_onehot") else float(m)
 
