@@ -16,7 +16,10 @@ from .._check import Measured, claim
 from . import _sims as sims
 from . import closed_forms
 
-OURS = "δ, γ (recon): γ = min_{a,k≤m_a} P(a ∈ s, a_k ∈ s, a_1..a_{k−1} ∉ s), δ := γ; D = distinct (recon)."
+OURS = (
+    "δ, γ (recon): γ = the least over a and k ≤ m_a of P(a ∈ s, a_k ∈ s, a_1, …, a_(k−1) ∉ s), δ := γ; "
+    "D = distinct (recon)."
+)
 
 
 def _result1_runs(full: bool) -> list:
@@ -205,8 +208,9 @@ def result1_c_monotone() -> Measured:
 OURS_IID = (
     "D = iid (recon): n i.i.d. uniform tokens, the L^n sequences enumerated as C(L+n-1, n) multisets"
     " weighted n!/prod k_b! L^-n (exact: the model is equivariant to permutations of positions, derived);"
-    " delta, gamma: the same definitions (recon) evaluated exactly under iid, gamma = min_{a,k<=m_a}"
-    " P(a in s, a_k in s, a_1..a_{k-1} not in s), delta := gamma (they are probabilities of presence"
+    " delta, gamma: the same definitions (recon) evaluated exactly under iid, gamma = the least over a"
+    " and k <= m_a of P(a in s, a_k in s, a_1, ..., a_(k-1) not in s), delta := gamma (they are"
+    " probabilities of presence"
     " events, defined for any D; only their closed form is specific to distinct)."
 )
 

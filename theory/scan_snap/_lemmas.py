@@ -95,8 +95,8 @@ def lemma1_row_sums(full: bool = False) -> Measured:
         predicted=0.0,
         simulated=max(sgd, flows),
         error=max(sgd, flows),
-        note=f"L0: Syn-Small (M=34), batch-1 plain SGD, T=128, eta_Y=eta_Z=1, {steps} steps: {sgd:.1e}. "
-        f"L1: reference instance, eta_Y=1, eta_Z in (0.1, 1), t<=2000: {flows:.1e}.",
+        note=f"L0: Syn-Small (M=34), batch-1 plain SGD, T=128, η_Y=η_Z=1, {steps} steps: {sgd:.1e}. "
+        f"L1: reference instance, η_Y=1, η_Z in (0.1, 1), t<=2000: {flows:.1e}.",
     )
 
 
@@ -227,7 +227,7 @@ def lemma5_discrete(full: bool = False) -> Measured:
         simulated=float(w[-1, n]),
         error=float(np.max(np.abs(w - predicted))),
         note=f"Y/Z model on class 0 of the reference instance (M=17), Y(0)=0, random frozen Z, "
-        f"eta_Y={eta_y}, {steps} plain GD steps on its population loss (= batch-1 SGD on that class); "
+        f"η_Y={eta_y}, {steps} plain GD steps on its population loss (= batch-1 SGD on that class); "
         "predicted/simulated: w_nn at the last step.",
     )
 
@@ -254,8 +254,8 @@ def lemma5_continuous() -> Measured:
         predicted=float(predicted[-1, n]),
         simulated=float(w[-1, n]),
         error=float(np.max(np.abs(w - predicted))),
-        note="L1 flow (dynamics.ode_flow, Tsit5, rtol=1e-10, atol=1e-12) with eta_Z=0 on class 0 of the "
-        f"reference instance (M=17), random frozen Z, eta_Y={eta_y}, t in [0, 200]; "
+        note="L1 flow (dynamics.ode_flow, Tsit5, rtol=1e-10, atol=1e-12) with η_Z=0 on class 0 of the "
+        f"reference instance (M=17), random frozen Z, η_Y={eta_y}, t in [0, 200]; "
         "predicted/simulated: w_nn at t=200.",
     )
 
@@ -295,7 +295,7 @@ def lemma6_closed_form(*, formula: Callable = cf.h_continuous) -> Measured:
         predicted=at[0],
         simulated=at[1],
         error=worst,
-        note=f"(M, eta_Y) in {_H_CONFIGS}, t in [1e-3, 1e4] (log grid), Tsit5 rtol=1e-10, atol=1e-14 "
+        note=f"(M, η_Y) in {_H_CONFIGS}, t in [1e-3, 1e4] (log grid), Tsit5 rtol=1e-10, atol=1e-14 "
         "(atol=1e-10 is coarse for h ~ 1e-4: its integration error alone reaches 1.8e-7 at "
         "M=1000, 4.4e-7 at M=1e4); predicted/simulated: h(1e4) of the worst configuration.",
     )
@@ -327,13 +327,13 @@ def lemma7_gap() -> Measured:
         worst = max(worst, outside(gap / bound, 0.0, 1.0))
         max_ratio = max(max_ratio, float(gap.max() / bound))
         parts.append(
-            f"(M={M}, eta_Y={eta_y}): max gap {gap.max():.2g} (bound {bound:.2g}), gap(2000) {gap[-1]:.2g}"
+            f"(M={M}, η_Y={eta_y}): max gap {gap.max():.2g} (bound {bound:.2g}), gap(2000) {gap[-1]:.2g}"
         )
     return Measured(
         predicted=1.0,
         simulated=max_ratio,
         error=worst,
-        note="predicted: the upper bound (1 = 2 eta_Y/M; the lower end 0 enters the error); "
+        note="predicted: the upper bound (1 = 2 η_Y/M; the lower end 0 enters the error); "
         "simulated: largest gap / bound. "
         + "; ".join(parts)
         + ". Reference values: 8.5e-3, 8.4e-4, 9.5e-5; gap(2000) = 4.3e-5 for M=50. "
@@ -371,7 +371,7 @@ def lemma9_early() -> Measured:
         predicted=0.5,
         simulated=float(ratio.min()),
         error=outside(ratio, 0.5, 1.0),
-        note=f"M=1000, K=10, eta_Y=0.5, t'_0={t0_prime:.1f}; gamma from the integrated h (Eqn 44); "
+        note=f"M=1000, K=10, η_Y=0.5, t'_0={t0_prime:.1f}; gamma from the integrated h (Eqn 44); "
         f"ratio in [{ratio.min():.4f}, {ratio.max():.4f}] over {ratio.size} times "
         "(reference values: 0.998 at t=1, 0.86 at t=100); predicted: the lower end of the interval "
         "(the upper end 1 enters the error).",
@@ -396,7 +396,7 @@ def lemma9_late() -> Measured:
         predicted=1.0,
         simulated=float(ratio.min()),
         error=outside(ratio, 1.0, 2.0),
-        note=f"M=1000, K=10, eta_Y=0.5, t_0={t0:.1f}; ratio in [{ratio.min():.4f}, {ratio.max():.4f}] "
+        note=f"M=1000, K=10, η_Y=0.5, t_0={t0:.1f}; ratio in [{ratio.min():.4f}, {ratio.max():.4f}] "
         "(reference values: 1.67 at t_0, 1.001 at 1e5); predicted: the lower end of the interval "
         "(the upper end 2 enters the error). Its limit is ((M-1)/M)^2 < 1, reached past t ~ 1.3e5.",
     )

@@ -83,10 +83,11 @@ def _relative(a: np.ndarray, b: np.ndarray) -> float:
     expected_deviation="L2 is built on the modified decoder update (Eqn 26), whose back-propagated "
     "gradient (Eqn 9) couples class n to the other classes through beta_nn' ~ E'_nn' ~ rho, while the "
     "true gradient flow (Eqn 7, L1) carries only the q_0 ~ -1/M coupling (with Eqn 7, Eqn 9 holds only "
-    "up to O(|lambda_1|) in g). P^perp_{f_n} removes the common f_n part of g, so that O(|lambda_1|) "
+    "up to O(|lambda_1|) in g). P⊥ (the projection orthogonal to f_n) removes the common f_n part of "
+    "g, so that O(|lambda_1|) "
     "relative difference in g becomes an O(rho M) difference in z_dot (L2 faster by ~1 + rho M at "
     "early times). It is a property of the decoder, present with frozen attention, so it does not "
-    "vanish as eta_Z/eta_Y -> 0.",
+    "vanish as η_Z/η_Y -> 0.",
     sized=True,
 )
 def levels_L1_vs_L2(full: bool = False) -> Measured:
@@ -116,7 +117,7 @@ def levels_L1_vs_L2(full: bool = False) -> Measured:
         )
         gaps.append(_relative(z_dot_l2[i_mid], mid))
         late_gaps.append(_relative(z_dot_l2[i_late], late))
-    # gap = limit + O(eta_Z / eta_Y): Richardson extrapolation from the two largest ratios
+    # gap = limit + O(η_Z / η_Y): Richardson extrapolation from the two largest ratios
     limit = gaps[-1] - (gaps[-2] - gaps[-1]) * _RATIOS[-2] / (_RATIOS[-1] - _RATIOS[-2])
     speedup = np.linalg.norm(z_dot_l2[i_early]) / np.linalg.norm(early)
     F = np.asarray(ss.normalized_attention_features(jnp.zeros((17, 17)), arrays.probs, arrays.query))
@@ -134,11 +135,11 @@ def levels_L1_vs_L2(full: bool = False) -> Measured:
         simulated=gaps[-1],
         error=gaps[-1],
         note="Reference instance (K=3, M=17); L1 vs class-weighted L2 (pi_n = 1/K)"
-        f", Y=Z=0, eta_Y=1, shared reference runs on t in [0, 2000]. Gap := "
+        f", Y=Z=0, η_Y=1, shared reference runs on t in [0, 2000]. Gap := "
         f"||z_dot_L1 - z_dot_L2|| / ||z_dot_L1|| over the query row at t = {ts[i_mid]:.1f} (the save "
-        f"nearest {_COMPARE_T:g}); eta_Y/eta_Z -> gap: {listing} (at t = 2000: {late_listing}). The gap "
-        f"saturates instead of vanishing: gap = {limit:.3f} + O(eta_Z/eta_Y) (Richardson limit from the two "
-        f"largest ratios). At t = {ts[i_early]:g}, eta_Y/eta_Z = {_RATIOS[-1]}: "
+        f"nearest {_COMPARE_T:g}); η_Y/η_Z -> gap: {listing} (at t = 2000: {late_listing}). The gap "
+        f"saturates instead of vanishing: gap = {limit:.3f} + O(η_Z/η_Y) (Richardson limit from the two "
+        f"largest ratios). At t = {ts[i_early]:g}, η_Y/η_Z = {_RATIOS[-1]}: "
         f"||z_dot_L2|| / ||z_dot_L1|| = {speedup:.3f} vs 1 + rho M = {1 + rho * 17:.3f} (rho = E_nn' = "
         f"{rho:.4f}, M = 17); with the vocabulary padded by unused tokens ({source}): {padded_listing}.",
     )
@@ -241,7 +242,7 @@ def levels_L0_to_L1(full: bool = False) -> Measured:
     gd_gaps = np.array([_relative(rows[:, j].mean(axis=0), z_gd) for j in range(len(Ts))])
     slope = sims.log_log_slope(Ts, gaps) if finite.all() else float("nan")
     setting = (
-        f"Reference instance (K=3, M=17), Y=Z=0, eta_Y={_L0_ETA_Y}, eta_Z={_L0_ETA_Z}, {_L0_STEPS} "
+        f"Reference instance (K=3, M=17), Y=Z=0, η_Y={_L0_ETA_Y}, η_Z={_L0_ETA_Z}, {_L0_STEPS} "
         f"plain-SGD steps on the mean loss over B={batch_size}, {num_seeds} seeds; counts drawn from "
         "Multinomial(T-1, P(.|n)) (the token sampler's law). L1 at the same rates, at t = steps."
     )
