@@ -142,7 +142,8 @@ def refine_sweep(
 
     **Arguments:**
 
-    - `sim`: the simulation; `axis`: one of its settings; `values`: where to start (at least 2).
+    - `sim`: the simulation; `axis`: one of its real-valued settings (a traced one compiles one
+      program for all rounds of the same size); `values`: where to start (at least 2).
     - `outcome`: an [`Outcome`][] of each run.
     - `num_seeds`: seeds per point, at least 3 (the majority decides a point's outcome).
     - `budget`: the most points swept in all, `values` included.
