@@ -1,39 +1,18 @@
 """A phase diagram that refines itself, against a boundary known in closed form: gradient descent
-on a quadratic whose largest Hessian eigenvalue is λ grows the loss for a step η above 2/λ and
-shrinks it below (the edge of stability)."""
+on a quadratic whose largest Hessian eigenvalue is λ (`examples.phase_levels.QuadraticDescent`)
+grows the loss for a step η above 2/λ and shrinks it below (the edge of stability)."""
 
 import json
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import dynamics
 from attnflow.cli import main
+from examples.phase_levels import QuadraticDescent
 
 START = [0.1, 0.2, 0.4, 0.8, 1.6]
 """The coarse grid of step sizes: a factor 2 apart, over a factor 16."""
-
-
-class QuadraticDescent(dynamics.AbstractSimulation):
-    """Gradient descent on ½ wᵀ diag(λ, λ/3) w from w ~ N(0, I), saving at its end how many times
-    its loss grew: above 1 exactly where η > 2/λ (for long enough a run)."""
-
-    eta: float = dynamics.param(0.1, dynamics.Interval(0, low_open=True), doc="step size", traced=True)
-    lam: float = dynamics.param(4.0, dynamics.Interval(0, low_open=True), doc="largest Hessian eigenvalue")
-    num_steps: int = dynamics.param(400, dynamics.Interval(1), doc="steps")
-    dtype: str = dynamics.dtype_param("float64")
-
-    def run(self, key):
-        curvature = jnp.array([self.lam, self.lam / 3], self.float_dtype)
-
-        def loss(w):
-            return 0.5 * jnp.sum(curvature * w**2)
-
-        start = jax.random.normal(key, (2,), self.float_dtype)
-        save = dynamics.Save(every=self.num_steps, fn=lambda step, w, args: {"growth": loss(w) / loss(start)})
-        return dynamics.train(loss, start, dynamics.gd(self.eta), num_steps=self.num_steps, save=save)
 
 
 def test_the_boundary_lands_on_the_edge_of_stability_within_2_percent_with_a_fifth_of_the_points():
@@ -56,7 +35,7 @@ def test_the_boundary_lands_on_the_edge_of_stability_within_2_percent_with_a_fif
 
 def test_a_refined_sweep_from_the_command_line_is_stored_plotted_and_resumed(tmp_path, capsys):
     out = tmp_path / "edge"
-    argv = ["sweep", f"{__name__}:QuadraticDescent", "--grid", "eta=" + ",".join(map(str, START))]
+    argv = ["sweep", "examples.phase_levels:QuadraticDescent", "--grid", "eta=" + ",".join(map(str, START))]
     argv += ["--seeds", "3", "--refine", "growth>1", "--budget", "6", "--out", str(out)]
     assert main(argv) == 0
     printed = capsys.readouterr().out
@@ -101,7 +80,7 @@ def test_an_outcome_reads_blown_up_runs_as_diverged_and_an_event_s_padding_not()
     ],
 )
 def test_a_refinement_that_cannot_run_is_refused_before_any_work(tmp_path, capsys, extra, message):
-    argv = ["sweep", f"{__name__}:QuadraticDescent", "--grid", "eta=" + ",".join(map(str, START))]
+    argv = ["sweep", "examples.phase_levels:QuadraticDescent", "--grid", "eta=" + ",".join(map(str, START))]
     argv += ["--seeds", "3", "--out", str(tmp_path / "no"), *extra]
     assert main(argv) == 2
     assert message in capsys.readouterr().err

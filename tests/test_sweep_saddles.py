@@ -1,7 +1,7 @@
 """`--analyse phases,saddles` from the command line on levels of one's own: a flow past a saddle
-of a two-parameter loss, and the two-layer linear network y = W₂W₁x on the teacher (3, 2, 1) from a
-start of 10⁻³, whose plateaus sit at the closed form's saddles (losses 7, 2.5, 0.5 and the minimum
-0; indices 9, 4, 1, 0)."""
+of a two-parameter loss, and `examples.phase_levels.TeacherFlow`, the two-layer linear network
+y = W₂W₁x on the teacher (3, 2, 1) from a start of 10⁻³, whose plateaus sit at the closed form's
+saddles (losses 7, 2.5, 0.5 and the minimum 0; indices 9, 4, 1, 0)."""
 
 import jax
 import jax.numpy as jnp
@@ -10,46 +10,12 @@ import pytest
 
 import dynamics
 from attnflow.cli import main
-
-TEACHER = jnp.array([3.0, 2.0, 1.0])
-PLATEAU_LOSSES = [0.5 * float(jnp.sum(TEACHER[k:] ** 2)) for k in range(4)]
-"""7, 2.5, 0.5 and 0: ½ Σ of the singular values not yet learnt."""
-PLATEAU_INDICES = [9, 4, 1, 0]
-"""The saddles' indices: (3 − k)(3 + k) negative eigenvalues with k modes learnt, for 3 × 3 factors."""
-
-
-def _loss(params):
-    return 0.5 * jnp.sum((params["W2"] @ params["W1"] - jnp.diag(TEACHER)) ** 2)
-
-
-def _saved(t, params, args):
-    grad = jax.grad(_loss)(params)
-    grad_norm = jnp.sqrt(sum(jnp.sum(leaf**2) for leaf in jax.tree.leaves(grad)))
-    return {"loss": _loss(params), "grad_norm": grad_norm, "params": params}
-
-
-class TeacherFlow(dynamics.AbstractSimulation):
-    """The gradient flow of the teacher's loss from W₁, W₂ with entries N(0, scale²), 100 saves per
-    decade of t ∈ [10⁻², 10²], saving the loss, the gradient norm and the parameters."""
-
-    scale: float = dynamics.param(1e-3, dynamics.Interval(0, low_open=True), doc="the start's scale")
-    dtype: str = dynamics.dtype_param("float64")
-
-    def run(self, key):
-        key_1, key_2 = jax.random.split(key)
-        start = {
-            "W1": self.scale * jax.random.normal(key_1, (3, 3), self.float_dtype),
-            "W2": self.scale * jax.random.normal(key_2, (3, 3), self.float_dtype),
-        }
-        save = dynamics.Save(ts=jnp.geomspace(1e-2, 1e2, 401), fn=_saved)
-        return dynamics.gradient_flow(_loss, start, t1=1e2, save=save)
-
-    def landscape(self, key):
-        return dynamics.Landscape(_loss, saved=lambda values: values["params"])
+from examples.phase_levels import PLATEAU_INDICES, PLATEAU_LOSSES
 
 
 def _teacher_sweep(out, seeds: int, phases: str = "phases"):
-    argv = ["sweep", f"{__name__}:TeacherFlow", "--seeds", str(seeds), "--analyse", f"{phases},saddles"]
+    level = "examples.phase_levels:TeacherFlow"
+    argv = ["sweep", level, "--seeds", str(seeds), "--analyse", f"{phases},saddles"]
     assert main([*argv, "--out", str(out)]) == 0
     return dynamics.load_sweep(out / "sweep.zarr")
 
@@ -134,13 +100,13 @@ def test_the_teachers_saddles_are_found_from_the_command_line_on_the_defaults(tm
 
 def test_saddles_needs_the_phases_and_a_landscape_that_says_where_the_parameters_are(tmp_path, capsys):
     """Refused before any run, saying what is missing."""
-    argv = ["sweep", f"{__name__}:TeacherFlow", "--seeds", "1", "--out", str(tmp_path / "a")]
+    argv = ["sweep", "examples.phase_levels:TeacherFlow", "--seeds", "1", "--out", str(tmp_path / "a")]
     assert main([*argv, "--analyse", "saddles"]) == 2
     assert "name both (--analyse phases,saddles)" in capsys.readouterr().err
 
-    class Unsaid(TeacherFlow):
+    class Unsaid(SaddleFlow):
         def landscape(self, key):
-            return dynamics.Landscape(_loss)
+            return dynamics.Landscape(_saddle_loss)
 
     with pytest.raises(ValueError, match=r"does not say where they are in its saves \(Landscape.saved\)"):
         dynamics.require_landscape(Unsaid(), "saddles", saved=True)
