@@ -536,13 +536,14 @@ def _final_file(name: str) -> str:
 
 
 def _save(fig, path: Path) -> Path:
-    """Write the figure to `path` (PNG) and beside it as PDF, each whole or not at all, and close
-    it; returns `path`."""
+    """Write the figure to `path` (PNG) and beside it as PDF, each whole or not at all, cropped to
+    what it draws (the tight box, found once for both), and close it; returns `path`."""
     try:
+        tight = fig.get_tightbbox(fig.canvas.get_renderer()).padded(plt.rcParams["savefig.pad_inches"])
         with dynamics.atomic_write(path, "wb") as f:
-            fig.savefig(f, format="png", dpi=160, bbox_inches="tight")
+            fig.savefig(f, format="png", dpi=160, bbox_inches=tight)
         with dynamics.atomic_write(path.with_suffix(".pdf"), "wb") as f:
-            fig.savefig(f, format="pdf", bbox_inches="tight")
+            fig.savefig(f, format="pdf", bbox_inches=tight)
     finally:
         plt.close(fig)
     return path
