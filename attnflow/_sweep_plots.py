@@ -88,11 +88,10 @@ def plot_sweep(
     drawn, thinned = _thinned(ds)
     time, lines, clock = _time_axis(drawn, axes)
     stopped = _stopped_early(ds)
-    reasons = _early_reasons(ds) if stopped is not None else ""
+    stops = (stopped, _early_reasons(ds) if stopped is not None else "")
     for name in scalar_metrics(ds, axes):
         label = label_of(name, labels)
         values = drawn[name].where(np.isfinite(drawn[name]))
-        stops = (stopped, reasons)
         paths.append(_against_time(values, time, lines, name, label, clock, stops, thinned, out_dir))
         if axes:  # a run's last finite save: every save read, where a plot needs it
             last = _last_finite(ds[name])

@@ -121,6 +121,14 @@ def _largest_magnitude(hessian: Float[Array, "n n"], eig_tol: float):
 
 
 @one_program
+def require_float64(analysis: str) -> None:
+    """Refuse, before any work, an analysis that polishes in float64 while JAX's float64 mode is off.
+
+    **Raises:** `ValueError` naming `analysis` and the fix."""
+    if not jax.config.read("jax_enable_x64"):
+        raise ValueError(f"{analysis} works in float64: call jax.config.update('jax_enable_x64', True) first")
+
+
 def critical_point(
     loss: Callable[[PyTree], Float[Array, ""]],
     params: PyTree,
@@ -187,10 +195,7 @@ def critical_point(
         >>> both.is_converged().tolist(), both.index.tolist(), [round(float(v), 10) for v in both.loss]
         ([True, True], [1, 0], [0.6666666667, -0.6666666667])
     """
-    if not jax.config.read("jax_enable_x64"):
-        raise ValueError(
-            "critical_point works in float64: call jax.config.update('jax_enable_x64', True) first"
-        )
+    require_float64("critical_point")
     found, _ = newton_polish(
         loss, params, max_steps=max_steps, gtol=gtol, eig_tol=eig_tol, max_distance=max_distance
     )

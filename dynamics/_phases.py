@@ -12,7 +12,7 @@ from jax.flatten_util import ravel_pytree
 from jaxtyping import Array, ArrayLike, Bool, Float, Int, PyTree
 
 from ._compiled import one_program
-from ._landscape import newton_polish
+from ._landscape import newton_polish, require_float64
 
 _STILL = 1e-3
 """The relative rate (the loss's change per e-fold of time, over its height) below which the loss
@@ -470,10 +470,7 @@ def plateau_saddles(
         >>> saddles.escape_direction.tolist()[0], round(float(saddles.escape_overlap[0]), 6)
         ([0.0, 1.0], 1.0)
     """
-    if not jax.config.read("jax_enable_x64"):
-        raise ValueError(
-            "plateau_saddles works in float64: call jax.config.update('jax_enable_x64', True) first"
-        )
+    require_float64("plateau_saddles")
     plateau_save_indices = np.asarray(plateau_save_indices, dtype=np.int64).reshape(-1)
     if after_save_indices is None:
         after_save_indices = np.full_like(plateau_save_indices, -1)

@@ -203,7 +203,8 @@ def refine_sweep(
             )
         )
         ds = _joined(sweeps, axis)
-        majority = outcome.of_runs(ds).mean(SEED_DIM).values > 0.5
+        of_runs = outcome.of_runs(ds)
+        majority = of_runs.mean(SEED_DIM).values > 0.5
         points = ds[axis].values
         changes = [i for i in range(len(points) - 1) if majority[i] != majority[i + 1]]
         left = budget - len(points)
@@ -211,7 +212,6 @@ def refine_sweep(
             break
         widest = sorted(changes, key=lambda i: -_width(points[i], points[i + 1], scale))[:left]
         rounds.append(sorted(_split(points[i], points[i + 1], scale) for i in widest))
-    of_runs = outcome.of_runs(ds)
     per_point = np.concatenate([np.full(len(r), k) for k, r in enumerate(rounds)])
     order = np.argsort(np.concatenate(rounds))
     ds = ds.assign(

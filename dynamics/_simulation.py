@@ -310,8 +310,15 @@ def has_landscape(sim: AbstractSimulation) -> bool:
         >>> dynamics.has_landscape(Still()), dynamics.has_landscape(Bowl())
         (False, True)
     """
+    return landscape_shows(sim, lambda landscape: landscape is not None)
+
+
+def landscape_shows(sim: AbstractSimulation, test: Callable[["Landscape | None"], bool]) -> bool:
+    """`test` of what [`AbstractSimulation.landscape`][] returns for `sim`'s settings, traced with
+    a placeholder key (nothing runs): whether it declares one, whether it says where the runs save
+    their parameters."""
     found = []
-    jax.eval_shape(lambda key: found.append(sim.landscape(key) is not None), seed_key(0))
+    jax.eval_shape(lambda key: found.append(bool(test(sim.landscape(key)))), seed_key(0))
     return found[0]
 
 

@@ -21,7 +21,7 @@ from ._batch import run_many
 from ._fingerprint import code_record
 from ._hessian import hessian_max_eigenvalue
 from ._kept_runs import keep_run, kept_runs
-from ._landscape import critical_point
+from ._landscape import critical_point, require_float64
 from ._landscape_result import CriticalPointStatus
 from ._params import with_settings
 from ._phases import _polish_plateau
@@ -31,6 +31,7 @@ from ._simulation import (
     draws,
     given_draw,
     has_landscape,
+    landscape_shows,
     run_shape,
     seed_key,
     static_part,
@@ -73,7 +74,7 @@ def require_landscape(sim: AbstractSimulation, analysis: str, *, saved: bool = F
             f"{analysis} analyses the loss at each run's final state, and {type(sim).__name__} declares no "
             "landscape (AbstractSimulation.landscape: the loss of a run as a function of its final state)"
         )
-    if saved and not _saves_params(sim):
+    if saved and not landscape_shows(sim, lambda landscape: landscape.saved is not None):
         raise ValueError(
             f"{analysis} polishes the parameters each run saved on its plateaus, and {type(sim).__name__}'s "
             "landscape does not say where they are in its saves (Landscape.saved)"
@@ -158,10 +159,7 @@ def sweep_critical_points(
         [[1.0, 1.0], [2.0, 2.0]]
     """
     require_landscape(sim, "critical_point")
-    if not jax.config.read("jax_enable_x64"):
-        raise ValueError(
-            "critical_point works in float64: call jax.config.update('jax_enable_x64', True) first"
-        )
+    require_float64("critical_point")
     settings = dict(max_steps=max_steps, gtol=gtol, eig_tol=eig_tol, max_distance=max_distance)
 
     def analyse(landscape, final):
@@ -320,8 +318,7 @@ def sweep_saddles(
         [0.0, 1.0]
     """
     require_landscape(sim, "saddles", saved=True)
-    if not jax.config.read("jax_enable_x64"):
-        raise ValueError("saddles works in float64: call jax.config.update('jax_enable_x64', True) first")
+    require_float64("saddles")
     if "phases.save_index" not in found:
         raise ValueError(
             "the phases hold no plateau indices (phases.save_index): find them again (sweep_phases)"
@@ -364,13 +361,6 @@ def sweep_saddles(
     return out
 
 
-def _saves_params(sim: AbstractSimulation) -> bool:
-    """Whether `sim`'s landscape says where its runs save their parameters (traced, not run)."""
-    found = []
-    jax.eval_shape(lambda key: found.append(sim.landscape(key).saved is not None), seed_key(0))
-    return found[0]
-
-
 def _plateau_saves(ds: xr.Dataset, sim: AbstractSimulation, found: xr.Dataset) -> tuple[dict, list[str]]:
     """What each run saved at each plateau's save and at the first save after it (where there is
     none, the plateau's own), as the PyTree of `Run.values` with leading axes (grid axes, seed,
@@ -384,11 +374,11 @@ def _plateau_saves(ds: xr.Dataset, sim: AbstractSimulation, found: xr.Dataset) -
     after = np.where(has_escape, after, plateau)
     shape = run_shape(sim).values
     names = [name or "value" for name in named_leaves(shape, "")]  # as the store names them
+    saved = [ds[name].transpose(*axes, SEED_DIM, SAVE_DIM, ...).values for name in names]  # read once
 
     def at(index):
         picked = []
-        for name in names:
-            values = ds[name].transpose(*axes, SEED_DIM, SAVE_DIM, ...).values
+        for values in saved:
             where = np.maximum(index, 0).reshape(*index.shape, *[1] * (values.ndim - len(axes) - 2))
             picked.append(np.take_along_axis(values, where, axis=len(axes) + 1))
         return jax.tree.unflatten(jax.tree.structure(shape), picked)
