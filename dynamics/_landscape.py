@@ -120,7 +120,6 @@ def _largest_magnitude(hessian: Float[Array, "n n"], eig_tol: float):
     return largest, (largest > 0) & (below[0] == below[1])
 
 
-@one_program
 def require_float64(analysis: str) -> None:
     """Refuse, before any work, an analysis that polishes in float64 while JAX's float64 mode is off.
 
@@ -129,6 +128,7 @@ def require_float64(analysis: str) -> None:
         raise ValueError(f"{analysis} works in float64: call jax.config.update('jax_enable_x64', True) first")
 
 
+@one_program
 def critical_point(
     loss: Callable[[PyTree], Float[Array, ""]],
     params: PyTree,
