@@ -227,19 +227,18 @@ class WorkFailed(Exception):
 
 def _refine_request(args: argparse.Namespace, grid: dict):
     """`--refine OUTCOME`: the outcome (a `dynamics.Outcome`), refused before any work unless the
-    grid has one axis, the seeds, the budget and the scale suit `dynamics.refine_sweep`, and the
-    command runs in one process (no shard, no launch); `None` without `--refine`."""
+    grid has one or two axes, the seeds, the budget and the scale suit `dynamics.refine_sweep`, and
+    the command runs in one process (no shard, no launch); `None` without `--refine`."""
     import dynamics
 
     if args.refine is None:
         return None
     outcome = dynamics.Outcome.parse(args.refine)
-    if len(grid) != 1:
-        raise ValueError(f"--refine locates a boundary along one --grid axis, got {len(grid)}")
+    if not 1 <= len(grid) <= 2:
+        raise ValueError(f"--refine locates a boundary over one or two --grid axes, got {len(grid)}")
     if args.shard is not None or args.launch is not None:
         raise ValueError("--refine picks each round's points from the rounds before: it runs in one process")
-    (values,) = grid.values()
-    dynamics.check_refine_settings(values, args.seeds, args.budget, args.refine_scale)
+    dynamics.check_refine_settings(grid, args.seeds, args.budget, args.refine_scale)
     return outcome
 
 
@@ -248,7 +247,6 @@ def _write_refined(args: argparse.Namespace, sim, grid: dict, outcome, out: Path
     one store, `OUT/sweep.zarr`; prints where the outcome changes."""
     import dynamics
 
-    ((axis, values),) = grid.items()
     if args.overwrite:
         for old in sorted((out / "rounds").glob("round_*.zarr")):
             dynamics.remove_store(old)
@@ -256,8 +254,7 @@ def _write_refined(args: argparse.Namespace, sim, grid: dict, outcome, out: Path
     with dynamics.recording_compiles() as compiling:
         ds = dynamics.refine_sweep(
             sim,
-            axis,
-            values,
+            grid,
             outcome,
             num_seeds=args.seeds,
             budget=args.budget,
@@ -269,13 +266,32 @@ def _write_refined(args: argparse.Namespace, sim, grid: dict, outcome, out: Path
         )
     dynamics.save_sweep(ds, out / "sweep.zarr")
     about = json.loads(ds.attrs["refine"])
-    where = "; ".join(f"{axis} in [{low:.6g}, {high:.6g}]" for low, high in about["boundaries"]) or "nowhere"
+    points = ds.sizes[next(iter(grid)) if len(grid) == 1 else dynamics.POINT_DIM]
     print(
-        f"{out / 'sweep.zarr'}: {ds.sizes[axis]} points in {len(about['rounds'])} rounds "
-        f"({time.perf_counter() - start:.1f} s); {outcome.name} changes {where}"
+        f"{out / 'sweep.zarr'}: {points} points in {len(about['rounds'])} rounds "
+        f"({time.perf_counter() - start:.1f} s); {outcome.name} changes {_where(about)}"
     )
     print(f"compiling: {compiling.stats.summary()}")
     return ds
+
+
+def _where(about: dict) -> str:
+    """Where a refined sweep's outcome changes, in words: the intervals along its axis, or over two
+    axes how many cells, the ranges they cover and the widest a cell is along each axis."""
+    boundaries, axes = about["boundaries"], about["axes"]
+    if not boundaries:
+        return "nowhere"
+    if len(axes) == 1:
+        return "; ".join(f"{axes[0]} in [{low:.6g}, {high:.6g}]" for low, high in boundaries)
+    spans = []
+    for a, name in enumerate(axes):
+        lows, highs = [c[2 * a] for c in boundaries], [c[2 * a + 1] for c in boundaries]
+        if about["scale"] == "log":
+            widest = f"{100 * max(h / low - 1 for low, h in zip(lows, highs)):.2g} %"
+        else:
+            widest = f"{max(h - low for low, h in zip(lows, highs)):.3g}"
+        spans.append(f"{name} in [{min(lows):.6g}, {max(highs):.6g}] (cells at most {widest} wide)")
+    return f"in {len(boundaries)} cells over " + " and ".join(spans)
 
 
 def _write_sweep(args: argparse.Namespace, sim, grid: dict, store: Path):
@@ -488,10 +504,11 @@ def sweep(args: argparse.Namespace) -> int:
         else:
             ds = _write_sweep(args, sim, grid, out / "sweep.zarr")
         if ds is not None:
-            plots = plot_sweep(ds, list(grid), out / "plots", sim.labels)
+            axes = [dynamics.POINT_DIM] if refine is not None and len(grid) == 2 else list(grid)
+            plots = plot_sweep(ds, axes, out / "plots", sim.labels)
             if refine is not None:
                 plots += plot_refined(ds, out / "plots")
-            plots += _analyse(ds, sim, analyses, list(grid), out / "sweep.zarr", out / "plots")
+            plots += _analyse(ds, sim, analyses, axes, out / "sweep.zarr", out / "plots")
             print(f"wrote {_plots(plots)} in {out / 'plots'}")
     return 0
 

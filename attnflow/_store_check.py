@@ -77,4 +77,4 @@ def rebuilt_sweep(path: Path) -> tuple[dynamics.AbstractSimulation, dict, dict]:
     config = json.loads(attrs["config"])
     cls = load_simulation(config["simulation"])
     options = {"num_seeds": config["num_seeds"], "seed": config["seed"], "chunk_size": attrs["chunk_size"]}
-    return dynamics.from_setting_values(cls, config), config["grid"], options
+    return dynamics.from_setting_values(cls, config), dynamics.grid_from_record(config["grid"]), options

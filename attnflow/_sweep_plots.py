@@ -20,7 +20,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import xarray as xr  # noqa: E402
-from matplotlib.ticker import MaxNLocator  # noqa: E402
+from matplotlib.ticker import FuncFormatter, MaxNLocator  # noqa: E402
 
 import dynamics  # noqa: E402
 from dynamics import SAVE_DIM, SEED_DIM  # noqa: E402
@@ -211,9 +211,12 @@ def plot_critical_points(found: xr.Dataset, axes: list[str], out_dir: Path) -> l
 
 
 def plot_refined(ds: xr.Dataset, out_dir: Path) -> list[Path]:
-    """Draw a refined sweep ([`dynamics.refine_sweep`][]) into `out_dir`: `refine.png`, the fraction
-    of each point's seeds with the outcome against the axis, each point in the colour of the round
-    that added it, and the intervals where the majority changes shaded, their ends given.
+    """Draw a refined sweep ([`dynamics.refine_sweep`][]) into `out_dir`: `refine.png` (and PDF).
+    Along one axis, the fraction of each point's seeds with the outcome against the axis, each
+    point in the colour of the round that added it, and the intervals where the majority changes
+    shaded, their ends given. Over two axes, the plane: each point coloured by that fraction, and
+    the cells where the majority changes drawn as rectangles (the boundary and how well it is
+    located).
 
     **Returns:** the files written.
     """
@@ -221,7 +224,9 @@ def plot_refined(ds: xr.Dataset, out_dir: Path) -> list[Path]:
 
     out_dir.mkdir(parents=True, exist_ok=True)
     about = json.loads(ds.attrs["refine"])
-    axis = about["axis"]
+    if len(about["axes"]) == 2:
+        return [_save(_refined_plane(ds, about), out_dir / "refine.png")]
+    (axis,) = about["axes"]
     x, fraction, rounds = ds[axis].values, ds["refine.fraction"].values, ds["refine.round"].values
     fig, ax = plt.subplots(figsize=(6, 3.5))
     ax.plot(x, fraction, color="grey", linewidth=1, zorder=1)
@@ -242,6 +247,43 @@ def plot_refined(ds: xr.Dataset, out_dir: Path) -> list[Path]:
     ax.set_title(f"where {about['outcome']} changes (shaded): {ends}; {len(x)} points", fontsize=8)
     ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return [_save(fig, out_dir / "refine.png")]
+
+
+def _refined_plane(ds: xr.Dataset, about: dict):
+    """The figure of a sweep refined over two axes: its points coloured by the fraction of seeds
+    with the outcome, the cells where the majority changes outlined."""
+    from matplotlib.patches import Rectangle
+
+    x_name, y_name = about["axes"]
+    fig, ax = plt.subplots(figsize=(5.5, 4.5))
+    for x0, x1, y0, y1 in about["boundaries"]:
+        ax.add_patch(Rectangle((x0, y0), x1 - x0, y1 - y0, facecolor="none", edgecolor="k", lw=0.4, zorder=3))
+    dots = ax.scatter(
+        ds[x_name].values,
+        ds[y_name].values,
+        c=ds["refine.fraction"].values,
+        cmap="coolwarm",
+        vmin=0.0,
+        vmax=1.0,
+        s=2,
+        zorder=2,
+    )
+    fig.colorbar(dots, ax=ax, label=f"fraction of seeds with {about['outcome']}")
+    if about["scale"] == "log":
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        plain = FuncFormatter(lambda value, _: f"{value:g}")
+        for axis in (ax.xaxis, ax.yaxis):
+            axis.set_major_formatter(plain)
+            axis.set_minor_formatter(plain)
+    ax.set_xlabel(x_name)
+    ax.set_ylabel(y_name)
+    ax.set_title(
+        f"where {about['outcome']} changes: {len(about['boundaries'])} cells (outlined), "
+        f"{ds.sizes[dynamics.POINT_DIM]} points in {len(about['rounds'])} rounds",
+        fontsize=8,
+    )
+    return fig
 
 
 def plot_saddles(found: xr.Dataset, out_dir: Path) -> list[Path]:
@@ -360,7 +402,7 @@ def _time_axis(ds: xr.Dataset, axes: list[str]) -> tuple[xr.DataArray, list[tupl
     and the clock's name: `"step"` for discrete training, `"time"` for a flow."""
     time = ds["time"].where(np.isfinite(ds["time"])).median(SEED_DIM)
     if axes:
-        points = ds["time"].isel({SEED_DIM: 0, SAVE_DIM: 0}).stack(point=axes)["point"]
+        points = ds["time"].isel({SEED_DIM: 0, SAVE_DIM: 0}).stack(lines=axes)["lines"]
         names = points.to_index().names
         selections = [dict(zip(names, label)) for label in list(points.values)[:_MAX_LINES]]
     else:

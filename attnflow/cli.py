@@ -244,9 +244,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--refine",
         default=None,
         metavar="OUTCOME",
-        help="locate where a per-run outcome changes along the one --grid axis: after its values, add "
-        "a point inside each interval whose neighbours' majority outcomes differ, round after round "
-        "(each round one compiled call; kept in OUT/rounds/ and resumed), until --budget points; "
+        help="locate where a per-run outcome changes over the one or two --grid axes: after their "
+        "values, add a point inside each interval whose neighbours' majority outcomes differ (over two "
+        "axes: split each cell whose corners differ in four), round after round (each round one "
+        "compiled call; kept in OUT/rounds/ and resumed), until --budget points; "
         "OUTCOME is 'diverged', or NAME>VALUE / NAME<VALUE on a final scalar or a saved series' last "
         "value (e.g. growth>1); needs --seeds >= 3 (dynamics.refine_sweep)",
     )
@@ -261,7 +262,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--refine-scale",
         choices=("log", "linear"),
         default="log",
-        help="with --refine: split an interval at its geometric mean (log, default) or its midpoint",
+        help="with --refine: split an interval (a cell) at its geometric mean (log, default) or its midpoint",
     )
     sweep.add_argument(
         "--launch", type=int, default=None, metavar="N", help="submit N shard jobs (submitit), wait for them"

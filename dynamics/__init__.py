@@ -76,6 +76,7 @@ from ._files import (
     temporary_path,
 )
 from ._flow import Crossing, Event, Predicate, Save, gradient_flow, loss_below, ode_flow
+from ._grid import POINT_DIM, grid_from_record
 from ._hessian import hessian_max_eigenvalue, hvp, top_eigenpair
 from ._integrity import StoreReport, check_store
 from ._kept_runs import keep_run, kept_runs
@@ -244,6 +245,8 @@ __all__ = [
     "check_refine_settings",
     "Outcome",
     "REFINE_SCALES",
+    "POINT_DIM",
+    "grid_from_record",
     "sweep_saddles",
     "add_to_store",
     "drop_added",

@@ -1,16 +1,14 @@
-"""What is checked before a sweep runs: its seeds, its grid, its precision, the shapes of its
+"""What is checked before a sweep runs: its seeds, its precision, the shapes of its
 outputs, and whether its results and one block of runs fit on the disk and in memory."""
 
 import math
 import os
 import shutil
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import jax
-import numpy as np
 
-from ._params import is_count, settings
+from ._params import is_count
 from ._run import Run
 from ._simulation import AbstractSimulation, trace_one_run
 
@@ -40,49 +38,6 @@ def check_precision(sim: AbstractSimulation) -> None:
             f"{type(sim).__name__} runs in float64 (its dtype), but JAX's x64 mode is off, so it would run "
             'in float32: call jax.config.update("jax_enable_x64", True) first, or set dtype="float32"'
         )
-
-
-def _plain(value):
-    """A numpy scalar as the Python value it holds (so that the config is JSON)."""
-    return value.item() if isinstance(value, np.generic) else value
-
-
-def check_grid(sim: AbstractSimulation, grid: Mapping[str, Sequence]) -> dict[str, list]:
-    """The grid's axes as lists of plain values, each refused before any run when it is not a
-    setting of `sim`, not a non-empty sequence (a string, a scalar, a generator), or repeats a value.
-
-    **Returns:** axis name -> its values.
-    """
-    if not isinstance(grid, Mapping):
-        raise ValueError(f"grid must be a mapping of setting name -> values, got {type(grid).__name__}")
-    known = {info.name for info in settings(type(sim))}
-    axes = {}
-    for name, values in grid.items():
-        if name not in known:
-            raise ValueError(
-                f"{type(sim).__name__} has no setting {name!r}; known: {', '.join(sorted(known))}"
-            )
-        is_array = isinstance(values, np.ndarray)
-        if isinstance(values, str | bytes) or not (isinstance(values, Sequence) or is_array):
-            raise ValueError(
-                f"grid axis {name!r} must be a list or tuple of values, "
-                f"got {type(values).__name__} {values!r}"
-            )
-        if is_array and values.ndim != 1:
-            raise ValueError(
-                f"grid axis {name!r} must be one-dimensional, got an array of shape {values.shape}"
-            )
-        values = [_plain(v) for v in values]
-        if not values:
-            raise ValueError(f"grid axis {name!r} must have at least one value")
-        repeated = [v for i, v in enumerate(values) if v in values[:i]]
-        if repeated:
-            raise ValueError(
-                f"grid axis {name!r} repeats {', '.join(map(repr, repeated))}: each value once, or the sweep "
-                "would compute the same runs twice"
-            )
-        axes[name] = values
-    return axes
 
 
 def trace_run(static: AbstractSimulation, sim: AbstractSimulation) -> tuple[Run, str]:

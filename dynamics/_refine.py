@@ -12,6 +12,8 @@ import numpy as np
 import xarray as xr
 
 from ._fingerprint import json_digest
+from ._grid import POINT_DIM
+from ._refine_plane import majority, plane_sweep
 from ._run import StopReason
 from ._simulation import AbstractSimulation
 from ._store import SAVE_DIM, SEED_DIM
@@ -119,8 +121,7 @@ def _scalar_of_runs(ds: xr.Dataset, name: str) -> xr.DataArray:
 
 def refine_sweep(
     sim: AbstractSimulation,
-    axis: str,
-    values: Sequence[float],
+    grid: Mapping[str, Sequence[float]],
     outcome: Outcome,
     *,
     num_seeds: int = 3,
@@ -131,34 +132,47 @@ def refine_sweep(
     progress: bool = False,
     attrs: Mapping | None = None,
 ) -> xr.Dataset:
-    """Locate where `outcome` changes along grid axis `axis`: sweep `values`, then, round after
-    round, one new point inside each interval between neighbours whose runs' majority outcome
-    differs, until `budget` points are swept or no interval changes.
+    """Locate where `outcome` changes over one or two grid axes: sweep the grid, then, round
+    after round, add points where neighbours' majority outcomes differ, until `budget` points are
+    swept or nothing is left to split.
 
-    Each round is one [`sweep`][] of its new points × `num_seeds` seeds (with `axis` a traced field,
-    one compiled program for every round of the same size); the same seeds run at every point. With
-    a `folder`, round k is kept in `folder/round_k.zarr` as it runs: the same call again resumes
-    there (every round's choice follows from the rounds before, so it chooses the same points).
+    - **One axis:** one new point inside each interval between neighbours whose majorities
+      differ, the widest intervals first.
+    - **Two axes:** the product grid of their values, then each cell (a rectangle of neighbouring
+      values) whose corners, or the points a split neighbour put on its sides, differ is split
+      in four: up to 5 new points (the middles of its sides and its centre), the widest cells
+      first, whole cells only. The points follow the boundary, a curve, and lie on no product
+      grid: each round is swept as one paired axis, and the dataset runs along `point`, with
+      both settings as coordinates.
+
+    Each round is one [`sweep`][] of its new points × `num_seeds` seeds (with the axes traced
+    fields, one compiled program for every round of the same size); the same seeds run at every
+    point. With a `folder`, round k is kept in `folder/round_k.zarr` as it runs: the same call
+    again resumes there (every round's choice follows from the rounds before, so it chooses the
+    same points).
 
     **Arguments:**
 
-    - `sim`: the simulation; `axis`: one of its real-valued settings (a traced one compiles one
-      program for all rounds of the same size); `values`: where to start (at least 2).
+    - `sim`: the simulation.
+    - `grid`: one or two of its real-valued settings (traced ones compile one program for all
+      rounds of the same size) -> where to start (at least 2 values each).
     - `outcome`: an [`Outcome`][] of each run.
     - `num_seeds`: seeds per point, at least 3 (the majority decides a point's outcome).
-    - `budget`: the most points swept in all, `values` included.
-    - `scale`: one of [`REFINE_SCALES`][]; `"log"` needs positive values.
+    - `budget`: the most points swept in all, the start included.
+    - `scale`: one of [`REFINE_SCALES`][], for every axis; `"log"` needs positive values.
     - `seed`, `progress`, `attrs`: as for [`sweep`][]; `folder`: where the rounds are kept
       (default: none).
 
-    **Returns:** every point swept, in order along `axis`, as one sweep dataset, with
-    `refine.outcome` (the outcome per run, 0 or 1), `refine.fraction` (per point, of its seeds) and
-    `refine.round` (per point), and in its attributes `refine`: the axis, the outcome, each
-    round's points and the `boundaries`, each `[low, high]`, an interval between neighbours whose
-    majorities differ.
+    **Returns:** every point swept as one sweep dataset (one axis: in order along it; two: along
+    `point`, round after round), with `refine.outcome` (the outcome per run, 0 or 1),
+    `refine.fraction` (per point, of its seeds) and `refine.round` (per point), and in its
+    attributes `refine`: the axes, the outcome, each round's points and the `boundaries`: along
+    one axis each `[low, high]`, an interval between neighbours whose majorities differ; over two
+    each `[x low, x high, y low, y high]`, a cell whose border's majorities differ.
 
-    **Raises:** `ValueError` for fewer than 2 values or 3 seeds, a budget below the values, an
-    unknown scale or non-positive values on a log scale.
+    **Raises:** `ValueError` for a grid of no or more than two axes, fewer than 2 values on an
+    axis or 3 seeds, a budget below the start's points, an unknown scale or non-positive values
+    on a log scale.
 
     **Example:** gradient descent on 2w² (its Hessian λ = 4) grows the loss for a step η above
     2/λ = 0.5 and shrinks it below; from 3 steps, 6 more put 0.5 in an interval 1.7 % wide:
@@ -177,20 +191,60 @@ def refine_sweep(
         ...         save = dynamics.Save(every=100, fn=growth)
         ...         return dynamics.train(loss, start, dynamics.gd(self.eta), num_steps=100, save=save)
         >>> found = dynamics.refine_sweep(
-        ...     Descent(), "eta", [0.1, 0.3, 0.9], dynamics.Outcome.parse("growth>1"), budget=9
+        ...     Descent(), {"eta": [0.1, 0.3, 0.9]}, dynamics.Outcome.parse("growth>1"), budget=9
         ... )
         >>> [[round(v, 4) for v in interval] for interval in json.loads(found.attrs["refine"])["boundaries"]]
         [[0.4935, 0.5021]]
         >>> found["refine.fraction"].values.tolist()
         [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0]
     """
-    values = [float(v) for v in values]
-    check_refine_settings(values, num_seeds, budget, scale)
-    rounds: list[list[float]] = [sorted(set(values))]
+    check_refine_settings(grid, num_seeds, budget, scale)
+    axes = {name: sorted({float(v) for v in values}) for name, values in grid.items()}
+    folder = None if folder is None else Path(folder)
+    common = dict(num_seeds=num_seeds, seed=seed, folder=folder, progress=progress, attrs=attrs)
+    if len(axes) == 1:
+        ds, rounds, boundaries, identities = _refine_line(
+            sim, *axes.items(), outcome, budget, scale, **common
+        )
+        per_point = np.repeat(np.arange(len(rounds)), [len(r) for r in rounds])
+        per_point, points_dim = per_point[np.argsort(np.concatenate(rounds))], next(iter(axes))
+    else:
+        ds, rounds, boundaries, identities = plane_sweep(
+            sim, axes, scale, lambda d: majority(outcome.of_runs(d)), budget=budget, **common
+        )
+        per_point, points_dim = np.repeat(np.arange(len(rounds)), [len(r) for r in rounds]), POINT_DIM
+    of_runs = outcome.of_runs(ds)
+    ds = ds.assign(
+        {
+            "refine.outcome": of_runs.astype(int),
+            "refine.fraction": of_runs.mean(SEED_DIM),
+            "refine.round": ((points_dim,), per_point),
+        }
+    )
+    about = {
+        "axes": list(axes),
+        "outcome": outcome.name,
+        "scale": scale,
+        "budget": budget,
+        "rounds": rounds,
+        "boundaries": boundaries,
+    }
+    ds.attrs = dict(ds.attrs) | {
+        "refine": json.dumps(about),
+        "identity": json_digest([*identities, about]),
+    }
+    return ds
+
+
+def _refine_line(sim, line, outcome, budget, scale, *, num_seeds, seed, folder, progress, attrs):
+    """One axis: every point's runs along it, the rounds' points, the intervals where the majority
+    changes and the rounds' identities."""
+    axis, values = line
+    rounds: list[list[float]] = [values]
     sweeps = []
     while True:
         k = len(rounds) - 1
-        store = None if folder is None else Path(folder) / f"round_{k}.zarr"
+        store = None if folder is None else folder / f"round_{k}.zarr"
         sweeps.append(
             sweep(
                 sim,
@@ -203,40 +257,21 @@ def refine_sweep(
             )
         )
         ds = _joined(sweeps, axis)
-        of_runs = outcome.of_runs(ds)
-        majority = of_runs.mean(SEED_DIM).values > 0.5
+        majority_here = majority(outcome.of_runs(ds))
         points = ds[axis].values
-        changes = [i for i in range(len(points) - 1) if majority[i] != majority[i + 1]]
+        changes = [i for i in range(len(points) - 1) if majority_here[i] != majority_here[i + 1]]
         left = budget - len(points)
         if not changes or left <= 0:
             break
         widest = sorted(changes, key=lambda i: -_width(points[i], points[i + 1], scale))[:left]
         rounds.append(sorted(_split(points[i], points[i + 1], scale) for i in widest))
-    per_point = np.concatenate([np.full(len(r), k) for k, r in enumerate(rounds)])
-    order = np.argsort(np.concatenate(rounds))
-    ds = ds.assign(
-        {
-            "refine.outcome": of_runs.astype(int),
-            "refine.fraction": of_runs.mean(SEED_DIM),
-            "refine.round": ((axis,), per_point[order]),
-        }
-    )
-    about = {
-        "axis": axis,
-        "outcome": outcome.name,
-        "scale": scale,
-        "budget": budget,
-        "rounds": rounds,
-        "boundaries": [[float(points[i]), float(points[i + 1])] for i in changes],
-    }
-    ds.attrs = dict(ds.attrs) | {
-        "refine": json.dumps(about),
-        "identity": json_digest([s.attrs.get("identity") for s in sweeps] + [about]),
-    }
-    return ds
+    boundaries = [[float(points[i]), float(points[i + 1])] for i in changes]
+    return ds, rounds, boundaries, [s.attrs.get("identity") for s in sweeps]
 
 
-def check_refine_settings(values: Sequence[float], num_seeds: int, budget: int, scale: str) -> None:
+def check_refine_settings(
+    grid: Mapping[str, Sequence[float]], num_seeds: int, budget: int, scale: str
+) -> None:
     """Refuse, before any run, what [`refine_sweep`][] cannot start from (its arguments of the same
     names).
 
@@ -245,24 +280,31 @@ def check_refine_settings(values: Sequence[float], num_seeds: int, budget: int, 
     **Example:**
 
         >>> import dynamics
-        >>> dynamics.check_refine_settings([0.1, 1.0], num_seeds=2, budget=10, scale="log")
+        >>> dynamics.check_refine_settings({"eta": [0.1, 1.0]}, num_seeds=2, budget=10, scale="log")
         Traceback (most recent call last):
         ...
         ValueError: refine_sweep needs at least 3 seeds per point (a majority decides), got 2
     """
-    values = [float(v) for v in values]
-    if len(set(values)) < 2:
-        raise ValueError(f"refine_sweep starts from at least 2 distinct values of its axis, got {values}")
+    if not isinstance(grid, Mapping) or not 1 <= len(grid) <= 2:
+        raise ValueError(f"refine_sweep refines over one or two grid axes, got {len(grid)}: {list(grid)}")
+    starts = 1
+    for name, values in grid.items():
+        values = [float(v) for v in values]
+        if len(set(values)) < 2:
+            raise ValueError(f"refine_sweep starts from at least 2 distinct values of {name}, got {values}")
+        if scale == "log" and min(values) <= 0:
+            raise ValueError(
+                f"a log scale splits positive values only, got {name} = {min(values)}; use scale='linear'"
+            )
+        starts *= len(set(values))
     if num_seeds < 3:
         raise ValueError(
             f"refine_sweep needs at least 3 seeds per point (a majority decides), got {num_seeds}"
         )
-    if budget < len(set(values)):
-        raise ValueError(f"the budget ({budget} points) is below the {len(set(values))} values to start from")
+    if budget < starts:
+        raise ValueError(f"the budget ({budget} points) is below the {starts} points to start from")
     if scale not in REFINE_SCALES:
         raise ValueError(f"scale must be one of {REFINE_SCALES}, got {scale!r}")
-    if scale == "log" and min(values) <= 0:
-        raise ValueError(f"a log scale splits positive values only, got {min(values)}; use scale='linear'")
 
 
 def _width(low: float, high: float, scale: str) -> float:

@@ -40,6 +40,7 @@ import zarr
 from ._batch import compile_ahead, even_width, run_many
 from ._files import alive, atomic_write, prepare_folder, remove_stale_temporaries, temporary_path
 from ._fingerprint import code_differences, json_digest
+from ._grid import Axes, grid_coords, grid_dims
 from ._integrity import (
     CLAIMS,
     CREATED,
@@ -86,7 +87,7 @@ class Plan:
     **Fields:**
 
     - `sims`: the grid points, in C order over `axes` (the last axis varies fastest).
-    - `axes`: grid axis name -> its values.
+    - `axes`: grid axis name (a paired axis: its tuple of names) -> its values.
     - `seed`, `num_seeds`: the integer seeds `seed, seed + 1, ...` every grid point runs.
     - `chunk_size`: at most this many runs per compiled call.
     - `units`: per block, its static simulation (the compiled program) and its cells
@@ -99,7 +100,7 @@ class Plan:
     """
 
     sims: list[AbstractSimulation]
-    axes: dict[str, list]
+    axes: Axes
     seed: int
     num_seeds: int
     chunk_size: int
@@ -155,7 +156,7 @@ class Plan:
 
 def make_plan(
     sims: list[AbstractSimulation],
-    axes: dict[str, list],
+    axes: Axes,
     statics: list[AbstractSimulation],
     seed: int,
     num_seeds: int,
@@ -267,12 +268,12 @@ def _create(
     store, plan: Plan, variables_of_a_run: dict, event_names: tuple[str, ...], attrs: Mapping
 ) -> None:
     """Write the coordinates, the attributes and every variable's empty array (fill values)."""
-    coords = {name: np.asarray(values) for name, values in plan.axes.items()} | {SEED_DIM: plan.seeds}
+    coords = grid_coords(plan.axes) | {SEED_DIM: plan.seeds}
     xr.Dataset(coords=coords, attrs=_attrs(plan, event_names, attrs)).to_zarr(
         store, mode="w", zarr_format=2, consolidated=False
     )
     group = zarr.open_group(store, mode="a", zarr_format=2)
-    lead = (*plan.axes, SEED_DIM)
+    lead = (*grid_dims(plan.axes), SEED_DIM)
     lead_shape = (*plan.grid_shape, plan.num_seeds)
     lead_chunks = (*(1 for _ in plan.axes), plan.seeds_per_chunk)
     for name, (dims, leaf) in variables_of_a_run.items():
@@ -288,13 +289,32 @@ def _create(
     zarr.consolidate_metadata(store, zarr_format=2)
 
 
-def _write_cell(group: zarr.Group, plan: Plan, point: int, block: int, outputs: dict) -> None:
-    """Write one cell's outputs (leading axis: its seeds) into its chunk of every variable (a
-    chunk of fill values too: every written chunk is a file with a checksum)."""
-    index = plan.grid_index(point) + (plan.seed_block(block),)
+def _runs_of_points(plan: Plan, cells: list[tuple[int, int, dict]]) -> list[list[tuple[int, int, dict]]]:
+    """The cells `(point, seed block, outputs)` of a block in groups that one write can take:
+    on a grid of one dimension, consecutive points of the same seed block; otherwise one cell each."""
+    groups: list[list[tuple[int, int, dict]]] = []
+    for cell in cells:
+        last = groups[-1][-1] if groups else None
+        follows = last is not None and last[1] == cell[1] and last[0] + 1 == cell[0]
+        if follows and len(plan.grid_shape) == 1:
+            groups[-1].append(cell)
+        else:
+            groups.append([cell])
+    return groups
+
+
+def _write_cells(group: zarr.Group, plan: Plan, cells: list[tuple[int, int, dict]]) -> None:
+    """Write cells' outputs (leading axis: their seeds) into their chunks of every variable, in
+    one write per variable (a chunk of fill values too: every written chunk is a file with a
+    checksum). Several cells are consecutive points of a one-dimensional grid (`_runs_of_points`)."""
+    (first, block, outputs), last = cells[0], cells[-1][0]
+    index = plan.grid_index(first) + (plan.seed_block(block),)
+    if len(cells) > 1:
+        index = (slice(first, last + 1), plan.seed_block(block))
     with zarr.config.set({"array.write_empty_chunks": True}):
-        for name, (_, x) in outputs.items():
-            group[name][index] = np.asarray(x)
+        for name in outputs:
+            values = [np.asarray(cell[2][name][1]) for cell in cells]
+            group[name][index] = values[0] if len(cells) == 1 else np.stack(values)
 
 
 def _differences(stored: Mapping, wanted: Mapping) -> list[str]:
@@ -487,8 +507,10 @@ class _Blocks:
         start = time.perf_counter()
         static, cells = self.plan.units[u]
         chunks = {}
-        for point, block, outputs in _run_unit(self.plan, static, cells, self.progress):
-            _write_cell(self.group, self.plan, point, block, outputs)
+        written = list(_run_unit(self.plan, static, cells, self.progress))
+        for together in _runs_of_points(self.plan, written):
+            _write_cells(self.group, self.plan, together)
+        for point, block, outputs in written:
             saved = [
                 x
                 for name, (dims, x) in outputs.items()

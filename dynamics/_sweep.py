@@ -1,7 +1,6 @@
 """Many seeds of one simulation, and a grid of settings × seeds as one labelled dataset."""
 
 import dataclasses
-import itertools
 import json
 import os
 import shutil
@@ -15,11 +14,12 @@ import zarr
 
 from ._files import atomic_write, temporary_path
 from ._fingerprint import code_record, largest_array_bytes
+from ._grid import check_grid, grid_points, grid_record
 from ._integrity import CREATED, FORMAT, check_store, layout_digests, read_json
-from ._params import is_count, with_settings
-from ._preflight import DEFAULT_MAX_BYTES, check_grid, check_precision, check_seeds, check_sizes, trace_run
+from ._params import is_count
+from ._preflight import DEFAULT_MAX_BYTES, check_precision, check_seeds, check_sizes, trace_run
 from ._run import stop_reason
-from ._simulation import AbstractSimulation, static_part
+from ._simulation import AbstractSimulation
 from ._store import (
     Program,
     make_plan,
@@ -174,7 +174,9 @@ def sweep(
 
     - `sim`: the simulation whose other fields stay fixed.
     - `grid`: field name -> the values along that axis (the last axis varies fastest); `{}` for
-      seeds only.
+      seeds only. A tuple of names -> a list of value tuples is a paired axis: those points only
+      (points on no product grid, e.g. a refined phase diagram's), along the dimension
+      [`POINT_DIM`][] (`point`), each of its settings a coordinate along it; at most one per grid.
     - `num_seeds`: runs per grid point (>= 1).
 
     **Other arguments:**
@@ -195,7 +197,7 @@ def sweep(
       also fit on the disk (or, without a store, in memory), and one block in memory.
 
     **Returns:** an `xarray.Dataset` with one dimension per grid axis (its values as the
-    coordinate), then `seed` and `save`: `time` and every saved value over
+    coordinate; `point` for a paired axis), then `seed` and `save`: `time` and every saved value over
     `(*grid, seed, save, ...)` (`value` when the run saves one array), `final.<name>` for the
     state each run ended in, `stop` (an index into `stop_reasons`), `event` (an index into
     `event_names`, −1 if none fired), `t_stop`, `num_steps`; the attribute `config` holds
@@ -233,6 +235,19 @@ def sweep(
         ([0.367879, 0.135335], [0.367879, 0.135335])
         >>> sorted(ds.data_vars)
         ['event', 'final.y', 'num_steps', 'stop', 't_stop', 'time', 'y']
+
+    Two points of a paired axis of `rate` and `t1`, where a product grid would run four:
+
+        >>> class DecayTo(Decay):
+        ...     t1: float = dynamics.param(1.0, dynamics.Interval(0, low_open=True), traced=True)
+        ...
+        ...     def run(self, key):
+        ...         return dynamics.ode_flow(lambda t, s, args: -self.rate * s, 1.0, t1=self.t1)
+        >>> ds = dynamics.sweep(DecayTo(), {("rate", "t1"): [(1.0, 2.0), (2.0, 1.0)]}, num_seeds=1)
+        >>> ds["value"].dims, ds["rate"].values.tolist(), ds["t1"].values.tolist()
+        (('point', 'seed', 'save'), [1.0, 2.0], [2.0, 1.0])
+        >>> [round(float(v), 6) for v in ds["value"].isel(save=-1, seed=0)]
+        [0.135335, 0.135335]
     """
     return _sweep(
         sim,
@@ -270,7 +285,7 @@ def _sweep(
         raise ValueError(f"chunk_size must be an integer >= 1, got {chunk_size!r}")
     axes = check_grid(sim, grid)
     check_precision(sim)
-    sims, statics = _grid_points(sim, axes)
+    sims, statics = grid_points(sim, axes)
     programs = {}
     for static, point in zip(statics, sims):
         if static not in programs:
@@ -286,7 +301,7 @@ def _sweep(
         done_fraction=0.0 if path is None or overwrite else _done_fraction(path),
         max_bytes=max_bytes,
     )
-    config = sim.describe() | {"grid": axes, "num_seeds": num_seeds, "seed": seed}
+    config = sim.describe() | {"grid": grid_record(axes), "num_seeds": num_seeds, "seed": seed}
     code = code_record(type(sim), [p.text for p in programs.values()])
     plan = make_plan(sims, axes, statics, seed, num_seeds, int(chunk_size), config, code)
     ds = write_sweep(
@@ -327,15 +342,8 @@ def sweep_blocks(
     """
     check_seeds(num_seeds, 0)
     axes = check_grid(sim, grid)
-    sims, statics = _grid_points(sim, axes)
+    sims, statics = grid_points(sim, axes)
     return len(make_plan(sims, axes, statics, 0, num_seeds, int(chunk_size), {}, {}).units)
-
-
-def _grid_points(sim: AbstractSimulation, axes: dict[str, list]) -> tuple[list, list]:
-    """The simulation at each point of the checked grid `axes` (in order), and its static part
-    (points with equal static parts share one program)."""
-    sims = [with_settings(sim, dict(zip(axes, point))) for point in itertools.product(*axes.values())]
-    return sims, [static_part(s) for s in sims]
 
 
 def _done_fraction(path: Path) -> float:

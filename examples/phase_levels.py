@@ -5,12 +5,15 @@
   start of 10⁻³, whose plateaus sit at saddles known in closed form (losses 7, 2.5, 0.5 and the
   minimum 0; indices 9, 4, 1, 0): `--analyse phases,saddles` finds them.
 - `QuadraticDescent`: gradient descent on a quadratic with largest Hessian eigenvalue λ, whose loss
-  grows exactly for a step η above 2/λ: `--refine 'growth>1'` locates that edge.
+  grows exactly for a step η above 2/λ: `--refine 'growth>1'` locates that edge along η, or the
+  curve ηλ = 2 over η and λ.
 
 ```bash
 attnflow sweep examples.phase_levels:TeacherFlow --seeds 8 --analyse phases,saddles --out teacher
 attnflow sweep examples.phase_levels:QuadraticDescent --grid eta=0.1,0.2,0.4,0.8,1.6 --seeds 3 \\
     --refine 'growth>1' --budget 12 --out edge
+attnflow sweep examples.phase_levels:QuadraticDescent --grid eta=0.3,0.6,1.2 --grid lam=1.5,3,6 \\
+    --seeds 3 --refine 'growth>1' --budget 250 --out plane
 ```
 """
 
@@ -61,7 +64,9 @@ class QuadraticDescent(dynamics.AbstractSimulation):
     its loss grew: above 1 exactly where η > 2/λ (for long enough a run)."""
 
     eta: float = dynamics.param(0.1, dynamics.Interval(0, low_open=True), doc="step size", traced=True)
-    lam: float = dynamics.param(4.0, dynamics.Interval(0, low_open=True), doc="largest Hessian eigenvalue")
+    lam: float = dynamics.param(
+        4.0, dynamics.Interval(0, low_open=True), doc="largest Hessian eigenvalue", traced=True
+    )
     num_steps: int = dynamics.param(400, dynamics.Interval(1), doc="steps")
     dtype: str = dynamics.dtype_param("float64")
 

@@ -320,15 +320,15 @@ def test_a_full_disk_mid_sweep_is_one_line_and_a_rerun_resumes(tmp_path, capsys,
     from dynamics import _store
 
     writes = []
-    real = _store._write_cell
+    real = _store._write_cells
 
-    def failing(group, plan, point, block, outputs):
-        writes.append(point)
+    def failing(group, plan, cells):
+        writes.append(cells)
         if len(writes) == 2:
             raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "sweep.zarr" / "y"))
-        real(group, plan, point, block, outputs)
+        real(group, plan, cells)
 
-    monkeypatch.setattr(_store, "_write_cell", failing)
+    monkeypatch.setattr(_store, "_write_cells", failing)
     argv = ["sweep", "tests._store_sims:SlowDecay", "--grid", "rate=0.5,2", "--out", str(tmp_path)]
     argv += ["--seeds", "40"]  # two blocks of 40 runs
     monkeypatch.chdir(ROOT)
@@ -337,7 +337,7 @@ def test_a_full_disk_mid_sweep_is_one_line_and_a_rerun_resumes(tmp_path, capsys,
     last = err.strip().splitlines()[-1]  # after the progress bars
     assert "Traceback" not in err and last.startswith("attnflow: error: no space left on the device")
     assert "1 of 2 blocks done" in last and "rerun the same command to resume" in last
-    monkeypatch.setattr(_store, "_write_cell", real)
+    monkeypatch.setattr(_store, "_write_cells", real)
     assert cli.main(argv) == 0
     expected = dynamics.sweep(SlowDecay(), GRID, num_seeds=40)
     stored = dynamics.load_sweep(tmp_path / "sweep.zarr")
