@@ -1,0 +1,69 @@
+"""The seeds' spread as Stage 1 leaves the scratch start against its linear-noise law
+(`theory.contextual_bigram.stage1_escape_spread`): the law is built right, and the test the check
+makes can fail."""
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+
+import doctest  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+import tasks.contextual_bigram as cb  # noqa: E402
+from theory.contextual_bigram import (  # noqa: E402
+    _stage1_spread,  # noqa: E402
+    linear_noise_law,
+    stage1_spread,
+)
+from theory.contextual_bigram._stage1_spread import KS_CRITICAL, ks_distance  # noqa: E402
+
+T, BATCH, STEPS, ETA, SEEDS = 50, 32, 4, 0.5, 400
+
+
+def test_the_seeds_follow_the_law_and_a_wrong_law_is_refused():
+    """At T = 50 the seeds' α and β after 4 steps lie within the 1 % critical distance of their
+    laws; the law of a batch four times larger (the noise's 1/B wrong) and the law without the
+    drift of the scratch start (mean 0) lie beyond it."""
+    inst = cb.default_instance(T)
+    law = linear_noise_law(inst, ETA, BATCH, STEPS, samples=20_000)
+    spread = stage1_spread(inst, ETA, BATCH, STEPS, SEEDS)
+    critical = KS_CRITICAL / np.sqrt(SEEDS)
+    for name in ("alpha", "beta"):
+        assert ks_distance(spread[name], law[name]) < critical
+    larger = linear_noise_law(inst, ETA, 4 * BATCH, STEPS, samples=20_000)
+    assert ks_distance(spread["beta"], larger["beta"]) > critical
+    mean, sd = law["beta"]
+    assert ks_distance(spread["beta"], (0.0, sd)) > critical
+
+
+def test_the_law_s_mean_is_population_gd_and_its_variance_one_step_is_the_gradient_noise():
+    """Mean: the population GD trajectory (Lemma B.8) at step k; after one step, the variance of β
+    is η²/B times the variance of one sample's β-gradient, measured here from the samples."""
+    inst = cb.default_instance(T)
+    model = cb.scratch_init(inst)
+    for _ in range(STEPS):
+        g = cb.expected_preconditioned(model, inst)
+        model = cb.LinearSCB(V=model.V - ETA * g.V, Q=model.Q - ETA * g.Q)
+    line = cb.line_coordinates(model, inst)
+    law = linear_noise_law(inst, ETA, BATCH, STEPS, samples=2000)
+    np.testing.assert_allclose([law["alpha"][0], law["beta"][0]], [line["alpha"], line["beta"]], rtol=1e-12)
+    start = cb.scratch_init(inst)
+    draws = cb.sample(jax.random.split(jax.random.PRNGKey(0), 1)[0], inst, 20_000)
+    betas = jax.vmap(
+        lambda c, q, y: cb.line_coordinates(
+            jax.tree.map(
+                lambda p, d: p - ETA * d,
+                start,
+                cb.precondition(cb.sample_gradients(start, c, q, y), inst.mu),
+            ),
+            inst,
+        )["beta"]
+    )(draws.context, draws.last, draws.label)
+    one = linear_noise_law(inst, ETA, BATCH, 1, samples=20_000)["beta"]
+    np.testing.assert_allclose(one[1], np.std(np.asarray(betas), ddof=1) / np.sqrt(BATCH), rtol=1e-9)
+
+
+def test_the_module_s_examples_run():
+    result = doctest.testmod(_stage1_spread)
+    assert result.attempted > 0 and result.failed == 0
