@@ -133,8 +133,8 @@ def grid_record(axes: Axes) -> dict:
 
 
 def grid_from_record(record: Mapping) -> Axes:
-    """The grid [`grid_record`][] wrote (setting names hold no comma): what a store's `config`
-    attribute records as its `grid`, as [`sweep`][] takes it.
+    """The grid a store's `config` attribute records (a paired axis under its names joined by
+    commas, its points as lists; setting names hold no comma), as [`sweep`][] takes it.
 
     **Example:**
 
