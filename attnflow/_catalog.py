@@ -16,10 +16,10 @@ import os
 import sys
 from pathlib import Path
 
-from ._sources import sources_digest
+from ._sources import installed_paper_packages, sources_digest
 
 PACKAGES = ("attnflow", "dynamics", "tasks", "theory", "figures")
-"""The packages whose source files the catalog's digest covers."""
+"""The packages whose source files the catalog's digest covers, with those of the installed papers."""
 
 
 def catalog_dir() -> Path:
@@ -31,7 +31,7 @@ def catalog_dir() -> Path:
 def kept_catalog() -> dict | None:
     """The catalog kept for these sources, or `None` when there is none yet (nothing imported)."""
     try:
-        return json.loads((catalog_dir() / f"{sources_digest(PACKAGES)}.json").read_text())
+        return json.loads((catalog_dir() / f"{_digest()}.json").read_text())
     except (OSError, ValueError):
         return None
 
@@ -65,7 +65,7 @@ def known_catalog() -> dict | None:
 def _keep(made: dict) -> None:
     """Write the catalog whole or not at all; where it cannot be written, it is not kept."""
     folder = catalog_dir()
-    path = folder / f"{sources_digest(PACKAGES)}.json"
+    path = folder / f"{_digest()}.json"
     tmp = folder / f".{path.name}.{os.getpid()}.tmp"
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -73,3 +73,8 @@ def _keep(made: dict) -> None:
         os.replace(tmp, path)
     except OSError:
         tmp.unlink(missing_ok=True)
+
+
+def _digest() -> str:
+    """The digest the catalog is kept under: attnflow's packages and the installed papers'."""
+    return sources_digest((*PACKAGES, *installed_paper_packages()))

@@ -20,7 +20,7 @@ import dynamics
 import theory
 
 from ._provenance import LIBRARIES, version_of
-from ._sources import sources_digest
+from ._sources import installed_paper_packages, sources_digest
 
 _PACKAGES = ("attnflow", "dynamics", "tasks", "theory")
 """The packages whose sources a check's result depends on."""
@@ -48,7 +48,7 @@ def code_key() -> dict:
     of the packages the checks and the runs go through, the versions of the libraries, the
     backend and its devices, float64 and the XLA flags."""
     return {
-        "sources": sources_digest(_PACKAGES),
+        "sources": sources_digest((*_PACKAGES, *installed_paper_packages())),
         "versions": {name: version_of(name) for name in ("attnflow", *LIBRARIES)},
         "backend": jax.default_backend(),
         "device_kinds": sorted({device.device_kind for device in jax.local_devices()}),

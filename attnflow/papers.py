@@ -1,7 +1,9 @@
 """The registry of papers, found by scanning `tasks` for the papers' declarations
 (`tasks.<paper>.PAPER`, a `tasks.PaperInfo`), with each paper's checks (`theory.<paper>.CHECKS`) and
-figures (`figures.<paper>.FIGURES`); read by every command (`verify`, `simulate`, `sweep`, `list`,
-`figures`, `reproduce`, `check`). No list of papers is written anywhere else."""
+figures (`figures.<paper>.FIGURES`), and in the installed packages' entry points (group
+`attnflow.papers`: a paper of one's own, in a package of its own); read by every command (`verify`,
+`simulate`, `sweep`, `list`, `figures`, `reproduce`, `check`). No list of papers is written
+anywhere else."""
 
 import dataclasses
 import functools
@@ -20,6 +22,7 @@ import theory
 
 from . import _names
 from ._names import first_paragraph, level_named, nearest, paper_named, refuse_class_name_as_paper
+from ._sources import installed_papers
 
 __all__ = [
     "Figure",
@@ -123,10 +126,13 @@ class Paper:
 
 @functools.cache
 def papers() -> dict[str, Paper]:
-    """Every paper by name, in alphabetical order: each package of `tasks` that declares `PAPER`.
+    """Every paper by name, in alphabetical order: each package of `tasks` that declares `PAPER`,
+    and each paper an installed package declares in the entry-point group `attnflow.papers`
+    (`NAME = "MODULE"`, the module holding `PAPER`, `CHECKS` and `FIGURES`).
 
-    **Raises:** `ValueError` when a declaration's name is not its package's, or a figure's name does
-    not begin with its paper's.
+    **Raises:** `ValueError` when a declaration's name is not its package's (or its entry point's),
+    a figure's name does not begin with its paper's, an installed paper cannot be loaded, or two
+    papers have one name.
     """
     registry = {}
     for module in sorted(pkgutil.iter_modules(tasks.__path__), key=lambda m: m.name):
@@ -135,17 +141,41 @@ def papers() -> dict[str, Paper]:
         info = getattr(importlib.import_module(f"tasks.{module.name}"), "PAPER", None)
         if not isinstance(info, tasks.PaperInfo):
             continue
-        if info.name != module.name:
-            raise ValueError(
-                f"tasks.{module.name} declares the paper {info.name!r}: a paper is named after its package"
-            )
-        checks = tuple(_declared(f"theory.{info.name}", "CHECKS", ()))
-        figures = dict(_declared(f"figures.{info.name}", "FIGURES", {}))
-        misnamed = [name for name in figures if not name.startswith(f"{info.name}_")]
-        if misnamed:
-            raise ValueError(f"figures of {info.name} must be named {info.name}_...: {', '.join(misnamed)}")
-        registry[info.name] = Paper(info, checks, figures)
-    return registry
+        checks = _declared(f"theory.{info.name}", "CHECKS", ())
+        figures = _declared(f"figures.{info.name}", "FIGURES", {})
+        registry[info.name] = _paper(info, module.name, f"tasks.{module.name}", checks, figures)
+    for entry in installed_papers():
+        where = f"the paper {entry.name!r} that {_distribution(entry)} declares ({entry.value})"
+        if entry.name in registry:
+            raise ValueError(f"{where}: attnflow has a paper of that name already")
+        try:
+            module = entry.load()
+        except Exception as err:  # noqa: BLE001 -- whatever the package raised while it was imported
+            raise ValueError(f"cannot load {where}: {type(err).__name__}: {err}") from None
+        info = getattr(module, "PAPER", None)
+        if not isinstance(info, tasks.PaperInfo):
+            raise ValueError(f"{where}: {entry.value} holds no PAPER (a tasks.PaperInfo)")
+        checks, figures = getattr(module, "CHECKS", ()), getattr(module, "FIGURES", {})
+        registry[entry.name] = _paper(info, entry.name, where, checks, figures)
+    return dict(sorted(registry.items()))
+
+
+def _paper(info: tasks.PaperInfo, name: str, where: str, checks, figures) -> Paper:
+    """The [`Paper`][] of a declaration found under `name` (described as `where`).
+
+    **Raises:** `ValueError` when the declaration's name is not `name`, or a figure's name does
+    not begin with the paper's."""
+    if info.name != name:
+        raise ValueError(f"{where} declares the paper {info.name!r}: a paper is named after its package")
+    misnamed = [figure for figure in figures if not figure.startswith(f"{info.name}_")]
+    if misnamed:
+        raise ValueError(f"figures of {info.name} must be named {info.name}_...: {', '.join(misnamed)}")
+    return Paper(info, tuple(checks), dict(figures))
+
+
+def _distribution(entry) -> str:
+    """The installed package an entry point comes from, in words."""
+    return f"the package {entry.dist.name!r}" if entry.dist is not None else "an installed package"
 
 
 def _declared(module_name: str, attribute: str, default):

@@ -39,7 +39,8 @@ class PaperInfo:
 
     The command line, the report and the docs find every paper by scanning `tasks` for these; a
     paper's checks are `theory.<name>.CHECKS` and its figures `figures.<name>.FIGURES`, found by
-    the same name. Nothing else lists the papers.
+    the same name. Nothing else lists the papers. A paper in a package of its own declares its
+    module, holding `PAPER`, `CHECKS` and `FIGURES`, in the entry-point group `attnflow.papers`.
 
     **Fields:**
 

@@ -127,3 +127,77 @@ def test_a_new_paper_is_found_by_every_command(toy_paper, capsys):
 def test_the_examples_of_the_declarations_run(declared):
     result = doctest.testmod(sys.modules[declared.__module__], optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
+
+
+PLUGIN = (
+    TASK.replace('name="toy_paper"', 'name="toy_plugin"')
+    + THEORY.replace("from tasks.toy_paper import Decay\n", "")
+    + FIGURES.replace("toy_paper_fig1", "toy_plugin_fig1")
+)
+"""A paper in a package of its own: the toy paper's three files as one module, `toy_plugin`."""
+
+
+def _install(folder, name: str, source: str, entry: str) -> None:
+    """Write the module `name` and the metadata of an installed package declaring `entry` (as
+    `pip install` of a package with `[project.entry-points."attnflow.papers"]` would)."""
+    (folder / f"{name}.py").write_text(textwrap.dedent(source))
+    info = folder / f"{name}-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[attnflow.papers]\n{entry}\n")
+
+
+@pytest.fixture
+def installed_plugin(tmp_path, monkeypatch):
+    """`toy_plugin` installed on the Python path, the registry found afresh."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    _install(tmp_path, "toy_plugin", PLUGIN, "toy_plugin = toy_plugin")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    papers.cache_clear()
+    yield tmp_path
+    papers.cache_clear()
+    sys.modules.pop("toy_plugin", None)
+
+
+def test_an_installed_paper_joins_every_command(installed_plugin, capsys):
+    out = installed_plugin / "out"
+    assert cli.main(["list"]) == 0
+    assert "toy_plugin: A toy paper (2026)" in capsys.readouterr().out
+    assert cli.main(["list", "toy_plugin"]) == 0
+    assert "flow: toy_plugin:Decay" in capsys.readouterr().out
+    assert cli.main(["simulate", "toy_plugin", "--seeds", "2", "--out", str(out)]) == 0
+    report = out / "verify.json"
+    assert cli.main(["verify", "--paper", "toy_plugin", "--jobs", "1", "--json", str(report)]) == 0
+    (check,) = json.loads(report.read_text())["checks"]
+    assert (check["paper"], check["name"], check["verdict"]) == ("toy_plugin", "decay_is_exponential", "pass")
+    assert cli.main(["figures", "toy_plugin_fig1", "--out", str(out / "figs")]) == 0
+    assert (out / "figs" / "toy_plugin_fig1.pdf").exists()
+    kept = _catalog.kept_catalog()
+    assert "toy_plugin" in kept["papers"]  # the catalog covers it, and its code:
+    (installed_plugin / "toy_plugin.py").write_text(PLUGIN + "\n# changed\n")
+    assert _catalog.kept_catalog() is None
+
+
+@pytest.mark.parametrize(
+    ("name", "source", "entry", "message"),
+    [
+        ("other", PLUGIN, "other = other", "declares the paper 'toy_plugin': a paper is named after"),
+        ("clash", PLUGIN, "scan_snap = clash", "attnflow has a paper of that name already"),
+        ("broken", "raise RuntimeError('no')", "broken = broken", "cannot load the paper 'broken'"),
+        ("empty", "X = 1", "empty = empty", "holds no PAPER"),
+    ],
+)
+def test_an_installed_paper_that_cannot_join_is_refused_in_one_line(
+    tmp_path, monkeypatch, capsys, name, source, entry, message
+):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    _install(tmp_path, name, source, entry)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    papers.cache_clear()
+    try:
+        assert cli.main(["list"]) == 2
+        err = capsys.readouterr().err
+        assert message in err and f"the package '{name}'" in err and "Traceback" not in err
+    finally:
+        papers.cache_clear()
+        sys.modules.pop(name, None)
