@@ -25,12 +25,14 @@ from tasks.scan_snap import (
     FIG10_LRS,
     FIG10_PROBE,
     FIG10_QUICK_LINES,
+    FIG10_QUICK_SEEDS,
     QUICK_LINES,
     TEXT_DATA_ENV,
     Corpus,
     TextSGD,
     attention_change_rate,
     detect_wikitext_variant,
+    fig10_quick,
 )
 
 from ._save import caption, save_figure
@@ -60,10 +62,12 @@ def _base(full: bool, quick_lines: int = QUICK_LINES) -> TextSGD:
 
 def fig10_simulation(full: bool) -> tuple[TextSGD, int]:
     """Fig. 10's simulation (its `lr` swept) and number of seeds: 5 epochs and 5 seeds when
-    `full`, else 150 steps and 3 seeds on the first 500 lines of each split."""
-    base = dataclasses.replace(_base(full, FIG10_QUICK_LINES), probe_window=FIG10_PROBE)
-    steps = FIG10_EPOCHS * base.steps_per_epoch() if full else 150
-    return dataclasses.replace(base, num_steps=steps, every=steps), 5 if full else 3
+    `full`, else `tasks.scan_snap.fig10_quick` on the first 500 lines of each split."""
+    base = _base(full, FIG10_QUICK_LINES)
+    if not full:
+        return fig10_quick(base.task), FIG10_QUICK_SEEDS
+    steps = FIG10_EPOCHS * base.steps_per_epoch()
+    return dataclasses.replace(base, num_steps=steps, every=steps, probe_window=FIG10_PROBE), 5
 
 
 def fig7_simulation(full: bool, num_layers: int) -> TextSGD:

@@ -41,6 +41,9 @@ FIG10_PROBE = 0
 """The validation window of the attention map that Fig. 10's runs save: Fig. 10 reads only the
 final entropy, and the default window, 100, lies past the 59 windows of 500 lines."""
 
+FIG10_QUICK_STEPS, FIG10_QUICK_SEEDS = 150, 3
+"""Fig. 10's quick runs: 150 steps, 3 seeds for each learning rate."""
+
 CLIP_EPS = 1e-6
 """The ε of `torch.nn.utils.clip_grad_norm_`: gradients are scaled by min(1, c / (‖g‖ + ε))."""
 
@@ -283,6 +286,26 @@ def train_text(
         event=jnp.array(-1),
         t_stop=t_stop,
         num_steps=jnp.asarray(t_stop),
+    )
+
+
+def fig10_quick(corpus: Corpus | None = None) -> "TextSGD":
+    """Fig. 10's quick simulation, its `lr` to be swept over [`FIG10_LRS`][] with
+    [`FIG10_QUICK_SEEDS`][] seeds: 150 steps on `corpus` (default: the first 500 lines of each
+    split of the quick corpus), saved once, at the end, with the attention map of validation window
+    [`FIG10_PROBE`][]. The runs the figure `scan_snap_fig10` and the check
+    `fig10_entropy_falls_with_lr` share at their quick sizes.
+
+    **Example:**
+
+        >>> from tasks import scan_snap
+        >>> sim = scan_snap.fig10_quick()
+        >>> sim.task.max_lines, sim.num_steps, sim.every
+        (500, 150, 150)
+    """
+    corpus = Corpus(max_lines=FIG10_QUICK_LINES) if corpus is None else corpus
+    return TextSGD(
+        task=corpus, num_steps=FIG10_QUICK_STEPS, every=FIG10_QUICK_STEPS, probe_window=FIG10_PROBE
     )
 
 

@@ -61,9 +61,13 @@ def fig10_entropy_falls_with_lr(full: bool = False, *, lrs: tuple[float, ...] = 
     **Returns:** the [`Check`][]: Spearman's ρ between η and the mean entropy must be −1 (strictly
     decreasing) and every seed's ρ at most −0.8; the error is how far either misses.
     """
-    seeds, steps, lines = (5, 600, ss.QUICK_LINES) if full else (3, 150, ss.FIG10_QUICK_LINES)
-    corpus = ss.Corpus(max_lines=lines)
-    sim = _text_sgd(task=corpus, num_steps=steps, every=steps, probe_window=ss.FIG10_PROBE)
+    if full:
+        seeds, lines = 5, ss.QUICK_LINES
+        sim = _text_sgd(num_steps=600, every=600, probe_window=ss.FIG10_PROBE)
+    else:
+        seeds, sim = ss.FIG10_QUICK_SEEDS, ss.fig10_quick()  # the figure's quick runs too
+        lines = sim.task.max_lines
+    steps = sim.num_steps
     grid, chunk = {"lr": list(lrs)}, len(lrs)
     store = dynamics.shared_store(sim, grid, num_seeds=seeds, chunk_size=chunk)  # the figure's runs too
     ds = dynamics.sweep(sim, grid, num_seeds=seeds, chunk_size=chunk, store=store)
