@@ -524,10 +524,10 @@ def _analysis_functions() -> dict:
     import dynamics
 
     return {
-        "phases": dynamics.sweep_phases,
-        "saddles": dynamics.sweep_saddles,
-        "critical_point": dynamics.sweep_critical_points,
-        "sharpness": dynamics.sweep_sharpness,
+        "phases": dynamics.landscape.sweep_phases,
+        "saddles": dynamics.landscape.sweep_saddles,
+        "critical_point": dynamics.landscape.sweep_critical_points,
+        "sharpness": dynamics.landscape.sweep_sharpness,
     }
 
 
@@ -588,10 +588,10 @@ def _analyses(text: str | None, sim) -> dict[str, dict]:
         analyses[name] = _analysis_settings(name, settings)
     if "phases" in analyses:
         try:
-            dynamics.check_phase_settings(**analyses["phases"])
+            dynamics.landscape.check_phase_settings(**analyses["phases"])
         except ValueError as err:
             raise ValueError(f"--analyse {err}") from None
-        series = dynamics.saved_series(sim)
+        series = dynamics.landscape.saved_series(sim)
         if sim.loss_name not in series:
             raise ValueError(
                 f"--analyse phases splits the saved loss {sim.loss_name!r} (the class's loss_name), which "
@@ -605,7 +605,7 @@ def _analyses(text: str | None, sim) -> dict[str, dict]:
     for name in ("saddles", "critical_point", "sharpness"):
         if name in analyses:
             try:
-                dynamics.require_landscape(sim, name, saved=name == "saddles")
+                dynamics.landscape.require_landscape(sim, name, saved=name == "saddles")
             except ValueError as err:
                 raise ValueError(f"--analyse {err}") from None
     return analyses
@@ -638,21 +638,23 @@ def _analyse(ds, sim, analyses: dict[str, dict], axes: list[str], store: Path, p
         if name not in analyses:
             continue
         if name == "phases":
-            grad_norm = GRAD_NORM if GRAD_NORM in dynamics.saved_series(sim) else None
-            found = dynamics.sweep_phases(ds, sim.loss_name, grad_norm, **analyses[name])
+            grad_norm = GRAD_NORM if GRAD_NORM in dynamics.landscape.saved_series(sim) else None
+            found = dynamics.landscape.sweep_phases(ds, sim.loss_name, grad_norm, **analyses[name])
             counts = np.asarray(found["phases.count"]).ravel()
             summary = f"{_span(counts.min(), counts.max(), 'd')} plateaus per run"
             drawn = plot_phases(ds, found, axes, sim.loss_name, plots_dir, sim.labels)
             plateaus = found
         elif name == "saddles":
             start = time.perf_counter()
-            found = dynamics.sweep_saddles(ds, sim, plateaus, keep=out / "saddles.kept", **analyses[name])
+            found = dynamics.landscape.sweep_saddles(
+                ds, sim, plateaus, keep=out / "saddles.kept", **analyses[name]
+            )
             summary = f"plateaus {_status_summary(found, name)} ({time.perf_counter() - start:.1f} s)"
             drawn = plot_saddles(found, plots_dir)
         elif name == "critical_point":
             print(
-                f"critical points: {dynamics.num_params(sim)} parameters per run (each Newton step forms the "
-                "dense Hessian, n² numbers)"
+                f"critical points: {dynamics.landscape.num_params(sim)} parameters per run (each Newton step "
+                "forms the dense Hessian, n² numbers)"
             )
             start = time.perf_counter()
             kept = out / "critical_point.kept"
@@ -660,11 +662,11 @@ def _analyse(ds, sim, analyses: dict[str, dict], axes: list[str], store: Path, p
                 print(
                     f"critical points: the runs kept in {kept} are read where this sweep and code made them"
                 )
-            found = dynamics.sweep_critical_points(ds, sim, keep=kept, **analyses[name])
+            found = dynamics.landscape.sweep_critical_points(ds, sim, keep=kept, **analyses[name])
             summary = f"{_status_summary(found)} ({time.perf_counter() - start:.1f} s)"
             drawn = plot_critical_points(found, axes, plots_dir)
         else:
-            found = dynamics.sweep_sharpness(ds, sim, **analyses[name])
+            found = dynamics.landscape.sweep_sharpness(ds, sim, **analyses[name])
             top = np.asarray(found["sharpness.max_eigenvalue"])
             summary = f"top Hessian eigenvalue {_span(np.nanmin(top), np.nanmax(top), '.4g')}"
             if "sharpness.ratio" in found:
@@ -694,7 +696,7 @@ def _status_summary(found, analysis: str = "critical_point") -> str:
     index = np.asarray(found[f"{analysis}.index"]).ravel()
     index, status = index[status >= 0], status[status >= 0]  # −1: past a run's plateaus
     parts = []
-    for code, name in enumerate(dynamics.CRITICAL_POINT_STATUSES):
+    for code, name in enumerate(dynamics.landscape.CRITICAL_POINT_STATUSES):
         count = int(np.sum(status == code))
         if not count:
             continue

@@ -137,7 +137,7 @@ def plot_phases(
     (median over seeds, per grid point) with every run's plateaus as bars at their loss, and with
     one or two grid axes `phases.count_final.png`, the number of plateaus per run.
 
-    **Arguments:** `ds`: the sweep; `found`: its phases (`dynamics.sweep_phases`); `axes`: its
+    **Arguments:** `ds`: the sweep; `found`: its phases (`dynamics.landscape.sweep_phases`); `axes`: its
     grid axes; `loss`: the saved loss the phases were found on; `out_dir`: the folder (created);
     `labels`: the simulation's `labels` (see [`plot_sweep`][]).
 
@@ -181,20 +181,20 @@ def plot_critical_points(found: xr.Dataset, axes: list[str], out_dir: Path) -> l
     how many runs ended near a critical point of each index (and how many near none), and with one
     to three grid axes `critical_point.index_final.png`, the index against them (converged runs).
 
-    **Arguments:** `found`: from `dynamics.sweep_critical_points`; `axes`: the sweep's grid axes;
+    **Arguments:** `found`: from `dynamics.landscape.sweep_critical_points`; `axes`: the sweep's grid axes;
     `out_dir`: the folder (created).
 
     **Returns:** the files written.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     status = found["critical_point.status"]
-    converged = status == int(dynamics.CriticalPointStatus.converged)
+    converged = status == int(dynamics.landscape.CriticalPointStatus.converged)
     index = found["critical_point.index"].where(converged)
     values = index.values[np.isfinite(index.values)].astype(int)
     labels = [str(v) for v in range(values.max() + 1)] if values.size else []
     counts = [int(np.sum(values == v)) for v in range(len(labels))]
     colours = ["C0"] * len(labels)
-    names = dynamics.CRITICAL_POINT_STATUSES
+    names = dynamics.landscape.CRITICAL_POINT_STATUSES
     for code in np.unique(status.values[~converged.values]):
         labels.append(names[code] if 0 <= code < len(names) else "not run")
         counts.append(int(np.sum(status.values == code)))
@@ -291,13 +291,13 @@ def plot_saddles(found: xr.Dataset, out_dir: Path) -> list[Path]:
     `saddles.index_histogram.png`, how many plateaus (the n-th of each run in its colour) polished
     to a critical point of each index, and how many to none.
 
-    **Arguments:** `found`: from `dynamics.sweep_saddles`; `out_dir`: the folder (created).
+    **Arguments:** `found`: from `dynamics.landscape.sweep_saddles`; `out_dir`: the folder (created).
 
     **Returns:** the files written.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     status = found["saddles.status"]
-    converged = (status == int(dynamics.CriticalPointStatus.converged)).values
+    converged = (status == int(dynamics.landscape.CriticalPointStatus.converged)).values
     index = found["saddles.index"].values
     phase_axis = found["saddles.index"].get_axis_num("phase")
     order = np.broadcast_to(
@@ -329,7 +329,7 @@ def plot_sharpness(found: xr.Dataset, axes: list[str], out_dir: Path) -> list[Pa
     (with one axis and a step size, the edge of stability 2/η dashed beside it), and
     `sharpness.ratio_final.png`, λ_max·η/2, where the level has a step size.
 
-    **Arguments:** `found`: from `dynamics.sweep_sharpness`; `axes`: the sweep's grid axes;
+    **Arguments:** `found`: from `dynamics.landscape.sweep_sharpness`; `axes`: the sweep's grid axes;
     `out_dir`: the folder (created).
 
     **Returns:** the files written.
@@ -442,7 +442,7 @@ def _against_time(
                 clip_on=False,
                 transform=ax.get_xaxis_transform(),
             )
-    if name == "sharpness_ratio":  # dynamics.with_sharpness's λ_max·η/2: GD is unstable above 1
+    if name == "sharpness_ratio":  # dynamics.landscape.with_sharpness's λ_max·η/2: GD is unstable above 1
         ax.axhline(1.0, linestyle="--", color="grey", linewidth=1, label="edge of stability")
     _scale(ax, "x", time.values)
     _scale(ax, "y", values.values)

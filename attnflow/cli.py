@@ -63,7 +63,7 @@ def _add_analyse(parser: argparse.ArgumentParser, store: str, plots: str) -> Non
         "OUT/critical_point.kept as it ends, so a rerun polishes only the runs not kept); sharpness "
         "(the top Hessian eigenvalue at each final state, beside 2/eta for a level with a step "
         "size); the last two need a level that declares its landscape. Each takes its settings "
-        "after colons, e.g. phases:min_depth=2:leave=0.1 (those of dynamics.sweep_phases, "
+        "after colons, e.g. phases:min_depth=2:leave=0.1 (those of dynamics.landscape.sweep_phases, "
         "sweep_saddles, sweep_critical_points, sweep_sharpness)",
     )
 

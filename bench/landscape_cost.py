@@ -4,16 +4,16 @@ network fitted to n samples, L(W₁, W₂) = ½ mean_i ‖W₂W₁xᵢ − Axᵢ
 descent in float64.
 
 - **run**: `dynamics.train` for `--steps` steps, saving the loss every `--every` steps.
-- **sharpness**: the same run saving `dynamics.edge_of_stability_save` instead (the loss and the
+- **sharpness**: the same run saving `dynamics.landscape.edge_of_stability_save` instead (the loss and the
   top Hessian eigenvalue by `--lanczos` Lanczos steps against 2/η, every `--every` steps), each
   Lanczos run started from the top eigenvector of the save before.
-- **cold**: the same, each Lanczos run from the same random start (`dynamics.sharpness` in the
+- **cold**: the same, each Lanczos run from the same random start (`dynamics.landscape.sharpness` in the
   save function), as one would write it without that warm start.
 - **flow**: the same run saving also its distance from the gradient flow started at the same point
-  (`dynamics.with_flow_distance`, the flow integrated once beside the run, Tsit5 at rtol 1e-8),
+  (`dynamics.landscape.with_flow_distance`, the flow integrated once beside the run, Tsit5 at rtol 1e-8),
   as `along.flow` does in a level.
-- **phases**: `dynamics.phases` on the saved losses of the run (after it).
-- **polish**: `dynamics.critical_point` with its full Hessian spectrum from a point near the
+- **phases**: `dynamics.landscape.phases` on the saved losses of the run (after it).
+- **polish**: `dynamics.landscape.critical_point` with its full Hessian spectrum from a point near the
   saddle at the origin (the run's own start), once compiled.
 
 It also prints the largest relative error of both sharpness runs against the top eigenvalue of
@@ -65,7 +65,7 @@ def sharpness_errors(loss, optimizer, start, args, runs) -> dict[str, tuple[floa
     first two saves and over the rest."""
     keep = dynamics.Save(every=args.every, fn=lambda step, p, _: p)
     points = dynamics.train(loss, start, optimizer, num_steps=args.steps, save=keep).values
-    dense = jax.lax.map(lambda p: jnp.max(dynamics.hessian_spectrum(loss, p)[0]), points)
+    dense = jax.lax.map(lambda p: jnp.max(dynamics.landscape.hessian_spectrum(loss, p)[0]), points)
     errors = {}
     for name, fn in runs.items():
         error = jnp.abs(fn(start).values["sharpness"] - dense) / dense
@@ -101,13 +101,13 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
 
     @jax.jit
     def run_sharp(params):
-        save = dynamics.edge_of_stability_save(loss, eta, every=args.every, num_iters=args.lanczos)
+        save = dynamics.landscape.edge_of_stability_save(loss, eta, every=args.every, num_iters=args.lanczos)
         return dynamics.train(loss, params, optimizer, num_steps=args.steps, save=save)
 
     @jax.jit
     def run_cold(params):
         def record(step, p, _):
-            top = dynamics.sharpness(loss, p, num_iters=args.lanczos)
+            top = dynamics.landscape.sharpness(loss, p, num_iters=args.lanczos)
             return {"loss": loss(p), "sharpness": top, "sharpness_ratio": top * eta / 2}
 
         return dynamics.train(
@@ -117,11 +117,11 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     @jax.jit
     def run_flow(params):
         save = dynamics.Save(every=args.every, fn=lambda step, p, _: {"loss": loss(p)})
-        save = dynamics.with_flow_distance(save, loss, params, eta, num_steps=args.steps)
+        save = dynamics.landscape.with_flow_distance(save, loss, params, eta, num_steps=args.steps)
         return dynamics.train(loss, params, optimizer, num_steps=args.steps, save=save)
 
-    split = jax.jit(lambda ts, losses: dynamics.phases(ts, losses))
-    polish = jax.jit(lambda p: dynamics.critical_point(loss, p))
+    split = jax.jit(lambda ts, losses: dynamics.landscape.phases(ts, losses))
+    polish = jax.jit(lambda p: dynamics.landscape.critical_point(loss, p))
 
     first = {"run": _timed(run, start)}  # each first call compiles
     done = run(start)
@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     print(f"{'':10} {'first (s)':>10} {'median (s)':>11}")
     for name in first:
         print(f"{name:10} {first[name]:>10.3f} {median[name]:>11.4f}")
-    status = dynamics.CriticalPointStatus(int(point.status)).name
+    status = dynamics.landscape.CriticalPointStatus(int(point.status)).name
     print(f"polish: {status}, |grad| {float(point.grad_norm):.2e}, index {int(point.index)}")
     errors = sharpness_errors(loss, optimizer, start, args, {"warm": run_sharp, "cold": run_cold})
     for name, (first_two, rest) in errors.items():

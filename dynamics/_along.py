@@ -32,15 +32,15 @@ class Along:
     **Fields:**
 
     - `sharpness`: save at every save `sharpness`, the top eigenvalue of the loss's Hessian
-      (Lanczos, [`with_sharpness`][]), and with the run's step sizes `sharpness_ratio`, its ratio
-      to the edge of stability (λ_max·η/2, ≥ 1 past it; for normalized GD, λ_max·η/(2‖∇L‖); for
-      Adam, λ_max(P⁻¹H) over its edge (2 + 2β₁)/((1 − β₁)η)).
+      (Lanczos, [`with_sharpness`][dynamics.landscape.with_sharpness]), and with the run's step sizes
+      `sharpness_ratio`, its ratio to the edge of stability (λ_max·η/2, ≥ 1 past it; for normalized GD,
+      λ_max·η/(2‖∇L‖); for Adam, λ_max(P⁻¹H) over its edge (2 + 2β₁)/((1 − β₁)η)).
     - `lanczos`: the Lanczos steps of each sharpness. Each save's run starts from the top
       eigenvector the last save found, so along a run the estimate keeps converging: 8 to 10 steps
       are enough on a Hessian that changes slowly between saves (`bench/landscape_cost.py`).
     - `flow`: run the gradient flow of the loss from the same start (for normalized GD, the
       normalized flow) and save its distance from the run at t = k steps, `flow_distance`, and
-      its loss, `flow_loss` ([`with_flow_distance`][]).
+      its loss, `flow_loss` ([`with_flow_distance`][dynamics.landscape.with_flow_distance]).
 
     **Example:** a level of your own offers both as one field, and adds them to its save:
 

@@ -55,7 +55,7 @@ class NormGrowth(eqx.Module):
         >>> import jax.numpy as jnp
         >>> import dynamics
         >>> ts = jnp.logspace(0.0, 8.0, 9)
-        >>> growth = dynamics.norm_growth(ts, 1.0 + 2.0 * jnp.log(ts))
+        >>> growth = dynamics.landscape.norm_growth(ts, 1.0 + 2.0 * jnp.log(ts))
         >>> round(float(growth.log_intercept), 8), round(float(growth.log_slope), 8)
         (1.0, 2.0)
         >>> float(growth.log_residual) < 1e-12
@@ -95,14 +95,15 @@ def norm_growth(ts: Float[ArrayLike, " T"], saves: PyTree) -> NormGrowth:
       (`Run.values` where `save` returns the parameters), or the norms themselves, shape `(T,)`
       (the norm of a scalar save is its absolute value). ‖θ‖ is the Euclidean norm over all leaves.
 
-    **Returns:** a [`NormGrowth`][]. Pure JAX: jits and `vmap`s over runs.
+    **Returns:** a [`NormGrowth`][dynamics.landscape.NormGrowth]. Pure JAX: jits and `vmap`s over runs.
 
     **Example:** ‖θ(t)‖ = 3·t^0.5 exactly: the power law fits to rounding, the log law does not:
 
         >>> import jax.numpy as jnp
         >>> import dynamics
         >>> ts = jnp.logspace(-2.0, 4.0, 13)
-        >>> growth = dynamics.norm_growth(ts, {"w": 3.0 * jnp.sqrt(ts)[:, None] * jnp.array([0.6, 0.8])})
+        >>> w = 3.0 * jnp.sqrt(ts)[:, None] * jnp.array([0.6, 0.8])
+        >>> growth = dynamics.landscape.norm_growth(ts, {"w": w})
         >>> round(float(growth.power_scale), 8), round(float(growth.power_exponent), 8)
         (3.0, 0.5)
         >>> bool(growth.log_fits_better()), float(growth.power_residual) < 1e-12 < float(growth.log_residual)
@@ -154,7 +155,7 @@ class DirectionConvergence(eqx.Module):
         >>> ts = jnp.logspace(1.0, 6.0, 11)
         >>> angle = jnp.arccos(1.0 - 0.5 / jnp.log(ts) ** 2)
         >>> saves = 5.0 * jnp.stack([jnp.cos(angle), jnp.sin(angle)], axis=1)
-        >>> found = dynamics.direction_convergence(ts, saves, jnp.array([1.0, 0.0]))
+        >>> found = dynamics.landscape.direction_convergence(ts, saves, jnp.array([1.0, 0.0]))
         >>> round(float(found.decay_scale), 8), round(float(found.decay_exponent), 8)
         (0.5, 2.0)
     """
@@ -174,9 +175,9 @@ def direction_convergence(
     exponent $r$ of $1 - \cos \approx C (\log t)^{-r}$.
 
     The decay is fitted against a power of log t (least squares of log(1 − cos) on log log t), over
-    the later half of the run in log-time as in [`norm_growth`][], of the samples with t > 1 (log
-    log t defined) and 1 − cos > 0. With the default direction the last save itself is left out and
-    the saves just before it are biased towards it (r comes out too large): pass the limit
+    the later half of the run in log-time as in [`norm_growth`][dynamics.landscape.norm_growth], of the
+    samples with t > 1 (log log t defined) and 1 − cos > 0. With the default direction the last save itself
+    is left out and the saves just before it are biased towards it (r comes out too large): pass the limit
     direction when it is known.
 
     **Arguments:**
@@ -186,7 +187,8 @@ def direction_convergence(
     - `direction`: d, a PyTree like one save (normalised here); default: the direction of the last
       save whose entries are all finite.
 
-    **Returns:** a [`DirectionConvergence`][]. Pure JAX: jits and `vmap`s over runs.
+    **Returns:** a [`DirectionConvergence`][dynamics.landscape.DirectionConvergence]. Pure JAX: jits and
+    `vmap`s over runs.
 
     **Example:** θ(t) = (log t, 1) turns towards (1, 0): 1 − cos ≈ 1/(2 log² t), so r is close to 2:
 
@@ -194,7 +196,7 @@ def direction_convergence(
         >>> import dynamics
         >>> ts = jnp.logspace(2.0, 8.0, 13)
         >>> saves = jnp.stack([jnp.log(ts), jnp.ones(13)], axis=1)
-        >>> found = dynamics.direction_convergence(ts, saves, jnp.array([1.0, 0.0]))
+        >>> found = dynamics.landscape.direction_convergence(ts, saves, jnp.array([1.0, 0.0]))
         >>> round(float(found.cosine[-1]), 6), round(float(found.decay_exponent), 2)
         (0.99853, 1.99)
     """

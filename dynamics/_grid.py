@@ -69,7 +69,8 @@ def _checked_values(key: str | tuple[str, ...], values) -> list:
             f"grid axis {key!r} must be a list or tuple of values, got {type(values).__name__} {values!r}"
         )
     if is_array and values.ndim != (2 if isinstance(key, tuple) else 1):
-        raise ValueError(f"grid axis {key!r} must be a list of values, got an array of shape {values.shape}")
+        shape = "two-dimensional (a point per row)" if isinstance(key, tuple) else "one-dimensional"
+        raise ValueError(f"grid axis {key!r} must be {shape}, got an array of shape {values.shape}")
     if isinstance(key, tuple):
         bad = [p for p in values if isinstance(p, str | bytes) or np.ndim(p) != 1 or len(p) != len(key)]
         if bad:

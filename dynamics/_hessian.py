@@ -10,8 +10,8 @@ from jaxtyping import Array, Float, PRNGKeyArray, PyTree
 from ._compiled import one_program
 
 HESSIAN_METHODS = ("lanczos", "power")
-"""The ways [`hessian_max_eigenvalue`][] can estimate λ_max: Lanczos iteration or power iteration,
-both on Hessian-vector products."""
+"""The ways [`hessian_max_eigenvalue`][dynamics.landscape.hessian_max_eigenvalue] can estimate λ_max:
+Lanczos iteration or power iteration, both on Hessian-vector products."""
 
 
 @one_program
@@ -28,7 +28,7 @@ def hvp(loss: Callable[[PyTree], Float[Array, ""]], params: PyTree, tangent: PyT
         >>> import dynamics
         >>> H = jnp.array([[2.0, 1.0], [1.0, 2.0]])
         >>> loss = lambda theta: 0.5 * theta @ H @ theta
-        >>> dynamics.hvp(loss, jnp.zeros(2), jnp.array([1.0, 0.0])).tolist()
+        >>> dynamics.landscape.hvp(loss, jnp.zeros(2), jnp.array([1.0, 0.0])).tolist()
         [2.0, 1.0]
     """
     return jax.jvp(jax.grad(loss), (params,), (tangent,))[1]
@@ -75,10 +75,10 @@ def hessian_max_eigenvalue(
         >>> import dynamics
         >>> H = jnp.array([[2.0, 1.0], [1.0, 2.0]])
         >>> loss = lambda theta: 0.5 * theta @ H @ theta
-        >>> lam = dynamics.hessian_max_eigenvalue(loss, jnp.zeros(2))
+        >>> lam = dynamics.landscape.hessian_max_eigenvalue(loss, jnp.zeros(2))
         >>> round(float(lam), 8), lam.dtype
         (3.0, dtype('float64'))
-        >>> round(float(dynamics.hessian_max_eigenvalue(loss, jnp.zeros(2), method="power")), 8)
+        >>> round(float(dynamics.landscape.hessian_max_eigenvalue(loss, jnp.zeros(2), method="power")), 8)
         3.0
         >>> round(2.0 / float(lam), 4)
         0.6667
@@ -94,8 +94,8 @@ def hessian_max_eigenvalue(
 
 _WARM_WEIGHT = 0.1
 """How much of the fixed random start a warm-started Lanczos run mixes into the vector it starts
-from (see [`top_eigenpair`][]): enough that a new top eigenvector orthogonal to the last one is
-still found."""
+from (see [`top_eigenpair`][dynamics.landscape.top_eigenpair]): enough that a new top eigenvector orthogonal
+to the last one is still found."""
 
 
 @one_program
@@ -108,16 +108,17 @@ def top_eigenpair(
 ) -> tuple[Float[Array, ""], Float[Array, " n"]]:
     """λ_max of the Hessian of `loss` at `params` and its Ritz vector, by Lanczos warm-started from
     `start`: the run starts from `start` + 0.1 × the fixed random start of
-    [`hessian_max_eigenvalue`][], normalised. Along a run the top eigenvector moves little between
-    saves, so starting from the last one reaches a given accuracy in fewer steps.
+    [`hessian_max_eigenvalue`][dynamics.landscape.hessian_max_eigenvalue], normalised. Along a run the top
+    eigenvector moves little between saves, so starting from the last one reaches a given accuracy in fewer
+    steps.
 
     **Arguments:**
 
-    - `loss`, `params`: as for [`hessian_max_eigenvalue`][].
+    - `loss`, `params`: as for [`hessian_max_eigenvalue`][dynamics.landscape.hessian_max_eigenvalue].
     - `num_iters`: Lanczos steps (capped at the dimension).
     - `start`: a vector of the flattened parameters' size (`ravel_pytree`), e.g. the Ritz vector
       of the last call; `None` or zeros: the fixed random start alone, as
-      [`hessian_max_eigenvalue`][].
+      [`hessian_max_eigenvalue`][dynamics.landscape.hessian_max_eigenvalue].
 
     **Returns:** `(λ_max, v)`: the largest Ritz value and its unit Ritz vector, flattened.
 
@@ -129,12 +130,12 @@ def top_eigenpair(
         >>> import dynamics
         >>> H = jnp.diag(jnp.linspace(1.0, 5.0, 50))
         >>> loss = lambda theta: 0.5 * theta @ H @ theta
-        >>> round(float(dynamics.hessian_max_eigenvalue(loss, jnp.zeros(50), num_iters=3)), 4)
+        >>> round(float(dynamics.landscape.hessian_max_eigenvalue(loss, jnp.zeros(50), num_iters=3)), 4)
         4.458
-        >>> exact, top = dynamics.top_eigenpair(loss, jnp.zeros(50), num_iters=50)
+        >>> exact, top = dynamics.landscape.top_eigenpair(loss, jnp.zeros(50), num_iters=50)
         >>> round(float(exact), 8), round(abs(float(top[-1])), 8)
         (5.0, 1.0)
-        >>> round(float(dynamics.top_eigenpair(loss, jnp.zeros(50), num_iters=3, start=top)[0]), 4)
+        >>> round(float(dynamics.landscape.top_eigenpair(loss, jnp.zeros(50), num_iters=3, start=top)[0]), 4)
         4.9996
     """
     matvec, v0 = _flat_problem(loss, params, num_iters, None)

@@ -16,7 +16,8 @@ _ARMIJO = 1e-4
 _MAX_HALVINGS = 30
 """How many times the line search halves the Newton step before giving up."""
 _MAX_STEPS, _GTOL, _EIG_TOL = 100, 1e-12, 1e-8
-"""The defaults of [`critical_point`][]'s `max_steps`, `gtol` and `eig_tol`."""
+"""The defaults of [`critical_point`][dynamics.landscape.critical_point]'s `max_steps`, `gtol` and
+`eig_tol`."""
 _RUNNING = -1
 """The status of an iteration that has not stopped yet (never returned)."""
 _HESSIAN_BATCH = 32
@@ -35,8 +36,8 @@ def hessian_spectrum(
     """The eigenvalues (ascending) and eigenvectors of the dense Hessian of `loss` at `params`.
 
     The Hessian is formed on the parameters flattened by `ravel_pytree`, one Hessian-vector product
-    ([`hvp`][]) per parameter (32 at a time), then diagonalised by `jnp.linalg.eigh`: n² memory and
-    n³ time for n parameters, fine up to a few thousand.
+    ([`hvp`][dynamics.landscape.hvp]) per parameter (32 at a time), then diagonalised by `jnp.linalg.eigh`:
+    n² memory and n³ time for n parameters, fine up to a few thousand.
 
     **Arguments:**
 
@@ -53,7 +54,7 @@ def hessian_spectrum(
         >>> import dynamics
         >>> H = jnp.array([[2.0, 1.0], [1.0, 2.0]])
         >>> loss = lambda theta: 0.5 * theta @ H @ theta
-        >>> eigenvalues, eigenvectors = dynamics.hessian_spectrum(loss, jnp.zeros(2))
+        >>> eigenvalues, eigenvectors = dynamics.landscape.hessian_spectrum(loss, jnp.zeros(2))
         >>> [round(float(v), 8) for v in eigenvalues], [round(abs(float(v)), 4) for v in eigenvectors[:, 1]]
         ([1.0, 3.0], [0.7071, 0.7071])
     """
@@ -64,7 +65,7 @@ def hessian_spectrum(
 def _dense_hessian(
     flat_loss: Callable[[Float[Array, " n"]], Float[Array, ""]], flat: Float[Array, " n"]
 ) -> Float[Array, "n n"]:
-    """The Hessian of `flat_loss` at `flat`, symmetrised: one [`hvp`][] per column,
+    """The Hessian of `flat_loss` at `flat`, symmetrised: one [`hvp`][dynamics.landscape.hvp] per column,
     `_HESSIAN_BATCH` columns at a time."""
     basis = jnp.eye(flat.shape[0], dtype=flat.dtype)
     columns = jax.lax.map(lambda v: hvp(flat_loss, flat, v), basis, batch_size=_HESSIAN_BATCH)
@@ -172,7 +173,8 @@ def critical_point(
     - `max_distance`: stop, with status `diverged`, once an iterate is farther than this from the
       starting point (Euclidean norm over all leaves); default: no limit.
 
-    **Returns:** a [`CriticalPoint`][]; its `status` says whether a critical point was found.
+    **Returns:** a [`CriticalPoint`][dynamics.landscape.CriticalPoint]; its `status` says whether a critical
+    point was found.
 
     **Raises:** `ValueError` unless float64 is enabled (`jax_enable_x64`).
 
@@ -183,7 +185,7 @@ def critical_point(
         >>> import jax.numpy as jnp
         >>> import dynamics
         >>> loss = lambda theta: theta[0] ** 3 / 3 - theta[0] + 0.5 * theta[1] ** 2
-        >>> found = dynamics.critical_point(loss, jnp.array([-1.2, 0.3]))
+        >>> found = dynamics.landscape.critical_point(loss, jnp.array([-1.2, 0.3]))
         >>> bool(found.is_converged()), [round(float(v), 10) for v in found.point]
         (True, [-1.0, 0.0])
         >>> [round(float(v), 10) for v in found.eigenvalues], int(found.index)
@@ -191,7 +193,7 @@ def critical_point(
         >>> found.escape_direction.tolist()
         [1.0, 0.0]
         >>> starts = jnp.array([[-1.2, 0.3], [0.8, 0.1]])
-        >>> both = jax.vmap(lambda start: dynamics.critical_point(loss, start))(starts)
+        >>> both = jax.vmap(lambda start: dynamics.landscape.critical_point(loss, start))(starts)
         >>> both.is_converged().tolist(), both.index.tolist(), [round(float(v), 10) for v in both.loss]
         ([True, True], [1, 0], [0.6666666667, -0.6666666667])
     """
@@ -211,9 +213,9 @@ def newton_polish(
     eig_tol: float = _EIG_TOL,
     max_distance: float = float("inf"),
 ) -> tuple[CriticalPoint, Float[Array, "n n"]]:
-    """[`critical_point`][] (see there; float64 assumed), with the eigenvectors of the Hessian at
-    the point found, columns in the order of its eigenvalues: what a caller measuring directions
-    there needs, without forming and diagonalising the Hessian again."""
+    """[`critical_point`][dynamics.landscape.critical_point] (see there; float64 assumed), with the
+    eigenvectors of the Hessian at the point found, columns in the order of its eigenvalues: what a caller
+    measuring directions there needs, without forming and diagonalising the Hessian again."""
     params = jax.tree.map(lambda leaf: jnp.asarray(leaf, jnp.float64), params)
     start, unravel = ravel_pytree(params)
 

@@ -8,7 +8,7 @@ from jaxtyping import Array, Bool, Float, Int, PyTree
 
 
 class CriticalPointStatus(enum.IntEnum):
-    """How [`critical_point`][] ended, the value of `CriticalPoint.status`.
+    """How [`critical_point`][dynamics.landscape.critical_point] ended, the value of `CriticalPoint.status`.
 
     - `converged`: the gradient vanished to rounding level: the point is a critical point.
     - `max_steps`: `max_steps` Newton steps did not get there. Typical of a loss with no critical
@@ -27,8 +27,8 @@ class CriticalPointStatus(enum.IntEnum):
 
         >>> import jax.numpy as jnp
         >>> import dynamics
-        >>> found = dynamics.critical_point(lambda theta: jnp.sum(theta), jnp.zeros(2))
-        >>> dynamics.CriticalPointStatus(int(found.status)).name, bool(found.is_converged())
+        >>> found = dynamics.landscape.critical_point(lambda theta: jnp.sum(theta), jnp.zeros(2))
+        >>> dynamics.landscape.CriticalPointStatus(int(found.status)).name, bool(found.is_converged())
         ('stalled', False)
     """
 
@@ -58,15 +58,15 @@ class CriticalPoint(eqx.Module):
       eigenvalue is repeated, it is one unit vector of its eigenspace.
     - `distance`: ‖θ* − θ₀‖, the straight-line distance from the starting point θ₀.
     - `num_steps`: the Newton steps taken.
-    - `status`: a [`CriticalPointStatus`][]; unless it is `converged`, the fields describe the last
-      iterate, which is not a critical point.
+    - `status`: a [`CriticalPointStatus`][dynamics.landscape.CriticalPointStatus]; unless it is `converged`,
+      the fields describe the last iterate, which is not a critical point.
 
     **Example:** L(x, y) = ½(x² − y²) has a saddle at the origin; its escape direction is ±y:
 
         >>> import jax.numpy as jnp
         >>> import dynamics
         >>> loss = lambda theta: 0.5 * (theta[0] ** 2 - theta[1] ** 2)
-        >>> found = dynamics.critical_point(loss, jnp.array([0.3, -0.2]))
+        >>> found = dynamics.landscape.critical_point(loss, jnp.array([0.3, -0.2]))
         >>> bool(found.is_converged()), found.point.tolist(), found.eigenvalues.tolist()
         (True, [0.0, 0.0], [-1.0, 1.0])
         >>> int(found.index), found.escape_direction.tolist(), int(found.num_steps)

@@ -28,7 +28,8 @@ the work grows with the saves, not with their square."""
 
 
 class Plateaus(eqx.Module):
-    """The plateaus of one run, found by [`phases`][], in time order, padded to `max_phases`.
+    """The plateaus of one run, found by [`phases`][dynamics.landscape.phases], in time order, padded to
+    `max_phases`.
 
     Plateau p occupies the saves `start_index[p]` to `end_index[p]`; the transition after it runs
     from its last save to the first save of plateau p + 1 (or to the end of the run). Entries past
@@ -53,7 +54,7 @@ class Plateaus(eqx.Module):
       only the first `P` are returned.
     - `rate`: at every save, the relative rate of the loss, |dL/d log t| / (L − L_min + `floor` ·
       (L_max − L_min)), no less than twice the standard error of the slope, shape `(T,)`: what
-      [`phases`][] splits.
+      [`phases`][dynamics.landscape.phases] splits.
 
     **Example:** a loss that drops from 2 to 1 around t = 1 and from 1 to 0 around t = 100, each
     drop a sigmoid in log t, has three plateaus: at 2, at 1 and at 0:
@@ -62,7 +63,7 @@ class Plateaus(eqx.Module):
         >>> import dynamics
         >>> ts = jnp.logspace(-2.0, 4.0, 61)
         >>> losses = 1.0 - jnp.tanh(4 * jnp.log(ts)) / 2 - jnp.tanh(4 * jnp.log(ts / 100)) / 2
-        >>> found = dynamics.phases(ts, losses, max_phases=4)
+        >>> found = dynamics.landscape.phases(ts, losses, max_phases=4)
         >>> int(found.count), [round(float(v), 4) for v in found.loss]
         (3, [2.0, 1.0, 0.0, nan])
         >>> found.start_index.tolist(), found.end_index.tolist(), found.after_index.tolist()
@@ -132,9 +133,11 @@ def phases(
     - `window`: the half-width in log t of the saves that enter each slope.
     - `floor`: the fraction of the loss range added to the loss's height, see above.
 
-    **Returns:** a [`Plateaus`][]. Pure JAX: jits and `vmap`s over runs (the settings static).
+    **Returns:** a [`Plateaus`][dynamics.landscape.Plateaus]. Pure JAX: jits and `vmap`s over runs (the
+    settings static).
 
-    **Raises:** `ValueError` for a setting out of its range ([`check_phase_settings`][]).
+    **Raises:** `ValueError` for a setting out of its range
+    ([`check_phase_settings`][dynamics.landscape.check_phase_settings]).
 
     **Example:** $L(t) = e^{-t}$, the loss of the flow on $\tfrac12\theta^2$ from $\theta^2 = 2$, has one
     plateau: its end, once it has converged. Its start is none: the loss changes slowly in log-time
@@ -143,7 +146,7 @@ def phases(
         >>> import jax.numpy as jnp
         >>> import dynamics
         >>> ts = jnp.logspace(-3.0, 3.0, 121)
-        >>> found = dynamics.phases(ts, jnp.exp(-ts), jnp.sqrt(2 * jnp.exp(-ts)), max_phases=3)
+        >>> found = dynamics.landscape.phases(ts, jnp.exp(-ts), jnp.sqrt(2 * jnp.exp(-ts)), max_phases=3)
         >>> int(found.count), [round(float(v), 4) for v in found.loss]
         (1, [0.0, nan, nan])
         >>> round(float(found.start_time[0]), 1), float(found.end_time[0])
@@ -235,13 +238,14 @@ _SETTING_RANGES = {
     "window": (lambda value: value >= 0, "a number >= 0"),
     "floor": (lambda value: value >= 0, "a number >= 0"),
 }
-"""Each setting of [`phases`][]: whether a value is in its range, and the range in words."""
+"""Each setting of [`phases`][dynamics.landscape.phases]: whether a value is in its range, and the range in
+words."""
 
 
 def check_phase_settings(**settings) -> None:
-    """Refuse settings of [`phases`][] (and [`sweep_phases`][]) out of their ranges, before any work:
-    the keyword arguments given, each by its name (`max_phases`, `min_depth`, `leave`, `window`,
-    `floor`).
+    """Refuse settings of [`phases`][dynamics.landscape.phases] (and
+    [`sweep_phases`][dynamics.landscape.sweep_phases]) out of their ranges, before any work: the keyword
+    arguments given, each by its name (`max_phases`, `min_depth`, `leave`, `window`, `floor`).
 
     **Raises:** `ValueError` naming every setting out of range and what it must be, or a name that
     is not a setting.
@@ -249,8 +253,8 @@ def check_phase_settings(**settings) -> None:
     **Example:**
 
         >>> import dynamics
-        >>> dynamics.check_phase_settings(min_depth=2.0)
-        >>> dynamics.check_phase_settings(min_depth=1.0, leave=1.5)
+        >>> dynamics.landscape.check_phase_settings(min_depth=2.0)
+        >>> dynamics.landscape.check_phase_settings(min_depth=1.0, leave=1.5)
         Traceback (most recent call last):
         ...
         ValueError: phases: min_depth must be a number > 1, got 1.0; leave must be a number in (0, 1), got 1.5
@@ -371,8 +375,8 @@ def _leaving(losses, usable, bottom, left, right, leave):
 
 
 class PlateauSaddles(eqx.Module):
-    """The saddle under each plateau of a run, found by [`plateau_saddles`][], and how the run
-    escaped it.
+    """The saddle under each plateau of a run, found by
+    [`plateau_saddles`][dynamics.landscape.plateau_saddles], and how the run escaped it.
 
     Each field has a leading plateau axis of length P; entries for a padded plateau (save index
     −1) are NaN, and −1 for `index` and `status`.
@@ -387,8 +391,9 @@ class PlateauSaddles(eqx.Module):
       directions: a degenerate saddle, a valley of critical points).
     - `distance`: how far the polish moved from the plateau's save.
     - `escape_direction`: the unit eigenvector of the most negative eigenvalue, a PyTree like one
-      save; all zeros at a minimum. See [`CriticalPoint`][].
-    - `status`: a [`CriticalPointStatus`][]; only `converged` makes `point` a critical point.
+      save; all zeros at a minimum. See [`CriticalPoint`][dynamics.landscape.CriticalPoint].
+    - `status`: a [`CriticalPointStatus`][dynamics.landscape.CriticalPointStatus]; only `converged` makes
+      `point` a critical point.
     - `escape_overlap`: how much of the run's escape lies along the saddle's escape: ‖P d‖ / ‖d‖,
       where d is the displacement from the plateau's save to the first save after the plateau and P
       the orthogonal projection onto the eigenspace of the most negative Hessian eigenvalue (the
@@ -402,7 +407,7 @@ class PlateauSaddles(eqx.Module):
         >>> import dynamics
         >>> loss = lambda theta: 0.5 * theta[0] ** 2 - 0.5 * theta[1] ** 2 + 0.25 * theta[1] ** 4
         >>> saves = jnp.array([[0.01, 0.001], [0.0, 0.5]])
-        >>> saddles = dynamics.plateau_saddles(loss, saves, jnp.array([0, -1]), jnp.array([1, -1]))
+        >>> saddles = dynamics.landscape.plateau_saddles(loss, saves, jnp.array([0, -1]), jnp.array([1, -1]))
         >>> saddles.index.tolist(), saddles.status.tolist(), saddles.point.tolist()
         ([1, -1], [0, -1], [[0.0, 0.0], [nan, nan]])
         >>> round(float(saddles.escape_overlap[0]), 4), round(0.499 / (0.01**2 + 0.499**2) ** 0.5, 4)
@@ -432,11 +437,11 @@ def plateau_saddles(
     """Polish the parameters saved on each plateau of one run to the critical point near them, and
     measure how the run's escape from the plateau lines up with the saddle's escape direction.
 
-    Each plateau's save is polished by [`critical_point`][] (one call of one compiled program per
-    plateau, in a Python loop, float64: a later call with the same loss and settings compiles
-    nothing). The run's escape is the displacement from the plateau's save to the
-    first save after the plateau; its overlap with the saddle's escape is defined in
-    [`PlateauSaddles`][]. For one run: `vmap` over runs is not supported.
+    Each plateau's save is polished by [`critical_point`][dynamics.landscape.critical_point] (one call of
+    one compiled program per plateau, in a Python loop, float64: a later call with the same loss and
+    settings compiles nothing). The run's escape is the displacement from the plateau's save to the first
+    save after the plateau; its overlap with the saddle's escape is defined in
+    [`PlateauSaddles`][dynamics.landscape.PlateauSaddles]. For one run: `vmap` over runs is not supported.
 
     **Arguments:**
 
@@ -447,11 +452,12 @@ def plateau_saddles(
       −1 for a padded plateau.
     - `after_save_indices`: the first save after each plateau, e.g. `Plateaus.after_index`; −1
       where none; default: no escape overlap (all NaN).
-    - `eig_tol`: as in [`critical_point`][]; also the tolerance within which eigenvalues count as
-      the most negative one, for the overlap.
-    - `**kwargs`: everything else [`critical_point`][] takes (`max_steps`, `gtol`, ...).
+    - `eig_tol`: as in [`critical_point`][dynamics.landscape.critical_point]; also the tolerance within
+      which eigenvalues count as the most negative one, for the overlap.
+    - `**kwargs`: everything else [`critical_point`][dynamics.landscape.critical_point] takes (`max_steps`,
+      `gtol`, ...).
 
-    **Returns:** a [`PlateauSaddles`][].
+    **Returns:** a [`PlateauSaddles`][dynamics.landscape.PlateauSaddles].
 
     **Raises:** `ValueError` unless float64 is enabled (`jax_enable_x64`), or when the two index
     arrays differ in length.
@@ -464,7 +470,8 @@ def plateau_saddles(
         >>> loss = lambda theta: 0.5 * theta[0] ** 2 - 0.5 * theta[1] ** 2 + 0.25 * theta[1] ** 4
         >>> ts = jnp.logspace(-1.0, 2.0, 61)
         >>> run = dynamics.gradient_flow(loss, jnp.array([1.0, 1e-6]), t1=100.0, save=dynamics.Save(ts=ts))
-        >>> saddles = dynamics.plateau_saddles(loss, run.values, jnp.array([40, 60]), jnp.array([48, -1]))
+        >>> at, after = jnp.array([40, 60]), jnp.array([48, -1])
+        >>> saddles = dynamics.landscape.plateau_saddles(loss, run.values, at, after)
         >>> saddles.index.tolist(), abs(float(saddles.loss[0])) < 1e-12, round(float(saddles.loss[1]), 10)
         ([1, 0], True, -0.25)
         >>> saddles.escape_direction.tolist()[0], round(float(saddles.escape_overlap[0]), 6)
@@ -513,9 +520,9 @@ def _polish_plateau(
     eig_tol: float,
     options: dict,
 ) -> PlateauSaddles:
-    """One plateau of [`plateau_saddles`][]: `start` polished to its critical point, and the
-    overlap of the escape `escaped − start` with the saddle's escape eigenspace (NaN without an
-    escape or at a minimum). One compiled program per loss, settings and shapes."""
+    """One plateau of [`plateau_saddles`][dynamics.landscape.plateau_saddles]: `start` polished to its
+    critical point, and the overlap of the escape `escaped − start` with the saddle's escape eigenspace (NaN
+    without an escape or at a minimum). One compiled program per loss, settings and shapes."""
     found, eigenvectors = newton_polish(loss, start, eig_tol=eig_tol, **options)
     eigenvalues = found.eigenvalues
     lowest = eigenvalues[0]

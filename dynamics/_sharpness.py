@@ -26,9 +26,10 @@ def sharpness(
 ) -> Float[Array, ""]:
     """The sharpness of `loss` at `params`: λ_max, the largest eigenvalue of its Hessian.
 
-    Estimated by [`hessian_max_eigenvalue`][] (Lanczos from a fixed random start, `num_iters`
-    Hessian-vector products, exact once `num_iters` reaches the number of parameters). Cheap enough
-    to be part of the `save` function of [`train`][], which then records it every `every` steps.
+    Estimated by [`hessian_max_eigenvalue`][dynamics.landscape.hessian_max_eigenvalue] (Lanczos from a fixed
+    random start, `num_iters` Hessian-vector products, exact once `num_iters` reaches the number of
+    parameters). Cheap enough to be part of the `save` function of [`train`][], which then records it every
+    `every` steps.
 
     **Arguments:**
 
@@ -44,7 +45,7 @@ def sharpness(
         >>> import dynamics
         >>> H = jnp.array([[2.0, 1.0], [1.0, 2.0]])
         >>> loss = lambda theta: 0.5 * theta @ H @ theta
-        >>> round(float(dynamics.sharpness(loss, jnp.array([1.0, -4.0]))), 8)
+        >>> round(float(dynamics.landscape.sharpness(loss, jnp.array([1.0, -4.0]))), 8)
         3.0
     """
     return hessian_max_eigenvalue(loss, params, num_iters=num_iters)
@@ -64,7 +65,7 @@ def edge_of_stability_save(
     - `loss`: `params -> scalar`, the loss being trained.
     - `step_size`: η, the step size of the run.
     - `every`: the save period in steps.
-    - `num_iters`: the Lanczos steps of [`sharpness`][].
+    - `num_iters`: the Lanczos steps of [`sharpness`][dynamics.landscape.sharpness].
 
     **Returns:** a [`Save`][] of `{"loss": L(θ), "sharpness": λ_max, "sharpness_ratio": λ_max·η/2}`
     every `every` steps.
@@ -76,7 +77,7 @@ def edge_of_stability_save(
         >>> import dynamics
         >>> H = jnp.array([[2.0, 1.0], [1.0, 2.0]])
         >>> loss = lambda theta: 0.5 * theta @ H @ theta
-        >>> save = dynamics.edge_of_stability_save(loss, 0.5, every=2)
+        >>> save = dynamics.landscape.edge_of_stability_save(loss, 0.5, every=2)
         >>> theta0 = jnp.array([1.0, 0.0])
         >>> run = dynamics.train(loss, theta0, dynamics.gd(0.5), num_steps=4, save=save)
         >>> [round(float(v), 8) for v in run.values["sharpness"]], float(run.values["sharpness_ratio"][0])
@@ -120,9 +121,10 @@ def with_sharpness(
     - `params`: `state -> params`, where the loss's parameters sit in the run's state; default:
       the state itself.
     - `num_iters`: the Lanczos steps of each sharpness. In training (a `save` with `every`),
-      each Lanczos run starts from the top eigenvector the last save found ([`top_eigenpair`][]),
-      so the estimate keeps converging along the run; at a flow's times, and at the first save,
-      from a fixed random start ([`sharpness`][]).
+      each Lanczos run starts from the top eigenvector the last save found
+      ([`top_eigenpair`][dynamics.landscape.top_eigenpair]), so the estimate keeps converging along the run;
+      at a flow's times, and at the first save, from a fixed random start
+      ([`sharpness`][dynamics.landscape.sharpness]).
 
     **Returns:** a [`Save`][] whose records add `"sharpness"` (λ_max) and, with a step size,
     `"sharpness_ratio"`: λ_max·η/2 for one η, and for step sizes R per group λ_max(R^½ H R^½)/2, the
@@ -143,7 +145,7 @@ def with_sharpness(
         >>> H = jnp.array([[2.0, 1.0], [1.0, 2.0]])
         >>> loss = lambda theta: 0.5 * theta @ H @ theta
         >>> save = dynamics.Save(every=2, fn=lambda step, theta, args: {"norm": jnp.linalg.norm(theta)})
-        >>> save = dynamics.with_sharpness(save, loss, 0.5)
+        >>> save = dynamics.landscape.with_sharpness(save, loss, 0.5)
         >>> run = dynamics.train(loss, jnp.array([1.0, 0.0]), dynamics.gd(0.5), num_steps=4, save=save)
         >>> sorted(run.values), [round(float(v), 8) for v in run.values["sharpness_ratio"]]
         (['norm', 'sharpness', 'sharpness_ratio'], [0.75, 0.75, 0.75])
@@ -153,7 +155,8 @@ def with_sharpness(
 
         >>> steps = {"fast": 1.0, "slow": 0.1}
         >>> pair = lambda theta: loss(jnp.stack([theta["fast"], theta["slow"]]))
-        >>> record = dynamics.with_sharpness(dynamics.Save(fn=lambda step, theta, args: {}), pair, steps)
+        >>> nothing = dynamics.Save(fn=lambda step, theta, args: {})
+        >>> record = dynamics.landscape.with_sharpness(nothing, pair, steps)
         >>> state = {"fast": jnp.array(1.0), "slow": jnp.array(0.0)}
         >>> round(float(record.fn(0, state, None)["sharpness_ratio"]), 4)
         1.027
@@ -162,7 +165,7 @@ def with_sharpness(
     step 0.5/‖(2, 1)‖ = 0.5/√5, so the ratio is 3·0.5/(2√5) = 0.3354:
 
         >>> nothing = dynamics.Save(fn=lambda step, theta, args: {})
-        >>> record = dynamics.with_sharpness(nothing, loss, dynamics.NormalizedSteps(0.5))
+        >>> record = dynamics.landscape.with_sharpness(nothing, loss, dynamics.NormalizedSteps(0.5))
         >>> round(float(record.fn(0, jnp.array([1.0, 0.0]), None)["sharpness_ratio"]), 4)
         0.3354
     """
@@ -317,9 +320,8 @@ class GDFlowGap(eqx.Module):
         >>> import jax.numpy as jnp
         >>> import dynamics
         >>> loss = lambda theta: 0.5 * theta**2
-        >>> gaps = jax.vmap(lambda start: dynamics.gd_flow_gap(loss, start, 0.1, num_steps=10, every=10))(
-        ...     jnp.array([1.0, -2.0])
-        ... )
+        >>> gap = lambda start: dynamics.landscape.gd_flow_gap(loss, start, 0.1, num_steps=10, every=10)
+        >>> gaps = jax.vmap(gap)(jnp.array([1.0, -2.0]))
         >>> gaps.steps.tolist(), [[round(float(d), 6) for d in row] for row in gaps.distance]
         ([[0, 10], [0, 10]], [[0.0, 0.019201], [0.0, 0.038402]])
         >>> gaps.gd_stop.tolist(), gaps.flow_stop.tolist()
@@ -336,7 +338,7 @@ class GDFlowGap(eqx.Module):
 
 
 _SET_BY_GAP = ("rates", "t0", "t1", "save", "events")
-"""The arguments of [`gradient_flow`][] that [`gd_flow_gap`][] sets itself."""
+"""The arguments of [`gradient_flow`][] that [`gd_flow_gap`][dynamics.landscape.gd_flow_gap] sets itself."""
 
 
 def gd_flow_gap(
@@ -365,7 +367,7 @@ def gd_flow_gap(
     - `**flow_kwargs`: passed on to [`gradient_flow`][] (e.g. `stepsize_controller`, `solver`,
       `max_steps`); the flow's own error must be well below the gap to measure it.
 
-    **Returns:** a [`GDFlowGap`][].
+    **Returns:** a [`GDFlowGap`][dynamics.landscape.GDFlowGap].
 
     **Raises:** `ValueError` if `flow_kwargs` sets `rates`, `t0`, `t1`, `save` or `events`, or
     (from [`train`][]) if `num_steps` is not a positive multiple of `every`.
@@ -377,7 +379,7 @@ def gd_flow_gap(
         >>> import jax.numpy as jnp
         >>> import dynamics
         >>> loss = lambda theta: 0.5 * theta**2
-        >>> gap = dynamics.gd_flow_gap(loss, jnp.array(1.0), 0.1, num_steps=20, every=10)
+        >>> gap = dynamics.landscape.gd_flow_gap(loss, jnp.array(1.0), 0.1, num_steps=20, every=10)
         >>> gap.steps.tolist(), [round(float(t), 8) for t in gap.times]
         ([0, 10, 20], [0.0, 1.0, 2.0])
         >>> [round(float(d), 6) for d in gap.distance]
@@ -390,7 +392,8 @@ def gd_flow_gap(
 
 @one_program
 def _gd_flow_gap(loss, params, step_size, *, num_steps, every, **flow_kwargs) -> GDFlowGap:
-    """[`gd_flow_gap`][] with η an array, so that a new step size does not compile anew."""
+    """[`gd_flow_gap`][dynamics.landscape.gd_flow_gap] with η an array, so that a new step size does not
+    compile anew."""
 
     def with_loss(t, p: PyTree, args) -> tuple[PyTree, Float[Array, ""]]:
         return p, loss(p)
@@ -496,13 +499,13 @@ def with_flow_distance(
 
     **Example:** GD with $\eta = 0.1$ on $L(\theta) = \tfrac12\theta^2$ gives $\theta_k = 0.9^k \theta_0$, the
     flow $\theta_0 e^{-k\eta}$: at step 10 they are $e^{-1} - 0.9^{10} = 0.019201$ apart (the same gap
-    as [`gd_flow_gap`][]'s example):
+    as [`gd_flow_gap`][dynamics.landscape.gd_flow_gap]'s example):
 
         >>> import jax.numpy as jnp
         >>> import dynamics
         >>> loss = lambda theta: 0.5 * theta**2
         >>> start = jnp.array(1.0)
-        >>> save = dynamics.with_flow_distance(
+        >>> save = dynamics.landscape.with_flow_distance(
         ...     dynamics.Save(every=10, fn=lambda step, theta, args: {}), loss, start, 0.1, num_steps=20
         ... )
         >>> run = dynamics.train(loss, start, dynamics.gd(0.1), num_steps=20, save=save)

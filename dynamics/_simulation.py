@@ -55,7 +55,8 @@ class AbstractSimulation(eqx.Module):
     - `seed_hint`: what makes the seeds differ where some settings make every run the same
       (e.g. `"set init=uniform"`); [`simulate`][] warns with it when all seeds agree.
     - `loss_name`: the saved value that is the run's loss, one number per save (default
-      `"loss"`): what [`sweep_phases`][] (`attnflow sweep --analyse phases`) splits into plateaus.
+      `"loss"`): what [`sweep_phases`][dynamics.landscape.sweep_phases] (`attnflow sweep --analyse phases`)
+      splits into plateaus.
     - `labels`: what each saved value is, in a few words with its unit where it has one
       (`{"loss": "population loss (nats)"}`): the axis label of its plots (`attnflow sweep`); a
       value not named here is labelled by its name.
@@ -255,7 +256,8 @@ def _whole(final: PyTree) -> PyTree:
 class Landscape(eqx.Module):
     """A run's loss as a function of its parameters, and where the parameters are in its final
     state: what [`AbstractSimulation.landscape`][] returns, and what the analyses of a run's final
-    state ([`sweep_critical_points`][], [`sweep_sharpness`][]) differentiate.
+    state ([`sweep_critical_points`][dynamics.landscape.sweep_critical_points],
+    [`sweep_sharpness`][dynamics.landscape.sweep_sharpness]) differentiate.
 
     **Fields:**
 
@@ -265,8 +267,9 @@ class Landscape(eqx.Module):
     - `step_size`: `final -> η`, the step size of a discrete level (gradient descent is stable on a
       quadratic only where the sharpness is below 2/η); `None` for a flow or where there is none.
     - `saved`: `values -> params`, the parameters in what the run saves at one save (`Run.values`
-      at that save, a dict by saved name), where it saves them: what [`sweep_saddles`][] polishes
-      on each plateau of the run. `None` (the default) where the run does not save its parameters.
+      at that save, a dict by saved name), where it saves them: what
+      [`sweep_saddles`][dynamics.landscape.sweep_saddles] polishes on each plateau of the run. `None` (the
+      default) where the run does not save its parameters.
 
     **Example:** a run that ends in `{"w": w, "steps": n}` with loss ½‖w‖², trained at step 0.1:
 

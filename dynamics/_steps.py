@@ -15,9 +15,10 @@ from ._rates import Rates, scale_tree
 
 
 class AbstractSteps(eqx.Module):
-    """An optimiser's steps as seen by the sharpness ratio ([`with_sharpness`][]): at each state,
-    the step sizes R of the gradient-descent step that has the optimiser's edge of stability, so
-    that it is stable near a minimum only while λ_max(R^½ H R^½) < 2.
+    """An optimiser's steps as seen by the sharpness ratio
+    ([`with_sharpness`][dynamics.landscape.with_sharpness]): at each state, the step sizes R of the
+    gradient-descent step that has the optimiser's edge of stability, so that it is stable near a minimum
+    only while λ_max(R^½ H R^½) < 2.
 
     Plain GD needs none of this (its step sizes are R); a subclass says what R is for another
     optimiser, given the loss, the parameters and the optimiser's state at a save of
@@ -38,7 +39,7 @@ class AbstractSteps(eqx.Module):
         >>> H = jnp.array([[2.0, 1.0], [1.0, 2.0]])
         >>> loss = lambda theta: 0.5 * theta @ H @ theta
         >>> nothing = dynamics.Save(every=2, fn=lambda *_: {})
-        >>> save = dynamics.with_sharpness(nothing, loss, MomentumSteps(0.5, 0.9))
+        >>> save = dynamics.landscape.with_sharpness(nothing, loss, MomentumSteps(0.5, 0.9))
         >>> run = dynamics.train(loss, jnp.ones(2), dynamics.heavy_ball(0.5, 0.9), num_steps=2, save=save)
         >>> [round(float(r), 4) for r in run.values["sharpness_ratio"]]
         [0.3947, 0.3947]
@@ -62,7 +63,7 @@ class NormalizedSteps(AbstractSteps):
     """Normalized gradient descent with step sizes `rates` ([`normalized_gd`][]): block b moves by
     η_b along its gradient, the GD step of step size η_b/‖∇_b L‖ at the state it starts from
     (one η: η/‖∇L‖). Its flow is the normalized flow dθ_b/dt = −η_b ∇_b L/‖∇_b L‖, the gradient
-    flow's path at normalized GD's speed ([`with_flow_distance`][]).
+    flow's path at normalized GD's speed ([`with_flow_distance`][dynamics.landscape.with_flow_distance]).
 
     **Fields:** `rates`: the step sizes, one per block (see [`normalize_by_block`][]).
 
@@ -167,7 +168,7 @@ class ProjectedSteps(AbstractSteps):
         >>> import dynamics
         >>> loss = lambda theta: 0.5 * (theta[0] ** 2 + 3 * theta[1] ** 2)
         >>> centre = lambda tangent: tangent - jnp.mean(tangent)
-        >>> record = dynamics.with_sharpness(
+        >>> record = dynamics.landscape.with_sharpness(
         ...     dynamics.Save(fn=lambda *_: {}), loss, dynamics.ProjectedSteps(0.5, centre)
         ... )
         >>> round(float(record.fn(0, jnp.array([1.0, 0.0]), None)["sharpness_ratio"]), 8)

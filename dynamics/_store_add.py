@@ -39,8 +39,9 @@ def add_to_store(path: str | os.PathLike, found: xr.Dataset) -> Path:
 
     - `path`: a complete store of a sweep (from [`sweep`][] with a `store`, or [`save_sweep`][]).
     - `found`: a dataset whose `identity` attribute is the store's (an analysis of these very runs,
-      e.g. from [`sweep_phases`][]); its dimensions are the store's (the grid axes, `seed`) and new
-      ones with coordinates of their own. Its `analysis` attribute is kept with every variable.
+      e.g. from [`sweep_phases`][dynamics.landscape.sweep_phases]); its dimensions are the store's (the grid
+      axes, `seed`) and new ones with coordinates of their own. Its `analysis` attribute is kept with every
+      variable.
 
     **Returns:** the path.
 
@@ -65,7 +66,7 @@ def add_to_store(path: str | os.PathLike, found: xr.Dataset) -> Path:
         ...         return dynamics.ode_flow(lambda t, y, args: -self.rate * y, y0, t1=100.0, save=save)
         >>> store = pathlib.Path(tempfile.mkdtemp()) / "decay.zarr"
         >>> ds = dynamics.sweep(Decay(), {"rate": [1.0, 2.0]}, num_seeds=2, store=store)
-        >>> _ = dynamics.add_to_store(store, dynamics.sweep_phases(dynamics.load_sweep(store)))
+        >>> _ = dynamics.add_to_store(store, dynamics.landscape.sweep_phases(dynamics.load_sweep(store)))
         >>> loaded = dynamics.load_sweep(store)
         >>> loaded["phases.count"].dims, dynamics.check_store(store).state
         (('rate', 'seed'), 'complete')
@@ -151,7 +152,7 @@ def drop_added(path: str | os.PathLike) -> list[str]:
         ...         return dynamics.ode_flow(lambda t, y, args: -self.rate * y, y0, t1=100.0, save=save)
         >>> store = pathlib.Path(tempfile.mkdtemp()) / "decay.zarr"
         >>> _ = dynamics.sweep(Decay(), {"rate": [1.0, 2.0]}, num_seeds=2, store=store)
-        >>> _ = dynamics.add_to_store(store, dynamics.sweep_phases(dynamics.load_sweep(store)))
+        >>> _ = dynamics.add_to_store(store, dynamics.landscape.sweep_phases(dynamics.load_sweep(store)))
         >>> (store / "phases.count" / "0.0").unlink()
         >>> dynamics.check_store(store).only_added_damaged
         True

@@ -1,7 +1,8 @@
 """The landscape along every run of a sweep: each final state polished to the critical point near
-it ([`sweep_critical_points`][]) and the sharpness there ([`sweep_sharpness`][]), and the state
-saved on each plateau polished to its saddle ([`sweep_saddles`][]), from the loss its simulation
-declares ([`AbstractSimulation.landscape`][]), as datasets labelled like the sweep."""
+it ([`sweep_critical_points`][dynamics.landscape.sweep_critical_points]) and the sharpness there
+([`sweep_sharpness`][dynamics.landscape.sweep_sharpness]), and the state saved on each plateau polished to
+its saddle ([`sweep_saddles`][dynamics.landscape.sweep_saddles]), from the loss its simulation declares
+([`AbstractSimulation.landscape`][]), as datasets labelled like the sweep."""
 
 import hashlib
 import json
@@ -42,16 +43,17 @@ from ._store import SAVE_DIM, SEED_DIM, named_leaves, refuse_unwritten
 from ._sweep_phases import PHASE_DIM
 
 CRITICAL_POINT_STATUSES = tuple(status.name for status in CriticalPointStatus)
-"""The names of the [`CriticalPointStatus`][]es, indexed by `critical_point.status` (stored with
-the variable as its attribute `statuses`)."""
+"""The names of the [`CriticalPointStatus`][dynamics.landscape.CriticalPointStatus]es, indexed by
+`critical_point.status` (stored with the variable as its attribute `statuses`)."""
 _RUNS_PER_CALL = 64
 """The most runs analysed in one compiled call (the dense Hessian of a run takes n² numbers)."""
 
 
 def require_landscape(sim: AbstractSimulation, analysis: str, *, saved: bool = False) -> None:
     """Refuse, before any work, an analysis of final states for a simulation that declares no
-    [`Landscape`][]; with `saved`, an analysis of saved states ([`sweep_saddles`][]) for one whose
-    landscape does not say where its runs save their parameters (`Landscape.saved`).
+    [`Landscape`][]; with `saved`, an analysis of saved states
+    ([`sweep_saddles`][dynamics.landscape.sweep_saddles]) for one whose landscape does not say where its
+    runs save their parameters (`Landscape.saved`).
 
     **Raises:** `ValueError` naming the simulation and the analysis.
 
@@ -64,7 +66,7 @@ def require_landscape(sim: AbstractSimulation, analysis: str, *, saved: bool = F
         ...
         ...     def run(self, key):
         ...         return dynamics.train(lambda w: w**2, jnp.asarray(1.0), dynamics.gd(0.1), num_steps=1)
-        >>> dynamics.require_landscape(Still(), "critical_point")
+        >>> dynamics.landscape.require_landscape(Still(), "critical_point")
         Traceback (most recent call last):
         ...
         ValueError: critical_point analyses the loss at each run's final state, and Still declares no ...
@@ -92,8 +94,8 @@ def sweep_critical_points(
     keep: str | os.PathLike | None = None,
 ) -> xr.Dataset:
     """Polish the final state of every run of a sweep to the critical point near it
-    ([`critical_point`][]: Newton's method on the gradient of the run's loss, in float64), and
-    describe it by its Hessian spectrum.
+    ([`critical_point`][dynamics.landscape.critical_point]: Newton's method on the gradient of the run's
+    loss, in float64), and describe it by its Hessian spectrum.
 
     The loss of each run is its simulation's [`Landscape`][] at the run's grid point and key (its
     data may depend on both); the final state is read from the sweep (`final.*`). The runs of one
@@ -107,7 +109,8 @@ def sweep_critical_points(
 
     - `ds`: a finished sweep of `sim` (from [`sweep`][] or [`load_sweep`][]).
     - `sim`: the simulation that made it (its grid values are read from `ds`).
-    - `max_steps`, `gtol`, `eig_tol`, `max_distance`: as for [`critical_point`][].
+    - `max_steps`, `gtol`, `eig_tol`, `max_distance`: as for
+      [`critical_point`][dynamics.landscape.critical_point].
     - `keep`: a folder where each run's result is kept as it is found (made when it is not there).
       A call stopped half-way and made again with the same folder finds them there and polishes
       only the runs left; results kept for another sweep, other settings or other code are
@@ -115,9 +118,9 @@ def sweep_critical_points(
 
     **Returns:** a dataset with the sweep's grid axes and `seed`:
 
-    - `critical_point.status`: a [`CriticalPointStatus`][] per run (`0`, converged: a critical
-      point was found; otherwise there is none near, e.g. where the loss's infimum is at
-      infinity); the names are the variable's attribute `statuses`;
+    - `critical_point.status`: a [`CriticalPointStatus`][dynamics.landscape.CriticalPointStatus] per run
+      (`0`, converged: a critical point was found; otherwise there is none near, e.g. where the loss's
+      infimum is at infinity); the names are the variable's attribute `statuses`;
     - `critical_point.loss`, `critical_point.grad_norm`: L and ‖∇L‖ at the point found;
     - `critical_point.index`: the number of negative Hessian eigenvalues there (0 at a minimum);
     - `critical_point.zero_count`: the number of Hessian eigenvalues within `eig_tol`·max|λ| of 0
@@ -150,7 +153,7 @@ def sweep_critical_points(
         ...     def landscape(self, key):
         ...         return dynamics.Landscape(saddle(self.rate))
         >>> ds = dynamics.sweep(Saddle(), {"rate": [1.0, 2.0]}, num_seeds=2)
-        >>> found = dynamics.sweep_critical_points(ds, Saddle())
+        >>> found = dynamics.landscape.sweep_critical_points(ds, Saddle())
         >>> found["critical_point.status"].values.tolist(), found["critical_point.index"].values.tolist()
         ([[0, 0], [0, 0]], [[1, 1], [1, 1]])
         >>> found["critical_point.min_eigenvalue"].values.tolist()
@@ -189,11 +192,12 @@ def sweep_sharpness(ds: xr.Dataset, sim: AbstractSimulation, *, num_iters: int =
     """The sharpness λ_max (the largest Hessian eigenvalue of the run's loss) at the final state of
     every run of a sweep, in float64, beside the edge of stability 2/η of a level with a step size.
 
-    λ_max comes from [`hessian_max_eigenvalue`][] (Lanczos, `num_iters` steps: exact once they reach
-    the number of parameters); the loss and the final state are read as by
-    [`sweep_critical_points`][].
+    λ_max comes from [`hessian_max_eigenvalue`][dynamics.landscape.hessian_max_eigenvalue] (Lanczos,
+    `num_iters` steps: exact once they reach the number of parameters); the loss and the final state are
+    read as by [`sweep_critical_points`][dynamics.landscape.sweep_critical_points].
 
-    **Arguments:** `ds`, `sim`: as for [`sweep_critical_points`][]; `num_iters`: the Lanczos steps.
+    **Arguments:** `ds`, `sim`: as for [`sweep_critical_points`][dynamics.landscape.sweep_critical_points];
+    `num_iters`: the Lanczos steps.
 
     **Returns:** a dataset with the sweep's grid axes and `seed`: `sharpness.max_eigenvalue`, and,
     where the simulation's [`Landscape`][] has a `step_size` η, `sharpness.edge_of_stability` (2/η:
@@ -218,7 +222,7 @@ def sweep_sharpness(ds: xr.Dataset, sim: AbstractSimulation, *, num_iters: int =
         ...         loss = lambda w: 0.5 * self.rate * jnp.sum(w**2)
         ...         return dynamics.Landscape(loss, step_size=lambda final: 0.5)
         >>> ds = dynamics.sweep(Bowl(), {"rate": [1.0, 3.0]}, num_seeds=1)
-        >>> found = dynamics.sweep_sharpness(ds, Bowl())
+        >>> found = dynamics.landscape.sweep_sharpness(ds, Bowl())
         >>> found["sharpness.max_eigenvalue"].round(8).values.tolist()
         [[1.0], [3.0]]
         >>> found["sharpness.ratio"].round(8).values.tolist()
@@ -253,28 +257,31 @@ def sweep_saddles(
     keep: str | os.PathLike | None = None,
 ) -> xr.Dataset:
     """Polish the state each run of a sweep saved on each of its plateaus to the critical point
-    near it, and measure how the run escaped it: [`plateau_saddles`][] on every run, in float64.
+    near it, and measure how the run escaped it: [`plateau_saddles`][dynamics.landscape.plateau_saddles] on
+    every run, in float64.
 
-    The plateaus are those of [`sweep_phases`][] (`found`): on each, the save of lowest gradient
-    norm (`phases.save_index`) is polished, and the run's escape is the displacement to the first
-    save after the plateau (`phases.after_index`). The parameters at a save are read from what the
-    run saved there by its landscape's `saved` ([`Landscape`][]): the run must save them. The runs
-    are polished one after the other, one compiled program for the runs of each, as in
-    [`sweep_critical_points`][], and `keep` keeps each run's result likewise.
+    The plateaus are those of [`sweep_phases`][dynamics.landscape.sweep_phases] (`found`): on each, the save
+    of lowest gradient norm (`phases.save_index`) is polished, and the run's escape is the displacement to
+    the first save after the plateau (`phases.after_index`). The parameters at a save are read from what the
+    run saved there by its landscape's `saved` ([`Landscape`][]): the run must save them. The runs are
+    polished one after the other, one compiled program for the runs of each, as in
+    [`sweep_critical_points`][dynamics.landscape.sweep_critical_points], and `keep` keeps each run's result
+    likewise.
 
     **Arguments:**
 
     - `ds`: a finished sweep of `sim`, whose runs save their parameters.
     - `sim`: the simulation that made it.
-    - `found`: its phases, from [`sweep_phases`][].
-    - `max_steps`, `gtol`, `eig_tol`, `max_distance`: as for [`critical_point`][].
-    - `keep`: as for [`sweep_critical_points`][].
+    - `found`: its phases, from [`sweep_phases`][dynamics.landscape.sweep_phases].
+    - `max_steps`, `gtol`, `eig_tol`, `max_distance`: as for
+      [`critical_point`][dynamics.landscape.critical_point].
+    - `keep`: as for [`sweep_critical_points`][dynamics.landscape.sweep_critical_points].
 
     **Returns:** a dataset with the sweep's grid axes, `seed` and `phase` (NaN, or −1 for the
     integers, past each run's plateaus):
 
-    - `saddles.status`: a [`CriticalPointStatus`][] per plateau (0, converged: the polish found a
-      critical point);
+    - `saddles.status`: a [`CriticalPointStatus`][dynamics.landscape.CriticalPointStatus] per plateau (0,
+      converged: the polish found a critical point);
     - `saddles.loss`, `saddles.grad_norm`: L and ‖∇L‖ at the point found;
     - `saddles.index`: the number of negative Hessian eigenvalues there (0 at a minimum);
     - `saddles.zero_count`: the number within `eig_tol`·max|λ| of 0 (flat directions);
@@ -309,7 +316,8 @@ def sweep_saddles(
         ...     def landscape(self, key):
         ...         return dynamics.Landscape(loss, saved=lambda values: values["theta"])
         >>> ds = dynamics.sweep(Saddle(), {}, num_seeds=1)
-        >>> found = dynamics.sweep_saddles(ds, Saddle(), dynamics.sweep_phases(ds)).isel(seed=0)
+        >>> plateaus = dynamics.landscape.sweep_phases(ds)
+        >>> found = dynamics.landscape.sweep_saddles(ds, Saddle(), plateaus).isel(seed=0)
         >>> found["saddles.index"].sel(phase=[0, 1, 2]).values.tolist()
         [1, 1, 0]
         >>> round(float(found["saddles.distance"].sel(phase=0)), 4)
@@ -558,7 +566,7 @@ def _run_digest(run) -> str:
 
 def num_params(sim: AbstractSimulation) -> int:
     """The number of parameters the [`Landscape`][] of `sim` differentiates (traced, not run): the
-    dense Hessian of [`sweep_critical_points`][] has its square.
+    dense Hessian of [`sweep_critical_points`][dynamics.landscape.sweep_critical_points] has its square.
 
     **Example:** a run that ends in a 3-vector and a step count, whose loss is of the vector:
 
@@ -574,7 +582,7 @@ def num_params(sim: AbstractSimulation) -> int:
         ...
         ...     def landscape(self, key):
         ...         return dynamics.Landscape(lambda w: jnp.sum(w**2), params=lambda final: final["w"])
-        >>> dynamics.num_params(Bowl())
+        >>> dynamics.landscape.num_params(Bowl())
         3
     """
     final = run_shape(sim).final

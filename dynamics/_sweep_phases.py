@@ -1,5 +1,5 @@
-"""The phases of every run of a sweep: [`phases`][] on each run's saved loss, as a dataset
-labelled like the sweep."""
+"""The phases of every run of a sweep: [`phases`][dynamics.landscape.phases] on each run's saved loss, as a
+dataset labelled like the sweep."""
 
 import functools
 import json
@@ -27,16 +27,16 @@ def sweep_phases(
     window: float = 0.05,
     floor: float = 1e-3,
 ) -> xr.Dataset:
-    """Split every run of a sweep into plateaus and transitions ([`phases`][] on each run's saved
-    loss against its save times), computed at once for every grid point and seed.
+    """Split every run of a sweep into plateaus and transitions ([`phases`][dynamics.landscape.phases] on
+    each run's saved loss against its save times), computed at once for every grid point and seed.
 
     **Arguments:**
 
     - `ds`: a sweep, from [`sweep`][], [`simulate`][]'s store or [`load_sweep`][].
     - `loss`: the saved value that is the run's loss, one number per save.
-    - `grad_norm`: a saved gradient norm, one number per save, for [`phases`][]' gradient test;
-      default: none.
-    - `max_phases`, `min_depth`, `leave`, `window`, `floor`: as for [`phases`][].
+    - `grad_norm`: a saved gradient norm, one number per save, for [`phases`][dynamics.landscape.phases]'
+      gradient test; default: none.
+    - `max_phases`, `min_depth`, `leave`, `window`, `floor`: as for [`phases`][dynamics.landscape.phases].
 
     **Returns:** a dataset with the sweep's grid axes and `seed`, and `phase` (the plateaus of a
     run in time order, padded with NaN past each run's count):
@@ -44,10 +44,12 @@ def sweep_phases(
     - `phases.count`: the number of plateaus of each run;
     - `phases.start_time`, `phases.end_time`: each plateau's first and last save times;
     - `phases.loss`: the loss at the save nearest the plateau's critical point;
-    - `phases.depth`, `phases.flatness`: how sure each plateau is, as for [`Plateaus`][];
+    - `phases.depth`, `phases.flatness`: how sure each plateau is, as for
+      [`Plateaus`][dynamics.landscape.Plateaus];
     - `phases.save_index`, `phases.after_index`: the save nearest the plateau's critical point and
       the first save after the plateau (−1 past each run's count, and where no save follows), as for
-      [`Plateaus`][]: where [`sweep_saddles`][] polishes and measures the escape.
+      [`Plateaus`][dynamics.landscape.Plateaus]: where [`sweep_saddles`][dynamics.landscape.sweep_saddles]
+      polishes and measures the escape.
 
     Its attributes are the sweep's (its `config`, its `identity`, ...) and the analysis's settings
     (`analysis`, JSON); [`save_sweep`][] writes it as a store of its own.
@@ -72,7 +74,7 @@ def sweep_phases(
         ...         field = lambda t, y, args: self.rate * y * (1.0 - y)
         ...         return dynamics.ode_flow(field, y0, t1=1e3, save=save)
         >>> ds = dynamics.sweep(Logistic(), {"rate": [1.0, 10.0]}, num_seeds=2)
-        >>> found = dynamics.sweep_phases(ds)
+        >>> found = dynamics.landscape.sweep_phases(ds)
         >>> found["phases.count"].values.tolist()
         [[2, 2], [2, 2]]
         >>> levels = abs(found["phases.loss"].isel(seed=0, phase=[0, 1]))
@@ -126,7 +128,7 @@ def sweep_phases(
 
 def saved_series(sim: AbstractSimulation) -> list[str]:
     """The values `sim` saves with one number per save, named as a sweep's store names them
-    (traced, not run): what [`sweep_phases`][] can split.
+    (traced, not run): what [`sweep_phases`][dynamics.landscape.sweep_phases] can split.
 
     **Example:** a flow that saves its loss, its state and a vector; the vector is not a series:
 
@@ -139,7 +141,7 @@ def saved_series(sim: AbstractSimulation) -> list[str]:
         ...         saved = lambda t, y, args: {"loss": y**2 / 2, "y": y, "pair": jnp.stack([y, -y])}
         ...         save = dynamics.Save(jnp.linspace(0.0, 1.0, 5), saved)
         ...         return dynamics.ode_flow(lambda t, y, args: -y, jnp.asarray(1.0), t1=1.0, save=save)
-        >>> dynamics.saved_series(Decay())
+        >>> dynamics.landscape.saved_series(Decay())
         ['loss', 'y']
     """
     run = run_shape(sim)

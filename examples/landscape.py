@@ -47,9 +47,9 @@ def main():
     run = dynamics.gradient_flow(loss, small_start(jax.random.PRNGKey(0)), t0=0.0, t1=1e3, save=save)
 
     # 2. The plateaus of the run, and the saddle each one sits near.
-    plateaus = dynamics.phases(run.ts, run.values["loss"], run.values["grad_norm"])
+    plateaus = dynamics.landscape.phases(run.ts, run.values["loss"], run.values["grad_norm"])
     count = int(plateaus.count)
-    saddles = dynamics.plateau_saddles(
+    saddles = dynamics.landscape.plateau_saddles(
         loss, run.values["params"], plateaus.save_index[:count], plateaus.after_index[:count]
     )
     print("plateau  time span          loss      closed form  saddle index  escape overlap")
@@ -66,9 +66,9 @@ def main():
     start = {"W1": 0.5 * jnp.eye(3), "W2": 0.5 * jnp.eye(3)}
     print("eta    sharpness x eta/2  final loss  distance to the flow")
     for step_size in (0.02, 0.19, 0.21):
-        save = dynamics.edge_of_stability_save(loss, step_size, every=50)
+        save = dynamics.landscape.edge_of_stability_save(loss, step_size, every=50)
         gd = dynamics.train(loss, start, dynamics.gd(step_size), num_steps=200, save=save)
-        gap = dynamics.gd_flow_gap(loss, start, step_size, num_steps=200, every=50)
+        gap = dynamics.landscape.gd_flow_gap(loss, start, step_size, num_steps=200, every=50)
         print(
             f"{step_size:4.2f}  {float(gd.values['sharpness_ratio'][-1]):17.3f}"
             f"  {float(gd.values['loss'][-1]):10.2e}  {float(gap.distance[-1]):20.2e}"

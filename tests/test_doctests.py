@@ -16,12 +16,13 @@ OPTIONS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 TYPE_ALIASES = {"Event", "Mask", "Predicate", "Rates"}
 """Public type aliases: neither functions nor classes, documented by attribute docstrings."""
 PUBLIC = {
-    name: getattr(dynamics, name)
-    for name in dynamics.__all__
-    if name not in TYPE_ALIASES and callable(getattr(dynamics, name))
+    name: getattr(door, name)
+    for door in (dynamics, dynamics.landscape)
+    for name in door.__all__
+    if name not in TYPE_ALIASES and callable(getattr(door, name))
 }
-"""The public functions and classes of `dynamics`, by name."""
-MODULES = sorted({obj.__module__ for obj in PUBLIC.values()} | {"dynamics._compiled"})
+"""The public functions and classes of `dynamics` and its wing `dynamics.landscape`, by name."""
+MODULES = sorted({obj.__module__ for obj in PUBLIC.values()} | {"dynamics._compiled", "dynamics.landscape"})
 """The modules that define them (`dynamics` re-exports them from its private modules), and the
 private modules whose examples show a part of the engine."""
 

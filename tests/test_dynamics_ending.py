@@ -54,7 +54,7 @@ def test_logistic_norm_grows_as_log_t_with_slope_the_max_margin_norm(logistic_ru
     log t has slope ‖ŵ‖ up to a relative O(log log t / log t). With its constant taken as 1 at the
     end of the run, that is |b − ‖ŵ‖| ≤ ‖ŵ‖ · log log t / log t ≈ 0.19 ‖ŵ‖ (loose: with both
     support vectors carrying positive multipliers the remainder is bounded)."""
-    growth = dynamics.norm_growth(logistic_run.ts, logistic_run.values)
+    growth = dynamics.landscape.norm_growth(logistic_run.ts, logistic_run.values)
     assert growth.fitted.tolist() == [False] * 16 + [True] * 17
     assert bool(growth.log_fits_better())
     target = float(np.linalg.norm(max_margin))
@@ -67,7 +67,9 @@ def test_logistic_direction_converges_to_the_max_margin_direction(logistic_run, 
     ½ (log log t / log t)² ≈ 0.018 at the end (constant 1): slow, as convergence in direction is.
     Not monotone early on (from a small start the flow first swings past ŵ's direction), 1 − cos
     decreases over the fitted window, t ≥ 10^3.25, the later half in log-time of the saves at t > 1."""
-    found = dynamics.direction_convergence(logistic_run.ts, logistic_run.values, jnp.asarray(max_margin))
+    found = dynamics.landscape.direction_convergence(
+        logistic_run.ts, logistic_run.values, jnp.asarray(max_margin)
+    )
     assert found.fitted.tolist() == [False] * 21 + [True] * 12
     late = np.asarray(found.one_minus_cosine)[21:]
     assert np.all(np.diff(late) < 0)
@@ -86,7 +88,7 @@ def test_a_norm_that_converges_shows_no_growth():
         t1=T_END,
         save=dynamics.Save(ts=TIMES),
     )
-    growth = dynamics.norm_growth(run.ts, run.values)
+    growth = dynamics.landscape.norm_growth(run.ts, run.values)
     limit = math.sqrt(5.0)
     assert abs(float(growth.log_slope)) < 1e-7 * limit and abs(float(growth.power_exponent)) < 1e-7
     np.testing.assert_allclose([growth.log_intercept, growth.power_scale], [limit] * 2, rtol=1e-7)
@@ -97,13 +99,13 @@ def test_growth_laws_are_recovered_exactly_and_unusable_saves_ignored():
     ts = np.concatenate([np.logspace(-2.0, 6.0, 33), [np.inf, np.inf]])  # a flow stopped early
     with np.errstate(invalid="ignore"):
         log_law = np.where(np.isfinite(ts), 0.3 + 1.7 * np.log(ts), np.inf)
-    growth = dynamics.norm_growth(ts, log_law)  # NumPy norms
+    growth = dynamics.landscape.norm_growth(ts, log_law)  # NumPy norms
     np.testing.assert_allclose([growth.log_intercept, growth.log_slope], [0.3, 1.7], rtol=1e-12)
     assert float(growth.log_residual) < 1e-12 < float(growth.power_residual)
     assert int(np.sum(growth.fitted)) == 17 and not bool(growth.fitted[-1])
 
     power_law = {"a": 2.0 * ts[:-2, None] ** 0.25 * np.array([0.6, 0.0]), "b": 2.0 * ts[:-2] ** 0.25 * 0.8}
-    growth = dynamics.norm_growth(ts[:-2], power_law)
+    growth = dynamics.landscape.norm_growth(ts[:-2], power_law)
     np.testing.assert_allclose([growth.power_scale, growth.power_exponent], [2.0, 0.25], rtol=1e-12)
     assert not bool(growth.log_fits_better())
 
@@ -112,12 +114,12 @@ def test_direction_decay_law_is_recovered_and_the_default_direction_is_the_last_
     ts = np.logspace(0.5, 6.0, 23)
     angle = np.arccos(1.0 - 0.2 * np.log(ts) ** -1.5)
     saves = 3.0 * np.stack([np.cos(angle), np.sin(angle)], axis=1) @ ROTATION.T
-    found = dynamics.direction_convergence(ts, saves, ROTATION[:, 0])
+    found = dynamics.landscape.direction_convergence(ts, saves, ROTATION[:, 0])
     np.testing.assert_allclose([found.decay_scale, found.decay_exponent], [0.2, 1.5], rtol=1e-9)
     np.testing.assert_allclose(found.cosine, np.cos(angle), rtol=1e-12)
 
     stopped = np.concatenate([saves, np.full((2, 2), np.inf)])
-    by_default = dynamics.direction_convergence(np.concatenate([ts, [np.inf] * 2]), stopped)
+    by_default = dynamics.landscape.direction_convergence(np.concatenate([ts, [np.inf] * 2]), stopped)
     assert float(by_default.one_minus_cosine[22]) == 0.0 and not bool(by_default.fitted[22])
     unit = saves[-1] / np.linalg.norm(saves[-1])
     np.testing.assert_allclose(
@@ -131,7 +133,7 @@ def test_vmap_over_seeds_equals_a_loop():
     runs = {"w": (slopes[:, None, None] * jnp.log(ts)[None, :, None] + jnp.array([0.3, -1.0]))}
 
     def both(saves):
-        return dynamics.norm_growth(ts, saves), dynamics.direction_convergence(
+        return dynamics.landscape.norm_growth(ts, saves), dynamics.landscape.direction_convergence(
             ts, saves, jnp.array([1.0, 0.0])
         )
 

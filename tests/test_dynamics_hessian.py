@@ -37,28 +37,28 @@ def test_hvp_matches_dense(params, getkey):
     tangent = jax.random.normal(getkey(), flat.shape, jnp.float64)
     dense = jax.jit(jax.hessian(lambda f: _loss(unravel(f))))(flat) @ tangent
     np.testing.assert_allclose(
-        ravel_pytree(dynamics.hvp(_loss, params, unravel(tangent)))[0], dense, rtol=1e-10
+        ravel_pytree(dynamics.landscape.hvp(_loss, params, unravel(tangent)))[0], dense, rtol=1e-10
     )
 
 
 def test_lanczos_matches_dense(params):
-    estimate = dynamics.hessian_max_eigenvalue(_loss, params, num_iters=100, method="lanczos")
+    estimate = dynamics.landscape.hessian_max_eigenvalue(_loss, params, num_iters=100, method="lanczos")
     np.testing.assert_allclose(float(estimate), _dense_max(params), rtol=1e-9)
 
 
 def test_power_matches_dense(params):
-    estimate = dynamics.hessian_max_eigenvalue(_loss, params, num_iters=3000, method="power")
+    estimate = dynamics.landscape.hessian_max_eigenvalue(_loss, params, num_iters=3000, method="power")
     np.testing.assert_allclose(float(estimate), _dense_max(params), rtol=1e-5)
 
 
 def test_lanczos_is_jittable_and_partial_iterations_bound_below(params):
-    fn = jax.jit(lambda p: dynamics.hessian_max_eigenvalue(_loss, p, num_iters=4))
+    fn = jax.jit(lambda p: dynamics.landscape.hessian_max_eigenvalue(_loss, p, num_iters=4))
     assert float(fn(params)) <= _dense_max(params) + 1e-10
 
 
 def test_bad_method_raises(params):
     with pytest.raises(ValueError, match="method"):
-        dynamics.hessian_max_eigenvalue(_loss, params, method="qr")
+        dynamics.landscape.hessian_max_eigenvalue(_loss, params, method="qr")
 
 
 def _features_loss(features, offsets):
@@ -68,7 +68,9 @@ def _features_loss(features, offsets):
 
 @functools.partial(jax.jit, static_argnames="num_iters")
 def _top_of_features_loss(features, offsets, theta, num_iters):
-    return dynamics.hessian_max_eigenvalue(_features_loss(features, offsets), theta, num_iters=num_iters)
+    return dynamics.landscape.hessian_max_eigenvalue(
+        _features_loss(features, offsets), theta, num_iters=num_iters
+    )
 
 
 @pytest.mark.parametrize("seed", range(3))

@@ -7,7 +7,7 @@ import pytest
 from jax.flatten_util import ravel_pytree
 
 import dynamics
-from dynamics import CriticalPointStatus
+from dynamics.landscape import CriticalPointStatus
 
 from .helpers import tree_allclose
 
@@ -40,7 +40,7 @@ def test_hessian_spectrum_matches_dense(getkey):
 
     flat, unravel = ravel_pytree(params)
     dense = np.asarray(jax.hessian(lambda f: loss(unravel(f)))(flat))
-    eigenvalues, eigenvectors = dynamics.hessian_spectrum(loss, params)
+    eigenvalues, eigenvectors = dynamics.landscape.hessian_spectrum(loss, params)
     np.testing.assert_allclose(eigenvalues, np.linalg.eigvalsh(dense), rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(dense @ eigenvectors, eigenvectors * eigenvalues, atol=1e-10)
 
@@ -54,7 +54,7 @@ def test_quadratic_saddle_is_found_with_its_spectrum_index_and_escape_direction(
         return 0.5 * jnp.sum(curvatures * theta**2) + linear @ theta
 
     start = {"a": jax.random.normal(getkey(), (2,)), "b": jax.random.normal(getkey(), (2,))}
-    found = dynamics.critical_point(loss, start)
+    found = dynamics.landscape.critical_point(loss, start)
     assert int(found.status) == CriticalPointStatus.converged and bool(found.is_converged())
     stationary = -linear / curvatures
     np.testing.assert_allclose(ravel_pytree(found.point)[0], stationary, rtol=1e-12, atol=1e-14)
@@ -75,7 +75,7 @@ def test_two_layer_linear_network_critical_points_match_the_closed_form(getkey):
         noise = 1e-3 * jax.random.normal(getkey(), (2, 3, 3))
         starts.append({"W1": learned + noise[0], "W2": learned + noise[1]})
     starts = jax.tree.map(lambda *leaves: jnp.stack(leaves), *starts)
-    found = jax.jit(jax.vmap(lambda start: dynamics.critical_point(_two_layer_loss, start)))(starts)
+    found = jax.jit(jax.vmap(lambda start: dynamics.landscape.critical_point(_two_layer_loss, start)))(starts)
     assert found.is_converged().tolist() == [True] * 4
     closed_form = [0.5 * float(jnp.sum(SINGULAR_VALUES[k:] ** 2)) for k in range(4)]
     np.testing.assert_allclose(found.loss, closed_form, rtol=0, atol=1e-10)
@@ -90,7 +90,7 @@ def test_two_layer_linear_network_critical_points_match_the_closed_form(getkey):
 
 def test_vmap_over_starting_points_equals_a_loop_of_jitted_calls():
     starts = jnp.array([[-1.2, 0.3], [0.8, 0.1], [1.5, -2.0]])
-    polish = jax.jit(lambda start: dynamics.critical_point(_cubic, start))
+    polish = jax.jit(lambda start: dynamics.landscape.critical_point(_cubic, start))
     batched = jax.vmap(polish)(starts)
     looped = jax.tree.map(lambda *leaves: jnp.stack(leaves), *[polish(start) for start in starts])
     assert tree_allclose(batched, looped, rtol=1e-12, atol=1e-14)
@@ -102,20 +102,20 @@ def test_vmap_over_starting_points_equals_a_loop_of_jitted_calls():
 def test_a_loss_with_its_infimum_at_infinity_has_no_critical_point():
     """Separable logistic loss: Newton runs off along a separating direction and the gradient
     shrinks towards 0 without vanishing; the result says so, with finite values, and never raises."""
-    found = dynamics.critical_point(_separable_logistic, jnp.zeros(2), max_steps=50)
+    found = dynamics.landscape.critical_point(_separable_logistic, jnp.zeros(2), max_steps=50)
     assert int(found.status) == CriticalPointStatus.max_steps and not bool(found.is_converged())
     assert int(found.num_steps) == 50 and float(found.distance) > 20.0
     assert bool(dynamics.all_finite(found)) and 0.0 < float(found.grad_norm) < 1e-10
 
-    capped = dynamics.critical_point(_separable_logistic, jnp.zeros(2), max_distance=10.0)
+    capped = dynamics.landscape.critical_point(_separable_logistic, jnp.zeros(2), max_distance=10.0)
     assert int(capped.status) == CriticalPointStatus.diverged and not bool(capped.is_converged())
     assert 10.0 < float(capped.distance) and int(capped.num_steps) < 50
 
 
 def test_status_names_a_stall_and_a_nonfinite_start():
-    linear = dynamics.critical_point(lambda theta: jnp.sum(theta), jnp.ones(2))
+    linear = dynamics.landscape.critical_point(lambda theta: jnp.sum(theta), jnp.ones(2))
     assert int(linear.status) == CriticalPointStatus.stalled and int(linear.num_steps) == 0
-    nan_start = dynamics.critical_point(lambda theta: jnp.sum(theta**2), jnp.array([jnp.nan, 1.0]))
+    nan_start = dynamics.landscape.critical_point(lambda theta: jnp.sum(theta**2), jnp.array([jnp.nan, 1.0]))
     assert int(nan_start.status) == CriticalPointStatus.nonfinite
 
 
@@ -123,7 +123,7 @@ def test_float32_is_refused_with_the_fix():
     jax.config.update("jax_enable_x64", False)
     try:
         with pytest.raises(ValueError, match=r"float64.*jax_enable_x64"):
-            dynamics.critical_point(_cubic, np.array([1.0, 0.0], np.float32))
+            dynamics.landscape.critical_point(_cubic, np.array([1.0, 0.0], np.float32))
     finally:
         jax.config.update("jax_enable_x64", True)
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import dynamics
-from dynamics import CriticalPointStatus
+from dynamics.landscape import CriticalPointStatus
 
 SINGULAR_VALUES = jnp.array([5.0, 2.0, 0.5])
 """The target A = diag(s₁ > s₂ > s₃): stage k is learned near t ≈ log(s_k/ε²)/(2s_k), so ratios
@@ -55,7 +55,7 @@ def test_saxe_plateaus_are_the_start_each_stage_and_the_end(saxe_run):
     (k = 3), each at ½ Σ_{i>k} s_i²; the measured gaps are below 2·10⁻⁷, from the flow's distance
     to the saddle at the save of lowest gradient norm."""
     values = saxe_run.values
-    found = dynamics.phases(saxe_run.ts, values["loss"], values["grad_norm"], max_phases=6)
+    found = dynamics.landscape.phases(saxe_run.ts, values["loss"], values["grad_norm"], max_phases=6)
     assert int(found.count) == 4
     np.testing.assert_allclose(found.loss[:3], CLOSED_FORM[:3], rtol=1e-6)
     assert 0.0 <= float(found.loss[3]) < 1e-12
@@ -81,10 +81,12 @@ def test_saxe_plateaus_are_the_start_each_stage_and_the_end(saxe_run):
 
 def test_saxe_plateaus_polish_to_the_closed_form_saddles_and_the_run_escapes_along_them(saxe_run):
     values = saxe_run.values
-    found = dynamics.phases(saxe_run.ts, values["loss"], values["grad_norm"], max_phases=5)
-    saddles = dynamics.plateau_saddles(_two_layer_loss, values["params"], found.save_index, found.after_index)
+    found = dynamics.landscape.phases(saxe_run.ts, values["loss"], values["grad_norm"], max_phases=5)
+    saddles = dynamics.landscape.plateau_saddles(
+        _two_layer_loss, values["params"], found.save_index, found.after_index
+    )
     with dynamics.recording_compiles() as again:  # one program per loss, settings and shapes, kept
-        repeated = dynamics.plateau_saddles(
+        repeated = dynamics.landscape.plateau_saddles(
             _two_layer_loss, values["params"], found.save_index, found.after_index
         )
     assert again.stats.compiled + again.stats.cached == 0
@@ -111,7 +113,7 @@ def test_exponential_decay_has_no_plateau_before_it_converges():
 
     save = dynamics.Save(ts=jnp.logspace(-2.0, 3.0, 101), fn=_saved(loss))
     run = dynamics.gradient_flow(loss, jnp.array([1.0, -1.0]), t1=1e3, save=save)
-    found = dynamics.phases(run.ts, run.values["loss"], run.values["grad_norm"], max_phases=3)
+    found = dynamics.landscape.phases(run.ts, run.values["loss"], run.values["grad_norm"], max_phases=3)
     assert int(found.count) == 1
     assert float(found.start_time[0]) > 1.0 and float(found.end_time[0]) == 1000.0
     assert float(found.loss[0]) < 1e-12 and int(found.after_index[0]) == -1
@@ -123,8 +125,8 @@ def test_a_float32_run_has_the_plateaus_of_its_float64_copy_in_float32():
     ts = jnp.logspace(-2.0, 4.0, 61)
     losses = 1.0 - jnp.tanh(4 * jnp.log(ts)) / 2 - jnp.tanh(4 * jnp.log(ts / 100)) / 2
     grads = jnp.abs(jnp.gradient(losses))
-    single = dynamics.phases(*(x.astype(jnp.float32) for x in (ts, losses, grads)))
-    double = dynamics.phases(ts, losses, grads)
+    single = dynamics.landscape.phases(*(x.astype(jnp.float32) for x in (ts, losses, grads)))
+    double = dynamics.landscape.phases(ts, losses, grads)
     assert single.loss.dtype == jnp.float32 and int(single.count) == int(double.count) == 3
     np.testing.assert_array_equal(single.save_index, double.save_index)
     np.testing.assert_allclose(single.loss, double.loss, rtol=1e-6, atol=1e-6)
@@ -134,8 +136,10 @@ def test_phases_vmaps_over_runs_with_fixed_size_outputs():
     ts = jnp.logspace(-2.0, 4.0, 61)
     steps = jnp.stack([jnp.tanh(4 * jnp.log(ts / 100)), jnp.tanh(4 * jnp.log(ts))])
     losses = jnp.stack([1.0 - steps[0], 2.0 - steps[0] - steps[1]])
-    batched = jax.jit(jax.vmap(lambda run_losses: dynamics.phases(ts, run_losses, max_phases=4)))(losses)
-    looped = [dynamics.phases(ts, run_losses, max_phases=4) for run_losses in losses]
+    batched = jax.jit(jax.vmap(lambda run_losses: dynamics.landscape.phases(ts, run_losses, max_phases=4)))(
+        losses
+    )
+    looped = [dynamics.landscape.phases(ts, run_losses, max_phases=4) for run_losses in losses]
     assert batched.count.tolist() == [2, 3] and batched.loss.shape == (2, 4)
     for run, single in enumerate(looped):
         for name in ("start_time", "end_time", "loss", "depth", "flatness", "rate"):
@@ -147,10 +151,10 @@ def test_phases_vmaps_over_runs_with_fixed_size_outputs():
 def test_unusable_saves_are_never_slow_and_the_indices_must_pair():
     ts = jnp.logspace(-2.0, 4.0, 61)
     losses = (1.0 - jnp.tanh(4 * jnp.log(ts / 100))).at[-20:].set(jnp.inf)
-    found = dynamics.phases(ts, losses, max_phases=2)
+    found = dynamics.landscape.phases(ts, losses, max_phases=2)
     assert int(found.count) == 1 and int(found.end_index[0]) < 41 and np.isnan(found.rate[-20:]).all()
     with pytest.raises(ValueError, match="one per plateau"):
-        dynamics.plateau_saddles(_two_layer_loss, {}, jnp.array([0, 1]), jnp.array([1]))
+        dynamics.landscape.plateau_saddles(_two_layer_loss, {}, jnp.array([0, 1]), jnp.array([1]))
 
 
 TEACHER = jnp.array([3.0, 2.0, 1.0])
@@ -171,9 +175,9 @@ def _teacher_saddles(seed: int):
     start = {"W1": 1e-3 * jax.random.normal(key_1, (3, 3)), "W2": 1e-3 * jax.random.normal(key_2, (3, 3))}
     save = dynamics.Save(ts=jnp.geomspace(1e-2, 1e2, 401), fn=_saved(_teacher_loss))
     run = dynamics.gradient_flow(_teacher_loss, start, t1=1e2, save=save)
-    found = dynamics.phases(run.ts, run.values["loss"], run.values["grad_norm"])
+    found = dynamics.landscape.phases(run.ts, run.values["loss"], run.values["grad_norm"])
     count = int(found.count)
-    saddles = dynamics.plateau_saddles(
+    saddles = dynamics.landscape.plateau_saddles(
         _teacher_loss, run.values["params"], found.save_index[:count], found.after_index[:count]
     )
     return found, saddles
@@ -212,4 +216,4 @@ def test_phase_settings_out_of_range_are_refused():
     with pytest.raises(
         ValueError, match=r"min_depth must be a number > 1, got 0.5; window must be a number >= 0"
     ):
-        dynamics.phases(ts, jnp.exp(-ts), min_depth=0.5, window=-1.0)
+        dynamics.landscape.phases(ts, jnp.exp(-ts), min_depth=0.5, window=-1.0)

@@ -83,7 +83,7 @@ def test_the_flow_alongside_at_steps_is_that_of_every_step():
     plain = dynamics.Save(fn=lambda step, p, args: {"loss": quadratic(p)})
 
     def run(base):
-        save = dynamics.with_flow_distance(base, quadratic, P0, 0.3, num_steps=20)
+        save = dynamics.landscape.with_flow_distance(base, quadratic, P0, 0.3, num_steps=20)
         return dynamics.train(quadratic, P0, dynamics.gd(0.3), num_steps=20, save=save)
 
     every = run(dynamics.Save(every=1, fn=plain.fn))
@@ -92,7 +92,7 @@ def test_the_flow_alongside_at_steps_is_that_of_every_step():
         expected = every.values[name][np.asarray(steps)]
         np.testing.assert_allclose(at.values[name], expected, rtol=1e-12, atol=1e-15, err_msg=name)
     assert float(at.values["flow_distance"][-1]) > 0
-    sharp = dynamics.with_sharpness(dynamics.Save(steps=steps, fn=plain.fn), quadratic, 0.3)
+    sharp = dynamics.landscape.with_sharpness(dynamics.Save(steps=steps, fn=plain.fn), quadratic, 0.3)
     assert sharp.steps == steps and sharp.every is None and sharp.carry is not None
 
 

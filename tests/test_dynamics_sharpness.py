@@ -47,22 +47,22 @@ def _closed_form_gap(theta0, step_size, steps):
 
 @functools.partial(jax.jit, static_argnames=("num_steps", "every"))
 def _gap(start, step_size, num_steps, every):
-    return dynamics.gd_flow_gap(
+    return dynamics.landscape.gd_flow_gap(
         _quadratic, start, step_size, num_steps=num_steps, every=every, stepsize_controller=TIGHT
     )
 
 
 def test_sharpness_of_a_quadratic_is_its_top_curvature_everywhere(getkey):
     points = jax.random.normal(getkey(), (4, 3))
-    found = jax.vmap(lambda theta: dynamics.sharpness(lambda t: 0.5 * t @ jnp.asarray(HESSIAN) @ t, theta))(
-        points
-    )
+    found = jax.vmap(
+        lambda theta: dynamics.landscape.sharpness(lambda t: 0.5 * t @ jnp.asarray(HESSIAN) @ t, theta)
+    )(points)
     np.testing.assert_allclose(found, [CURVATURES.max()] * 4, rtol=1e-12)
 
 
 def test_edge_of_stability_save_records_loss_sharpness_and_ratio_along_gd():
     step_size = 0.7  # λ_max η / 2 = 0.7: below the edge 2/η
-    save = dynamics.edge_of_stability_save(_quadratic, step_size, every=3)
+    save = dynamics.landscape.edge_of_stability_save(_quadratic, step_size, every=3)
     run = dynamics.train(_quadratic, START, dynamics.gd(step_size), num_steps=12, save=save)
     _, gd_loss, _ = _closed_form_gap(_flat(START), step_size, np.arange(0, 13, 3))
     np.testing.assert_allclose(run.values["loss"], gd_loss, rtol=1e-12)
@@ -75,7 +75,7 @@ def test_with_sharpness_adds_to_what_a_save_records_and_keeps_its_period():
     2/η given η, the parameters read from the state by `params`; without a step size no ratio."""
     step_size = 0.7
     distance = dynamics.Save(every=3, fn=lambda step, theta, args: {"norm": _flat(theta) @ _flat(theta)})
-    save = dynamics.with_sharpness(distance, _quadratic, step_size)
+    save = dynamics.landscape.with_sharpness(distance, _quadratic, step_size)
     run = dynamics.train(_quadratic, START, dynamics.gd(step_size), num_steps=12, save=save)
     alone = dynamics.train(_quadratic, START, dynamics.gd(step_size), num_steps=12, save=distance)
     assert save.every == 3 and run.ts.tolist() == alone.ts.tolist() == [0, 3, 6, 9, 12]
@@ -83,7 +83,7 @@ def test_with_sharpness_adds_to_what_a_save_records_and_keeps_its_period():
     np.testing.assert_allclose(run.values["sharpness"], [2.0] * 5, rtol=1e-12)
     np.testing.assert_allclose(run.values["sharpness_ratio"], [step_size] * 5, rtol=1e-12)
     wrapped = dynamics.Save(every=6, fn=lambda step, state, args: {"half": state["theta"]["a"] / 2})
-    only = dynamics.with_sharpness(wrapped, _quadratic, params=lambda state: state["theta"])
+    only = dynamics.landscape.with_sharpness(wrapped, _quadratic, params=lambda state: state["theta"])
     run = dynamics.train(
         lambda state: _quadratic(state["theta"]), {"theta": START}, dynamics.gd(0.1), num_steps=12, save=only
     )
@@ -92,12 +92,12 @@ def test_with_sharpness_adds_to_what_a_save_records_and_keeps_its_period():
 
 
 def test_with_sharpness_equals_the_edge_of_stability_save_and_refuses_a_non_dict_record():
-    eos = dynamics.edge_of_stability_save(_quadratic, 0.3, every=2)
+    eos = dynamics.landscape.edge_of_stability_save(_quadratic, 0.3, every=2)
     losses = dynamics.Save(every=2, fn=lambda step, theta, args: {"loss": _quadratic(theta)})
-    mine = dynamics.with_sharpness(losses, _quadratic, 0.3)
+    mine = dynamics.landscape.with_sharpness(losses, _quadratic, 0.3)
     runs = [dynamics.train(_quadratic, START, dynamics.gd(0.3), num_steps=6, save=s) for s in (eos, mine)]
     assert tree_allclose(runs[0].values, runs[1].values)
-    bare = dynamics.with_sharpness(
+    bare = dynamics.landscape.with_sharpness(
         dynamics.Save(every=2, fn=lambda step, theta, args: _flat(theta)), _quadratic
     )
     with pytest.raises(TypeError, match="adds to the dict a save function returns, got"):
@@ -116,7 +116,7 @@ def test_sharpness_follows_the_run_when_the_hessian_changes():
         jnp.array([1.5, -0.4, 1.0]),
         dynamics.gd(0.1),
         num_steps=20,
-        save=dynamics.with_sharpness(save, quartic, 0.1),
+        save=dynamics.landscape.with_sharpness(save, quartic, 0.1),
     )
     top = 3 * jnp.max(run.values["theta"] ** 2, axis=1)
     np.testing.assert_allclose(run.values["sharpness"], top, rtol=1e-12)
@@ -164,7 +164,7 @@ def test_vmap_over_starting_points_equals_a_loop(getkey):
 
 def test_flow_arguments_the_gap_sets_itself_are_refused():
     with pytest.raises(ValueError, match=r"\['rates', 't1'\]"):
-        dynamics.gd_flow_gap(_quadratic, START, 0.1, num_steps=2, every=1, t1=1.0, rates=2.0)
+        dynamics.landscape.gd_flow_gap(_quadratic, START, 0.1, num_steps=2, every=1, t1=1.0, rates=2.0)
 
 
 GROUP_RATES = {"a": 0.3, "b": 0.05}
@@ -183,7 +183,7 @@ def test_the_sharpness_ratio_with_a_step_size_per_group_is_that_of_the_rescaled_
         theta = _flat(params)
         return _quadratic(params) + 0.1 * jnp.sum(jnp.cos(theta) * theta**3)
 
-    save = dynamics.with_sharpness(dynamics.Save(fn=lambda step, p, args: {}), loss, GROUP_RATES)
+    save = dynamics.landscape.with_sharpness(dynamics.Save(fn=lambda step, p, args: {}), loss, GROUP_RATES)
     record = save.fn(0, START, None)
     root = np.sqrt(_rate_matrix())
     hessian = np.asarray(jax.hessian(lambda theta: loss({"a": theta[:2], "b": theta[2]}))(_flat(START)))
@@ -196,7 +196,7 @@ def test_the_flow_distance_of_gd_with_a_step_size_per_group_is_its_closed_form()
     """GD with rates R is θ_k = (I − RH)^k θ₀ and its flow θ(t) = exp(−RHt) θ₀; with S = R^½HR^½ =
     QΛQᵀ both are R^½ Q f(Λ) Qᵀ R^{−½} θ₀."""
     every, num_steps = 4, 20
-    save = dynamics.with_flow_distance(
+    save = dynamics.landscape.with_flow_distance(
         dynamics.Save(every=every, fn=lambda step, p, args: {}),
         _quadratic,
         START,
@@ -222,7 +222,7 @@ def test_the_sharpness_ratio_of_normalized_gd_takes_the_step_of_each_block():
     save = dynamics.Save(fn=lambda step, p, args: {})
     hessian = np.asarray(HESSIAN)
     gradient = hessian @ np.asarray(_flat(START))
-    per_block = dynamics.with_sharpness(save, _quadratic, dynamics.NormalizedSteps(GROUP_RATES)).fn(
+    per_block = dynamics.landscape.with_sharpness(save, _quadratic, dynamics.NormalizedSteps(GROUP_RATES)).fn(
         0, START, None
     )
     rates = np.diag(
@@ -232,7 +232,9 @@ def test_the_sharpness_ratio_of_normalized_gd_takes_the_step_of_each_block():
     np.testing.assert_allclose(
         per_block["sharpness_ratio"], np.linalg.eigvalsh(root @ hessian @ root)[-1] / 2, rtol=1e-12
     )
-    one = dynamics.with_sharpness(save, _quadratic, dynamics.NormalizedSteps(0.3)).fn(0, START, None)
+    one = dynamics.landscape.with_sharpness(save, _quadratic, dynamics.NormalizedSteps(0.3)).fn(
+        0, START, None
+    )
     np.testing.assert_allclose(one["sharpness_ratio"], 2.0 * 0.3 / (2 * np.linalg.norm(gradient)), rtol=1e-12)
 
 
@@ -247,7 +249,7 @@ def test_the_sharpness_ratio_of_clipped_gd_takes_its_rates_times_the_clipping_fa
     factor = min(1.0, max_norm / (np.linalg.norm(gradient) + eps))
     assert (factor < 1.0) == (max_norm < 1.0)
     steps = dynamics.ClippedSteps(GROUP_RATES, max_norm, eps)
-    record = dynamics.with_sharpness(save, _quadratic, steps).fn(0, START, None)
+    record = dynamics.landscape.with_sharpness(save, _quadratic, steps).fn(0, START, None)
     root = np.sqrt(_rate_matrix() * factor)
     np.testing.assert_allclose(
         record["sharpness_ratio"], np.linalg.eigvalsh(root @ HESSIAN @ root)[-1] / 2, rtol=1e-12
@@ -273,7 +275,7 @@ def test_the_normalized_flow_is_the_gradient_flow_s_path_at_normalized_gd_s_spee
         return np.hypot(np.exp(-t), 4 * np.exp(-4 * t))
 
     eta, every, num_steps = 0.05, 5, 20
-    save = dynamics.with_flow_distance(
+    save = dynamics.landscape.with_flow_distance(
         dynamics.Save(every=every, fn=lambda step, p, args: {}),
         loss,
         jnp.ones(2),
@@ -293,7 +295,7 @@ def test_the_normalized_flow_is_the_gradient_flow_s_path_at_normalized_gd_s_spee
 
 
 def test_the_flow_distance_saved_along_gd_is_the_gap_of_gd_flow_gap():
-    save = dynamics.with_flow_distance(
+    save = dynamics.landscape.with_flow_distance(
         dynamics.Save(every=5, fn=lambda step, p, args: {"loss": _quadratic(p)}),
         _quadratic,
         START,
@@ -322,7 +324,9 @@ def test_along_adds_what_it_is_asked_for_and_refuses_what_it_cannot_do():
     with pytest.raises(ValueError, match="step sizes"):
         dynamics.Along(flow=True).save(save, _quadratic, START, num_steps=4)
     with pytest.raises(ValueError, match="every"):
-        dynamics.with_flow_distance(dynamics.Save(ts=jnp.array([0.0])), _quadratic, START, 0.1, num_steps=4)
+        dynamics.landscape.with_flow_distance(
+            dynamics.Save(ts=jnp.array([0.0])), _quadratic, START, 0.1, num_steps=4
+        )
     with pytest.raises(ValueError, match="Along.flow"):
         dynamics.Along(flow="yes")
 
@@ -341,7 +345,7 @@ def test_the_sharpness_ratio_of_adam_is_that_of_its_preconditioned_hessian_again
     keep = dynamics.Save(
         every=3, fn=lambda step, p, state: {"p": p, "nu": state[0].nu, "count": state[0].count}
     )
-    save = dynamics.with_sharpness(keep, loss, steps)
+    save = dynamics.landscape.with_sharpness(keep, loss, steps)
     run = dynamics.train(
         loss, START, dynamics.adam(GROUP_RATES, b1=b1, b2=b2, eps=eps), num_steps=9, save=save
     )
@@ -371,7 +375,7 @@ def test_adam_becomes_unstable_where_its_ratio_crosses_1_and_then_hovers_at_its_
         return 0.5 * theta @ hessian @ theta
 
     steps = dynamics.AdamSteps(0.01, b2=0.99)
-    save = dynamics.with_sharpness(
+    save = dynamics.landscape.with_sharpness(
         dynamics.Save(every=50, fn=lambda s, p, state: {"loss": loss(p)}), loss, steps
     )
     run = dynamics.train(loss, jnp.ones(3), dynamics.adam(0.01, b2=0.99), num_steps=4000, save=save)
@@ -406,16 +410,20 @@ def test_in_training_each_lanczos_run_starts_from_the_last_eigenvector():
         start,
         dynamics.gd(eta),
         num_steps=1500,
-        save=dynamics.with_sharpness(keep, loss, eta, num_iters=6),
+        save=dynamics.landscape.with_sharpness(keep, loss, eta, num_iters=6),
     )
     cold = dynamics.train(
         loss,
         start,
         dynamics.gd(eta),
         num_steps=1500,
-        save=dynamics.Save(every=100, fn=lambda step, p, args: dynamics.sharpness(loss, p, num_iters=6)),
+        save=dynamics.Save(
+            every=100, fn=lambda step, p, args: dynamics.landscape.sharpness(loss, p, num_iters=6)
+        ),
     )
-    dense = jax.jit(jax.vmap(lambda p: jnp.max(dynamics.hessian_spectrum(loss, p)[0])))(warm.values["p"])
+    dense = jax.jit(jax.vmap(lambda p: jnp.max(dynamics.landscape.hessian_spectrum(loss, p)[0])))(
+        warm.values["p"]
+    )
     assert np.max(np.abs(warm.values["sharpness"] - dense)[5:] / dense[5:]) < 1e-5
     assert np.max(np.abs(cold.values - dense)[5:] / dense[5:]) > 1e-4
     np.testing.assert_allclose(warm.values["sharpness_ratio"], warm.values["sharpness"] * eta / 2, rtol=1e-15)
@@ -426,7 +434,9 @@ def test_a_warm_start_on_another_eigenvector_still_finds_the_top():
     at once), the warm start's share of the random start still finds λ_max = 5 in 20 steps."""
     H = jnp.diag(jnp.linspace(1.0, 5.0, 50))
     bottom = jnp.zeros(50).at[0].set(1.0)
-    top, vector = dynamics.top_eigenpair(lambda t: 0.5 * t @ H @ t, jnp.zeros(50), num_iters=20, start=bottom)
+    top, vector = dynamics.landscape.top_eigenpair(
+        lambda t: 0.5 * t @ H @ t, jnp.zeros(50), num_iters=20, start=bottom
+    )
     assert abs(float(top) - 5.0) < 1e-5
     assert abs(float(vector[-1])) > 0.99 and float(jnp.linalg.norm(vector)) == pytest.approx(1.0, abs=1e-14)
 
@@ -452,7 +462,7 @@ def _projected_quadratic():
 def test_projected_steps_ratio_is_the_top_eigenvalue_of_the_projected_scaled_hessian():
     loss, rates, top = _projected_quadratic()
     steps = dynamics.ProjectedSteps(rates, _centre_columns)
-    save = dynamics.with_sharpness(dynamics.Save(every=1, fn=lambda step, W, args: {}), loss, steps)
+    save = dynamics.landscape.with_sharpness(dynamics.Save(every=1, fn=lambda step, W, args: {}), loss, steps)
     W0 = jax.random.normal(jax.random.PRNGKey(4), (3, 2))
     run = dynamics.train(loss, W0, dynamics.gd(rates), num_steps=2, save=save)
     np.testing.assert_allclose(run.values["sharpness_ratio"], top / 2, rtol=1e-12)
@@ -466,7 +476,7 @@ def test_projected_steps_are_unstable_exactly_past_a_ratio_of_one(ratio):
     rates = rates * (2 * ratio / top)
     optimizer = optax.chain(dynamics.center_columns(), dynamics.gd(rates))  # a rate per column: they commute
     steps = dynamics.ProjectedSteps(rates, _centre_columns)
-    save = dynamics.with_sharpness(
+    save = dynamics.landscape.with_sharpness(
         dynamics.Save(every=200, fn=lambda step, W, args: {"loss": loss(W)}), loss, steps
     )
     W0 = jax.random.normal(jax.random.PRNGKey(4), (3, 2))
@@ -486,7 +496,7 @@ def test_a_save_whose_hessian_is_not_finite_leaves_the_next_one_a_fresh_start():
     def flawed(theta):
         return 0.5 * theta**2 * jnp.where((theta > 0.3) & (theta < 0.7), jnp.nan, 1.0)
 
-    save = dynamics.with_sharpness(
+    save = dynamics.landscape.with_sharpness(
         dynamics.Save(every=1, fn=lambda step, theta, args: {}), flawed, num_iters=1
     )
     run = dynamics.train(
@@ -501,9 +511,9 @@ def test_a_training_save_without_a_function_records_only_what_is_added():
     """`Save(every=...)` with no `fn` records nothing of its own under `with_sharpness` and
     `with_flow_distance`, alone or one on top of the other (the sharpness's carry passed through)."""
     bare = dynamics.Save(every=2)
-    sharp = dynamics.with_sharpness(bare, _quadratic, 0.3)
-    both = dynamics.with_flow_distance(sharp, _quadratic, START, 0.3, num_steps=4)
-    flow = dynamics.with_flow_distance(bare, _quadratic, START, 0.3, num_steps=4)
+    sharp = dynamics.landscape.with_sharpness(bare, _quadratic, 0.3)
+    both = dynamics.landscape.with_flow_distance(sharp, _quadratic, START, 0.3, num_steps=4)
+    flow = dynamics.landscape.with_flow_distance(bare, _quadratic, START, 0.3, num_steps=4)
     for save, names in [
         (sharp, ["sharpness", "sharpness_ratio"]),
         (flow, ["flow_distance", "flow_loss"]),

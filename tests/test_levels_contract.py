@@ -107,7 +107,7 @@ def test_a_level_labels_every_value_it_saves(paper, level):
     (`labels`: words, not its name again), and each label names a value the level can save."""
     sim = _small(paper, level)
     labels = type(sim).labels
-    missing = set(dynamics.saved_series(sim)) - set(labels)
+    missing = set(dynamics.landscape.saved_series(sim)) - set(labels)
     assert not missing, f"{type(sim).__name__}.labels lacks {sorted(missing)}"
     for name, label in labels.items():
         assert label.strip() and label != name, f"{type(sim).__name__}.labels[{name!r}] = {label!r}"

@@ -42,21 +42,24 @@ def _halve(carry, step):
 
 
 OUTSIDE_JIT = {
-    "critical_point": (lambda start: dynamics.critical_point(_CUBIC, start), (_START,)),
-    "hessian_spectrum": (lambda point: dynamics.hessian_spectrum(_CUBIC, point), (_START,)),
-    "phases": (dynamics.phases, (_SAVES, 1.0 / (1.0 + (_SAVES / 10.0) ** 3))),
-    "hvp": (lambda point, v: dynamics.hvp(_QUARTIC, point, v), (_POINT, np.ones(30))),
-    "hessian_max_eigenvalue": (lambda point: dynamics.hessian_max_eigenvalue(_QUARTIC, point), (_POINT,)),
+    "critical_point": (lambda start: dynamics.landscape.critical_point(_CUBIC, start), (_START,)),
+    "hessian_spectrum": (lambda point: dynamics.landscape.hessian_spectrum(_CUBIC, point), (_START,)),
+    "phases": (dynamics.landscape.phases, (_SAVES, 1.0 / (1.0 + (_SAVES / 10.0) ** 3))),
+    "hvp": (lambda point, v: dynamics.landscape.hvp(_QUARTIC, point, v), (_POINT, np.ones(30))),
+    "hessian_max_eigenvalue": (
+        lambda point: dynamics.landscape.hessian_max_eigenvalue(_QUARTIC, point),
+        (_POINT,),
+    ),
     "hessian_max_eigenvalue(power)": (
-        lambda point: dynamics.hessian_max_eigenvalue(_QUARTIC, point, method="power"),
+        lambda point: dynamics.landscape.hessian_max_eigenvalue(_QUARTIC, point, method="power"),
         (_POINT,),
     ),
     "top_eigenpair": (
-        lambda point, start: dynamics.top_eigenpair(_QUARTIC, point, num_iters=10, start=start),
+        lambda point, start: dynamics.landscape.top_eigenpair(_QUARTIC, point, num_iters=10, start=start),
         (_POINT, np.ones(30)),
     ),
-    "norm_growth": (dynamics.norm_growth, (_LATE, _TURNING)),
-    "direction_convergence": (dynamics.direction_convergence, (_LATE, _TURNING)),
+    "norm_growth": (dynamics.landscape.norm_growth, (_LATE, _TURNING)),
+    "direction_convergence": (dynamics.landscape.direction_convergence, (_LATE, _TURNING)),
     "gradient_flow": (lambda start: dynamics.gradient_flow(_QUARTIC, start, t1=2.0), (_POINT[:3],)),
     "train": (lambda start: dynamics.train(_QUARTIC, start, _GD, num_steps=20), (_POINT[:3],)),
     "train_stages": (
@@ -70,7 +73,9 @@ OUTSIDE_JIT = {
         (_POINT[:3],),
     ),
     "gd_flow_gap": (
-        lambda start, step_size: dynamics.gd_flow_gap(_QUARTIC, start, step_size, num_steps=20, every=10),
+        lambda start, step_size: dynamics.landscape.gd_flow_gap(
+            _QUARTIC, start, step_size, num_steps=20, every=10
+        ),
         (_POINT[:3], 0.1),
     ),
 }
@@ -102,9 +107,9 @@ def test_a_run_or_analysis_called_outside_jit_compiles_as_one_program(name):
 
 def test_a_new_step_size_does_not_compile_the_gap_anew():
     """η is an argument of `gd_flow_gap`'s program, not a constant of it."""
-    dynamics.gd_flow_gap(_QUARTIC, _POINT[:3], 0.1, num_steps=20, every=10)
+    dynamics.landscape.gd_flow_gap(_QUARTIC, _POINT[:3], 0.1, num_steps=20, every=10)
     gap, compiled = _compiled_by(
-        lambda: dynamics.gd_flow_gap(_QUARTIC, _POINT[:3], 0.2, num_steps=20, every=10)
+        lambda: dynamics.landscape.gd_flow_gap(_QUARTIC, _POINT[:3], 0.2, num_steps=20, every=10)
     )
     assert compiled == [] and float(gap.times[-1]) == 4.0
 

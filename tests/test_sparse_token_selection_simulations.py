@@ -199,13 +199,13 @@ def test_the_command_line_analyses_a_default_level(tmp_path, monkeypatch, capsys
     ds = dynamics.load_sweep(tmp_path / "sweep.zarr")
     sim = dynamics.from_setting_values(ReducedFlow, ReducedFlow.small)
     assert {"phases.count", "critical_point.index", "sharpness.max_eigenvalue"} <= set(ds.data_vars)
-    expected = dynamics.sweep_critical_points(ds, sim)
+    expected = dynamics.landscape.sweep_critical_points(ds, sim)
     for name in expected.data_vars:
         np.testing.assert_array_equal(ds[name], expected[name], err_msg=name)
     land = sim.landscape(dynamics.seed_key(0))
     for t1 in (1000.0, 10000.0):
         final = {name: ds[f"final.{name}"].sel(t1=t1, seed=0).values for name in ("gamma", "a")}
-        eigenvalues, _ = dynamics.hessian_spectrum(land.loss, final)
+        eigenvalues, _ = dynamics.landscape.hessian_spectrum(land.loss, final)
         top = ds["sharpness.max_eigenvalue"].sel(t1=t1, seed=0)
         np.testing.assert_allclose(top, eigenvalues[-1], rtol=1e-10)
     for plot in (
@@ -226,7 +226,7 @@ def test_the_plateau_before_the_drop_ends_where_the_loss_leaves_it():
     down, and by 1.5 times its end time the loss has moved at least a quarter: the end is where the
     loss leaves the plateau, not long before."""
     ds = dynamics.sweep(sts.Online(num_steps=2000, log_saves=150), {"lr": [1.0, 2.0]}, num_seeds=4)
-    found = dynamics.sweep_phases(ds)
+    found = dynamics.landscape.sweep_phases(ds)
     for lr in (1.0, 2.0):
         for seed in range(4):
             run, loss = found.sel(lr=lr, seed=seed), ds["loss"].sel(lr=lr, seed=seed).values

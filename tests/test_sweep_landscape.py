@@ -1,5 +1,5 @@
-"""The landscape at the end of every run of a sweep (`dynamics.sweep_critical_points`,
-`dynamics.sweep_sharpness`) against closed forms, and what `attnflow sweep --analyse` refuses
+"""The landscape at the end of every run of a sweep (`dynamics.landscape.sweep_critical_points`,
+`dynamics.landscape.sweep_sharpness`) against closed forms, and what `attnflow sweep --analyse` refuses
 (a paper's default level end to end: its own tests)."""
 
 import numpy as np
@@ -24,9 +24,9 @@ def swept():
 def test_every_run_is_polished_to_the_saddle_of_the_quadratic(swept):
     """The critical point is 0, with Hessian diag(rate, 1, −1): index 1, eigenvalues −1 and
     max(rate, 1), loss 0; its distance from the final state is the final state's norm."""
-    found = dynamics.sweep_critical_points(swept, Quadratic())
+    found = dynamics.landscape.sweep_critical_points(swept, Quadratic())
     assert found["critical_point.status"].dims == ("rate", "step", "seed")
-    assert np.all(found["critical_point.status"] == int(dynamics.CriticalPointStatus.converged))
+    assert np.all(found["critical_point.status"] == int(dynamics.landscape.CriticalPointStatus.converged))
     assert np.all(found["critical_point.index"] == 1)
     np.testing.assert_allclose(found["critical_point.min_eigenvalue"], -1.0, rtol=1e-12)
     top = np.maximum(swept["rate"], 1.0).broadcast_like(found["critical_point.max_eigenvalue"])
@@ -41,7 +41,7 @@ def test_a_polish_stopped_half_way_computes_only_the_runs_left_when_made_again(s
     """With `keep`, a polish interrupted after two runs and made again equals one never stopped,
     polishing only the runs left; other settings polish every run again, with a warning; a folder
     that holds other files is refused, and left as it is."""
-    expected = dynamics.sweep_critical_points(swept, Quadratic())
+    expected = dynamics.landscape.sweep_critical_points(swept, Quadratic())
     num_runs = swept.sizes["rate"] * swept.sizes["step"] * swept.sizes["seed"]
     polished = []
 
@@ -55,25 +55,27 @@ def test_a_polish_stopped_half_way_computes_only_the_runs_left_when_made_again(s
     kept = tmp_path / "kept"
     limit = 2
     with pytest.raises(KeyboardInterrupt):
-        dynamics.sweep_critical_points(swept, Quadratic(), keep=kept)
+        dynamics.landscape.sweep_critical_points(swept, Quadratic(), keep=kept)
     limit = None
-    resumed = dynamics.sweep_critical_points(swept, Quadratic(), keep=kept)
+    resumed = dynamics.landscape.sweep_critical_points(swept, Quadratic(), keep=kept)
     xr.testing.assert_identical(resumed, expected)
     assert len(polished) == len(set(polished)) == num_runs  # the first two were not polished again
     polished.clear()
     with pytest.warns(UserWarning, match=rf"the {num_runs} results kept in .*kept come from other .*code"):
-        dynamics.sweep_critical_points(swept, Quadratic(), keep=kept, max_steps=50)
+        dynamics.landscape.sweep_critical_points(swept, Quadratic(), keep=kept, max_steps=50)
     assert len(polished) == num_runs
     polished.clear()
     copied = sorted(kept.glob("*.npz"))
     copied[1].write_bytes(copied[0].read_bytes())  # one run's result over another's
-    again = dynamics.sweep_critical_points(swept, Quadratic(), keep=kept, max_steps=50)
+    again = dynamics.landscape.sweep_critical_points(swept, Quadratic(), keep=kept, max_steps=50)
     assert polished == [copied[1].stem], "a result copied from another run is not taken as this run's"
-    xr.testing.assert_identical(again, dynamics.sweep_critical_points(swept, Quadratic(), max_steps=50))
+    xr.testing.assert_identical(
+        again, dynamics.landscape.sweep_critical_points(swept, Quadratic(), max_steps=50)
+    )
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "notes.txt").write_text("mine")
     with pytest.raises(ValueError, match="mine exists and holds no kept runs"):
-        dynamics.sweep_critical_points(swept, Quadratic(), keep=tmp_path / "mine")
+        dynamics.landscape.sweep_critical_points(swept, Quadratic(), keep=tmp_path / "mine")
     assert [p.name for p in (tmp_path / "mine").iterdir()] == ["notes.txt"]
 
 
@@ -92,7 +94,7 @@ def test_a_kept_run_that_cannot_be_read_is_computed_again_and_a_file_is_no_folde
 
 
 def test_the_sharpness_is_the_largest_curvature_beside_the_edge_two_over_eta(swept):
-    found = dynamics.sweep_sharpness(swept, Quadratic())
+    found = dynamics.landscape.sweep_sharpness(swept, Quadratic())
     top = np.maximum(swept["rate"], 1.0) + 0 * swept["step"]
     np.testing.assert_allclose(found["sharpness.max_eigenvalue"].mean("seed"), top, rtol=1e-12)
     edge = (2 / swept["step"] + 0 * swept["rate"]).transpose("rate", "step")
@@ -105,7 +107,7 @@ def test_the_sharpness_is_the_largest_curvature_beside_the_edge_two_over_eta(swe
 def test_a_simulation_without_a_landscape_is_refused():
     ds = dynamics.sweep(SlowDecay(), {"rate": [1.0]}, num_seeds=1)
     with pytest.raises(ValueError, match="SlowDecay declares no landscape"):
-        dynamics.sweep_sharpness(ds, SlowDecay())
+        dynamics.landscape.sweep_sharpness(ds, SlowDecay())
 
 
 def test_an_analysis_of_final_states_is_refused_before_any_work_without_a_landscape(
@@ -124,7 +126,7 @@ def test_analyses_added_to_a_store_are_checked_with_it(tmp_path):
     them again mends the store; the sweep resumes on it; an analysis of other runs is refused."""
     store = tmp_path / "sweep.zarr"
     dynamics.sweep(Quadratic(), GRID, num_seeds=2, chunk_size=2, store=store)
-    found = dynamics.sweep_sharpness(dynamics.load_sweep(store), Quadratic())
+    found = dynamics.landscape.sweep_sharpness(dynamics.load_sweep(store), Quadratic())
     dynamics.add_to_store(store, found)
     loaded = dynamics.load_sweep(store)
     np.testing.assert_array_equal(loaded["sharpness.max_eigenvalue"], found["sharpness.max_eigenvalue"])
@@ -143,7 +145,7 @@ def test_analyses_added_to_a_store_are_checked_with_it(tmp_path):
 
     other = dynamics.sweep(Quadratic(), {"rate": [1.0]}, num_seeds=2)
     with pytest.raises(ValueError, match="analyse another sweep"):
-        dynamics.add_to_store(store, dynamics.sweep_sharpness(other, Quadratic()))
+        dynamics.add_to_store(store, dynamics.landscape.sweep_sharpness(other, Quadratic()))
     with pytest.raises(ValueError, match="the sweep's own variables"):
         dynamics.add_to_store(store, loaded[["loss"]])
 
@@ -156,9 +158,9 @@ def test_every_analysis_refuses_a_sweep_with_runs_not_written_yet(tmp_path):
         Quadratic(), {"rate": [1.0, 2.0]}, num_seeds=2, chunk_size=2, store=store, shard=(0, 2)
     )
     for analyse in (
-        lambda: dynamics.sweep_phases(half),
-        lambda: dynamics.sweep_critical_points(half, Quadratic()),
-        lambda: dynamics.sweep_sharpness(half, Quadratic()),
+        lambda: dynamics.landscape.sweep_phases(half),
+        lambda: dynamics.landscape.sweep_critical_points(half, Quadratic()),
+        lambda: dynamics.landscape.sweep_sharpness(half, Quadratic()),
     ):
         with pytest.raises(ValueError, match="2 of 4 runs of the sweep are not written yet"):
             analyse()
@@ -168,6 +170,6 @@ def test_the_flat_directions_at_a_critical_point_are_counted():
     """L = ½(rate·w₀² + w₁² − w₂²) with rate 10⁻¹⁰ is flat along w₀ within the eigenvalue tolerance
     (10⁻⁸ of the largest): one zero eigenvalue there, none at rate 3; the index is 1 at both."""
     ds = dynamics.sweep(Quadratic(), {"rate": [1e-10, 3.0]}, num_seeds=2)
-    found = dynamics.sweep_critical_points(ds, Quadratic())
+    found = dynamics.landscape.sweep_critical_points(ds, Quadratic())
     assert found["critical_point.zero_count"].values.tolist() == [[1, 1], [0, 0]]
     assert np.all(found["critical_point.index"] == 1)

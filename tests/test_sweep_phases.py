@@ -1,4 +1,4 @@
-"""The phases of every run of a sweep (`dynamics.sweep_phases`), and `attnflow sweep --analyse
+"""The phases of every run of a sweep (`dynamics.landscape.sweep_phases`), and `attnflow sweep --analyse
 phases`, which adds them to the store with their plots."""
 
 import json
@@ -21,13 +21,13 @@ def swept():
 
 
 def test_each_runs_phases_are_those_of_the_run_alone(swept):
-    found = dynamics.sweep_phases(swept, max_phases=4)
+    found = dynamics.landscape.sweep_phases(swept, max_phases=4)
     assert found["phases.start_time"].dims == ("rate", "seed", "phase")
     assert found["phases.count"].dims == ("rate", "seed")
     for rate in GRID["rate"]:
         for seed in swept["seed"].values:
             run = swept.sel(rate=rate, seed=seed)
-            alone = dynamics.phases(run["time"].values, run["loss"].values, max_phases=4)
+            alone = dynamics.landscape.phases(run["time"].values, run["loss"].values, max_phases=4)
             got = found.sel(rate=rate, seed=seed)
             assert int(got["phases.count"]) == int(alone.count)
             for field in ("start_time", "end_time", "loss"):
@@ -38,7 +38,7 @@ def test_each_runs_phases_are_those_of_the_run_alone(swept):
 def test_the_drop_of_the_logistic_flow_falls_between_its_two_plateaus(swept):
     """Closed form: 1 − y falls through ½ at t* = log(1/y(0) − 1) / rate; the plateaus sit at the
     losses 1 − y(0) ≈ 1 before it and 0 after it."""
-    found = dynamics.sweep_phases(swept)
+    found = dynamics.landscape.sweep_phases(swept)
     y0 = 1.0 - swept["loss"].isel(save=0)  # y at t = 0.01, within 1 % of y(0) for rate <= 10
     drop = np.log(1.0 / y0 - 1.0) / swept["rate"]
     assert (found["phases.count"] == 2).all()
@@ -50,9 +50,9 @@ def test_the_drop_of_the_logistic_flow_falls_between_its_two_plateaus(swept):
 
 def test_a_loss_that_is_not_one_number_per_save_is_refused_naming_the_series(swept):
     with pytest.raises(ValueError, match=r"no 'nope' of that shape \(its saved series: loss, y\)"):
-        dynamics.sweep_phases(swept, "nope")
-    assert dynamics.saved_series(Logistic()) == ["loss", "y"]
-    assert dynamics.saved_series(SlowDecay()) == []
+        dynamics.landscape.sweep_phases(swept, "nope")
+    assert dynamics.landscape.saved_series(Logistic()) == ["loss", "y"]
+    assert dynamics.landscape.saved_series(SlowDecay()) == []
 
 
 def _sweep(out: Path, *options: str) -> int:
@@ -68,7 +68,7 @@ def test_the_command_line_adds_the_phases_to_the_store_and_a_rerun_makes_them_ag
     assert _sweep(tmp_path, "--grid", "rate=1,10", "--analyse", "phases") == 0
     assert ": 2 plateaus per run\n" in capsys.readouterr().out  # each run, so one number
     stored = dynamics.load_sweep(tmp_path / "sweep.zarr")
-    expected = dynamics.sweep_phases(stored)
+    expected = dynamics.landscape.sweep_phases(stored)
     assert stored["phases.count"].values.tolist() == expected["phases.count"].values.tolist()
     np.testing.assert_array_equal(stored["phases.end_time"], expected["phases.end_time"])
     assert json.loads(stored["phases.count"].attrs["analysis"]) == json.loads(expected.attrs["analysis"])

@@ -91,7 +91,7 @@ def test_the_teachers_saddles_are_found_from_the_command_line_on_the_defaults(tm
     complete = _complete(ds)
     assert len(complete) >= 7
     status = ds["saddles.status"].values[complete, :4]
-    assert (status == int(dynamics.CriticalPointStatus.converged)).all()
+    assert (status == int(dynamics.landscape.CriticalPointStatus.converged)).all()
     assert (ds["saddles.escape_overlap"].values[complete, :3] > 0.9).all()
     assert ds["saddles.zero_count"].values[complete, :4].tolist() == [[0, 5, 8, 9]] * len(complete)
     assert ds["saddles.escape_direction"].shape == (8, ds.sizes["phase"], 18)
@@ -109,5 +109,5 @@ def test_saddles_needs_the_phases_and_a_landscape_that_says_where_the_parameters
             return dynamics.Landscape(_saddle_loss)
 
     with pytest.raises(ValueError, match=r"does not say where they are in its saves \(Landscape.saved\)"):
-        dynamics.require_landscape(Unsaid(), "saddles", saved=True)
+        dynamics.landscape.require_landscape(Unsaid(), "saddles", saved=True)
     assert not (tmp_path / "a").exists()

@@ -367,6 +367,6 @@ def test_a_held_store_is_replaced_by_no_other_process_but_by_its_holder(tmp_path
         other = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True)
         assert other.returncode == 2 and "is being written by another process" in other.stderr, other.stderr
         ds = dynamics.sweep(Logistic(), {"rate": [1.0, 2.0]}, num_seeds=2, store=store, overwrite=True)
-        dynamics.add_to_store(store, dynamics.sweep_phases(ds.load()))
+        dynamics.add_to_store(store, dynamics.landscape.sweep_phases(ds.load()))
     assert "phases.count" in dynamics.load_sweep(store) and dynamics.check_store(store).state == "complete"
     dynamics.remove_store(store)  # let go: replaced by anyone

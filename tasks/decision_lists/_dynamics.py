@@ -218,7 +218,7 @@ def result2_start(
 
     c, iterations, converged = fixed_point_c(lambda c: loss_at(c * P + U), n=n, delta=delta, eps=eps)
     V0 = c * P + U
-    lam = dynamics.hessian_max_eigenvalue(
+    lam = dynamics.landscape.hessian_max_eigenvalue(
         lambda model: population_loss(model, population), DecisionListModel(W0, V0), num_iters=num_iters
     )
     eta = eta_scale / lam

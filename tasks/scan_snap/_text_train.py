@@ -41,8 +41,11 @@ FIG10_PROBE = 0
 """The validation window of the attention map that Fig. 10's runs save: Fig. 10 reads only the
 final entropy, and the default window, 100, lies past the 59 windows of 500 lines."""
 
-FIG10_QUICK_STEPS, FIG10_QUICK_SEEDS = 150, 3
-"""Fig. 10's quick runs: 150 steps, 3 seeds for each learning rate."""
+FIG10_QUICK_STEPS = 150
+"""The steps of Fig. 10's quick runs."""
+
+FIG10_QUICK_SEEDS = 3
+"""The seeds of Fig. 10's quick runs, for each learning rate."""
 
 CLIP_EPS = 1e-6
 """The ε of `torch.nn.utils.clip_grad_norm_`: gradients are scaled by min(1, c / (‖g‖ + ε))."""

@@ -315,7 +315,8 @@ def stage1_log_time() -> Measured:
     r"Stage 1 is a plateau at the strict saddle $(-1/(TK_Q), 0)$ of $L(\alpha, \beta)$ (index 1, "
     r"$L = \frac12(1 - \lVert\mu\rVert^2)$)",
     method=r"Eqn 8 from $(0, 0)$, 241 log-spaced saves on $t \in [10^{-3}, 10^3]$; first plateau of "
-    r"$L$ (`dynamics.phases`), its save polished by Newton (`dynamics.critical_point`, float64): "
+    r"$L$ (`dynamics.landscape.phases`), its save polished by Newton "
+    r"(`dynamics.landscape.critical_point`, float64): "
     r"distance to $(-1/(TK_Q), 0)$ times $TK_Q$ (infinite unless converged with index 1)",
     tolerance=1e-9,
     provenance="derived",
@@ -329,7 +330,7 @@ def stage1_plateau_is_saddle() -> Measured:
     ts = np.logspace(-3.0, 3.0, 241)
     ode = cf.solve_line_ode([0.0, 0.0], KP, KQ, T, ts)
     losses = cf.line_loss(ode[:, 0], ode[:, 1], KP, KQ, T, mu_sq)
-    plateaus = dynamics.phases(ts, losses)
+    plateaus = dynamics.landscape.phases(ts, losses)
     saddle = np.array([-1.0 / (T * KQ), 0.0])
     if int(plateaus.count) == 0:
         return Measured(
@@ -339,15 +340,15 @@ def stage1_plateau_is_saddle() -> Measured:
             note=f"{_inst_note(inst)} no plateau found in the line loss.",
         )
     i = int(plateaus.save_index[0])
-    found = dynamics.critical_point(
+    found = dynamics.landscape.critical_point(
         lambda y: cf.line_loss(y[0], y[1], KP, KQ, T, mu_sq), jnp.asarray(ode[i], jnp.float64)
     )
     point = np.asarray(found.point)
-    status = dynamics.CriticalPointStatus(int(found.status))
+    status = dynamics.landscape.CriticalPointStatus(int(found.status))
     index = int(found.index)
     distance = float(np.linalg.norm(point - saddle)) * T * KQ
     failures = []
-    if status != dynamics.CriticalPointStatus.converged:
+    if status != dynamics.landscape.CriticalPointStatus.converged:
         failures.append(f"Newton status {status.name}")
     if index != 1:
         failures.append(f"index {index}, not 1")

@@ -644,7 +644,7 @@ def hessian_lanczos_vs_dense() -> Measured:
         np.linalg.eigvalsh(np.asarray(jax.hessian(lambda f: dl.population_loss(unravel(f), pop))(flat)))[-1]
     )
     lanczos = float(
-        dynamics.hessian_max_eigenvalue(lambda m: dl.population_loss(m, pop), model, num_iters=72)
+        dynamics.landscape.hessian_max_eigenvalue(lambda m: dl.population_loss(m, pop), model, num_iters=72)
     )
     return Measured(
         predicted=dense,

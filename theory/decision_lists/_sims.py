@@ -317,7 +317,7 @@ def _loss(model, pop):
 
 @jax.jit
 def _lambda_max(model, pop):
-    return dynamics.hessian_max_eigenvalue(lambda m: _loss(m, pop), model, num_iters=100)
+    return dynamics.landscape.hessian_max_eigenvalue(lambda m: _loss(m, pop), model, num_iters=100)
 
 
 @functools.partial(jax.jit, static_argnames=("n", "num_steps", "every", "stop", "exact"))

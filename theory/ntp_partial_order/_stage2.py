@@ -267,7 +267,7 @@ NO_CRITICAL_POINT_RADIUS = 10.0
 @claim(
     r"Theorem 2 (derived): the stage-2 loss has no critical point; its infimum "
     r"$L^*_{\mathrm{true}} = \log(1 + (\lvert V\rvert - 1)e^{-g})$ lies at infinity",
-    method=r"figure run: `dynamics.critical_point` (Newton on $\nabla_{W_{kq}}L$, $W_{ov}$ frozen) "
+    method=r"figure run: `dynamics.landscape.critical_point` (Newton on $\nabla_{W_{kq}}L$, $W_{ov}$ frozen) "
     r"from $W_{kq}^{(900)}$, within 10 times its norm of it; required to find none, its last iterate's loss "
     r"against $L^*_{\mathrm{true}}$ (lower bound)",
     tolerance=0.0,
@@ -277,7 +277,7 @@ NO_CRITICAL_POINT_RADIUS = 10.0
 def thm2_no_critical_point() -> Measured:
     """(derived) Stage 2's loss over `W_kq`, `W_ov` frozen at its stage-1 end, has no critical
     point: Newton's method on its gradient, from the end of the figure run, leaves the ball around
-    that start of radius 10 times its norm (`dynamics.CriticalPointStatus.diverged`) with its loss
+    that start of radius 10 times its norm (`dynamics.landscape.CriticalPointStatus.diverged`) with its loss
     falling towards, and never below, `L*_true = log(1 + (|V| − 1) e^{−g})`, `g` the stage-1 logit gap."""
     sim = figure_run()
     g, L_star = _loss_star(sim)
@@ -289,10 +289,10 @@ def thm2_no_critical_point() -> Measured:
         return ntp.loss(ntp.NTPModel(W_ov, W_kq), batch)
 
     radius = NO_CRITICAL_POINT_RADIUS * float(jnp.linalg.norm(start))
-    found = jax.jit(lambda point: dynamics.critical_point(loss, point, max_distance=radius))(start)
-    status = dynamics.CriticalPointStatus(int(found.status))
+    found = jax.jit(lambda point: dynamics.landscape.critical_point(loss, point, max_distance=radius))(start)
+    status = dynamics.landscape.CriticalPointStatus(int(found.status))
     last = float(found.loss)
-    converged = status is dynamics.CriticalPointStatus.converged
+    converged = status is dynamics.landscape.CriticalPointStatus.converged
     return Measured(
         predicted=L_star,
         simulated=last,

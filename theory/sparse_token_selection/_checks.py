@@ -188,7 +188,8 @@ would start at t ≈ 3e3, still inside the plateau's wake: fitted slope 0.556)."
 @claim(
     r"Theorem 1 (reduced flow): no critical point, $\alpha = a\rho^2 \approx \frac12\log t + "
     r"\frac12\log\frac{2\rho^4 d(T-q)}{\lVert M\rVert_F^2 q^2}$",
-    method=r"`ReducedFlow` level to $t = 10^{10}$ (201 log-spaced saves), `dynamics.norm_growth` of "
+    method=r"`ReducedFlow` level to $t = 10^{10}$ (201 log-spaced saves), "
+    r"`dynamics.landscape.norm_growth` of "
     r"$\alpha$: fitted slope against $\frac12$ (relative error) and intercept against the closed form "
     r"(absolute error), the larger",
     tolerance=0.023,
@@ -224,7 +225,7 @@ def theorem1_score_gap_half_log_t() -> Measured:
     run = dynamics.simulate(level, num_seeds=1)
     ts = np.asarray(run["time"].values[0], dtype=np.float64)
     alpha = np.asarray(run["a"].values[0], dtype=np.float64) * level.task.rho**2
-    growth = dynamics.norm_growth(ts, alpha)
+    growth = dynamics.landscape.norm_growth(ts, alpha)
     fitted = np.asarray(growth.fitted)
     slope, intercept = float(growth.log_slope), float(growth.log_intercept)
 
