@@ -26,12 +26,12 @@ def test_the_seeds_follow_the_law_and_a_wrong_law_is_refused():
     laws; the law of a batch four times larger (the noise's 1/B wrong) and the law without the
     drift of the scratch start (mean 0) lie beyond it."""
     inst = cb.default_instance(T)
-    law = linear_noise_law(inst, ETA, BATCH, STEPS, samples=20_000)
+    law = linear_noise_law(inst, ETA, BATCH, STEPS, samples=10_000)
     spread = stage1_spread(inst, ETA, BATCH, STEPS, SEEDS)
     critical = KS_CRITICAL / np.sqrt(SEEDS)
     for name in ("alpha", "beta"):
         assert ks_distance(spread[name], law[name]) < critical
-    larger = linear_noise_law(inst, ETA, 4 * BATCH, STEPS, samples=20_000)
+    larger = linear_noise_law(inst, ETA, 4 * BATCH, STEPS, samples=10_000)
     assert ks_distance(spread["beta"], larger["beta"]) > critical
     mean, sd = law["beta"]
     assert ks_distance(spread["beta"], (0.0, sd)) > critical
@@ -46,10 +46,10 @@ def test_the_law_s_mean_is_population_gd_and_its_variance_one_step_is_the_gradie
         g = cb.expected_preconditioned(model, inst)
         model = cb.LinearSCB(V=model.V - ETA * g.V, Q=model.Q - ETA * g.Q)
     line = cb.line_coordinates(model, inst)
-    law = linear_noise_law(inst, ETA, BATCH, STEPS, samples=2000)
+    law = linear_noise_law(inst, ETA, BATCH, STEPS, samples=1000)
     np.testing.assert_allclose([law["alpha"][0], law["beta"][0]], [line["alpha"], line["beta"]], rtol=1e-12)
     start = cb.scratch_init(inst)
-    draws = cb.sample(jax.random.split(jax.random.PRNGKey(0), 1)[0], inst, 20_000)
+    draws = cb.sample(jax.random.split(jax.random.PRNGKey(0), 1)[0], inst, 5000)
     betas = jax.vmap(
         lambda c, q, y: cb.line_coordinates(
             jax.tree.map(
@@ -60,7 +60,7 @@ def test_the_law_s_mean_is_population_gd_and_its_variance_one_step_is_the_gradie
             inst,
         )["beta"]
     )(draws.context, draws.last, draws.label)
-    one = linear_noise_law(inst, ETA, BATCH, 1, samples=20_000)["beta"]
+    one = linear_noise_law(inst, ETA, BATCH, 1, samples=5000)["beta"]
     np.testing.assert_allclose(one[1], np.std(np.asarray(betas), ddof=1) / np.sqrt(BATCH), rtol=1e-9)
 
 

@@ -26,7 +26,13 @@ MODULES = sorted({obj.__module__ for obj in PUBLIC.values()} | {"dynamics._compi
 """The modules that define them (`dynamics` re-exports them from its private modules), and the
 private modules whose examples show a part of the engine."""
 
-SLOW_EXAMPLES = {"dynamics._flow", "dynamics._phases", "dynamics._sharpness", "dynamics._sweep"}
+SLOW_EXAMPLES = {
+    "dynamics._flow",
+    "dynamics._phases",
+    "dynamics._sharpness",
+    "dynamics._sweep",
+    "dynamics._sweep_landscape",
+}
 """The modules whose examples take longest (over 6 s each: several simulations), run with the
 slow tests."""
 

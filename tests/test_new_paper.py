@@ -165,7 +165,6 @@ def test_an_installed_paper_joins_every_command(installed_plugin, capsys):
     assert "toy_plugin: A toy paper (2026)" in capsys.readouterr().out
     assert cli.main(["list", "toy_plugin"]) == 0
     assert "flow: toy_plugin:Decay" in capsys.readouterr().out
-    assert cli.main(["simulate", "toy_plugin", "--seeds", "2", "--out", str(out)]) == 0
     report = out / "verify.json"
     assert cli.main(["verify", "--paper", "toy_plugin", "--jobs", "1", "--json", str(report)]) == 0
     (check,) = json.loads(report.read_text())["checks"]

@@ -183,6 +183,7 @@ def test_describe_records_every_field():
     assert sts.ReducedFlow().task == sts.STSConfig(pe_sampler="onehot")
 
 
+@pytest.mark.slow  # the analyses from the command line: tests/test_cli_edges.py, test_sweep_landscape.py
 def test_the_command_line_analyses_a_default_level(tmp_path, monkeypatch, capsys):
     """`--analyse phases,critical_point,sharpness` on the two-scalar flow of sparse token selection:
     the stored numbers are the engine's on the stored sweep, and the sharpness that of the dense
