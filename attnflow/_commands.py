@@ -37,7 +37,7 @@ def verify(args: argparse.Namespace) -> int:
     names = [paper(args.paper).name] if args.paper else list(papers())
     only = checks_named(args.check, names) if args.check else {}
     names = list(only) if only else names
-    dynamics.prepare_file(args.json, "--json")
+    dynamics.store.prepare_file(args.json, "--json")
     keep = kept_folder(args.json)
     refuse_foreign(keep)
     order = [name for name, _ in schedule(names, ("checks",))]
@@ -95,10 +95,10 @@ def _check_seeds(args: argparse.Namespace) -> None:
         raise ValueError(f"--seeds must be >= 1, got {args.seeds}")
     if args.seed < 0:
         raise ValueError(f"--seed must be >= 0, got {args.seed}")
-    if args.seed + args.seeds - 1 > dynamics.MAX_SEED:
+    if args.seed + args.seeds - 1 > dynamics.store.MAX_SEED:
         raise ValueError(
             f"--seed {args.seed} with --seeds {args.seeds} reaches past the largest seed, 2**31 - 1 "
-            f"= {dynamics.MAX_SEED}"
+            f"= {dynamics.store.MAX_SEED}"
         )
 
 
@@ -147,7 +147,7 @@ def _refuse_idle_shards(args: argparse.Namespace, sim, grid: dict) -> None:
     runs = args.seeds * math.prod(len(values) for values in grid.values())
     if count <= -(-runs // CHUNK_SIZE):  # as many blocks at least: no need to count them
         return
-    blocks = dynamics.sweep_blocks(sim, grid, num_seeds=args.seeds, chunk_size=CHUNK_SIZE)
+    blocks = dynamics.store.sweep_blocks(sim, grid, num_seeds=args.seeds, chunk_size=CHUNK_SIZE)
     if count > blocks:
         raise ValueError(
             f"{count} {what} for a sweep of {blocks} block{'s' * (blocks != 1)}: the others would have "
@@ -196,7 +196,7 @@ def _say_step_budget(args: argparse.Namespace, sim, grid: dict, store: Path) -> 
     if budget <= max(default, 10 * PILOT_STEPS):
         return
     with contextlib.suppress(ValueError, OSError):
-        written, total = dynamics.sweep_progress(store)
+        written, total = dynamics.store.sweep_progress(store)
         if written == total:
             return
     width = min(CHUNK_SIZE, math.prod(len(values) for values in grid.values()) * args.seeds)
@@ -212,7 +212,7 @@ def _say_step_budget(args: argparse.Namespace, sim, grid: dict, store: Path) -> 
     if not np.any(runs.stop == dynamics.StopReason.max_steps):
         return
     block = seconds * budget / PILOT_STEPS
-    blocks = dynamics.sweep_blocks(sim, grid, num_seeds=args.seeds, chunk_size=CHUNK_SIZE)
+    blocks = dynamics.store.sweep_blocks(sim, grid, num_seeds=args.seeds, chunk_size=CHUNK_SIZE)
     print(
         f"max_steps={budget:,}: a block of {width} run{'s' * (width != 1)} that spends it takes about "
         f"{dynamics.duration(block)}, the {blocks} block{'s' * (blocks != 1)} up to about "
@@ -249,7 +249,7 @@ def _write_refined(args: argparse.Namespace, sim, grid: dict, outcome, out: Path
 
     if args.overwrite:
         for old in sorted((out / "rounds").glob("round_*.zarr")):
-            dynamics.remove_store(old)
+            dynamics.store.remove_store(old)
     start = time.perf_counter()
     with dynamics.recording_compiles() as compiling:
         ds = dynamics.refine_sweep(
@@ -320,14 +320,14 @@ def _write_sweep(args: argparse.Namespace, sim, grid: dict, store: Path):
                 shard=shard,
                 attrs={"provenance": json.dumps(provenance())},
                 overwrite=args.overwrite,
-                max_bytes=dynamics.DEFAULT_MAX_BYTES if args.max_bytes is None else args.max_bytes,
+                max_bytes=dynamics.store.DEFAULT_MAX_BYTES if args.max_bytes is None else args.max_bytes,
             )
     except OSError as err:
-        raise WorkFailed(f"{dynamics.describe_os_error(err)}; {_progress_text(store)}") from None
+        raise WorkFailed(f"{dynamics.store.describe_os_error(err)}; {_progress_text(store)}") from None
     except jax.errors.JaxRuntimeError as err:  # e.g. out of memory on the device
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise WorkFailed(f"the runs failed: {first}; {_progress_text(store)}") from None
-    written, total = dynamics.sweep_progress(store)
+    written, total = dynamics.store.sweep_progress(store)
     print(f"{store}: {written} of {total} blocks written ({time.perf_counter() - start:.1f} s here)")
     print(f"compiling: {compiling.stats.summary()}")
     if written < total:
@@ -347,10 +347,10 @@ def _opened(store: Path):
     try:
         return dynamics.open_sweep(store)
     except ValueError:
-        report = dynamics.check_store(store)  # checked again only where the store was refused
+        report = dynamics.store.check_store(store)  # checked again only where the store was refused
         if not report.only_added_damaged:
             raise
-    dropped = dynamics.drop_added(store)
+    dropped = dynamics.store.drop_added(store)
     why = report.problems[0].split(" (add them again")[0]
     print(
         f"the analyses added to {store} were damaged ({why}): {', '.join(dropped)} removed; "
@@ -364,7 +364,7 @@ def _progress_text(store: Path) -> str:
     import dynamics
 
     try:
-        written, total = dynamics.sweep_progress(store)
+        written, total = dynamics.store.sweep_progress(store)
     except (ValueError, OSError):
         return f"no block of {store} was written; rerun the same command once the cause is fixed"
     return f"{written} of {total} blocks done in {store}; rerun the same command to resume"
@@ -381,7 +381,7 @@ def simulate(args: argparse.Namespace) -> int:
     config = sim.describe() | {"num_seeds": args.seeds, "seed": args.seed}
     with _output_folder(args.out) as out:
         store = out / f"{_label(args, cls)}_{args.seeds}seeds_{_config_hash(config)}.zarr"
-        with dynamics.hold_store(store):  # to the summary's last read, the analyses' last plot
+        with dynamics.store.hold_store(store):  # to the summary's last read, the analyses' last plot
             ds = _write_sweep(args, sim, {}, store)
             if ds is not None and analyses:
                 plots = out / f"{store.stem}.plots"
@@ -396,13 +396,13 @@ def _plots(paths: list[Path]) -> str:
 
 @contextlib.contextmanager
 def _output_folder(path: str) -> Iterator[Path]:
-    """`--out`, prepared before any work (`dynamics.prepare_folder`); where the work then refuses
+    """`--out`, prepared before any work (`dynamics.store.prepare_folder`); where the work then refuses
     its input (a `ValueError`, e.g. a user's `run` that returns no `Run`) and the folder this made
     is still empty, it is removed: a refused command leaves nothing behind."""
     import dynamics
 
     existed = os.path.exists(path)
-    out = dynamics.prepare_folder(path, "--out")
+    out = dynamics.store.prepare_folder(path, "--out")
     try:
         yield out
     except ValueError:
@@ -468,7 +468,7 @@ def _launch(args: argparse.Namespace, parameters: dict, out: Path) -> None:
     from ._launch import launch_shards
 
     if args.overwrite:
-        dynamics.remove_store(out / "sweep.zarr")
+        dynamics.store.remove_store(out / "sweep.zarr")
     launch_shards(_shard_argv(args), args.launch, out / "jobs", args.cluster or "auto", parameters)
 
 
@@ -495,7 +495,7 @@ def sweep(args: argparse.Namespace) -> int:
     launch = _launch_parameters(args)
     refine = _refine_request(args, grid)
     _refuse_idle_shards(args, sim, grid)
-    with _output_folder(args.out) as out, dynamics.hold_store(out / "sweep.zarr"):  # to the last plot
+    with _output_folder(args.out) as out, dynamics.store.hold_store(out / "sweep.zarr"):  # to the last plot
         if launch is not None:
             _launch(args, launch, out)
             ds = dynamics.open_sweep(out / "sweep.zarr")
@@ -633,7 +633,7 @@ def _analyse(ds, sim, analyses: dict[str, dict], axes: list[str], store: Path, p
                 or dynamics.open_sweep(beside).attrs.get("identity") != ds.attrs.get("identity")
             )
         ):
-            dynamics.remove_store(beside)
+            dynamics.store.remove_store(beside)
             print(f"removed {beside}: the analyses are kept in {store} now")
         if name not in analyses:
             continue
@@ -674,7 +674,7 @@ def _analyse(ds, sim, analyses: dict[str, dict], axes: list[str], store: Path, p
                     f"; past the edge of stability in {int(np.sum(found['sharpness.ratio'] >= 1))} runs"
                 )
             drawn = plot_sharpness(found, axes, plots_dir)
-        dynamics.add_to_store(store, found)
+        dynamics.store.add_to_store(store, found)
         print(f"added {name}.* to {store}: {summary}")
         plots += drawn
     return plots
@@ -744,7 +744,7 @@ def figures(args: argparse.Namespace) -> int:
 
     names = list(all_figures()) if args.all else figures_named(args.names, catalog_of(papers()))
     _use_data(args.data)
-    out = dynamics.prepare_folder(args.out, "--out")
+    out = dynamics.store.prepare_folder(args.out, "--out")
     wanted = {paper: [n for n in names if n in each.figures] for paper, each in papers().items()}
     order = [paper for paper, _ in schedule([p for p, chosen in wanted.items() if chosen], ("figures",))]
     pieces = [(paper_figures, (paper, out, args.full, wanted[paper])) for paper in order]
@@ -762,8 +762,8 @@ def reproduce(args: argparse.Namespace) -> int:
 
     _use_data(args.data)
     docs = _docs_base(args.docs, Path(args.out))
-    out = dynamics.prepare_folder(args.out, "--out")
-    dynamics.prepare_folder(out / "figures", "the figures' folder")
+    out = dynamics.store.prepare_folder(args.out, "--out")
+    dynamics.store.prepare_folder(out / "figures", "the figures' folder")
     return reproduce(out, full=args.full, metadata=_metadata(args), jobs=args.jobs, docs=docs)
 
 

@@ -26,7 +26,7 @@ _PACKAGES = ("attnflow", "dynamics", "tasks", "theory")
 """The packages whose sources a check's result depends on."""
 
 _KEY = "key.json"
-"""The file of a paper's kept checks that says what they are results of (see `dynamics.kept_runs`)."""
+"""The file of a paper's kept checks that says what they are results of (see `dynamics.store.kept_runs`)."""
 
 
 def kept_folder(report: str | os.PathLike) -> Path:
@@ -70,7 +70,7 @@ def run_keeping(
 
     **Returns:** the checks, in the order of `makers`.
     """
-    kept = dynamics.kept_runs(folder, key)
+    kept = dynamics.store.kept_runs(folder, key)
     checks = []
     for make in makers:
         if make.__name__ in kept:
@@ -92,7 +92,7 @@ def _keeping(make: Callable[[], theory.Check], folder: Path) -> Callable[[], the
             check = make()
         seconds = time.perf_counter() - start
         record = dataclasses.replace(check, seconds=seconds, compiling=compiles.stats.to_dict()).to_dict()
-        dynamics.keep_run(folder, make.__name__, {"check": np.asarray(json.dumps(record))})
+        dynamics.store.keep_run(folder, make.__name__, {"check": np.asarray(json.dumps(record))})
         return check
 
     run.__name__ = make.__name__

@@ -82,7 +82,7 @@ def reproduce(out: Path, *, full: bool, metadata: dict, jobs: int, docs: str | N
 
     The papers' checks and figures are independent pieces, run side by side in `jobs` worker
     processes (see `attnflow._workers`); the numbers do not depend on `jobs`. A sweep that a figure
-    and a check both make is made once, in `out/shared_runs` (see `dynamics.shared_store` and
+    and a check both make is made once, in `out/shared_runs` (see `dynamics.store.shared_store` and
     [`shared_runs`][]), emptied once the pieces end. Each check is kept in `out/verify.kept` as it
     ends, until the report is written: the command stopped half-way and made again runs only the
     checks left (see `attnflow._kept_checks`), and resumes the shared runs of the same code.
@@ -123,7 +123,7 @@ def reproduce(out: Path, *, full: bool, metadata: dict, jobs: int, docs: str | N
     print(theory.format_table(every_check))
     print(f"compiling: {compiling.summary()}")
     theory.write_json(every_check, out / "verify.json", metadata)
-    with dynamics.atomic_write(out / "figures.json") as f:
+    with dynamics.store.atomic_write(out / "figures.json") as f:
         json.dump(
             {"meta": metadata, "figures": {name: made.to_dict() for name, made in figures.items()}},
             f,
@@ -133,7 +133,7 @@ def reproduce(out: Path, *, full: bool, metadata: dict, jobs: int, docs: str | N
 
     elapsed = time.perf_counter() - start
     page = _index_page(checks, figure_files, out, metadata | {"wall_seconds": round(elapsed, 1)}, docs)
-    with dynamics.atomic_write(out / "index.html") as f:
+    with dynamics.store.atomic_write(out / "index.html") as f:
         f.write(page)
     print(f"wrote {out / 'index.html'} ({elapsed:.0f} s)")
     return 0 if all(c.passed for c in every_check) else 1
@@ -142,7 +142,7 @@ def reproduce(out: Path, *, full: bool, metadata: dict, jobs: int, docs: str | N
 @contextlib.contextmanager
 def shared_runs(folder: Path):
     """Name `folder` to the pieces (and the worker processes they start) as the place of
-    `dynamics.shared_store`. The stores there are kept for the same command made again when it
+    `dynamics.store.shared_store`. The stores there are kept for the same command made again when it
     stops half-way (killed, interrupted, a piece failed), so that it resumes them, and only for
     the same code: before the pieces start, stores made under another [`runs_key`][] are
     removed; once every piece has ended, all of them are."""
@@ -150,7 +150,7 @@ def shared_runs(folder: Path):
 
     def empty():
         for store in folder.glob("*.zarr") if folder.is_dir() else ():
-            dynamics.remove_store(store)
+            dynamics.store.remove_store(store)
             (folder / f".{store.name}.lock").unlink(missing_ok=True)
         key_file.unlink(missing_ok=True)
 
@@ -162,17 +162,17 @@ def shared_runs(folder: Path):
     if kept != key:
         empty()
     folder.mkdir(parents=True, exist_ok=True)
-    with dynamics.atomic_write(key_file) as f:
+    with dynamics.store.atomic_write(key_file) as f:
         json.dump(key, f)
-    before = os.environ.get(dynamics.SHARED_RUNS)
-    os.environ[dynamics.SHARED_RUNS] = str(folder)
+    before = os.environ.get(dynamics.store.SHARED_RUNS)
+    os.environ[dynamics.store.SHARED_RUNS] = str(folder)
     try:
         yield
     finally:
         if before is None:
-            os.environ.pop(dynamics.SHARED_RUNS, None)
+            os.environ.pop(dynamics.store.SHARED_RUNS, None)
         else:
-            os.environ[dynamics.SHARED_RUNS] = before
+            os.environ[dynamics.store.SHARED_RUNS] = before
     empty()
     with contextlib.suppress(OSError):  # holding something not ours
         folder.rmdir()

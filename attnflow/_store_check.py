@@ -30,11 +30,11 @@ def check(path: Path, *, repair: bool) -> int:
         raise ValueError(
             f"{path} does not exist: give the folder of a store that `sweep` or `simulate` wrote"
         )
-    report = dynamics.check_store(path)
+    report = dynamics.store.check_store(path)
     _print(report, hint=not repair)
     if repair and report.state in ("incomplete", "damaged"):
         if report.only_added_damaged:
-            dropped = dynamics.drop_added(path)
+            dropped = dynamics.store.drop_added(path)
             print(
                 f"removed the damaged analyses {', '.join(dropped)}: `attnflow sweep ... --analyse` adds "
                 "them again"
@@ -45,13 +45,13 @@ def check(path: Path, *, repair: bool) -> int:
         else:
             sim, grid, options = rebuilt_sweep(path)
             dynamics.sweep(sim, grid, store=path, progress=True, max_bytes=None, **options)
-        report = dynamics.check_store(path)
+        report = dynamics.store.check_store(path)
         print("after the repair:")
         _print(report)
     return 0 if report.state == "complete" else 1
 
 
-def _print(report: dynamics.StoreReport, hint: bool = True) -> None:
+def _print(report: dynamics.store.StoreReport, hint: bool = True) -> None:
     print(report.headline())
     for problem in report.problems:
         print(f"  {problem}")
@@ -77,4 +77,4 @@ def rebuilt_sweep(path: Path) -> tuple[dynamics.AbstractSimulation, dict, dict]:
     config = json.loads(attrs["config"])
     cls = load_simulation(config["simulation"])
     options = {"num_seeds": config["num_seeds"], "seed": config["seed"], "chunk_size": attrs["chunk_size"]}
-    return dynamics.from_setting_values(cls, config), dynamics.grid_from_record(config["grid"]), options
+    return dynamics.from_setting_values(cls, config), dynamics.store.grid_from_record(config["grid"]), options

@@ -83,7 +83,7 @@ def plot_sweep(
     (an event, a divergence, the step budget), `t_stop_final.png` too.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
-    dynamics.remove_stale_temporaries(out_dir)  # of a plot a killed process was writing
+    dynamics.store.remove_stale_temporaries(out_dir)  # of a plot a killed process was writing
     paths = []
     drawn, thinned = _thinned(ds)
     time, lines, clock = _time_axis(drawn, axes)
@@ -581,9 +581,9 @@ def _save(fig, path: Path) -> Path:
     what it draws (the tight box, found once for both), and close it; returns `path`."""
     try:
         tight = fig.get_tightbbox(fig.canvas.get_renderer()).padded(plt.rcParams["savefig.pad_inches"])
-        with dynamics.atomic_write(path, "wb") as f:
+        with dynamics.store.atomic_write(path, "wb") as f:
             fig.savefig(f, format="png", dpi=160, bbox_inches=tight)
-        with dynamics.atomic_write(path.with_suffix(".pdf"), "wb") as f:
+        with dynamics.store.atomic_write(path.with_suffix(".pdf"), "wb") as f:
             fig.savefig(f, format="pdf", bbox_inches=tight)
     finally:
         plt.close(fig)

@@ -100,7 +100,7 @@ def _size(text: str) -> int:
     import dynamics
 
     try:
-        return dynamics.parse_bytes(text)
+        return dynamics.store.parse_bytes(text)
     except ValueError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
 
@@ -443,7 +443,7 @@ def _run_command(argv: list[str] | None) -> int:
         print(f"attnflow: error: {err}", file=sys.stderr)
         return 3
     except OSError as err:
-        print(f"attnflow: error: {dynamics.describe_os_error(err)}", file=sys.stderr)
+        print(f"attnflow: error: {dynamics.store.describe_os_error(err)}", file=sys.stderr)
         return 3
 
 

@@ -21,9 +21,9 @@
 - [`landscape`][dynamics.landscape], a wing with its own front door: Hessians, critical points
   and saddles, sharpness and the edge of stability, plateaus and phases, how a run ends, and
   their analyses of every run of a sweep, from the loss a simulation declares as a function of its
-  state ([`Landscape`][], [`has_landscape`][]); [`add_to_store`][] adds such analyses to the
-  sweep's store, with their checksums ([`drop_added`][] removes them). Another optimiser's edge of
-  stability and flow come from its steps ([`AbstractSteps`][]: [`NormalizedSteps`][],
+  state ([`Landscape`][], [`has_landscape`][]), added to the sweep's store with their checksums
+  by [`add_to_store`][dynamics.store.add_to_store]. Another optimiser's edge of stability and flow
+  come from its steps ([`AbstractSteps`][]: [`NormalizedSteps`][],
   [`AdamSteps`][], [`ClippedSteps`][], [`ProjectedSteps`][]); [`Along`][] offers both as one
   setting of a discrete level.
 - [`Run`][]: one run, a PyTree (its `final` state, saved `values`, how it stopped).
@@ -31,36 +31,20 @@
   way of training one model as a validated config; [`sweep`][] runs a grid of its settings ×
   seeds ([`simulate`][]: seeds alone, a grid of one point) into one labelled dataset (how each
   run stopped in words: [`stop_reasons`][]), in memory or written block by block to a zarr
-  store that resumes after a crash and splits into shards ([`sweep_progress`][],
-  [`sweep_blocks`][], [`save_sweep`][], [`load_sweep`][], [`open_sweep`][] read lazily,
-  [`remove_store`][], [`hold_store`][] from its first byte written to its last read). A store
-  keeps the checksum of every file and the fingerprint of the code that made it
-  ([`check_store`][], [`StoreReport`][]); [`shared_store`][] lets the pieces of one job make a
-  sweep they share once.
-- [`atomic_write`][], [`prepare_folder`][], [`prepare_file`][], [`describe_os_error`][],
-  [`temporary_path`][], [`remove_stale_temporaries`][]: outputs written whole or not at all, output
-  paths tried before any work, a file-system error in words, what killed writers left removed;
-  [`parse_bytes`][] reads a size such as `16G`; [`kept_runs`][] and [`keep_run`][] keep the results
-  of work done piece after piece as each piece ends, so that the work stopped half-way and made
-  again does only the pieces left.
+  store that resumes after a crash and splits into shards; [`save_sweep`][], [`load_sweep`][]
+  and [`open_sweep`][] (lazily) write and read one.
+- [`store`][dynamics.store], a wing with its own front door: how a store is kept and trusted (the
+  checksum of every file and the fingerprint of the code that made it, its locks and shards),
+  the runs and analyses kept beside it, runs shared by the pieces of one job, outputs written
+  whole or not at all, and the checks made before any work.
 """
 
-from . import landscape
+from . import landscape, store
 from ._along import Along
 from ._batch import grid, run_many, seed_keys
 from ._compile_log import CompileStats, recording_compiles
-from ._files import (
-    atomic_write,
-    describe_os_error,
-    prepare_file,
-    prepare_folder,
-    remove_stale_temporaries,
-    temporary_path,
-)
 from ._flow import Crossing, Event, Predicate, Save, gradient_flow, loss_below, ode_flow
-from ._grid import POINT_DIM, grid_from_record
-from ._integrity import StoreReport, check_store
-from ._kept_runs import keep_run, kept_runs
+from ._grid import POINT_DIM
 from ._normalized import normalize_by_block, normalized_gd
 from ._params import (
     Interval,
@@ -80,19 +64,16 @@ from ._params import (
     settings,
     with_settings,
 )
-from ._preflight import DEFAULT_MAX_BYTES, MAX_SEED, parse_bytes
 from ._progress import duration, progress_inside, progress_over
 from ._proximal import Mask, center_columns, project_columns, proximal_l1, scale_columns, soft_threshold
 from ._qp import QPSolution, kkt_residuals, solve_qp
 from ._rates import Rates, adam, gd, heavy_ball, scale_by_group_rates, scale_tree
 from ._refine import REFINE_SCALES, Outcome, check_refine_settings, refine_sweep
 from ._run import Run, StopReason, all_finite, stop_reason
-from ._shared import SHARED_RUNS, shared_store
 from ._simulation import AbstractSimulation, Landscape, has_landscape, key_seed, seed_key
 from ._stages import Stage, train_stages
 from ._steps import AbstractSteps, AdamSteps, ClippedSteps, NormalizedSteps, ProjectedSteps
-from ._store import SAVE_DIM, SEED_DIM, hold_store, remove_store
-from ._store_add import add_to_store, drop_added
+from ._store import SAVE_DIM, SEED_DIM
 from ._sweep import (
     load_sweep,
     open_sweep,
@@ -100,13 +81,12 @@ from ._sweep import (
     simulate,
     stop_reasons,
     sweep,
-    sweep_blocks,
-    sweep_progress,
 )
 from ._train import log_spaced_steps, saved_steps, scan_with_saves, train, training_save
 
 __all__ = [
     "landscape",
+    "store",
     "AbstractSteps",
     "AdamSteps",
     "ClippedSteps",
@@ -118,22 +98,7 @@ __all__ = [
     "recording_compiles",
     "Landscape",
     "has_landscape",
-    "DEFAULT_MAX_BYTES",
-    "MAX_SEED",
-    "StoreReport",
-    "atomic_write",
-    "check_store",
-    "keep_run",
-    "kept_runs",
-    "describe_os_error",
-    "parse_bytes",
     "duration",
-    "prepare_file",
-    "prepare_folder",
-    "remove_stale_temporaries",
-    "remove_store",
-    "hold_store",
-    "temporary_path",
     "Crossing",
     "Event",
     "SAVE_DIM",
@@ -159,8 +124,6 @@ __all__ = [
     "simulate",
     "stop_reasons",
     "sweep",
-    "sweep_blocks",
-    "sweep_progress",
     "Mask",
     "Predicate",
     "QPSolution",
@@ -186,11 +149,6 @@ __all__ = [
     "Outcome",
     "REFINE_SCALES",
     "POINT_DIM",
-    "grid_from_record",
-    "add_to_store",
-    "drop_added",
-    "shared_store",
-    "SHARED_RUNS",
     "ode_flow",
     "project_columns",
     "progress_inside",

@@ -21,14 +21,15 @@ def _host() -> str:
 
 def temporary_path(path: str | os.PathLike) -> Path:
     """A fresh name beside `path` for a file or folder that becomes `path` by one rename, hidden
-    and marked with this host and process, so that [`remove_stale_temporaries`][] can tell one
-    left by a killed process from one still being written.
+    and marked with this host and process, so that
+    [`remove_stale_temporaries`][dynamics.store.remove_stale_temporaries] can tell one left by a killed
+    process from one still being written.
 
     **Example:**
 
         >>> import os
         >>> import dynamics
-        >>> name = dynamics.temporary_path("out/sweep.zarr").name
+        >>> name = dynamics.store.temporary_path("out/sweep.zarr").name
         >>> name.startswith(".sweep.zarr.attnflow-tmp-"), f"-{os.getpid()}-" in name
         (True, True)
     """
@@ -51,10 +52,10 @@ def atomic_write(path: str | os.PathLike, mode: str = "w") -> Iterator[IO]:
         >>> import tempfile
         >>> import dynamics
         >>> folder = pathlib.Path(tempfile.mkdtemp())
-        >>> with dynamics.atomic_write(folder / "a.txt") as f:
+        >>> with dynamics.store.atomic_write(folder / "a.txt") as f:
         ...     _ = f.write("done")
         >>> try:
-        ...     with dynamics.atomic_write(folder / "b.txt") as f:
+        ...     with dynamics.store.atomic_write(folder / "b.txt") as f:
         ...         _ = f.write("half")
         ...         raise OSError("disk full")
         ... except OSError:
@@ -92,7 +93,8 @@ def alive(pid: int) -> bool:
 
 def remove_stale_temporaries(folder: str | os.PathLike) -> list[Path]:
     """Remove the temporary files and folders in `folder` that a process of this host left when it
-    was killed while writing (see [`atomic_write`][]); those of running processes stay.
+    was killed while writing (see [`atomic_write`][dynamics.store.atomic_write]); those of running processes
+    stay.
 
     **Returns:** the paths removed.
 
@@ -107,11 +109,11 @@ def remove_stale_temporaries(folder: str | os.PathLike) -> list[Path]:
         >>> folder = pathlib.Path(tempfile.mkdtemp())
         >>> code = "import os; print(os.getpid())"
         >>> ended = subprocess.run([sys.executable, "-c", code], capture_output=True)
-        >>> mine = dynamics.temporary_path(folder / "plot.png")
+        >>> mine = dynamics.store.temporary_path(folder / "plot.png")
         >>> theirs = mine.with_name(mine.name.replace(f"-{os.getpid()}-", f"-{int(ended.stdout)}-"))
         >>> mine.touch(), theirs.touch()
         (None, None)
-        >>> [p.name == theirs.name for p in dynamics.remove_stale_temporaries(folder)]
+        >>> [p.name == theirs.name for p in dynamics.store.remove_stale_temporaries(folder)]
         [True]
         >>> [p.name == mine.name for p in folder.iterdir()]
         [True]
@@ -183,11 +185,11 @@ def prepare_folder(path: str | os.PathLike, what: str = "the output folder") -> 
         >>> import tempfile
         >>> import dynamics
         >>> folder = pathlib.Path(tempfile.mkdtemp())
-        >>> dynamics.prepare_folder(folder / "a" / "b").is_dir()
+        >>> dynamics.store.prepare_folder(folder / "a" / "b").is_dir()
         True
         >>> (folder / "file").write_text("x")
         1
-        >>> dynamics.prepare_folder(folder / "file", "--out")
+        >>> dynamics.store.prepare_folder(folder / "file", "--out")
         Traceback (most recent call last):
         ...
         ValueError: --out .../file cannot be written: it is a file, not a folder
@@ -214,7 +216,8 @@ def prepare_folder(path: str | os.PathLike, what: str = "the output folder") -> 
 
 def prepare_file(path: str | os.PathLike, what: str = "the output file") -> Path:
     """Check, before any work, that `path` can be written: its folder is prepared (see
-    [`prepare_folder`][]) and an existing file opened for appending (nothing in it changes).
+    [`prepare_folder`][dynamics.store.prepare_folder]) and an existing file opened for appending (nothing in
+    it changes).
 
     **Returns:** `path`.
 
@@ -226,9 +229,9 @@ def prepare_file(path: str | os.PathLike, what: str = "the output file") -> Path
         >>> import tempfile
         >>> import dynamics
         >>> folder = pathlib.Path(tempfile.mkdtemp())
-        >>> dynamics.prepare_file(folder / "results" / "verify.json").parent.is_dir()
+        >>> dynamics.store.prepare_file(folder / "results" / "verify.json").parent.is_dir()
         True
-        >>> dynamics.prepare_file(folder / "results", "--json")
+        >>> dynamics.store.prepare_file(folder / "results", "--json")
         Traceback (most recent call last):
         ...
         ValueError: --json .../results cannot be written: it is a folder
@@ -255,7 +258,8 @@ def describe_os_error(err: OSError) -> str:
 
         >>> import errno
         >>> import dynamics
-        >>> dynamics.describe_os_error(OSError(errno.ENOSPC, "No space left on device", "/data/s.zarr/y/0.0"))
+        >>> full = OSError(errno.ENOSPC, "No space left on device", "/data/s.zarr/y/0.0")
+        >>> dynamics.store.describe_os_error(full)
         'no space left on the device: /data/s.zarr/y/0.0'
     """
     where = f" {err.filename}" if err.filename else ""

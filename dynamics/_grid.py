@@ -124,7 +124,7 @@ def grid_coords(axes: Axes) -> dict:
 
 def grid_record(axes: Axes) -> dict:
     """The grid as JSON holds it: a paired axis under its names joined by commas, its points as
-    lists ([`grid_from_record`][] reads it back)."""
+    lists ([`grid_from_record`][dynamics.store.grid_from_record] reads it back)."""
     return {
         (",".join(key) if isinstance(key, tuple) else key): [
             list(v) if isinstance(key, tuple) else v for v in values
@@ -140,7 +140,7 @@ def grid_from_record(record: Mapping) -> Axes:
     **Example:**
 
         >>> import dynamics
-        >>> dynamics.grid_from_record({"seed_scale": [1, 2], "eta,lam": [[0.1, 2.0], [0.2, 4.0]]})
+        >>> dynamics.store.grid_from_record({"seed_scale": [1, 2], "eta,lam": [[0.1, 2.0], [0.2, 4.0]]})
         {'seed_scale': [1, 2], ('eta', 'lam'): [(0.1, 2.0), (0.2, 4.0)]}
     """
     return {

@@ -7,9 +7,9 @@ compared when read, so that a lost, truncated or edited file is named instead of
 - `.attnflow_units_done/<block>` (JSON), written once the block's data is: the identity, the
   checksum of each chunk file of the block, where and how long it ran.
 - `.attnflow_added` (JSON), once variables are added to the finished store (the analyses of its
-  runs, [`add_to_store`][]): the identity, the names of the added variables, the checksum of each
-  of their files and of the consolidated metadata that lists them; `pending` while they are being
-  written.
+  runs, [`add_to_store`][dynamics.store.add_to_store]): the identity, the names of the added variables, the
+  checksum of each of their files and of the consolidated metadata that lists them; `pending` while they are
+  being written.
 """
 
 import dataclasses
@@ -103,7 +103,7 @@ def added_variables(path: Path) -> list[str]:
 
 
 ADDED_PROBLEM = "added variables"
-"""How every problem of the added variables starts, in a [`StoreReport`][]."""
+"""How every problem of the added variables starts, in a [`StoreReport`][dynamics.store.StoreReport]."""
 
 
 def added_damage(path: Path, identity: str) -> list[str]:
@@ -125,7 +125,7 @@ def added_damage(path: Path, identity: str) -> list[str]:
 
 @dataclasses.dataclass(frozen=True)
 class StoreReport:
-    """The state of a sweep's store, from [`check_store`][].
+    """The state of a sweep's store, from [`check_store`][dynamics.store.check_store].
 
     **Fields:**
 
@@ -145,11 +145,11 @@ class StoreReport:
 
         >>> import pathlib
         >>> import dynamics
-        >>> report = dynamics.StoreReport(pathlib.Path("s.zarr"), "incomplete", 3, 8)
+        >>> report = dynamics.store.StoreReport(pathlib.Path("s.zarr"), "incomplete", 3, 8)
         >>> report.summary()
         's.zarr: incomplete, 3 of 8 blocks written'
 
-    [`check_store`][] makes one.
+    [`check_store`][dynamics.store.check_store] makes one.
     """
 
     path: Path
@@ -163,7 +163,7 @@ class StoreReport:
     @property
     def only_added_damaged(self) -> bool:
         """Whether the only damage is to variables added to the finished store (an analysis's):
-        its runs are intact, and [`drop_added`][] makes it whole again."""
+        its runs are intact, and [`drop_added`][dynamics.store.drop_added] makes it whole again."""
         return self.state == "damaged" and all(p.startswith(ADDED_PROBLEM) for p in self.problems)
 
     def headline(self) -> str:
@@ -173,7 +173,7 @@ class StoreReport:
         return f"{self.path}: {self.state}, {self.written} of {self.total} blocks written"
 
     def summary(self, limit: int = 5) -> str:
-        """The state in one line ([`headline`][dynamics.StoreReport.headline]), with the first
+        """The state in one line ([`headline`][dynamics.store.StoreReport.headline]), with the first
         `limit` problems."""
         head = self.headline()
         if not self.problems:
@@ -211,7 +211,7 @@ def check_store(path: str | os.PathLike) -> StoreReport:
 
     **Arguments:** `path`: the store (from [`sweep`][] with a `store`, or [`save_sweep`][]).
 
-    **Returns:** a [`StoreReport`][].
+    **Returns:** a [`StoreReport`][dynamics.store.StoreReport].
 
     **Example:** a deleted chunk file is named with its block, grid point, seeds and variable:
 
@@ -228,10 +228,10 @@ def check_store(path: str | os.PathLike) -> StoreReport:
         ...         return dynamics.ode_flow(lambda t, s, args: {"y": -self.rate * s["y"]}, y0, t1=1.0)
         >>> store = pathlib.Path(tempfile.mkdtemp()) / "decay.zarr"
         >>> _ = dynamics.sweep(Decay(), {"rate": [1.0, 2.0]}, num_seeds=2, chunk_size=2, store=store)
-        >>> dynamics.check_store(store).state
+        >>> dynamics.store.check_store(store).state
         'complete'
         >>> (store / "y" / "1.0.0").unlink()
-        >>> report = dynamics.check_store(store)
+        >>> report = dynamics.store.check_store(store)
         >>> report.state, report.damaged, report.repairable
         ('damaged', (1,), True)
         >>> print(report.problems[0])

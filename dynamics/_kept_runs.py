@@ -18,9 +18,9 @@ _KEY = "key.json"
 
 
 def kept_runs(folder: Path, key: dict) -> dict[str, dict[str, np.ndarray]]:
-    """The results kept in `folder` by [`keep_run`][] for `key` (what is analysed, how, and by which
-    code), by run name. Results kept for another key are removed with a warning that says so, and
-    the folder is made ready for `key` (made, when it is not there); a file that cannot be read is
+    """The results kept in `folder` by [`keep_run`][dynamics.store.keep_run] for `key` (what is analysed,
+    how, and by which code), by run name. Results kept for another key are removed with a warning that says
+    so, and the folder is made ready for `key` (made, when it is not there); a file that cannot be read is
     removed (its run is analysed again).
 
     **Arguments:**
@@ -41,14 +41,14 @@ def kept_runs(folder: Path, key: dict) -> dict[str, dict[str, np.ndarray]]:
         >>> import numpy as np
         >>> import dynamics
         >>> folder = pathlib.Path(tempfile.mkdtemp()) / "kept"
-        >>> dynamics.kept_runs(folder, {"settings": 1})
+        >>> dynamics.store.kept_runs(folder, {"settings": 1})
         {}
-        >>> dynamics.keep_run(folder, "0", {"loss": np.float64(0.5)})
-        >>> dynamics.kept_runs(folder, {"settings": 1})
+        >>> dynamics.store.keep_run(folder, "0", {"loss": np.float64(0.5)})
+        >>> dynamics.store.kept_runs(folder, {"settings": 1})
         {'0': {'loss': array(0.5)}}
         >>> with warnings.catch_warnings(record=True) as caught:
         ...     warnings.simplefilter("always")
-        ...     dynamics.kept_runs(folder, {"settings": 2})
+        ...     dynamics.store.kept_runs(folder, {"settings": 2})
         {}
         >>> print(caught[0].message)
         the 1 result kept in .../kept comes from other runs, settings or code: it is computed again
@@ -87,8 +87,8 @@ def kept_runs(folder: Path, key: dict) -> dict[str, dict[str, np.ndarray]]:
 
 
 def keep_run(folder: Path, name: str, outputs: dict[str, np.ndarray]) -> None:
-    """Keep the `outputs` of the run `name` in `folder` (made ready by [`kept_runs`][]), written
-    whole or not at all.
+    """Keep the `outputs` of the run `name` in `folder` (made ready by
+    [`kept_runs`][dynamics.store.kept_runs]), written whole or not at all.
 
     **Arguments:**
 
@@ -103,10 +103,11 @@ def keep_run(folder: Path, name: str, outputs: dict[str, np.ndarray]) -> None:
         >>> import numpy as np
         >>> import dynamics
         >>> folder = pathlib.Path(tempfile.mkdtemp()) / "kept"
-        >>> dynamics.kept_runs(folder, {"what": "an example"})
+        >>> dynamics.store.kept_runs(folder, {"what": "an example"})
         {}
-        >>> dynamics.keep_run(folder, "seed_0", {"loss": np.float64(0.25), "ending": np.asarray("converged")})
-        >>> kept = dynamics.kept_runs(folder, {"what": "an example"})["seed_0"]
+        >>> result = {"loss": np.float64(0.25), "ending": np.asarray("converged")}
+        >>> dynamics.store.keep_run(folder, "seed_0", result)
+        >>> kept = dynamics.store.kept_runs(folder, {"what": "an example"})["seed_0"]
         >>> float(kept["loss"]), str(kept["ending"])
         (0.25, 'converged')
     """

@@ -20,7 +20,7 @@ DEFAULT_MAX_BYTES = 16 * 2**30
 
 
 def check_seeds(num_seeds, seed) -> None:
-    """Refuse seeds that are not integers or reach past [`MAX_SEED`][]."""
+    """Refuse seeds that are not integers or reach past [`MAX_SEED`][dynamics.store.MAX_SEED]."""
     for name, value, low in (("num_seeds", num_seeds, 1), ("seed", seed, 0)):
         if not is_count(value, low):
             raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
@@ -78,9 +78,9 @@ def parse_bytes(text: str) -> int:
     **Example:**
 
         >>> import dynamics
-        >>> dynamics.parse_bytes("16G"), dynamics.parse_bytes("2GiB"), dynamics.parse_bytes("1500")
-        (16000000000, 2147483648, 1500)
-        >>> dynamics.parse_bytes("lots")
+        >>> [dynamics.store.parse_bytes(size) for size in ("16G", "2GiB", "1500")]
+        [16000000000, 2147483648, 1500]
+        >>> dynamics.store.parse_bytes("lots")
         Traceback (most recent call last):
         ...
         ValueError: a size must be a positive number of bytes such as 16G, 500M or 1.5T, got 'lots'

@@ -10,9 +10,9 @@ from ._fingerprint import json_digest
 from ._simulation import AbstractSimulation
 
 SHARED_RUNS = "ATTNFLOW_SHARED_RUNS"
-"""The environment variable naming the folder of [`shared_store`][]: `attnflow reproduce` sets it
-for the pieces it runs, to a folder of its own whose stores only the same command made again by
-the same code resumes."""
+"""The environment variable naming the folder of [`shared_store`][dynamics.store.shared_store]: `attnflow
+reproduce` sets it for the pieces it runs, to a folder of its own whose stores only the same command made
+again by the same code resumes."""
 
 
 def shared_store(
@@ -44,16 +44,16 @@ def shared_store(
         ...
         ...     def run(self, key):
         ...         raise NotImplementedError("not run here")
-        >>> os.environ.pop(dynamics.SHARED_RUNS, None)
-        >>> dynamics.shared_store(Decay(), {"rate": [1.0, 2.0]}, num_seeds=4) is None
+        >>> os.environ.pop(dynamics.store.SHARED_RUNS, None)
+        >>> dynamics.store.shared_store(Decay(), {"rate": [1.0, 2.0]}, num_seeds=4) is None
         True
-        >>> os.environ[dynamics.SHARED_RUNS] = "/tmp/job"
-        >>> a = dynamics.shared_store(Decay(), {"rate": [1.0, 2.0]}, num_seeds=4)
-        >>> a == dynamics.shared_store(Decay(), {"rate": [1.0, 2.0]}, num_seeds=4), a.parent.as_posix()
+        >>> os.environ[dynamics.store.SHARED_RUNS] = "/tmp/job"
+        >>> a = dynamics.store.shared_store(Decay(), {"rate": [1.0, 2.0]}, num_seeds=4)
+        >>> a == dynamics.store.shared_store(Decay(), {"rate": [1.0, 2.0]}, num_seeds=4), a.parent.as_posix()
         (True, '/tmp/job')
-        >>> a == dynamics.shared_store(Decay(), {"rate": [1.0, 3.0]}, num_seeds=4)
+        >>> a == dynamics.store.shared_store(Decay(), {"rate": [1.0, 3.0]}, num_seeds=4)
         False
-        >>> del os.environ[dynamics.SHARED_RUNS]
+        >>> del os.environ[dynamics.store.SHARED_RUNS]
     """
     folder = os.environ.get(SHARED_RUNS)
     if not folder:

@@ -551,7 +551,8 @@ class _Blocks:
 
 
 _HELD: dict[str, Held] = {}
-"""The stores this process holds ([`hold_store`][]), by absolute path, with their locks."""
+"""The stores this process holds ([`hold_store`][dynamics.store.hold_store]), by absolute path, with their
+locks."""
 
 
 @contextlib.contextmanager
@@ -569,7 +570,7 @@ def hold_store(path: str | os.PathLike) -> Iterator[None]:
         >>> import tempfile
         >>> import dynamics
         >>> store = pathlib.Path(tempfile.mkdtemp()) / "sweep.zarr"
-        >>> with dynamics.hold_store(store):
+        >>> with dynamics.store.hold_store(store):
         ...     pass  # write it, read it: no one else replaces it meanwhile
     """
     key = os.path.abspath(path)
@@ -589,14 +590,15 @@ def hold_store(path: str | os.PathLike) -> Iterator[None]:
 
 
 def held_here(path: str | os.PathLike) -> Held | None:
-    """The lock of the store at `path` where this process holds it by [`hold_store`][], else `None`."""
+    """The lock of the store at `path` where this process holds it by
+    [`hold_store`][dynamics.store.hold_store], else `None`."""
     return _HELD.get(os.path.abspath(path))
 
 
 @contextlib.contextmanager
 def store_alone(path: str | os.PathLike) -> Iterator[Held | None]:
     """The store's lock taken alone for the block, without waiting: the lock this process holds by
-    [`hold_store`][], where it holds one, else a lock of its own.
+    [`hold_store`][dynamics.store.hold_store], where it holds one, else a lock of its own.
 
     **Yields:** the lock, or `None` where another process shares it.
     """
@@ -612,8 +614,8 @@ def store_alone(path: str | os.PathLike) -> Iterator[Held | None]:
 @contextlib.contextmanager
 def _store_held(path: Path, overwrite: bool) -> Iterator[Held]:
     """Hold the store's lock for writing: shared with its other writers (the lock this process
-    holds by [`hold_store`][], where it holds one), or, to replace it (`overwrite`), alone until
-    the new store is made (`store_alone`).
+    holds by [`hold_store`][dynamics.store.hold_store], where it holds one), or, to replace it
+    (`overwrite`), alone until the new store is made (`store_alone`).
 
     **Raises:** `ValueError` naming the other writers when `overwrite` finds the store in use.
     """
@@ -700,11 +702,11 @@ def remove_store(path: str | os.PathLike) -> None:
         >>> (folder / "notes").mkdir()
         >>> (folder / "notes" / "a.txt").write_text("mine")
         4
-        >>> dynamics.remove_store(folder / "notes")
+        >>> dynamics.store.remove_store(folder / "notes")
         Traceback (most recent call last):
         ...
         ValueError: .../notes is not an attnflow sweep store, so it is not replaced; choose another output
-        >>> dynamics.remove_store(folder / "absent.zarr")
+        >>> dynamics.store.remove_store(folder / "absent.zarr")
     """
     path = Path(path)
     if not path.parent.is_dir():

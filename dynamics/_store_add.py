@@ -28,8 +28,9 @@ from ._store import store_alone
 def add_to_store(path: str | os.PathLike, found: xr.Dataset) -> Path:
     """Add the variables of `found` (an analysis of the sweep's runs, labelled like them) to the
     finished store of that sweep at `path`, with the checksum of each of their files: then
-    [`load_sweep`][] returns them with the runs, and [`check_store`][] names any damage to them.
-    Variables added earlier under the same names are replaced; the sweep's own are never touched.
+    [`load_sweep`][] returns them with the runs, and [`check_store`][dynamics.store.check_store] names any
+    damage to them. Variables added earlier under the same names are replaced; the sweep's own are never
+    touched.
 
     While they are written the store is marked (`pending`), so that a writing stopped half-way is
     named, not read; the runs stay readable by a rerun of the sweep, and adding the variables again
@@ -66,12 +67,13 @@ def add_to_store(path: str | os.PathLike, found: xr.Dataset) -> Path:
         ...         return dynamics.ode_flow(lambda t, y, args: -self.rate * y, y0, t1=100.0, save=save)
         >>> store = pathlib.Path(tempfile.mkdtemp()) / "decay.zarr"
         >>> ds = dynamics.sweep(Decay(), {"rate": [1.0, 2.0]}, num_seeds=2, store=store)
-        >>> _ = dynamics.add_to_store(store, dynamics.landscape.sweep_phases(dynamics.load_sweep(store)))
+        >>> found = dynamics.landscape.sweep_phases(dynamics.load_sweep(store))
+        >>> _ = dynamics.store.add_to_store(store, found)
         >>> loaded = dynamics.load_sweep(store)
-        >>> loaded["phases.count"].dims, dynamics.check_store(store).state
+        >>> loaded["phases.count"].dims, dynamics.store.check_store(store).state
         (('rate', 'seed'), 'complete')
         >>> (store / "phases.count" / "0.0").unlink()
-        >>> print(dynamics.check_store(store).problems[0])
+        >>> print(dynamics.store.check_store(store).problems[0])
         added variables: phases.count/0.0 is missing (add them again: rerun the analysis that wrote them)
     """
     path = Path(path)
@@ -127,9 +129,10 @@ def add_to_store(path: str | os.PathLike, found: xr.Dataset) -> Path:
 
 
 def drop_added(path: str | os.PathLike) -> list[str]:
-    """Remove every variable added to the finished store at `path` ([`add_to_store`][]: an
-    analysis's), leaving the sweep's own runs as they were written: a store whose only damage is
-    to added variables is whole again, and the analyses that made them can add them anew.
+    """Remove every variable added to the finished store at `path`
+    ([`add_to_store`][dynamics.store.add_to_store]: an analysis's), leaving the sweep's own runs as they
+    were written: a store whose only damage is to added variables is whole again, and the analyses that made
+    them can add them anew.
 
     **Returns:** the names removed.
 
@@ -152,11 +155,12 @@ def drop_added(path: str | os.PathLike) -> list[str]:
         ...         return dynamics.ode_flow(lambda t, y, args: -self.rate * y, y0, t1=100.0, save=save)
         >>> store = pathlib.Path(tempfile.mkdtemp()) / "decay.zarr"
         >>> _ = dynamics.sweep(Decay(), {"rate": [1.0, 2.0]}, num_seeds=2, store=store)
-        >>> _ = dynamics.add_to_store(store, dynamics.landscape.sweep_phases(dynamics.load_sweep(store)))
+        >>> found = dynamics.landscape.sweep_phases(dynamics.load_sweep(store))
+        >>> _ = dynamics.store.add_to_store(store, found)
         >>> (store / "phases.count" / "0.0").unlink()
-        >>> dynamics.check_store(store).only_added_damaged
+        >>> dynamics.store.check_store(store).only_added_damaged
         True
-        >>> "phases.count" in dynamics.drop_added(store), dynamics.check_store(store).state
+        >>> "phases.count" in dynamics.store.drop_added(store), dynamics.store.check_store(store).state
         (True, 'complete')
     """
     path = Path(path)

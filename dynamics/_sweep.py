@@ -203,7 +203,8 @@ def sweep(
     `event_names`, −1 if none fired), `t_stop`, `num_steps`; the attribute `config` holds
     `sim.describe()`, the grid and the seeds as JSON, `code` the code's fingerprint. In memory
     without a `store`; opened lazily from the store with one (blocks of other shards not yet
-    written hold NaN, or −1 for integers: see [`sweep_progress`][]; [`load_sweep`][] checks them).
+    written hold NaN, or −1 for integers: see [`sweep_progress`][dynamics.store.sweep_progress];
+    [`load_sweep`][] checks them).
 
     **Raises:** `ValueError`, before any run, naming a field that is not a setting of `sim`, grid
     values that are not a list (a string, a scalar, a generator), an empty axis or a repeated
@@ -337,7 +338,7 @@ def sweep_blocks(
         ...
         ...     def run(self, key):
         ...         return dynamics.ode_flow(lambda t, y, args: -self.rate * y, 1.0, t1=1.0)
-        >>> dynamics.sweep_blocks(Decay(), {"rate": [1.0, 2.0]}, num_seeds=100)
+        >>> dynamics.store.sweep_blocks(Decay(), {"rate": [1.0, 2.0]}, num_seeds=100)
         4
     """
     check_seeds(num_seeds, 0)
@@ -382,7 +383,7 @@ def sweep_progress(path: str | os.PathLike) -> tuple[int, int]:
         ...     store = pathlib.Path(folder) / "decay.zarr"
         ...     for shard in [(0, 2), (1, 2)]:
         ...         _ = dynamics.sweep(Decay(), grid, num_seeds=2, chunk_size=2, store=store, shard=shard)
-        ...         print(shard, dynamics.sweep_progress(store))
+        ...         print(shard, dynamics.store.sweep_progress(store))
         (0, 2) (1, 2)
         (1, 2) (2, 2)
     """
@@ -405,8 +406,9 @@ def _store_attrs(path: str | os.PathLike) -> dict:
 
 def save_sweep(ds: xr.Dataset, path: str | os.PathLike) -> Path:
     """Write a sweep (from [`sweep`][]) to a zarr store at `path` (a store there is replaced),
-    with the checksum of every file, as one block: [`load_sweep`][] and [`check_store`][] check it.
-    The store appears whole or not at all (it is written beside `path`, then renamed).
+    with the checksum of every file, as one block: [`load_sweep`][] and
+    [`check_store`][dynamics.store.check_store] check it. The store appears whole or not at all (it is
+    written beside `path`, then renamed).
 
     **Returns:** the path written.
 
@@ -457,8 +459,9 @@ def save_sweep(ds: xr.Dataset, path: str | os.PathLike) -> Path:
 
 def load_sweep(path: str | os.PathLike) -> xr.Dataset:
     """Read a sweep's zarr store (written by [`save_sweep`][] or by [`sweep`][] with a `store`)
-    into memory, after checking every file against its checksum (see [`check_store`][]). A store
-    larger than the memory at hand is read with [`open_sweep`][] instead.
+    into memory, after checking every file against its checksum (see
+    [`check_store`][dynamics.store.check_store]). A store larger than the memory at hand is read with
+    [`open_sweep`][] instead.
 
     **Raises:** `ValueError` naming the path when it is not such a store, when blocks of it are
     not written yet (resume the sweep, or run its other shards), or when a file is damaged (the

@@ -515,9 +515,9 @@ def _each_run(
     """Each `(fn, batched_args)` of `calls` on each of its runs (the leading axis of `batched_args`)
     in turn, one compiled program per `fn` (compiled once a run needs it), with progress over all
     runs; per call, the outputs stacked along the run axis. With `keep`, `(folder, key)`, each run's
-    outputs are kept in `folder` as it ends ([`keep_run`][]), under `key` and the fingerprint of
-    the programs and of the source files of `cls`'s package: the runs kept there before under the
-    same are read, not computed."""
+    outputs are kept in `folder` as it ends ([`keep_run`][dynamics.store.keep_run]), under `key` and the
+    fingerprint of the programs and of the source files of `cls`'s package: the runs kept there before under
+    the same are read, not computed."""
 
     def args_of(batched_args, i):
         return jax.tree.map(lambda x: x[i], batched_args)

@@ -28,7 +28,7 @@ def _jsonable(value: Any) -> Any:
 
 def save_figure(fig: plt.Figure, out_dir: Path, name: str, *, data: dict, config: dict) -> list[Path]:
     """Write `name.png`, `name.pdf` and `name.json` into `out_dir` and close the figure; each file
-    is written whole or not at all (`dynamics.atomic_write`).
+    is written whole or not at all (`dynamics.store.atomic_write`).
 
     **Arguments:**
 
@@ -42,16 +42,16 @@ def save_figure(fig: plt.Figure, out_dir: Path, name: str, *, data: dict, config
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    dynamics.remove_stale_temporaries(out_dir)  # of a figure a killed process was writing
+    dynamics.store.remove_stale_temporaries(out_dir)  # of a figure a killed process was writing
     paths = [out_dir / f"{name}.png", out_dir / f"{name}.pdf", out_dir / f"{name}.json"]
     try:
-        with dynamics.atomic_write(paths[0], "wb") as f:
+        with dynamics.store.atomic_write(paths[0], "wb") as f:
             fig.savefig(f, format="png", dpi=130, bbox_inches="tight")
-        with dynamics.atomic_write(paths[1], "wb") as f:
+        with dynamics.store.atomic_write(paths[1], "wb") as f:
             fig.savefig(f, format="pdf", bbox_inches="tight")
     finally:
         plt.close(fig)
-    with dynamics.atomic_write(paths[2]) as f:
+    with dynamics.store.atomic_write(paths[2]) as f:
         json.dump({"figure": name, "config": _jsonable(config), "data": _jsonable(data)}, f)
     return paths
 

@@ -3,7 +3,7 @@
 distinct-token entropy and recall curve) over vocabulary × η_Z × η_Y/η_Z × seeds.
 
 The three figures of one `attnflow figures` or `attnflow reproduce` command share its runs
-through `dynamics.shared_store`: the first to ask runs them, the others read the store.
+through `dynamics.store.shared_store`: the first to ask runs them, the others read the store.
 """
 
 import dataclasses
@@ -116,7 +116,7 @@ class SweepResult:
 
 
 def run_sweep(config: SweepConfig) -> SweepResult:
-    """Run the sweep, one compiled call per vocabulary, into `dynamics.shared_store` when the
+    """Run the sweep, one compiled call per vocabulary, into `dynamics.store.shared_store` when the
     command names one (so Figs. 6, 11 and 12 share the runs), in memory otherwise.
 
     **Arguments:** `config`: what to run.
@@ -130,7 +130,7 @@ def run_sweep(config: SweepConfig) -> SweepResult:
         "chunk_size": config.chunk_size,
     }
     start = time.perf_counter()
-    ds = dynamics.sweep(config.level, **sweep, store=dynamics.shared_store(config.level, **sweep))
+    ds = dynamics.sweep(config.level, **sweep, store=dynamics.store.shared_store(config.level, **sweep))
     entropy = ds["final.entropy"].values
     completed = (ds["stop"].values == dynamics.StopReason.completed) & np.isfinite(entropy)
     return SweepResult(

@@ -95,7 +95,9 @@ def fig10(out_dir: Path, full: bool) -> list[Path]:
     """
     sim, num_seeds = fig10_simulation(full)
     grid, chunk = {"lr": list(FIG10_LRS)}, len(FIG10_LRS)
-    store = dynamics.shared_store(sim, grid, num_seeds=num_seeds, chunk_size=chunk)  # the check's runs too
+    store = dynamics.store.shared_store(
+        sim, grid, num_seeds=num_seeds, chunk_size=chunk
+    )  # the check's runs too
     ds = dynamics.sweep(sim, grid, num_seeds=num_seeds, chunk_size=chunk, store=store)
     entropy = ds["final.val_entropy"].values[..., 0]  # (lr, seed): the first (only) layer
     loss = ds["final.val_loss"].values

@@ -139,8 +139,8 @@ def test_a_removed_working_folder_is_one_line(users, capsys, monkeypatch):
     err = capsys.readouterr().err
     assert err == "attnflow: error: the working folder no longer exists: change to a folder that does\n", err
     with pytest.raises(ValueError, match="relative to the working folder, which no longer exists"):
-        dynamics.prepare_folder("o", "--out")
-    assert dynamics.prepare_folder(users / "o").is_dir()  # an absolute path is still fine
+        dynamics.store.prepare_folder("o", "--out")
+    assert dynamics.store.prepare_folder(users / "o").is_dir()  # an absolute path is still fine
 
 
 def test_the_step_budget_hint_names_only_settings_the_class_has(users, capsys):

@@ -17,12 +17,16 @@ TYPE_ALIASES = {"Event", "Mask", "Predicate", "Rates"}
 """Public type aliases: neither functions nor classes, documented by attribute docstrings."""
 PUBLIC = {
     name: getattr(door, name)
-    for door in (dynamics, dynamics.landscape)
+    for door in (dynamics, dynamics.landscape, dynamics.store)
     for name in door.__all__
     if name not in TYPE_ALIASES and callable(getattr(door, name))
 }
-"""The public functions and classes of `dynamics` and its wing `dynamics.landscape`, by name."""
-MODULES = sorted({obj.__module__ for obj in PUBLIC.values()} | {"dynamics._compiled", "dynamics.landscape"})
+"""The public functions and classes of `dynamics` and its wings `dynamics.landscape` and
+`dynamics.store`, by name."""
+MODULES = sorted(
+    {obj.__module__ for obj in PUBLIC.values()}
+    | {"dynamics._compiled", "dynamics.landscape", "dynamics.store"}
+)
 """The modules that define them (`dynamics` re-exports them from its private modules), and the
 private modules whose examples show a part of the engine."""
 

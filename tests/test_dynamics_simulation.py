@@ -109,7 +109,7 @@ def test_simulate_is_the_sweep_of_one_point_in_memory_and_on_disk(tmp_path):
     store = tmp_path / "decay.zarr"
     on_disk = dynamics.simulate(sim, num_seeds=3, seed=2, chunk_size=2, store=store)
     assert on_disk.load().drop_attrs().identical(runs.drop_attrs())
-    assert dynamics.check_store(store).state == "complete"
+    assert dynamics.store.check_store(store).state == "complete"
     partial = dynamics.sweep(
         sim, {}, num_seeds=3, seed=2, chunk_size=2, store=tmp_path / "p.zarr", shard=(1, 2)
     )

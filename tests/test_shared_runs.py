@@ -1,4 +1,4 @@
-"""A sweep that several pieces of one job make alike is made once (`dynamics.shared_store`, the
+"""A sweep that several pieces of one job make alike is made once (`dynamics.store.shared_store`, the
 folder `attnflow reproduce` names to its pieces), with the numbers of the sweep in memory."""
 
 import numpy as np
@@ -15,29 +15,29 @@ GRID = {"rate": [1.0, 2.0]}
 def test_two_pieces_sharing_a_sweep_run_it_once_with_the_numbers_in_memory(tmp_path, monkeypatch):
     log = tmp_path / "runs.log"
     sim = SlowDecay(log=str(log))
-    monkeypatch.setenv(dynamics.SHARED_RUNS, str(tmp_path / "shared"))
-    store = dynamics.shared_store(sim, GRID, num_seeds=3)
+    monkeypatch.setenv(dynamics.store.SHARED_RUNS, str(tmp_path / "shared"))
+    store = dynamics.store.shared_store(sim, GRID, num_seeds=3)
     first = dynamics.sweep(sim, GRID, num_seeds=3, store=store)
-    second = dynamics.sweep(sim, GRID, num_seeds=3, store=dynamics.shared_store(sim, GRID, num_seeds=3))
+    second = dynamics.sweep(sim, GRID, num_seeds=3, store=dynamics.store.shared_store(sim, GRID, num_seeds=3))
     assert len(log.read_text().splitlines()) == 2 * 3  # each (rate, seed) ran once
-    monkeypatch.delenv(dynamics.SHARED_RUNS)
-    assert dynamics.shared_store(sim, GRID, num_seeds=3) is None
+    monkeypatch.delenv(dynamics.store.SHARED_RUNS)
+    assert dynamics.store.shared_store(sim, GRID, num_seeds=3) is None
     alone = dynamics.sweep(SlowDecay(), GRID, num_seeds=3)
     for ds in (first, second):
         np.testing.assert_array_equal(ds["value"].values, alone["value"].values)
 
 
 def test_reproduce_names_a_folder_of_its_own_and_leaves_nothing_in_it(tmp_path, monkeypatch):
-    monkeypatch.setenv(dynamics.SHARED_RUNS, "elsewhere")
+    monkeypatch.setenv(dynamics.store.SHARED_RUNS, "elsewhere")
     folder = tmp_path / "shared_runs"
     earlier = dynamics.save_sweep(dynamics.sweep(SlowDecay(), GRID, num_seeds=1), folder / "earlier.zarr")
     with shared_runs(folder):
         assert not earlier.exists()  # an earlier run's stores go before the pieces start
-        store = dynamics.shared_store(SlowDecay(), GRID, num_seeds=2)
+        store = dynamics.store.shared_store(SlowDecay(), GRID, num_seeds=2)
         assert store.parent == folder
         dynamics.sweep(SlowDecay(), GRID, num_seeds=2, store=store)
     assert not folder.exists()
-    assert dynamics.shared_store(SlowDecay(), GRID, num_seeds=2).parent.name == "elsewhere"
+    assert dynamics.store.shared_store(SlowDecay(), GRID, num_seeds=2).parent.name == "elsewhere"
 
 
 def test_the_shared_runs_of_a_stopped_command_are_resumed_by_the_same_code_only(tmp_path, monkeypatch):
@@ -46,7 +46,9 @@ def test_the_shared_runs_of_a_stopped_command_are_resumed_by_the_same_code_only(
     folder = tmp_path / "shared_runs"
 
     def piece():
-        return dynamics.sweep(sim, GRID, num_seeds=3, store=dynamics.shared_store(sim, GRID, num_seeds=3))
+        return dynamics.sweep(
+            sim, GRID, num_seeds=3, store=dynamics.store.shared_store(sim, GRID, num_seeds=3)
+        )
 
     def runs_made():
         return len(log.read_text().splitlines())

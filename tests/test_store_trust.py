@@ -95,11 +95,11 @@ def test_a_deleted_or_truncated_chunk_is_named_and_a_rerun_repairs_it(tmp_path):
     store = tmp_path / "s.zarr"
     _sweep(store)
     reference = _reference()
-    assert dynamics.check_store(store).state == "complete"
+    assert dynamics.store.check_store(store).state == "complete"
     (store / "time" / "1.0.0").unlink()  # rate=2.0, seeds 0-1
     chunk = store / "value" / "0.1.0.0"  # rate=0.5, seed 2
     chunk.write_bytes(chunk.read_bytes()[:-3])
-    report = dynamics.check_store(store)
+    report = dynamics.store.check_store(store)
     assert report.state == "damaged" and report.repairable
     assert (
         "block 1 (rate=0.5, seeds 2-2): value: value/0.1.0.0 differs from its checksum" in report.problems[0]
@@ -135,7 +135,7 @@ def test_edited_settings_are_named_on_load_and_refused_on_resume(tmp_path):
     attrs = json.loads((store / ".zattrs").read_text())
     attrs["config"] = attrs["config"].replace('"pause": 0.0', '"pause": 9.0')
     (store / ".zattrs").write_text(json.dumps(attrs))
-    report = dynamics.check_store(store)
+    report = dynamics.store.check_store(store)
     assert report.state == "damaged" and not report.repairable
     assert report.problems == (".zattrs differs from its checksum (changed or truncated)",)
     with pytest.raises(ValueError, match=r"\.zattrs differs.*make it again"):
@@ -146,7 +146,7 @@ def test_edited_settings_are_named_on_load_and_refused_on_resume(tmp_path):
 
 def test_a_saved_sweep_is_checked_when_read(tmp_path):
     path = dynamics.save_sweep(_reference(), tmp_path / "saved.zarr")
-    assert dynamics.check_store(path).state == "complete"
+    assert dynamics.store.check_store(path).state == "complete"
     (path / "value" / "1.0.0.0").unlink()
     with pytest.raises(ValueError, match="value/1.0.0.0 is missing"):
         dynamics.load_sweep(path)
@@ -200,7 +200,7 @@ def test_overwrite_is_refused_while_another_process_writes(tmp_path):
     hold.unlink()
     _, err = first.communicate(timeout=300)
     assert first.returncode == 0, err[-2000:]
-    assert dynamics.check_store(store).state == "complete"
+    assert dynamics.store.check_store(store).state == "complete"
 
 
 @pytest.mark.slow
@@ -359,7 +359,7 @@ def test_atomic_writes_leave_nothing_half_written(tmp_path):
 
 
 def test_temporaries_of_killed_processes_are_removed(tmp_path):
-    from dynamics import remove_stale_temporaries, temporary_path
+    from dynamics.store import remove_stale_temporaries, temporary_path
 
     dead = subprocess.run(
         [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
@@ -532,7 +532,7 @@ def test_sigterm_ends_the_command_and_leaves_no_temporaries(tmp_path):
     _, err = process.communicate(timeout=60)
     assert process.returncode == 143, err[-2000:]
     assert "Traceback" not in err and not _leftovers(out)
-    written, total = dynamics.sweep_progress(out / "sweep.zarr")
+    written, total = dynamics.store.sweep_progress(out / "sweep.zarr")
     assert 1 <= written < total
 
 
@@ -581,10 +581,10 @@ def test_check_repairs_a_users_module_from_the_working_directory(tmp_path, monke
     result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "attnflow: warning: 1 damaged block(s)" in result.stderr and "Traceback" not in result.stderr
-    assert dynamics.check_store(tmp_path / "d" / "sweep.zarr").state == "complete"
+    assert dynamics.store.check_store(tmp_path / "d" / "sweep.zarr").state == "complete"
 
 
-@pytest.mark.slow  # four sweeps with their plots; `dynamics.drop_added`'s example runs by default
+@pytest.mark.slow  # four sweeps with their plots; `dynamics.store.drop_added`'s example runs by default
 def test_a_lost_chunk_of_an_analysis_is_repaired_by_check_or_by_the_analysis_again(
     tmp_path, capsys, monkeypatch
 ):
@@ -605,9 +605,9 @@ def test_a_lost_chunk_of_an_analysis_is_repaired_by_check_or_by_the_analysis_aga
     (store / "phases.count" / "0.0").unlink()
     assert cli.main(["check", str(store), "--repair"]) == 0
     assert "removed the damaged analyses" in capsys.readouterr().out
-    assert dynamics.check_store(store).state == "complete" and "phases.count" not in dynamics.load_sweep(
+    assert dynamics.store.check_store(
         store
-    )
+    ).state == "complete" and "phases.count" not in dynamics.load_sweep(store)
     assert cli.main([*argv, "--analyse", "phases"]) == 0  # added again
     (store / "phases.count" / "0.0").unlink()
     capsys.readouterr()

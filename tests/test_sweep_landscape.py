@@ -127,27 +127,27 @@ def test_analyses_added_to_a_store_are_checked_with_it(tmp_path):
     store = tmp_path / "sweep.zarr"
     dynamics.sweep(Quadratic(), GRID, num_seeds=2, chunk_size=2, store=store)
     found = dynamics.landscape.sweep_sharpness(dynamics.load_sweep(store), Quadratic())
-    dynamics.add_to_store(store, found)
+    dynamics.store.add_to_store(store, found)
     loaded = dynamics.load_sweep(store)
     np.testing.assert_array_equal(loaded["sharpness.max_eigenvalue"], found["sharpness.max_eigenvalue"])
-    assert dynamics.check_store(store).state == "complete"
+    assert dynamics.store.check_store(store).state == "complete"
     dynamics.sweep(Quadratic(), GRID, num_seeds=2, chunk_size=2, store=store)  # resumes: nothing to run
-    assert dynamics.check_store(store).state == "complete"
+    assert dynamics.store.check_store(store).state == "complete"
 
     (store / "sharpness.ratio" / "0.0.0").write_bytes(b"changed")
-    report = dynamics.check_store(store)
+    report = dynamics.store.check_store(store)
     assert report.state == "damaged" and not report.repairable
     assert "added variables: sharpness.ratio/0.0.0 differs from its checksum" in report.problems[0]
     with pytest.raises(ValueError, match="is damaged"):
         dynamics.load_sweep(store)
-    dynamics.add_to_store(store, found)
-    assert dynamics.check_store(store).state == "complete"
+    dynamics.store.add_to_store(store, found)
+    assert dynamics.store.check_store(store).state == "complete"
 
     other = dynamics.sweep(Quadratic(), {"rate": [1.0]}, num_seeds=2)
     with pytest.raises(ValueError, match="analyse another sweep"):
-        dynamics.add_to_store(store, dynamics.landscape.sweep_sharpness(other, Quadratic()))
+        dynamics.store.add_to_store(store, dynamics.landscape.sweep_sharpness(other, Quadratic()))
     with pytest.raises(ValueError, match="the sweep's own variables"):
-        dynamics.add_to_store(store, loaded[["loss"]])
+        dynamics.store.add_to_store(store, loaded[["loss"]])
 
 
 def test_every_analysis_refuses_a_sweep_with_runs_not_written_yet(tmp_path):

@@ -77,7 +77,7 @@ def test_the_command_line_adds_the_phases_to_the_store_and_a_rerun_makes_them_ag
     assert (tmp_path / "plots" / "phases.count_final.png").is_file()
 
     assert _sweep(tmp_path, "--grid", "rate=1,10") == 0  # the same sweep: its phases stay
-    assert dynamics.check_store(tmp_path / "sweep.zarr").state == "complete"
+    assert dynamics.store.check_store(tmp_path / "sweep.zarr").state == "complete"
     assert "phases.count" in dynamics.load_sweep(tmp_path / "sweep.zarr")
     assert _sweep(tmp_path, "--grid", "rate=1,10", "--analyse", "phases") == 0  # made again, the same
     again = dynamics.load_sweep(tmp_path / "sweep.zarr")

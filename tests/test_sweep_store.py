@@ -71,7 +71,7 @@ def test_the_store_equals_the_in_memory_sweep(tmp_path):
     assert memory["stop"].dtype.kind == "i" and memory["time"].dims == ("rate", "scale", "seed", "save")
     # per program (scale) and rate: two blocks of 3 seeds (6 seeds need two blocks of at most
     # chunk_size runs, as even as two can be; a block holds one rate's cells in order)
-    assert dynamics.sweep_progress(tmp_path / "s.zarr") == (8, 8)
+    assert dynamics.store.sweep_progress(tmp_path / "s.zarr") == (8, 8)
     # every block's marker says where and how long it ran
     record = json.loads(next((tmp_path / "s.zarr" / ".attnflow_units_done").iterdir()).read_text())
     assert record["seconds"] >= 0 and record["host"]
@@ -93,7 +93,7 @@ def test_a_killed_sweep_resumes_to_the_uninterrupted_result(tmp_path):
         time.sleep(0.02)
     os.kill(process.pid, signal.SIGKILL)
     process.wait()
-    written, total = dynamics.sweep_progress(store)
+    written, total = dynamics.store.sweep_progress(store)
     assert 1 <= written < total, "the kill should land between blocks"
     with pytest.raises(ValueError, match=rf"is incomplete: {written} of {total} blocks written"):
         dynamics.load_sweep(store)
@@ -289,7 +289,7 @@ def test_another_sweep_or_a_foreign_folder_is_refused_before_work(tmp_path):
 @pytest.mark.slow
 def test_only_the_blocks_of_a_shard_run(tmp_path):
     ds = dynamics.sweep(SlowDecay(), GRID, num_seeds=6, chunk_size=4, store=tmp_path / "s.zarr", shard=(0, 2))
-    assert dynamics.sweep_progress(tmp_path / "s.zarr") == (4, 8)
+    assert dynamics.store.sweep_progress(tmp_path / "s.zarr") == (4, 8)
     final = np.asarray(ds["final"])
     assert np.isnan(final).any() and np.isfinite(final).any()  # the other shard's cells are still empty
 
@@ -315,13 +315,13 @@ def test_the_launch_options_are_refused_before_any_work(tmp_path, monkeypatch, c
     monkeypatch.chdir(ROOT)
     old = tmp_path / "old"
     store = dynamics.save_sweep(dynamics.sweep(SlowDecay(), GRID, num_seeds=2), old / "sweep.zarr")
-    before = dynamics.check_store(store)
+    before = dynamics.store.check_store(store)
     for out in (old, tmp_path / "new"):
         argv = ["sweep", "tests._store_sims:SlowDecay", "--grid", "rate=0.5,2", "--out", str(out)]
         assert cli.main([*argv, "--overwrite", *options]) == 2
         err = capsys.readouterr().err
         assert message in err and err.count("\n") == 1, err
-    assert dynamics.check_store(store) == before and not (tmp_path / "new").exists()
+    assert dynamics.store.check_store(store) == before and not (tmp_path / "new").exists()
     assert sorted(p.name for p in old.iterdir()) == ["sweep.zarr"]
 
 
@@ -362,11 +362,13 @@ def test_a_held_store_is_replaced_by_no_other_process_but_by_its_holder(tmp_path
     store = tmp_path / "sweep.zarr"
     argv = [sys.executable, "-m", "attnflow", "sweep", "tests._store_sims:Logistic", "--grid", "rate=1,2"]
     argv += ["--seeds", "2", "--out", str(tmp_path), "--overwrite"]
-    with dynamics.hold_store(store):
+    with dynamics.store.hold_store(store):
         dynamics.sweep(Logistic(), {"rate": [0.5, 2.0]}, num_seeds=2, store=store)
         other = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True)
         assert other.returncode == 2 and "is being written by another process" in other.stderr, other.stderr
         ds = dynamics.sweep(Logistic(), {"rate": [1.0, 2.0]}, num_seeds=2, store=store, overwrite=True)
-        dynamics.add_to_store(store, dynamics.landscape.sweep_phases(ds.load()))
-    assert "phases.count" in dynamics.load_sweep(store) and dynamics.check_store(store).state == "complete"
-    dynamics.remove_store(store)  # let go: replaced by anyone
+        dynamics.store.add_to_store(store, dynamics.landscape.sweep_phases(ds.load()))
+    assert (
+        "phases.count" in dynamics.load_sweep(store) and dynamics.store.check_store(store).state == "complete"
+    )
+    dynamics.store.remove_store(store)  # let go: replaced by anyone

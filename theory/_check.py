@@ -404,6 +404,6 @@ def write_json(checks: list[Check], path: str | Path, meta: dict) -> Path:
     """Write the checks and `meta` (versions, options) to `path` as JSON, whole or not at all."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with dynamics.atomic_write(path) as f:
+    with dynamics.store.atomic_write(path) as f:
         json.dump({"meta": meta, "checks": [c.to_dict() for c in checks]}, f, indent=2)
     return path

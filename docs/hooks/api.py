@@ -7,7 +7,7 @@ from pathlib import Path
 import griffe
 from mkdocs.exceptions import PluginError
 
-PACKAGES = ("dynamics", "dynamics.landscape", "theory", "tasks", "figures")
+PACKAGES = ("dynamics", "dynamics.landscape", "dynamics.store", "theory", "tasks", "figures")
 ROOT = Path(__file__).resolve().parents[2]
 
 

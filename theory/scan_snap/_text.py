@@ -69,7 +69,7 @@ def fig10_entropy_falls_with_lr(full: bool = False, *, lrs: tuple[float, ...] = 
         lines = sim.task.max_lines
     steps = sim.num_steps
     grid, chunk = {"lr": list(lrs)}, len(lrs)
-    store = dynamics.shared_store(sim, grid, num_seeds=seeds, chunk_size=chunk)  # the figure's runs too
+    store = dynamics.store.shared_store(sim, grid, num_seeds=seeds, chunk_size=chunk)  # the figure's runs too
     ds = dynamics.sweep(sim, grid, num_seeds=seeds, chunk_size=chunk, store=store)
     entropy = np.asarray(ds["final.val_entropy"].values[..., 0], np.float64)  # (lr, seed)
     mean, std = entropy.mean(axis=1), entropy.std(axis=1, ddof=1)
