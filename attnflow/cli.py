@@ -437,7 +437,7 @@ def _run_command(argv: list[str] | None) -> int:
                 return 0
             return getattr(_commands, args.func)(args)
     except ValueError as err:  # a bad input: say which and why, without a traceback
-        print(f"attnflow: error: {err}", file=sys.stderr)
+        print(f"attnflow: error: {err}{_command_line_remedy(err)}", file=sys.stderr)
         return 2
     except _commands.WorkFailed as err:
         print(f"attnflow: error: {err}", file=sys.stderr)
@@ -445,6 +445,19 @@ def _run_command(argv: list[str] | None) -> int:
     except OSError as err:
         print(f"attnflow: error: {dynamics.store.describe_os_error(err)}", file=sys.stderr)
         return 3
+
+
+def _command_line_remedy(err: ValueError) -> str:
+    """What the command line offers for an error the engine raised in terms of its arguments."""
+    import dynamics
+
+    if isinstance(err, dynamics.store.StoreNeedsRuns):
+        return f"; `attnflow check {err.path or 'STORE'} --repair` runs them from the store alone"
+    if isinstance(err, dynamics.store.StoreNeedsRemaking):
+        return "; on the command line, --overwrite"
+    if isinstance(err, dynamics.store.ResultsTooLarge):
+        return "; on the command line, --max-bytes SIZE"
+    return ""
 
 
 def _answer_from_catalog(args: argparse.Namespace) -> int | None:

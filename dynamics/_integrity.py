@@ -123,6 +123,55 @@ def added_damage(path: Path, identity: str) -> list[str]:
     return [f"{ADDED_PROBLEM}: {text} {again}" for text in differing_files(path, added.get("files", {}))]
 
 
+class StoreNeedsRuns(ValueError):
+    """A sweep's store some of whose blocks are missing or damaged, which running them again
+    repairs: the same sweep on the store (`dynamics.sweep` with its settings and `store`) runs
+    them. `path`: the store, where it is known.
+
+    **Example:** a store that lost a file of its runs:
+
+        >>> import pathlib
+        >>> import tempfile
+        >>> import jax
+        >>> import dynamics
+        >>> class Decay(dynamics.AbstractSimulation):
+        ...     dtype: str = dynamics.dtype_param("float64")
+        ...
+        ...     def run(self, key):
+        ...         y0 = 1.0 + jax.random.uniform(key, (), self.dtype)
+        ...         return dynamics.ode_flow(lambda t, y, args: -y, y0, t1=1.0)
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "decay.zarr"
+        >>> _ = dynamics.simulate(Decay(), num_seeds=2, store=path)
+        >>> (path / "value" / "0.0").unlink()
+        >>> try:
+        ...     dynamics.load_sweep(path)
+        ... except dynamics.store.StoreNeedsRuns as err:
+        ...     print(err.path == path, "runs the damaged blocks again" in str(err))
+        True True
+    """
+
+    def __init__(self, message: str, path: str | os.PathLike | None = None):
+        super().__init__(message)
+        self.path = path
+
+
+class StoreNeedsRemaking(ValueError):
+    """A sweep's store whose own files are damaged, which no run repairs: make it again
+    (`overwrite=True`). `path`: the store.
+
+    **Example:**
+
+        >>> import dynamics
+        >>> err = dynamics.store.StoreNeedsRemaking("decay.zarr is damaged: .zattrs differs", "decay.zarr")
+        >>> isinstance(err, ValueError), err.path
+        (True, 'decay.zarr')
+    """
+
+    def __init__(self, message: str, path: str | os.PathLike):
+        super().__init__(message)
+        self.path = path
+
+
 @dataclasses.dataclass(frozen=True)
 class StoreReport:
     """The state of a sweep's store, from [`check_store`][dynamics.store.check_store].

@@ -16,7 +16,27 @@ MAX_SEED = 2**31 - 1
 """The largest integer seed: seeds are 32-bit integers, so a run has the same key with and without
 JAX's x64 mode."""
 DEFAULT_MAX_BYTES = 16 * 2**30
-"""The largest result a sweep writes unless told otherwise (`max_bytes`, `--max-bytes`): 16 GiB."""
+"""The largest result a sweep writes unless told otherwise (`max_bytes`): 16 GiB."""
+
+
+class ResultsTooLarge(ValueError):
+    """Results over the limit a sweep was given (`max_bytes`), refused before any run.
+
+    **Example:**
+
+        >>> import jax.numpy as jnp
+        >>> import dynamics
+        >>> class Wide(dynamics.AbstractSimulation):
+        ...     dtype: str = dynamics.dtype_param("float64")
+        ...
+        ...     def run(self, key):
+        ...         return dynamics.ode_flow(lambda t, y, args: -y, jnp.ones(1000), t1=1.0)
+        >>> try:
+        ...     dynamics.sweep(Wide(), {}, num_seeds=4, max_bytes=1000)
+        ... except dynamics.store.ResultsTooLarge as err:
+        ...     print("over the limit of 1 kB" in str(err))
+        True
+    """
 
 
 def check_seeds(num_seeds, seed) -> None:
@@ -140,10 +160,10 @@ def check_sizes(
     total = bytes_per_run * num_runs
     runs = f"{num_runs:,} runs × {human_bytes(bytes_per_run)}"
     if max_bytes is not None and total > max_bytes:
-        raise ValueError(
+        raise ResultsTooLarge(
             f"the results would take {human_bytes(total)} ({runs}), over the limit of "
             f"{human_bytes(max_bytes)}: run fewer seeds, grid points or saves, or raise the limit "
-            "(max_bytes; --max-bytes)"
+            "(max_bytes)"
         )
     if store is not None:
         needed, free = total * (1 - done_fraction), _free_disk(store.parent)

@@ -47,6 +47,7 @@ from ._integrity import (
     DONE,
     FORMAT,
     WRITERS,
+    StoreNeedsRuns,
     chunk_key,
     differing_files,
     file_digest,
@@ -822,16 +823,15 @@ def refuse_unwritten(ds: xr.Dataset, what: str) -> None:
     """Refuse to analyse a sweep some of whose runs are not written yet (a store's blocks of other
     shards, or of a sweep stopped half-way, hold the fill value −1 as their `stop`).
 
-    **Raises:** `ValueError` with how many runs are missing and what finishes them.
+    **Raises:** `StoreNeedsRuns` (a `ValueError`) with how many runs are missing.
     """
     if "stop" not in ds:
         return
     missing = int(np.sum(np.asarray(ds["stop"]) < 0))
     if missing:
-        raise ValueError(
+        raise StoreNeedsRuns(
             f"{missing} of {ds['stop'].size} runs of the sweep are not written yet (blocks of other "
-            "shards, or of a sweep that stopped): finish it (rerun it on its store, or `attnflow check "
-            f"STORE --repair`) before {what}"
+            f"shards, or of a sweep that stopped): finish it (the same sweep on its store) before {what}"
         )
 
 

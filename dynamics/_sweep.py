@@ -15,7 +15,15 @@ import zarr
 from ._files import atomic_write, temporary_path
 from ._fingerprint import code_record, largest_array_bytes
 from ._grid import check_grid, grid_points, grid_record
-from ._integrity import CREATED, FORMAT, check_store, layout_digests, read_json
+from ._integrity import (
+    CREATED,
+    FORMAT,
+    StoreNeedsRemaking,
+    StoreNeedsRuns,
+    check_store,
+    layout_digests,
+    read_json,
+)
 from ._params import is_count
 from ._preflight import DEFAULT_MAX_BYTES, check_precision, check_seeds, check_sizes, trace_run
 from ._run import stop_reason
@@ -535,14 +543,15 @@ def open_sweep(path: str | os.PathLike) -> xr.Dataset:
                 report, state="incomplete", written=len(units_done(path)), total=int(attrs["num_units"])
             )
     if report.state == "damaged":
-        fix = (
-            f"`attnflow check {path} --repair`, or the same sweep on it, runs the damaged blocks again"
-            if report.repairable
-            else "the store's own files cannot be repaired by rerunning blocks: make it again, with "
-            "--overwrite or overwrite=True"
-        )
         more = f"; and {len(report.problems) - 3} more" if len(report.problems) > 3 else ""
-        raise ValueError(f"{path} is damaged: {'; '.join(report.problems[:3])}{more} ({fix})")
+        damage = f"{path} is damaged: {'; '.join(report.problems[:3])}{more}"
+        if report.repairable:
+            raise StoreNeedsRuns(f"{damage} (the same sweep on it runs the damaged blocks again)", path)
+        raise StoreNeedsRemaking(
+            f"{damage} (the store's own files cannot be repaired by running blocks again: make it again, "
+            "overwrite=True)",
+            path,
+        )
     if report.state == "incomplete":
         raise ValueError(
             f"{path} is incomplete: {report.written} of {report.total} blocks written (rerun the sweep on it "

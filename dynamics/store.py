@@ -4,8 +4,9 @@ kept beside it. The engine (`dynamics`) runs and writes a sweep through these; t
 tool built on it keeps, checks, shares and repairs what it wrote.
 
 - [`check_store`][] ([`StoreReport`][]): every file of a store against its checksum, and the code
-  that made it; [`hold_store`][] holds a store from its first byte written to its last read;
-  [`remove_store`][] removes one (refused while another process writes it).
+  that made it; a store that running blocks again repairs is refused as [`StoreNeedsRuns`][], one
+  to make again as [`StoreNeedsRemaking`][]; [`hold_store`][] holds a store from its first byte written to
+  its last read; [`remove_store`][] removes one (refused while another process writes it).
 - [`sweep_blocks`][], [`sweep_progress`][]: the blocks a sweep writes (what its shards share out)
   and how many are written.
 - [`add_to_store`][] adds an analysis of a sweep's runs to its store, with its checksums
@@ -17,8 +18,8 @@ tool built on it keeps, checks, shares and repairs what it wrote.
   [`temporary_path`][], [`remove_stale_temporaries`][]: outputs written whole or not at all, output
   paths tried before any work, a file-system error in words, what killed writers left removed.
 - [`parse_bytes`][] reads a size such as `16G` ([`DEFAULT_MAX_BYTES`][], the largest result a
-  sweep writes unless told); [`MAX_SEED`][], the largest seed; [`grid_from_record`][], the grid a
-  store's `config` records, as `dynamics.sweep` takes it.
+  sweep writes unless told; more is refused as [`ResultsTooLarge`][]); [`MAX_SEED`][], the largest seed;
+  [`grid_from_record`][], the grid a store's `config` records, as `dynamics.sweep` takes it.
 
 **Example:** a sweep written to a store, then checked file by file:
 
@@ -51,9 +52,9 @@ from ._files import (
     temporary_path,
 )
 from ._grid import grid_from_record
-from ._integrity import StoreReport, check_store
+from ._integrity import StoreNeedsRemaking, StoreNeedsRuns, StoreReport, check_store
 from ._kept_runs import keep_run, kept_runs
-from ._preflight import DEFAULT_MAX_BYTES, MAX_SEED, parse_bytes
+from ._preflight import DEFAULT_MAX_BYTES, MAX_SEED, ResultsTooLarge, parse_bytes
 from ._shared import SHARED_RUNS, shared_store
 from ._store import hold_store, remove_store
 from ._store_add import add_to_store, drop_added
@@ -63,6 +64,9 @@ __all__ = [
     "DEFAULT_MAX_BYTES",
     "MAX_SEED",
     "SHARED_RUNS",
+    "ResultsTooLarge",
+    "StoreNeedsRemaking",
+    "StoreNeedsRuns",
     "StoreReport",
     "add_to_store",
     "atomic_write",

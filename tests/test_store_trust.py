@@ -105,7 +105,9 @@ def test_a_deleted_or_truncated_chunk_is_named_and_a_rerun_repairs_it(tmp_path):
         "block 1 (rate=0.5, seeds 2-2): value: value/0.1.0.0 differs from its checksum" in report.problems[0]
     )
     assert any("(rate=2.0, seeds 0-1): time: time/1.0.0 is missing" in p for p in report.problems)
-    with pytest.raises(ValueError, match=r"is damaged.*value/0.1.0.0 differs.*--repair"):
+    with pytest.raises(
+        dynamics.store.StoreNeedsRuns, match=r"is damaged.*value/0.1.0.0 differs.*runs the damaged"
+    ):
         dynamics.load_sweep(store)
     with pytest.warns(UserWarning, match="2 damaged block"):
         _sweep(store)  # the same sweep reruns the damaged blocks, and only them
@@ -387,7 +389,8 @@ def test_a_seed_past_the_largest_is_refused_before_any_work(tmp_path, capsys):
 def test_max_bytes_from_the_command_line(tmp_path, capsys):
     argv = ["simulate", "tests._store_sims:SlowDecay", "--seeds", "40", "--out", str(tmp_path)]
     assert cli.main([*argv, "--max-bytes", "1k"]) == 2
-    assert "over the limit of 1 kB" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "over the limit of 1 kB" in err and "(max_bytes); on the command line, --max-bytes SIZE" in err
     with pytest.raises(SystemExit, match="2"):
         cli.main([*argv, "--max-bytes", "lots"])
     assert "a size must be a positive number of bytes" in capsys.readouterr().err
