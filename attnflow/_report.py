@@ -7,6 +7,7 @@ import json
 import os
 import re
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import jax
@@ -110,8 +111,8 @@ def reproduce(out: Path, *, full: bool, metadata: dict, jobs: int, docs: str | N
         else (paper_figures, (name, out / "figures", full))
         for name, part in pieces
     ]
-    with shared_runs(out / "shared_runs"):
-        done, compiling = run_pieces(tasks, jobs, jax.config.jax_compilation_cache_dir)
+    with shared_runs(out / "shared_runs") as folder:
+        done, compiling = run_pieces(tasks, jobs, jax.config.jax_compilation_cache_dir, folder)
     results = dict(zip(pieces, done))
     metadata = metadata | {"compiling": compiling.to_dict()}
     checks = {name: results[name, "checks"] for name in names}
@@ -140,9 +141,9 @@ def reproduce(out: Path, *, full: bool, metadata: dict, jobs: int, docs: str | N
 
 
 @contextlib.contextmanager
-def shared_runs(folder: Path):
-    """Name `folder` to the pieces (and the worker processes they start) as the place of
-    `dynamics.store.shared_store`. The stores there are kept for the same command made again when it
+def shared_runs(folder: Path) -> Iterator[Path]:
+    """Make `folder` the place of the runs the pieces share (`dynamics.store.shared_store`), given
+    to them by `run_pieces`; yields it. The stores there are kept for the same command made again when it
     stops half-way (killed, interrupted, a piece failed), so that it resumes them, and only for
     the same code: before the pieces start, stores made under another [`runs_key`][] are
     removed; once every piece has ended, all of them are."""
@@ -164,15 +165,7 @@ def shared_runs(folder: Path):
     folder.mkdir(parents=True, exist_ok=True)
     with dynamics.store.atomic_write(key_file) as f:
         json.dump(key, f)
-    before = os.environ.get(dynamics.store.SHARED_RUNS)
-    os.environ[dynamics.store.SHARED_RUNS] = str(folder)
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop(dynamics.store.SHARED_RUNS, None)
-        else:
-            os.environ[dynamics.store.SHARED_RUNS] = before
+    yield folder
     empty()
     with contextlib.suppress(OSError):  # holding something not ours
         folder.rmdir()

@@ -9,6 +9,7 @@ instead of 476 s). Every piece is deterministic on its own: where it runs change
 import multiprocessing
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import dynamics
@@ -20,7 +21,7 @@ Piece = tuple[Callable[..., Any], tuple]
 
 
 def run_pieces(
-    pieces: Sequence[Piece], jobs: int, compile_cache_dir: str | None
+    pieces: Sequence[Piece], jobs: int, compile_cache_dir: str | None, shared_runs: Path | None = None
 ) -> tuple[list, dynamics.CompileStats]:
     """Call every piece, in `jobs` worker processes, and return the results in the order given,
     with what compiling cost in all of them together.
@@ -33,6 +34,8 @@ def run_pieces(
     - `pieces`: `(function, args)` pairs; the functions and results must be picklable.
     - `jobs`: the number of worker processes, >= 1.
     - `compile_cache_dir`: the persistent compilation cache the workers use, or `None` for none.
+    - `shared_runs`: the folder where pieces make the sweeps they share once
+      (`dynamics.store.sharing_runs`), or `None` for none.
 
     **Returns:** `([function(*args) for function, args in pieces], stats)`, `stats` the
     `dynamics.CompileStats` of every piece added up.
@@ -42,7 +45,7 @@ def run_pieces(
     if jobs < 1:
         raise ValueError(f"--jobs must be >= 1, got {jobs}")
     if jobs == 1 or len(pieces) <= 1:
-        return _gathered([_recorded(function, args) for function, args in pieces])
+        return _gathered([_recorded(function, args, shared_runs) for function, args in pieces])
     workers = min(jobs, len(pieces))
     pool = ProcessPoolExecutor(
         max_workers=workers,
@@ -51,7 +54,7 @@ def run_pieces(
         initargs=(compile_cache_dir, workers >= default_jobs()),
     )
     try:
-        futures = [pool.submit(_recorded, function, args) for function, args in pieces]
+        futures = [pool.submit(_recorded, function, args, shared_runs) for function, args in pieces]
         results = [future.result() for future in futures]
     except BaseException:
         # a failed piece, Ctrl-C or SIGTERM: the pieces not started are dropped and this process
@@ -62,9 +65,12 @@ def run_pieces(
     return _gathered(results)
 
 
-def _recorded(function: Callable[..., Any], args: tuple) -> tuple[Any, dynamics.CompileStats]:
-    """`function(*args)` and what compiling cost in it (in the process that calls it)."""
-    with dynamics.recording_compiles() as record:
+def _recorded(
+    function: Callable[..., Any], args: tuple, shared_runs: Path | None = None
+) -> tuple[Any, dynamics.CompileStats]:
+    """`function(*args)`, sharing runs in `shared_runs`, and what compiling cost in it (in the
+    process that calls it)."""
+    with dynamics.recording_compiles() as record, dynamics.store.sharing_runs(shared_runs):
         result = function(*args)
     return result, record.stats
 

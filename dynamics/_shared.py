@@ -2,17 +2,44 @@
 figure and the check that tests the same runs), named by the sweep's settings in a folder the job
 names."""
 
+import contextlib
+import contextvars
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from ._fingerprint import json_digest
 from ._simulation import AbstractSimulation
 
-SHARED_RUNS = "ATTNFLOW_SHARED_RUNS"
-"""The environment variable naming the folder of [`shared_store`][dynamics.store.shared_store]: `attnflow
-reproduce` sets it for the pieces it runs, to a folder of its own whose stores only the same command made
-again by the same code resumes."""
+_FOLDER: contextvars.ContextVar[Path | None] = contextvars.ContextVar("shared runs", default=None)
+"""The folder of [`shared_store`][dynamics.store.shared_store] in this context ([`sharing_runs`][])."""
+
+
+@contextlib.contextmanager
+def sharing_runs(folder: str | os.PathLike | None) -> Iterator[None]:
+    """Within the block, [`shared_store`][dynamics.store.shared_store] names stores in `folder`
+    (`None`: none, the sweeps run in memory): what a job gives each of its pieces, e.g. `attnflow
+    reproduce` a folder of its own whose stores only the same command made again by the same code
+    resumes.
+
+    **Example:**
+
+        >>> import dynamics
+        >>> class Still(dynamics.AbstractSimulation):
+        ...     dtype: str = dynamics.dtype_param("float64")
+        ...
+        ...     def run(self, key):
+        ...         raise NotImplementedError("not run here")
+        >>> with dynamics.store.sharing_runs("/tmp/job"):
+        ...     inside = dynamics.store.shared_store(Still(), {}, num_seeds=2)
+        >>> inside.parent.as_posix(), dynamics.store.shared_store(Still(), {}, num_seeds=2)
+        ('/tmp/job', None)
+    """
+    token = _FOLDER.set(None if folder is None else Path(folder))
+    try:
+        yield
+    finally:
+        _FOLDER.reset(token)
 
 
 def shared_store(
@@ -31,8 +58,8 @@ def shared_store(
     **Arguments:** `sim`, `grid`, `num_seeds`, `seed`, `chunk_size`: the sweep's, as given to
     [`sweep`][].
 
-    **Returns:** `$ATTNFLOW_SHARED_RUNS/<class>_<digest of the settings>.zarr`, or `None` (the
-    sweep runs in memory) when that variable is not set.
+    **Returns:** `<folder>/<class>_<digest of the settings>.zarr` in the folder of
+    [`sharing_runs`][dynamics.store.sharing_runs], or `None` (the sweep runs in memory) outside it.
 
     **Example:**
 
@@ -44,19 +71,16 @@ def shared_store(
         ...
         ...     def run(self, key):
         ...         raise NotImplementedError("not run here")
-        >>> os.environ.pop(dynamics.store.SHARED_RUNS, None)
         >>> dynamics.store.shared_store(Decay(), {"rate": [1.0, 2.0]}, num_seeds=4) is None
         True
-        >>> os.environ[dynamics.store.SHARED_RUNS] = "/tmp/job"
-        >>> a = dynamics.store.shared_store(Decay(), {"rate": [1.0, 2.0]}, num_seeds=4)
-        >>> a == dynamics.store.shared_store(Decay(), {"rate": [1.0, 2.0]}, num_seeds=4), a.parent.as_posix()
-        (True, '/tmp/job')
-        >>> a == dynamics.store.shared_store(Decay(), {"rate": [1.0, 3.0]}, num_seeds=4)
-        False
-        >>> del os.environ[dynamics.store.SHARED_RUNS]
+        >>> with dynamics.store.sharing_runs("/tmp/job"):
+        ...     a = dynamics.store.shared_store(Decay(), {"rate": [1.0, 2.0]}, num_seeds=4)
+        ...     b = dynamics.store.shared_store(Decay(), {"rate": [1.0, 3.0]}, num_seeds=4)
+        >>> a.parent.as_posix(), a == b
+        ('/tmp/job', False)
     """
-    folder = os.environ.get(SHARED_RUNS)
-    if not folder:
+    folder = _FOLDER.get()
+    if folder is None:
         return None
     settings = {
         "simulation": sim.describe(),
@@ -65,7 +89,7 @@ def shared_store(
         "seed": seed,
         "chunk_size": chunk_size,
     }
-    return Path(folder) / f"{type(sim).__name__}_{json_digest(settings)[:16]}.zarr"
+    return folder / f"{type(sim).__name__}_{json_digest(settings)[:16]}.zarr"
 
 
 def _plain(value):

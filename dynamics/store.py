@@ -10,7 +10,7 @@ tool built on it keeps, checks, shares and repairs what it wrote.
 - [`sweep_blocks`][], [`sweep_progress`][]: the blocks a sweep writes (what its shards share out)
   and how many are written.
 - [`add_to_store`][] adds an analysis of a sweep's runs to its store, with its checksums
-  ([`drop_added`][] removes it); [`shared_store`][] ([`SHARED_RUNS`][]) lets the pieces of one job
+  ([`drop_added`][] removes it); [`shared_store`][] (within [`sharing_runs`][]) lets the pieces of one job
   make a sweep they share once; [`kept_runs`][] and [`keep_run`][] keep the results of work done
   piece after piece as each piece ends, so that work stopped half-way and made again does only the
   pieces left.
@@ -55,7 +55,7 @@ from ._grid import grid_from_record
 from ._integrity import StoreNeedsRemaking, StoreNeedsRuns, StoreReport, check_store
 from ._kept_runs import keep_run, kept_runs
 from ._preflight import DEFAULT_MAX_BYTES, MAX_SEED, ResultsTooLarge, parse_bytes
-from ._shared import SHARED_RUNS, shared_store
+from ._shared import shared_store, sharing_runs
 from ._store import hold_store, remove_store
 from ._store_add import add_to_store, drop_added
 from ._sweep import sweep_blocks, sweep_progress
@@ -63,7 +63,6 @@ from ._sweep import sweep_blocks, sweep_progress
 __all__ = [
     "DEFAULT_MAX_BYTES",
     "MAX_SEED",
-    "SHARED_RUNS",
     "ResultsTooLarge",
     "StoreNeedsRemaking",
     "StoreNeedsRuns",
@@ -83,6 +82,7 @@ __all__ = [
     "remove_stale_temporaries",
     "remove_store",
     "shared_store",
+    "sharing_runs",
     "sweep_blocks",
     "sweep_progress",
     "temporary_path",

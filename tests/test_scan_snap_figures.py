@@ -127,9 +127,9 @@ def test_fig6_sweep_reduced_grid_shared_by_the_figures(tmp_path, monkeypatch):
     _written(scan_snap.draw_fig11(tmp_path, result), "scan_snap_fig11")
 
     # In a command's shared folder the figures' sweeps are one store, with the numbers in memory.
-    monkeypatch.setenv(dynamics.store.SHARED_RUNS, str(tmp_path / "shared"))
     for _ in range(2):
-        again = run_sweep(config)
+        with dynamics.store.sharing_runs(tmp_path / "shared"):
+            again = run_sweep(config)
         np.testing.assert_array_equal(again.entropy, result.entropy)
         np.testing.assert_array_equal(again.recall, result.recall)
     assert len(list((tmp_path / "shared").glob("*.zarr"))) == 1

@@ -15,12 +15,12 @@ GRID = {"rate": [1.0, 2.0]}
 def test_two_pieces_sharing_a_sweep_run_it_once_with_the_numbers_in_memory(tmp_path, monkeypatch):
     log = tmp_path / "runs.log"
     sim = SlowDecay(log=str(log))
-    monkeypatch.setenv(dynamics.store.SHARED_RUNS, str(tmp_path / "shared"))
-    store = dynamics.store.shared_store(sim, GRID, num_seeds=3)
-    first = dynamics.sweep(sim, GRID, num_seeds=3, store=store)
-    second = dynamics.sweep(sim, GRID, num_seeds=3, store=dynamics.store.shared_store(sim, GRID, num_seeds=3))
+    with dynamics.store.sharing_runs(tmp_path / "shared"):
+        store = dynamics.store.shared_store(sim, GRID, num_seeds=3)
+        first = dynamics.sweep(sim, GRID, num_seeds=3, store=store)
+        again = dynamics.store.shared_store(sim, GRID, num_seeds=3)
+        second = dynamics.sweep(sim, GRID, num_seeds=3, store=again)
     assert len(log.read_text().splitlines()) == 2 * 3  # each (rate, seed) ran once
-    monkeypatch.delenv(dynamics.store.SHARED_RUNS)
     assert dynamics.store.shared_store(sim, GRID, num_seeds=3) is None
     alone = dynamics.sweep(SlowDecay(), GRID, num_seeds=3)
     for ds in (first, second):
@@ -28,16 +28,15 @@ def test_two_pieces_sharing_a_sweep_run_it_once_with_the_numbers_in_memory(tmp_p
 
 
 def test_reproduce_names_a_folder_of_its_own_and_leaves_nothing_in_it(tmp_path, monkeypatch):
-    monkeypatch.setenv(dynamics.store.SHARED_RUNS, "elsewhere")
     folder = tmp_path / "shared_runs"
     earlier = dynamics.save_sweep(dynamics.sweep(SlowDecay(), GRID, num_seeds=1), folder / "earlier.zarr")
-    with shared_runs(folder):
+    with shared_runs(folder) as given, dynamics.store.sharing_runs(given):
         assert not earlier.exists()  # an earlier run's stores go before the pieces start
         store = dynamics.store.shared_store(SlowDecay(), GRID, num_seeds=2)
         assert store.parent == folder
         dynamics.sweep(SlowDecay(), GRID, num_seeds=2, store=store)
     assert not folder.exists()
-    assert dynamics.store.shared_store(SlowDecay(), GRID, num_seeds=2).parent.name == "elsewhere"
+    assert dynamics.store.shared_store(SlowDecay(), GRID, num_seeds=2) is None
 
 
 def test_the_shared_runs_of_a_stopped_command_are_resumed_by_the_same_code_only(tmp_path, monkeypatch):
@@ -53,20 +52,23 @@ def test_the_shared_runs_of_a_stopped_command_are_resumed_by_the_same_code_only(
     def runs_made():
         return len(log.read_text().splitlines())
 
-    with pytest.raises(KeyboardInterrupt), shared_runs(folder):
+    with pytest.raises(KeyboardInterrupt), shared_runs(folder) as given, dynamics.store.sharing_runs(given):
         first = piece()
         raise KeyboardInterrupt  # the command stopped before its other pieces
     assert runs_made() == 6 and len(list(folder.glob("*.zarr"))) == 1
-    with shared_runs(folder):  # made again by the same code: the runs are read back, not made
+    with (
+        shared_runs(folder) as given,
+        dynamics.store.sharing_runs(given),
+    ):  # made again by the same code: the runs are read back, not made
         np.testing.assert_array_equal(piece()["value"].values, first["value"].values)
         assert runs_made() == 6
     assert not folder.exists()  # every piece ended: nothing kept
 
-    with pytest.raises(KeyboardInterrupt), shared_runs(folder):
+    with pytest.raises(KeyboardInterrupt), shared_runs(folder) as given, dynamics.store.sharing_runs(given):
         piece()
         raise KeyboardInterrupt
     monkeypatch.setattr(_report, "code_key", lambda: {"sources": "other code"})
-    with shared_runs(folder):
+    with shared_runs(folder) as given, dynamics.store.sharing_runs(given):
         assert not list(folder.glob("*.zarr"))  # other code's runs go before the pieces start
         np.testing.assert_array_equal(piece()["value"].values, first["value"].values)
         assert runs_made() == 3 * 6
