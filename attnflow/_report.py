@@ -210,15 +210,16 @@ def _index_page(checks: dict, figure_files: dict, out: Path, metadata: dict, doc
     `docs`, each check and figure links to its entry on its paper's page of that site."""
     summary = "\n".join(
         f"<tr><td><a href='#{esc(name)}'>{esc(papers()[name].info.label)}</a></td>"
-        f"<td>{esc(papers()[name].title)}</td>{_counts(paper_checks)}</tr>"
+        f"<td>{esc(papers()[name].title)}</td>{_counts(paper_checks)}"
+        f"<td><a href='#{esc(name)}-figures'>figures</a> · <a href='#{esc(name)}-checks'>checks</a></td></tr>"
         for name, paper_checks in checks.items()
     )
     sections = "\n".join(
         f"<section id='{esc(name)}'><h2>{esc(papers()[name].info.label)}</h2>"
         f"<p class='title'>{esc(papers()[name].title)}</p>"
         f"{_verdicts(name, checks[name])}"
-        f"<h3>Figures</h3>{_figures(name, figure_files[name], out, docs)}"
-        f"<h3>Checks</h3>{_check_table(name, checks[name], docs)}</section>"
+        f"<h3 id='{esc(name)}-figures'>Figures</h3>{_figures(name, figure_files[name], out, docs)}"
+        f"<h3 id='{esc(name)}-checks'>Checks</h3>{_check_table(name, checks[name], docs)}</section>"
         for name in checks
     )
     return f"""<!doctype html>
@@ -226,15 +227,53 @@ def _index_page(checks: dict, figure_files: dict, out: Path, metadata: dict, doc
 <style>{_STYLE}</style></head><body>
 <h1>attnflow: every paper's checks and figures</h1>
 {_made_by(metadata)}
-<table class="summary"><tr><th>paper</th><th>title</th><th>pass</th><th>fail</th><th>deviation</th></tr>
+<table class="summary"><tr><th>paper</th><th>title</th><th>pass</th><th>fail</th><th>deviation</th>
+<th>go to</th></tr>
 {summary}
 </table>
+{_FILTER}
 {_maths_note()}
 {sections}
 <h2 id="made-by">How this was made, in full</h2>
 <pre>{esc(json.dumps(metadata, indent=1))}</pre>
 </body></html>
 """
+
+
+_FILTER = """<form class="filter" onsubmit="return false">Show the checks that
+<label><input type="checkbox" name="verdict" value="pass" checked> pass</label>
+<label><input type="checkbox" name="verdict" value="fail" checked> fail</label>
+<label><input type="checkbox" name="verdict" value="deviation" checked> deviate</label>,
+containing <input type="search" name="text" placeholder="a name, a word of a claim or note" size="32">
+<span class="shown"></span></form>
+<script>
+(function () {
+  const form = document.querySelector("form.filter");
+  function show() {
+    const verdicts = new Set([...form.querySelectorAll("input[name=verdict]:checked")].map(b => b.value));
+    const words = form.elements.text.value.trim().toLowerCase();
+    let shown = 0, all = 0;
+    for (const table of document.querySelectorAll("table.checks")) {
+      let group = null, groupShown = false;
+      for (const row of table.rows) {
+        if (row.classList.contains("group")) {
+          if (group) group.hidden = !groupShown;
+          group = row; groupShown = false;
+        } else if (row.classList.contains("check")) {
+          const visible = verdicts.has(row.dataset.verdict)
+            && (!words || row.textContent.toLowerCase().includes(words));
+          row.hidden = !visible; all += 1; shown += visible; groupShown = groupShown || visible;
+        }
+      }
+      if (group) group.hidden = !groupShown;
+    }
+    form.querySelector(".shown").textContent = shown === all ? "" : shown + " of " + all + " checks shown";
+  }
+  form.addEventListener("input", show);
+})();
+</script>"""
+"""The report's filter of the checks: by verdict and by text, shown rows counted (the page works
+without it: every row is shown)."""
 
 
 _STYLE = """
@@ -260,6 +299,7 @@ figure { margin: 1.5em 0; } figure img { max-width: 100%; border: 1px solid #eee
 figcaption { font-size: 0.92em; color: #333; max-width: 60em; }
 p.title { color: #555; margin-top: -0.5em; }
 code { font-size: 0.92em; background: #f3f3f3; padding: 0 2px; }
+form.filter { margin: 0.5em 0 1em; font-size: 0.92em; } form.filter .shown { color: #555; margin-left: 1em; }
 """
 
 
@@ -397,7 +437,7 @@ def _check_table(paper: str, checks: list, docs: str | None = None) -> str:
                 about += f"<div class='why'><strong>Why it deviates:</strong> {esc(c.deviation)}</div>"
             name = f"<code>{esc(c.name).replace('_', '_<wbr>')}</code>"
             rows.append(
-                f"<tr id='{esc(paper)}-{esc(c.name)}'>"
+                f"<tr id='{esc(paper)}-{esc(c.name)}' class='check' data-verdict='{c.verdict.value}'>"
                 f"<td class='verdict {c.verdict.value}'>{c.verdict.value}</td>"
                 f"<td>{_in_docs(docs, paper, f'check-{c.name}', name)}</td>"
                 f"<td>{inline_html(c.claim)}{about}</td>"

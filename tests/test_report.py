@@ -131,3 +131,15 @@ def test_docs_given_as_a_folder_is_linked_relative_to_the_report(tmp_path, capsy
     assert _docs_base("https://example.org/attnflow/", tmp_path) == "https://example.org/attnflow"
     assert _docs_base(str(tmp_path / "nothing"), tmp_path / "results") == "../nothing"
     assert "holds no built site yet" in capsys.readouterr().out
+
+
+def test_the_checks_can_be_filtered_by_verdict_and_text_and_each_paper_has_its_contents(page):
+    """Every check's row says its verdict for the page's filter, which offers the three verdicts
+    and a text box; the summary links to each paper's figures and checks."""
+    rows = re.findall(r"<tr id='toy-(\w+)' class='check' data-verdict='(\w+)'>", page)
+    assert rows == [("converges", "pass"), ("rate", "fail"), ("norm_bounded", "deviation")]
+    form = page[page.index('<form class="filter"') : page.index("</form>")]
+    assert [v for v in re.findall(r"value=\"(\w+)\" checked", form)] == ["pass", "fail", "deviation"]
+    assert 'type="search"' in form
+    assert "href='#toy-figures'" in page and "id='toy-figures'" in page
+    assert "href='#toy-checks'" in page and "id='toy-checks'" in page
