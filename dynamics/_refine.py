@@ -1,5 +1,6 @@
-"""Phase diagrams that refine themselves: a sweep over one grid axis that adds points where a
-per-run outcome changes between neighbours, until the boundary is as narrow as the budget allows."""
+"""Phase diagrams that refine themselves: a sweep over one or two grid axes that adds points
+where a per-run outcome changes between neighbours, until the boundary is as narrow as the budget
+allows (over two axes, `_refine_plane`)."""
 
 import dataclasses
 import json
