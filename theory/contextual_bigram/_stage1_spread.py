@@ -15,6 +15,7 @@ each is Gaussian with mean ℓ·m_k and variance ℓᵀΣ_kℓ. The sign of α i
 competes with the noise of B samples.
 """
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -58,6 +59,20 @@ def linear_noise_law(
         >>> [round(v, 12) for v in alpha], round(one[1] / four[1], 6)
         ([0.0, 0.0], 2.0)
     """
+    keys = jax.random.split(jax.random.PRNGKey(seed), steps)
+    means, variances = _law(
+        inst, jnp.asarray(eta, inst.mu.dtype), jnp.asarray(batch, inst.mu.dtype), keys, samples
+    )
+    return {
+        name: (float(means[i]), float(jnp.sqrt(jnp.maximum(variances[i], 0.0))))  # ≥ 0 but for rounding
+        for i, name in enumerate(("alpha", "beta"))
+    }
+
+
+@eqx.filter_jit
+def _law(inst: cb.Instance, eta, batch, keys, samples: int):
+    """The means and variances of α and β after `len(keys)` steps ([`linear_noise_law`][]): one
+    program for every instance of the same T, step and batch (both traced) and number of steps."""
     start, unravel = ravel_pytree(cb.scratch_init(inst))
 
     def step(flat):
@@ -67,24 +82,23 @@ def linear_noise_law(
         grads = cb.precondition(cb.sample_gradients(unravel(flat), context, last, label), inst.mu)
         return ravel_pytree(grads)[0]
 
-    @jax.jit
     def noise(flat, key):
         draws = cb.sample(key, inst, samples)
         g = jax.vmap(one_gradient, in_axes=(None, 0, 0, 0))(flat, draws.context, draws.last, draws.label)
         return jnp.cov(g.T)
 
-    jacobian = jax.jit(jax.jacfwd(step))
-    mean, cov = start, jnp.zeros((start.size, start.size), start.dtype)
-    for key in jax.random.split(jax.random.PRNGKey(seed), steps):
-        J = jacobian(mean)
-        cov = J @ cov @ J.T + eta**2 / batch * noise(mean, key)
-        mean = step(mean)
-    law = {}
-    for name in ("alpha", "beta"):
-        ell = jax.grad(lambda flat, n=name: cb.line_coordinates(unravel(flat), inst)[n])(start)
-        coordinate = float(cb.line_coordinates(unravel(mean), inst)[name])
-        law[name] = (coordinate, float(jnp.sqrt(jnp.maximum(ell @ cov @ ell, 0.0))))  # ≥ 0 but for rounding
-    return law
+    def propagate(carry, key):
+        mean, cov = carry
+        J = jax.jacfwd(step)(mean)
+        return (step(mean), J @ cov @ J.T + eta**2 / batch * noise(mean, key)), None
+
+    (mean, cov), _ = jax.lax.scan(propagate, (start, jnp.zeros((start.size, start.size), start.dtype)), keys)
+    ells = [
+        jax.grad(lambda flat, n=name: cb.line_coordinates(unravel(flat), inst)[n])(start)
+        for name in ("alpha", "beta")
+    ]
+    line = cb.line_coordinates(unravel(mean), inst)
+    return jnp.stack([line["alpha"], line["beta"]]), jnp.stack([ell @ cov @ ell for ell in ells])
 
 
 def stage1_spread(inst: cb.Instance, eta: float, batch: int, steps: int, seeds: int) -> dict[str, np.ndarray]:
