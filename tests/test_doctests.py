@@ -36,6 +36,8 @@ SLOW_EXAMPLES = {
     "dynamics._sharpness",
     "dynamics._sweep",
     "dynamics._sweep_landscape",
+    "dynamics._store_add",
+    "dynamics._integrity",
 }
 """The modules whose examples take longest (over 6 s each: several simulations), run with the
 slow tests."""
