@@ -504,7 +504,7 @@ def sweep(args: argparse.Namespace) -> int:
         else:
             ds = _write_sweep(args, sim, grid, out / "sweep.zarr")
         if ds is not None:
-            axes = [dynamics.POINT_DIM] if refine is not None and len(grid) == 2 else list(grid)
+            axes = [dim for dim in ds["stop"].dims if dim != dynamics.SEED_DIM]  # `point` for a plane
             plots = plot_sweep(ds, axes, out / "plots", sim.labels)
             if refine is not None:
                 plots += plot_refined(ds, out / "plots")

@@ -14,7 +14,7 @@ import xarray as xr
 
 from ._fingerprint import json_digest
 from ._grid import POINT_DIM
-from ._refine_plane import majority, plane_sweep
+from ._refine_plane import PlaneAxis, majority, refine_plane
 from ._run import StopReason
 from ._simulation import AbstractSimulation
 from ._store import SAVE_DIM, SEED_DIM
@@ -202,18 +202,29 @@ def refine_sweep(
     check_refine_settings(grid, num_seeds, budget, scale)
     axes = {name: sorted({float(v) for v in values}) for name, values in grid.items()}
     folder = None if folder is None else Path(folder)
-    common = dict(num_seeds=num_seeds, seed=seed, folder=folder, progress=progress, attrs=attrs)
+    identities = []
+
+    def run_round(k: int, round_grid: dict) -> xr.Dataset:
+        """Round `k`: one sweep of its points (kept in `folder/round_k.zarr` with a folder)."""
+        store = None if folder is None else folder / f"round_{k}.zarr"
+        ds = sweep(
+            sim, round_grid, num_seeds=num_seeds, seed=seed, store=store, progress=progress, attrs=attrs
+        )
+        identities.append(ds.attrs.get("identity"))
+        return ds
+
     if len(axes) == 1:
-        ds, rounds, boundaries, identities = _refine_line(
-            sim, *axes.items(), outcome, budget, scale, **common
-        )
-        per_point = np.repeat(np.arange(len(rounds)), [len(r) for r in rounds])
-        per_point, points_dim = per_point[np.argsort(np.concatenate(rounds))], next(iter(axes))
+        ds, rounds, boundaries = _refine_line(run_round, *axes.items(), outcome, budget, scale)
+        points_dim = next(iter(axes))
     else:
-        ds, rounds, boundaries, identities = plane_sweep(
-            sim, axes, scale, lambda d: majority(outcome.of_runs(d)), budget=budget, **common
+        planes = tuple(PlaneAxis(values, scale) for values in axes.values())
+        ds, rounds, boundaries = refine_plane(
+            run_round, tuple(axes), planes, lambda d: majority(outcome.of_runs(d)), budget
         )
-        per_point, points_dim = np.repeat(np.arange(len(rounds)), [len(r) for r in rounds]), POINT_DIM
+        points_dim = POINT_DIM
+    per_point = np.repeat(np.arange(len(rounds)), [len(r) for r in rounds])
+    if len(axes) == 1:  # the points in order along the axis
+        per_point = per_point[np.argsort(np.concatenate(rounds))]
     of_runs = outcome.of_runs(ds)
     ds = ds.assign(
         {
@@ -237,26 +248,14 @@ def refine_sweep(
     return ds
 
 
-def _refine_line(sim, line, outcome, budget, scale, *, num_seeds, seed, folder, progress, attrs):
-    """One axis: every point's runs along it, the rounds' points, the intervals where the majority
-    changes and the rounds' identities."""
+def _refine_line(run_round, line, outcome, budget, scale) -> tuple[xr.Dataset, list, list]:
+    """One axis, each round swept by `run_round(k, grid)`: every point's runs along it, the rounds'
+    points and the intervals where the majority changes."""
     axis, values = line
     rounds: list[list[float]] = [values]
     sweeps = []
     while True:
-        k = len(rounds) - 1
-        store = None if folder is None else folder / f"round_{k}.zarr"
-        sweeps.append(
-            sweep(
-                sim,
-                {axis: rounds[k]},
-                num_seeds=num_seeds,
-                seed=seed,
-                store=store,
-                progress=progress,
-                attrs=attrs,
-            )
-        )
+        sweeps.append(run_round(len(rounds) - 1, {axis: rounds[-1]}))
         ds = _joined(sweeps, axis)
         majority_here = majority(outcome.of_runs(ds))
         points = ds[axis].values
@@ -266,8 +265,7 @@ def _refine_line(sim, line, outcome, budget, scale, *, num_seeds, seed, folder, 
             break
         widest = sorted(changes, key=lambda i: -_width(points[i], points[i + 1], scale))[:left]
         rounds.append(sorted(_split(points[i], points[i + 1], scale) for i in widest))
-    boundaries = [[float(points[i]), float(points[i + 1])] for i in changes]
-    return ds, rounds, boundaries, [s.attrs.get("identity") for s in sweeps]
+    return ds, rounds, [[float(points[i]), float(points[i + 1])] for i in changes]
 
 
 def check_refine_settings(

@@ -5,14 +5,12 @@ boundary), each round's new points swept as one paired axis."""
 import math
 from collections.abc import Callable, Mapping
 from fractions import Fraction
-from pathlib import Path
 
 import numpy as np
 import xarray as xr
 
 from ._grid import POINT_DIM
 from ._store import SEED_DIM
-from ._sweep import sweep
 
 Position = tuple[Fraction, Fraction]
 """Where a point lies, along each axis, in units of the start's intervals: 1.5 is the middle of
@@ -21,7 +19,7 @@ Cell = tuple[Fraction, Fraction, Fraction, Fraction]
 """A rectangle of positions: (x low, x high, y low, y high)."""
 
 
-class _Axis:
+class PlaneAxis:
     """One axis of the plane: its start values and how a position maps to a value."""
 
     def __init__(self, values: list[float], scale: str):
@@ -52,21 +50,22 @@ class _Axis:
 def refine_plane(
     run_round: Callable[[int, dict], xr.Dataset],
     names: tuple[str, str],
-    axes: tuple[_Axis, _Axis],
+    axes: tuple[PlaneAxis, PlaneAxis],
     majority_of: Callable[[xr.Dataset], np.ndarray],
     budget: int,
-) -> tuple[list[list[tuple[float, float]]], list[xr.Dataset], list[list[float]]]:
+) -> tuple[xr.Dataset, list[list[tuple[float, float]]], list[list[float]]]:
     """Refine the plane of `axes` until no cell's corners differ or the budget is spent.
 
     **Arguments:**
 
     - `run_round`: `(round number, paired grid) -> its sweep`.
-    - `names`: the two settings; `axes`: their [`_Axis`][].
+    - `names`: the two settings; `axes`: their [`PlaneAxis`][].
     - `majority_of`: `sweep -> the majority outcome of each of its points`.
     - `budget`: the most points in all.
 
-    **Returns:** each round's points (values), each round's sweep, and the cells where the
-    outcome changes, each `[x low, x high, y low, y high]` in values.
+    **Returns:** every point's runs along `point`, round after round ([`joined_points`][]), each
+    round's points (values), and the cells where the outcome changes, each
+    `[x low, x high, y low, y high]` in values.
     """
     xs = [Fraction(i) for i in range(len(axes[0].values))]
     ys = [Fraction(j) for j in range(len(axes[1].values))]
@@ -88,10 +87,10 @@ def refine_plane(
         [axes[0].value(c[0]), axes[0].value(c[1]), axes[1].value(c[2]), axes[1].value(c[3])]
         for c in sorted(c for c in cells if _mixed(c, outcomes))
     ]
-    return rounds, sweeps, boundary
+    return joined_points(sweeps), rounds, boundary
 
 
-def _area(cell: Cell, axes: tuple[_Axis, _Axis]) -> float:
+def _area(cell: Cell, axes: tuple[PlaneAxis, PlaneAxis]) -> float:
     return axes[0].width(cell[0], cell[1]) * axes[1].width(cell[2], cell[3])
 
 
@@ -141,36 +140,6 @@ def joined_points(sweeps: list[xr.Dataset]) -> xr.Dataset:
     joined = joined.assign_coords({POINT_DIM: np.arange(joined.sizes[POINT_DIM])})
     joined.attrs = dict(sweeps[0].attrs)
     return joined
-
-
-def plane_sweep(
-    sim,
-    axes: Mapping[str, list[float]],
-    scale: str,
-    majority_of: Callable[[xr.Dataset], np.ndarray],
-    *,
-    budget: int,
-    num_seeds: int,
-    seed: int,
-    folder: Path | None,
-    progress: bool,
-    attrs: Mapping | None,
-) -> tuple[xr.Dataset, list, list, list]:
-    """[`refine_plane`][] over the two `axes` (name -> start values) on `scale`, each round one
-    [`sweep`][] of its points as a paired axis (kept in `folder/round_k.zarr` when a folder is
-    given).
-
-    **Returns:** every point's runs along `point` (round after round), the rounds' points, the
-    cells where the majority changes and the rounds' identities."""
-
-    def run_round(k: int, grid: dict) -> xr.Dataset:
-        store = None if folder is None else folder / f"round_{k}.zarr"
-        return sweep(sim, grid, num_seeds=num_seeds, seed=seed, store=store, progress=progress, attrs=attrs)
-
-    names = tuple(axes)
-    planes = tuple(_Axis(values, scale) for values in axes.values())
-    rounds, sweeps, boundary = refine_plane(run_round, names, planes, majority_of, budget)
-    return joined_points(sweeps), rounds, boundary, [s.attrs.get("identity") for s in sweeps]
 
 
 def majority(of_runs: xr.DataArray) -> np.ndarray:

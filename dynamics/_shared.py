@@ -9,6 +9,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from ._fingerprint import json_digest
+from ._grid import check_grid, grid_record
 from ._simulation import AbstractSimulation
 
 _FOLDER: contextvars.ContextVar[Path | None] = contextvars.ContextVar("shared runs", default=None)
@@ -58,12 +59,13 @@ def shared_store(
     **Arguments:** `sim`, `grid`, `num_seeds`, `seed`, `chunk_size`: the sweep's, as given to
     [`sweep`][].
 
+    **Raises:** `ValueError` for a grid [`sweep`][] refuses.
+
     **Returns:** `<folder>/<class>_<digest of the settings>.zarr` in the folder of
     [`sharing_runs`][dynamics.store.sharing_runs], or `None` (the sweep runs in memory) outside it.
 
     **Example:**
 
-        >>> import os
         >>> import dynamics
         >>> class Decay(dynamics.AbstractSimulation):
         ...     rate: float = dynamics.param(1.0, dynamics.Interval(0, low_open=True), traced=True)
@@ -84,14 +86,9 @@ def shared_store(
         return None
     settings = {
         "simulation": sim.describe(),
-        "grid": {name: [_plain(v) for v in values] for name, values in grid.items()},
+        "grid": grid_record(check_grid(sim, grid)),
         "num_seeds": num_seeds,
         "seed": seed,
         "chunk_size": chunk_size,
     }
     return folder / f"{type(sim).__name__}_{json_digest(settings)[:16]}.zarr"
-
-
-def _plain(value):
-    """A grid value as JSON holds it (a NumPy scalar as its Python number)."""
-    return value.item() if hasattr(value, "item") else value

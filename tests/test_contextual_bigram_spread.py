@@ -7,16 +7,12 @@ import jax
 jax.config.update("jax_enable_x64", True)
 
 import doctest  # noqa: E402
+import sys  # noqa: E402
 
 import numpy as np  # noqa: E402
 
 import tasks.contextual_bigram as cb  # noqa: E402
-from theory.contextual_bigram import (  # noqa: E402
-    _stage1_spread,  # noqa: E402
-    linear_noise_law,
-    stage1_spread,
-)
-from theory.contextual_bigram._stage1_spread import KS_CRITICAL, ks_distance  # noqa: E402
+from theory.contextual_bigram import KS_CRITICAL, ks_distance, linear_noise_law, stage1_spread  # noqa: E402
 
 T, BATCH, STEPS, ETA, SEEDS = 50, 32, 4, 0.5, 400
 
@@ -61,5 +57,5 @@ def test_after_one_step_the_law_s_variance_is_one_sample_s_over_the_batch():
 
 
 def test_the_module_s_examples_run():
-    result = doctest.testmod(_stage1_spread)
+    result = doctest.testmod(sys.modules[linear_noise_law.__module__])
     assert result.attempted > 0 and result.failed == 0

@@ -49,12 +49,7 @@ def test_a_plane_refined_from_the_command_line_is_stored_plotted_and_resumed(tmp
     assert "22 points in 2 rounds" in printed and "growth>1 changes in " in printed
     ds = dynamics.load_sweep(out / "sweep.zarr")
     assert ds.sizes["point"] == 22 and set(ds["refine.round"].values) == {0, 1}
-    assert (out / "plots" / "refine.png").exists() and (out / "plots" / "refine.pdf").exists()
-    rounds = sorted((out / "rounds").glob("round_*.zarr"))
-    made = [r.stat().st_mtime_ns for r in rounds]
-    assert main(argv) == 0  # again: every round read from its store, the same points
-    assert [r.stat().st_mtime_ns for r in rounds] == made
-    assert dynamics.load_sweep(out / "sweep.zarr")["eta"].values.tolist() == ds["eta"].values.tolist()
+    _plotted_and_resumed(argv, out, ds)
 
 
 def test_a_refined_sweep_from_the_command_line_is_stored_plotted_and_resumed(tmp_path, capsys):
@@ -66,10 +61,16 @@ def test_a_refined_sweep_from_the_command_line_is_stored_plotted_and_resumed(tmp
     assert "6 points in 2 rounds" in printed and "growth>1 changes eta in [" in printed
     ds = dynamics.load_sweep(out / "sweep.zarr")
     assert ds.sizes["eta"] == 6 and {"refine.outcome", "refine.fraction", "refine.round"} <= set(ds.data_vars)
+    _plotted_and_resumed(argv, out, ds)
+
+
+def _plotted_and_resumed(argv: list[str], out, ds) -> None:
+    """The refinement `argv` made into `out` (its points `ds`) drew its plot, and made again it
+    reads every round from its store: nothing rewritten, the same points."""
     assert (out / "plots" / "refine.png").exists() and (out / "plots" / "refine.pdf").exists()
     rounds = sorted((out / "rounds").glob("round_*.zarr"))
     made = [r.stat().st_mtime_ns for r in rounds]
-    assert main(argv) == 0  # again: every round read from its store, the same points
+    assert main(argv) == 0
     assert [r.stat().st_mtime_ns for r in rounds] == made
     assert dynamics.load_sweep(out / "sweep.zarr")["eta"].values.tolist() == ds["eta"].values.tolist()
 

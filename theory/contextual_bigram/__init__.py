@@ -12,7 +12,8 @@ float64 (tolerances reach 1e-12). The closed forms are collected in [`closed_for
 Stage-1 success experiment the checks and figures share is [`stage1_success`][] (its rates over a
 batch grid: [`success_rates`][]; the growth of the batch need with T: [`fit_batch_exponent`][]);
 the seeds' spread as Stage 1 leaves the scratch start against its linear-noise law:
-[`linear_noise_law`][], [`stage1_spread`][];
+[`linear_noise_law`][], [`stage1_spread`][], measured by [`ks_distance`][] against
+[`KS_CRITICAL`][];
 the growth of the error of Stages 2-3 with T: [`fit_T_exponent`][]; Appendix I's sweep over N with
 the Gaussian-noise surrogate: [`l1_needed_small_batch`][].
 """
@@ -53,7 +54,7 @@ from ._stage1 import (
     stage1_success,
     success_rates,
 )
-from ._stage1_spread import linear_noise_law, stage1_escape_spread, stage1_spread
+from ._stage1_spread import KS_CRITICAL, ks_distance, linear_noise_law, stage1_escape_spread, stage1_spread
 from ._stages23 import TExponent, fit_T_exponent, stages23_flat_in_T, transfer_then_stages23
 
 CHECKS = (
@@ -96,6 +97,8 @@ __all__ = [
     "closed_forms",
     "fit_T_exponent",
     "fit_batch_exponent",
+    "KS_CRITICAL",
+    "ks_distance",
     "linear_noise_law",
     "stage1_spread",
     "stage1_success",
