@@ -2,14 +2,16 @@
 # The GPU benchmark on a machine that has JAX (CUDA), diffrax, equinox, optax, xarray and PyTorch
 # but not the rest of the project's dependencies, nor the project installed: installs into $SITE
 # (default /tmp/site) the wheels of .whl/ (bench/gpu_wheels.sh) whose distributions the machine
-# lacks, puts the checkout on the path, and runs bench/gpu.py into $OUT (default
-# bench/results/gpu), with its log there. More arguments go to bench/gpu.py (--toy, --sections,
-# --budget, --commit ...).
+# lacks, puts the checkout on the path, and runs $SCRIPT (default bench/gpu.py) into $OUT (default
+# bench/results/gpu), with its log there. More arguments go to the script (for bench/gpu.py:
+# --toy, --sections, --budget, --commit ...).
 #
 #     OUT=/some/folder bash bench/gpu_run.sh --commit <hash>
+#     SCRIPT=bench/scan_snap/fig6_compile_probe.py bash bench/gpu_run.sh --budget 300
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SITE=${SITE:-/tmp/site}
+SCRIPT=${SCRIPT:-bench/gpu.py}
 OUT=${OUT:-bench/results/gpu}
 mkdir -p "$OUT"
 missing=()
@@ -28,4 +30,4 @@ export PYTHONPATH="$SITE:$PWD${PYTHONPATH:+:$PYTHONPATH}"
 export MPLBACKEND=Agg
 python3 -c "import dynamics, tasks, theory, figures, attnflow.cli"  # fails here if something is missing
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>/dev/null || true
-python3 bench/gpu.py --out "$OUT" "$@" 2>&1 | tee "$OUT/gpu.log"
+python3 "$SCRIPT" --out "$OUT" "$@" 2>&1 | tee "$OUT/$(basename "$SCRIPT" .py).log"

@@ -65,7 +65,12 @@ def recall_at_threshold(
     attention = jax.nn.softmax(model.Z[arrays.query], axis=-1)
     taus = jnp.asarray(taus, dtype=attention.dtype)
     mask = arrays.dt_mask
-    above = (attention[None] > taus[:, None, None]) & mask[None]
     num_dt = jnp.maximum(jnp.sum(mask, axis=-1, dtype=attention.dtype), 1)
-    recall = jnp.sum(above, axis=-1, dtype=attention.dtype) / num_dt
+
+    def recall_above(tau: Scalar) -> Float[Array, " K"]:
+        return jnp.sum((attention > tau) & mask, axis=-1, dtype=attention.dtype) / num_dt
+
+    # One threshold at a time: the counts are exact either way, but a batched model's
+    # (runs, S, K, M) comparison fuses on a GPU into one kernel that takes a minute to compile.
+    recall = jax.lax.map(recall_above, taus)
     return _class_average(recall, arrays)
