@@ -54,13 +54,23 @@ def int64_sizes(jaxpr) -> list[int]:
     """The sizes of every int64 value that `jaxpr` (and the programs inside its operations)
     computes: in float64 mode JAX's default integer is int64, which a GPU compiles many times slower
     than int32 in a large tensor."""
-    import jax
-    import jax.extend
     import jax.numpy as jnp
+
+    return value_sizes(jaxpr, jnp.int64)
+
+
+def value_sizes(jaxpr, dtype=None) -> list[int]:
+    """The sizes of every value (of `dtype`, or of any) that `jaxpr` and the programs inside its
+    operations compute."""
+    import jax.extend
 
     sizes = []
     for eqn in jaxpr.eqns:
-        sizes += [math.prod(v.aval.shape) for v in eqn.outvars if getattr(v.aval, "dtype", None) == jnp.int64]
+        sizes += [
+            math.prod(v.aval.shape)
+            for v in eqn.outvars
+            if hasattr(v.aval, "shape") and (dtype is None or getattr(v.aval, "dtype", None) == dtype)
+        ]
         for inner in jax.extend.core.jaxprs_in_params(eqn.params):
-            sizes += int64_sizes(inner)
+            sizes += value_sizes(inner, dtype)
     return sizes

@@ -3,6 +3,8 @@ return positive finite ratios, and the two sides of each comparison do the same 
 baseline of the Fig. 6 sweep computes the same classes, loss, gradients and entropy as
 `tasks.scan_snap`. The Fig. 6 benchmarks, the headline, run by default; the others under `-m slow`."""
 
+import gzip
+import json
 import math
 import re
 
@@ -216,3 +218,34 @@ def test_sharding_smoke():
     assert result.returncode == 0, result.stderr[-3000:]
     match = re.search(r"^ratio named/shard_map \(wall time\): flow (\S+), scan (\S+)$", result.stdout, re.M)
     assert match and all(positive_finite(float(x)) for x in match.groups())
+
+
+def test_compile_probe_profile_sums_each_name_without_its_nested_parts(tmp_path):
+    """The probe's profile summary: a part's self time is its time less the parts nested in it on
+    its own thread; parts on other threads are not subtracted."""
+    probe = _load("fig6_compile_probe")
+    events = [
+        {"ph": "X", "name": "compile", "ts": 0, "dur": 10_000_000, "pid": 1, "tid": 1},
+        {"ph": "X", "name": "pass", "ts": 1_000_000, "dur": 2_000_000, "pid": 1, "tid": 1},
+        {"ph": "X", "name": "pass", "ts": 4_000_000, "dur": 1_000_000, "pid": 1, "tid": 1},
+        {"ph": "X", "name": "assemble", "ts": 0, "dur": 6_000_000, "pid": 1, "tid": 2},
+        {"ph": "M", "name": "thread_name", "pid": 1, "tid": 2, "args": {"name": "pool"}},
+    ]
+    folder = tmp_path / "plugins" / "profile" / "run"
+    folder.mkdir(parents=True)
+    with gzip.open(folder / "perfetto_trace.json.gz", "wt") as file:
+        json.dump({"traceEvents": events}, file)
+    rows = {row["name"]: row for row in probe.profile_summary(tmp_path)["largest_self"]}
+    assert rows["compile"] == {"name": "compile", "self_s": 7.0, "total_s": 10.0, "calls": 1}
+    assert rows["pass"] == {"name": "pass", "self_s": 3.0, "total_s": 3.0, "calls": 2}
+    assert rows["assemble"]["self_s"] == 6.0
+
+
+@pytest.mark.slow
+def test_compile_probe_smoke(tmp_path):
+    probe = _load("fig6_compile_probe")
+    results = probe.main(["--out", str(tmp_path), "--variants", "x64", "x32", "--num-last", "1"])
+    assert [r["variant"] for r in results] == ["x64", "x32"] and not any("error" in r for r in results)
+    assert all(r["programs"] == 1 and positive_finite(r["compile_s"][0]) for r in results)
+    assert results[0]["profile"]["largest_self"] and results[0]["summaries"][0]["fusions"] > 0
+    assert "| x64 |" in (tmp_path / "compile_probe.md").read_text()

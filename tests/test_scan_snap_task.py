@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import tasks.scan_snap as ss
 
-from .helpers import int64_sizes, tree_allclose
+from .helpers import int64_sizes, tree_allclose, value_sizes
 
 _jit = eqx.filter_jit
 
@@ -439,6 +439,32 @@ def test_recall_at_threshold():
     taus = jnp.array([0.01, 0.02, 0.05, 0.2])
     recall = _jit(ss.recall_at_threshold)(model, classes.arrays(), taus)
     np.testing.assert_allclose(recall, [1.0, 0.5 * 0.5 + 0.5 * 1.0, 0.25, 0.0], rtol=1e-14)
+
+
+def test_recall_counts_one_threshold_at_a_time(getkey):
+    """The recall of many runs at many thresholds equals a count written out in numpy, and its
+    program never compares every run × threshold × class × token at once (on a GPU such a
+    comparison fuses into one kernel that takes a minute to compile at M = 240)."""
+    classes = ss.Dataset2.syn_medium(3).build()
+    arrays, runs, M = classes.arrays(jnp.float32), 6, classes.M
+    models = jax.vmap(lambda key: ss.YZModel.uniform(key, M, dtype=jnp.float32))(
+        jax.random.split(getkey(), runs)
+    )
+    models = eqx.tree_at(lambda m: m.Z, models, models.Z * 40.0)  # spread the attention out
+    taus = jnp.linspace(0.2, 4.0, 41, dtype=jnp.float32) / M
+    recall = jax.vmap(ss.recall_at_threshold, in_axes=(0, None, None))(models, arrays, taus)
+
+    mask, query = np.asarray(arrays.dt_mask), np.asarray(arrays.query)
+    has_dt = mask.any(axis=-1)
+    for run in range(runs):
+        attention = np.asarray(jax.nn.softmax(models.Z[run][query], axis=-1))
+        above = (attention[None] > np.asarray(taus)[:, None, None]) & mask
+        per_class = above.sum(-1) / np.maximum(mask.sum(-1), 1)
+        np.testing.assert_allclose(recall[run], per_class[:, has_dt].mean(-1), rtol=0, atol=1e-6)
+    assert 0.0 < float(recall.min()) < float(recall.max()) < 1.0
+
+    jaxpr = jax.make_jaxpr(jax.vmap(ss.recall_at_threshold, in_axes=(0, None, None)))(models, arrays, taus)
+    assert max(value_sizes(jaxpr.jaxpr)) < runs * len(taus) * M
 
 
 # ------------------------------------------------------------------ float32 under strict promotion

@@ -228,13 +228,16 @@ def run_variant(name: str, num_last: int, out: Path, timeout: float) -> dict:
 def markdown(results: list[dict]) -> str:
     """A table of the variants, then each profile's largest entries."""
     lines = [
-        "| variant | flags | programs | import s | trace+lower s | compile s (each) | compile wall s | kernels |",
+        "| variant | flags | programs | import s | trace+lower s | compile s (each) | compile wall s "
+        "| kernels |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         if "error" in r:
-            lines.append(f"| {r['variant']} | {VARIANTS[r['variant']].get('flags', '')} | failed: "
-                         f"{r['error'].splitlines()[-1][:200]} | | | | | |")
+            lines.append(
+                f"| {r['variant']} | {VARIANTS[r['variant']].get('flags', '')} | failed: "
+                f"{r['error'].splitlines()[-1][:200]} | | | | | |"
+            )
             continue
         each = ", ".join(f"{s:.1f}" for s in r["compile_s"])
         kernels = ", ".join(str(s["fusions"] + s["custom_calls"]) for s in r["summaries"])
@@ -246,10 +249,17 @@ def markdown(results: list[dict]) -> str:
         profile = r.get("profile")
         if not profile or "largest_self" not in profile:
             continue
-        lines += ["", f"### {r['variant']}: the compiler's largest parts (self seconds)", "",
-                  "| name | self s | total s | calls |", "|---|---|---|---|"]
-        lines += [f"| {row['name']} | {row['self_s']:.2f} | {row['total_s']:.2f} | {row['calls']} |"
-                  for row in profile["largest_self"]]
+        lines += [
+            "",
+            f"### {r['variant']}: the compiler's largest parts (self seconds)",
+            "",
+            "| name | self s | total s | calls |",
+            "|---|---|---|---|",
+        ]
+        lines += [
+            f"| {row['name']} | {row['self_s']:.2f} | {row['total_s']:.2f} | {row['calls']} |"
+            for row in profile["largest_self"]
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -268,7 +278,10 @@ def main(argv: Sequence[str] | None = None) -> list[dict]:
             continue
         print(f"[{time.perf_counter() - start:6.1f} s] {name} ...", flush=True)
         results.append(run_variant(name, args.num_last, args.out, left))
-        print(json.dumps({k: v for k, v in results[-1].items() if k not in ("profile", "summaries")}), flush=True)
+        print(
+            json.dumps({k: v for k, v in results[-1].items() if k not in ("profile", "summaries")}),
+            flush=True,
+        )
         (args.out / "compile_probe.json").write_text(json.dumps(results, indent=1))
         (args.out / "compile_probe.md").write_text(markdown(results))
     return results
