@@ -224,6 +224,7 @@ def test_ctrl_c_while_the_command_line_is_imported_ends_with_130_and_one_line(mo
     assert capsys.readouterr().err == "attnflow: interrupted while starting; nothing was done\n"
 
 
+@pytest.mark.slow
 def test_a_closed_pipe_ends_the_command_quietly_with_141():
     """The reader of the output gone (`attnflow list | head` once head has its lines): status 141
     and no traceback, neither from the command nor from Python's last flush."""
@@ -236,6 +237,7 @@ def test_a_closed_pipe_ends_the_command_quietly_with_141():
     assert done.returncode == 141 and done.stderr == "", done.stderr
 
 
+@pytest.mark.slow
 def test_a_sweep_without_a_grid_is_the_one_setting_and_simulate_takes_analyses(users, capsys):
     """`sweep` with no `--grid` sweeps the one setting given, with its plots; `simulate --analyse
     phases` adds the phases to its own store and draws them beside it, with the settings given: the

@@ -3,6 +3,7 @@
 makes can fail."""
 
 import jax
+import pytest
 
 jax.config.update("jax_enable_x64", True)
 
@@ -40,6 +41,7 @@ def test_the_seeds_follow_the_law_and_a_wrong_law_is_refused():
     assert ks_distance(spread["beta"], (0.0, sd)) > critical
 
 
+@pytest.mark.slow
 def test_after_one_step_the_law_s_variance_is_one_sample_s_over_the_batch():
     """After one step the variance of β is η²/B times the variance of β after one sample's step,
     measured here from the same samples (T = 20, as the module's example)."""

@@ -41,6 +41,7 @@ def test_checks_in_paper_order():
         assert name in theory.__all__
 
 
+@pytest.mark.slow
 def test_iid_population_is_the_enumerated_support(getkey):
     """The multisets with multinomial weights give the loss, its gradient, δ, γ and the smallest
     margin of all L^n sequences."""

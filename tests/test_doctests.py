@@ -38,9 +38,12 @@ SLOW_EXAMPLES = {
     "dynamics._sweep_landscape",
     "dynamics._store_add",
     "dynamics._integrity",
+    "dynamics._sweep_phases",
+    "dynamics._landscape",
+    "dynamics._hessian",
 }
-"""The modules whose examples take longest (over 6 s each: several simulations), run with the
-slow tests."""
+"""The modules whose examples take longest (over 3 s each: several simulations or analyses), run
+with the slow tests; the functions they show are tested in their own test files."""
 
 
 def test_public_names_are_defined_in_dynamics():

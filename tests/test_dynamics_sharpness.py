@@ -136,6 +136,7 @@ def test_gap_matches_the_closed_form_at_every_save():
     assert 1e-3 < float(gap.distance[-1]) < 1e-2
 
 
+@pytest.mark.slow
 def test_gap_is_first_order_in_the_step_size():
     """At fixed times t = 0.5 … 2, halving η halves the gap, up to O(ηλ²t) ≤ 0.08 here."""
     coarse = _gap(START, 0.01, num_steps=200, every=50)
@@ -175,6 +176,7 @@ def _rate_matrix() -> np.ndarray:
     return np.diag([GROUP_RATES["a"]] * 2 + [GROUP_RATES["b"]])
 
 
+@pytest.mark.slow
 def test_the_sharpness_ratio_with_a_step_size_per_group_is_that_of_the_rescaled_hessian():
     """With step sizes R per group the ratio is λ_max(R^½ H R^½)/2, here on a loss that is not
     quadratic, against the dense Hessian at the same point."""
@@ -294,6 +296,7 @@ def test_the_normalized_flow_is_the_gradient_flow_s_path_at_normalized_gd_s_spee
     assert run.values["flow_distance"][0] == 0 and 0 < run.values["flow_distance"][-1] < eta
 
 
+@pytest.mark.slow
 def test_the_flow_distance_saved_along_gd_is_the_gap_of_gd_flow_gap():
     save = dynamics.landscape.with_flow_distance(
         dynamics.Save(every=5, fn=lambda step, p, args: {"loss": _quadratic(p)}),
@@ -398,6 +401,7 @@ def _two_layer_linear(d: int = 6, h: int = 12, n: int = 64):
     return loss, {"W1": 1e-2 * jax.random.normal(k1, (h, d)), "W2": 1e-2 * jax.random.normal(k2, (d, h))}
 
 
+@pytest.mark.slow
 def test_in_training_each_lanczos_run_starts_from_the_last_eigenvector():
     """With 6 Lanczos steps in 144 parameters, the sharpness saved every 100 of 1500 steps of GD on a
     two-layer linear network is within 10⁻⁵ of the dense Hessian's top eigenvalue from the fifth

@@ -18,6 +18,7 @@ P(χ²₄ ≥ x) = e^{−x/2}(1 + x/2).
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import dynamics
 
@@ -61,6 +62,7 @@ def _ks(sample, law) -> float:
     return float(max(np.max(i / t.size - cdf), np.max(cdf - (i - 1) / t.size)))
 
 
+@pytest.mark.slow
 def test_escape_times_over_seeds_follow_the_closed_form_law_and_each_seed_its_own():
     keys = dynamics.seed_keys(0, SEEDS)
     runs, finite = dynamics.run_many(_escape, keys)

@@ -52,6 +52,7 @@ def test_a_plane_refined_from_the_command_line_is_stored_plotted_and_resumed(tmp
     _plotted_and_resumed(argv, out, ds)
 
 
+@pytest.mark.slow
 def test_a_refined_sweep_from_the_command_line_is_stored_plotted_and_resumed(tmp_path, capsys):
     out = tmp_path / "edge"
     argv = ["sweep", "examples.phase_levels:QuadraticDescent", "--grid", "eta=" + ",".join(map(str, START))]

@@ -545,7 +545,10 @@ def test_loss_decreases_on_the_quick_corpus():
 
 @pytest.mark.parametrize(
     "module_name",
-    [pytest.param(m, marks=pytest.mark.slow) if m.endswith("_text_model") else m for m in TEXT_MODULES],
+    [
+        pytest.param(m, marks=pytest.mark.slow) if m.endswith(("_text_model", "_text_train")) else m
+        for m in TEXT_MODULES
+    ],
 )
 def test_docstring_examples(module_name):
     result = doctest.testmod(

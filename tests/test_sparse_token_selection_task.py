@@ -162,6 +162,7 @@ def test_bank_loss_matches_monte_carlo_stochastic_pe():
     assert abs(float(mean) - bank) < 4 * float(se) * np.sqrt(2.0)  # both are estimates of the same size
 
 
+@pytest.mark.slow
 def test_mc_loss_of_a_constant_model_under_jit_is_its_value_op_by_op():
     """Under an outer `jax.jit` a zero init is a compile-time constant; without the barrier in
     `mc_loss` its average over two chunks of 512 pairs came out inf or nan in most processes."""

@@ -70,6 +70,7 @@ def test_optimal_gamma_with_bias_minimises_the_biased_reduced_loss():
     assert abs(biased(gamma + h) - biased(gamma - h)) / (2 * h) < 1e-9
 
 
+@pytest.mark.slow
 def test_optimal_gamma_with_bias_predicts_the_transformer_with_token_key_noise():
     """On the plateau (W_EE = 0) with a random W_XE, the value scale minimising the transformer's
     Monte-Carlo loss, E<Xp, target> / E||Xp||², matches the first-order closed form (the bias is a

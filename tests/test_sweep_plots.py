@@ -84,6 +84,7 @@ def test_each_scalar_of_the_final_state_is_drawn_against_the_grid(tmp_path, draw
     assert all(drawn[f"{name}.png"][0] == "rate" for name in finals)
 
 
+@pytest.mark.slow
 def test_three_grid_axes_give_one_heat_map_per_value_of_the_first(tmp_path, drawn):
     grid = {"scale": [0.5, 1.0, 2.0], "rate": [0.5, 2.0], "floor": [0.0, 0.1]}
     ds = dynamics.sweep(Decay(mode="euler"), grid, num_seeds=2)
