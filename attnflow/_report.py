@@ -7,7 +7,7 @@ import json
 import os
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 
 import jax
@@ -218,8 +218,10 @@ def _index_page(checks: dict, figure_files: dict, out: Path, metadata: dict, doc
         f"<section id='{esc(name)}'><h2>{esc(papers()[name].info.label)}</h2>"
         f"<p class='title'>{esc(papers()[name].title)}</p>"
         f"{_verdicts(name, checks[name])}"
-        f"<h3 id='{esc(name)}-figures'>Figures</h3>{_figures(name, figure_files[name], out, docs)}"
-        f"<h3 id='{esc(name)}-checks'>Checks</h3>{_check_table(name, checks[name], docs)}</section>"
+        f"<h3 id='{esc(name)}-figures'>Figures</h3>"
+        f"{_figures(name, figure_files[name], out, docs, {c.name for c in checks[name]})}"
+        f"<h3 id='{esc(name)}-checks'>Checks</h3>{_check_table(name, checks[name], docs, figure_files[name])}"
+        "</section>"
         for name in checks
     )
     return f"""<!doctype html>
@@ -422,10 +424,19 @@ def _in_docs(docs: str | None, paper: str, anchor: str, text: str) -> str:
     return f"<a href='{esc(address)}' title='in the documentation'>{text}</a>"
 
 
-def _check_table(paper: str, checks: list, docs: str | None = None) -> str:
+def _linked_names(names: list[str], anchor, present) -> str:
+    """`names` as code, each linked to `#anchor(name)` where `present(name)`."""
+    return ", ".join(
+        f"<a href='#{esc(anchor(n))}'><code>{esc(n)}</code></a>" if present(n) else f"<code>{esc(n)}</code>"
+        for n in names
+    )
+
+
+def _check_table(paper: str, checks: list, docs: str | None = None, drawn: Collection[str] = ()) -> str:
     """The checks of a paper, grouped by result: verdict, name (linked to its entry in the
-    documentation `docs`), claim with how it is measured and the note, predicted, simulated,
-    error, tolerance and provenance."""
+    documentation `docs`), claim with how it is measured, the note and the figures that draw it
+    (linked where they are among the figures `drawn`), predicted, simulated, error, tolerance and
+    provenance."""
     methods = {fn.__name__: fn.declaration.method for fn in papers()[paper].checks}
     rows = []
     for result, members in _grouped(checks).items():
@@ -435,6 +446,9 @@ def _check_table(paper: str, checks: list, docs: str | None = None) -> str:
             about += f"<div class='note'>{esc(c.note)}</div>" if c.note else ""
             if c.deviation:
                 about += f"<div class='why'><strong>Why it deviates:</strong> {esc(c.deviation)}</div>"
+            shown = papers()[paper].figures_showing(c.name)
+            if shown:
+                about += f"<div class='shown'>Drawn in {_linked_names(shown, str, drawn.__contains__)}</div>"
             name = f"<code>{esc(c.name).replace('_', '_<wbr>')}</code>"
             rows.append(
                 f"<tr id='{esc(paper)}-{esc(c.name)}' class='check' data-verdict='{c.verdict.value}'>"
@@ -456,9 +470,16 @@ def _check_table(paper: str, checks: list, docs: str | None = None) -> str:
     )
 
 
-def _figures(paper: str, figure_files: dict[str, list[Path]], out: Path, docs: str | None = None) -> str:
-    """Each figure of a paper as its PNG with its caption, and links to its PDF and JSON data (and
-    to its entry in the documentation `docs`)."""
+def _figures(
+    paper: str,
+    figure_files: dict[str, list[Path]],
+    out: Path,
+    docs: str | None = None,
+    run: Collection[str] = (),
+) -> str:
+    """Each figure of a paper as its PNG with its caption, links to its PDF and JSON data (and to
+    its entry in the documentation `docs`), and the checks it draws (linked where they are among
+    the checks `run`)."""
     draws = papers()[paper].figures
     parts = []
     for name, paths in figure_files.items():
@@ -469,6 +490,10 @@ def _figures(paper: str, figure_files: dict[str, list[Path]], out: Path, docs: s
             if p.suffix != ".png"
         )
         img = f"<img src='{esc(image.relative_to(out))}' alt='{esc(name)}'>" if image else ""
+        shows = list(getattr(draws.get(name), "checks", ()))
+        if shows:
+            checks = _linked_names(shows, lambda check: f"{paper}-{check}", run.__contains__)
+            links += f"<br>Checks it draws: {checks}"
         parts.append(
             f"<figure id='{esc(name)}'>{img}<figcaption>"
             f"{_in_docs(docs, paper, f'figure-{name}', f'<code>{esc(name)}</code>')}: "

@@ -80,6 +80,11 @@ class Paper:
         """The level `simulate` and `sweep` use when none is named."""
         return self.info.default_level
 
+    def figures_showing(self, check: str) -> list[str]:
+        """The figures of the paper that draw `check`'s compared quantity (as each declares in
+        `figures.caption(..., checks=...)`), in the paper's order."""
+        return [name for name, draw in self.figures.items() if check in getattr(draw, "checks", ())]
+
     def simulation(self, level: str | None = None) -> type[dynamics.AbstractSimulation]:
         """The simulation class of `level` (default: [`Paper.default_level`][]).
 
@@ -131,8 +136,8 @@ def papers() -> dict[str, Paper]:
     (`NAME = "MODULE"`, the module holding `PAPER`, `CHECKS` and `FIGURES`).
 
     **Raises:** `ValueError` when a declaration's name is not its package's (or its entry point's),
-    a figure's name does not begin with its paper's, an installed paper cannot be loaded, or two
-    papers have one name.
+    a figure's name does not begin with its paper's, a figure names a check its paper does not
+    have, an installed paper cannot be loaded, or two papers have one name.
     """
     registry = {}
     for module in sorted(pkgutil.iter_modules(tasks.__path__), key=lambda m: m.name):
@@ -163,13 +168,22 @@ def papers() -> dict[str, Paper]:
 def _paper(info: tasks.PaperInfo, name: str, where: str, checks, figures) -> Paper:
     """The [`Paper`][] of a declaration found under `name` (described as `where`).
 
-    **Raises:** `ValueError` when the declaration's name is not `name`, or a figure's name does
-    not begin with the paper's."""
+    **Raises:** `ValueError` when the declaration's name is not `name`, a figure's name does not
+    begin with the paper's, or a figure names a check the paper does not have."""
     if info.name != name:
         raise ValueError(f"{where} declares the paper {info.name!r}: a paper is named after its package")
     misnamed = [figure for figure in figures if not figure.startswith(f"{info.name}_")]
     if misnamed:
         raise ValueError(f"figures of {info.name} must be named {info.name}_...: {', '.join(misnamed)}")
+    known = {check.__name__ for check in checks}
+    unknown = [
+        f"{figure} names {name!r}"
+        for figure, draw in figures.items()
+        for name in getattr(draw, "checks", ())
+        if name not in known
+    ]
+    if unknown:
+        raise ValueError(f"figures of {info.name} name checks it does not have: {'; '.join(unknown)}")
     return Paper(info, tuple(checks), dict(figures))
 
 

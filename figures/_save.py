@@ -56,7 +56,7 @@ def save_figure(fig: plt.Figure, out_dir: Path, name: str, *, data: dict, config
     return paths
 
 
-def caption(text: str) -> Callable[[Callable], Callable]:
+def caption(text: str, checks: Iterable[str] = ()) -> Callable[[Callable], Callable]:
     """Declare what a figure shows and what to look for in it: the caption that the report of
     `attnflow reproduce` and the paper's page in the docs show under it.
 
@@ -64,12 +64,19 @@ def caption(text: str) -> Callable[[Callable], Callable]:
 
     - `text`: one line of Markdown, maths in `$…$`; it begins with the paper's figure number
       ("Fig. 3: …") where it reproduces one, and says what to look for ("Look for …").
+    - `checks`: the names of the paper's checks whose compared quantity the figure draws: the
+      report and the paper's page link each check to the figure and back.
 
-    **Returns:** the decorator; it sets the function's `caption` and returns the function.
+    **Returns:** the decorator; it sets the function's `caption` and `checks` and returns the
+    function.
     """
+    if isinstance(checks, str) or not all(isinstance(name, str) for name in checks):
+        raise TypeError(f"checks is a sequence of check names, got {checks!r}")
+    checks = tuple(checks)
 
     def declare(draw: Callable) -> Callable:
         draw.caption = text
+        draw.checks = checks
         return draw
 
     return declare

@@ -85,7 +85,8 @@ def fig7_simulation(full: bool, num_layers: int) -> TextSGD:
     r"over seeds, every $(\eta, \text{seed})$ in one sweep. Look for the entropy falling as $\eta$ "
     r"grows. Quick: the first 500 lines of each split of the quick corpus, 150 steps, 3 seeds "
     r"(about a minute on two cores); `--full`: 5 epochs of the whole corpus and 5 seeds, the paper's "
-    r"(WikiText-2 with `--data`: about 15,000 steps per run, hours per run on a CPU)."
+    r"(WikiText-2 with `--data`: about 15,000 steps per run, hours per run on a CPU).",
+    checks=("fig10_entropy_falls_with_lr",),
 )
 def fig10(out_dir: Path, full: bool) -> list[Path]:
     """Fig. 10: average attention entropy on the validation set after training against the
@@ -139,7 +140,8 @@ def fig10(out_dir: Path, full: bool) -> list[Path]:
     r"entries per row: sparse. Quick: the first 2,000 lines of each split of the quick corpus, "
     r"iterations 0, 100, 200, 300; `--full`: the whole corpus (the `--data` directory, or the quick "
     r"corpus), iterations 0, 500, 1000, 1500, the paper's. On the quick corpus the bright entries "
-    r"move between panels (see `fig7_attention_freezes`)."
+    r"move between panels (see `fig7_attention_freezes`).",
+    checks=("fig7_attention_freezes",),
 )
 def fig7(out_dir: Path, full: bool) -> list[Path]:
     """Fig. 7: the first layer's attention map (35 × 35) on validation window 100, column 0, at

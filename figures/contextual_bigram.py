@@ -52,7 +52,8 @@ def _inst_config(inst) -> dict:
     r"against iteration, for Algorithm 1 (fixed switch $\tau_1 = 20$) and vanilla SGD at $\eta = 0.5$ "
     r"and $0.05$; medians and quartile bands over 8 / 32 seeds. Look for Algorithm 1's distances "
     r"falling after the switch while SGD stalls (large step, often diverging) or creeps (small step); "
-    r"the normalised metric hides most of the gap because it re-solves $V$ with the oracle."
+    r"the normalised metric hides most of the gap because it re-solves $V$ with the oracle.",
+    checks=("algorithm1_recovers", "sgd_large_step_worse", "sgd_small_step_worse"),
 )
 def fig1(out_dir: Path, full: bool) -> list[Path]:
     """Fig. 1: distances (raw and normalised) and cosine similarities to (P, Q*) vs iteration for
@@ -223,7 +224,8 @@ def fig2(out_dir: Path, full: bool) -> list[Path]:
     r"population GD ($\eta = 0.5$), mini-batch projected SGD ($\lambda = 0$, $\eta = 0.05$, $B = "
     r"256$, 4 / 8 seeds) projected on the lines, the curve $\alpha\beta = 1$, the optimum $(1, 1)$ "
     r"and the saddle. Look for all three following the same path to $(1, 1)$, the mini-batch runs "
-    r"hovering near $\alpha\beta = 1$."
+    r"hovering near $\alpha\beta = 1$.",
+    checks=("line_recursion", "ode_first_order", "matrix_flow_on_lines"),
 )
 def phase(out_dir: Path, full: bool) -> list[Path]:
     """The (α, β) plane: the vector field of Eqn 8, its solution from (0, 0), population GD
@@ -304,7 +306,8 @@ def phase(out_dir: Path, full: bool) -> list[Path]:
     r"The fraction of seeds whose Stage 1 ends on the positive branch ($\alpha > 0$ after 40 steps at "
     r"$\eta_1 = 0.5$) against the batch size, for $T = 50$ and $T = 200$ (16 / 64 seeds). Look for "
     r"the $T = 200$ curve sitting to the right of the $T = 50$ one: a longer context needs a larger "
-    r"batch."
+    r"batch.",
+    checks=("stage1_needs_poly_T", "stage1_batch_exponent", "stage1_large_batch"),
 )
 def stage1_batch(out_dir: Path, full: bool) -> list[Path]:
     """Stage 1 needs poly(T) samples: the fraction of seeds whose Stage 1 (fixed length, η₁ = 0.5)

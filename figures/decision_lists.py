@@ -94,7 +94,8 @@ def _mark_zeros(ax, x, values, floor: float, colors) -> None:
     r"\{2, \dots, 5\}$, 8 tasks with `--full`), a sweep of the `result1_flow` level per $L$. Left: "
     r"$\tau$/bound (median and range) against $L$; right: median $\tau$ (solid) and bound (dashed). A "
     r"run with $\tau = 0$ is drawn as an open triangle on a dotted floor. Look for every ratio below "
-    r"1, usually by orders of magnitude."
+    r"1, usually by orders of magnitude.",
+    checks=("result1_time_within_bound",),
 )
 def time_vs_bound(out_dir: Path, full: bool) -> list[Path]:
     """Result 1: τ/bound over the (L, M) grid (left) and τ and the bound against L (right). A run
@@ -149,7 +150,8 @@ def time_vs_bound(out_dir: Path, full: bool) -> list[Path]:
     r"$\mu(W)$, and for the query with the longest list the scores $W[a_k, a]$ of its list entries "
     r"against the best score outside the list, on a log time axis with $\tau$ marked. Look for $\mu$ "
     r"crossing 0 at $\tau$ and the list entries sorting themselves in list order above every outside "
-    r"token."
+    r"token.",
+    checks=("result1_perfect_reached", "result1_loss_monotone"),
 )
 def flow_one_task(out_dir: Path, full: bool) -> list[Path]:
     """Result 1 on one task: the population loss, μ(W) and, for the query with the longest list,
@@ -222,7 +224,8 @@ def flow_one_task(out_dir: Path, full: bool) -> list[Path]:
     r"The uniform-attention claim, GD on $V$ with $W = 0$ from $V_0 = 0$ (step 1, 2000 steps) on "
     r"$(10,4,3)$ and $(12,3,4)$, plus $(16,4,3)$ with `--full`: $\kappa(V)$, $\rho(V, P)$ and the "
     r"loss against the step. Look for $\kappa$ reaching 1 and $\rho$ rising, then drifting down "
-    r"slowly as $V$ also fits co-occurrence statistics."
+    r"slowly as $V$ also fits co-occurrence statistics.",
+    checks=("section7_kappa", "section7_rho"),
 )
 def uniform_attention(out_dir: Path, full: bool) -> list[Path]:
     """The uniform-attention claim of the conclusion: κ(V), ρ(V, P) and the loss along GD on V with

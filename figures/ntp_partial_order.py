@@ -72,7 +72,14 @@ def run_experiments(num_seeds: int, steps: int = STEPS) -> list[dict]:
     r"solution and $\lVert W_{kq}^{(t)}\rVert$, each over the 900 iterations of its stage, losses "
     r"also on a log scale. Look for: both losses falling, the stage-1 cosine at 1 from the first step "
     r"(the exact trajectory), the stage-2 cosine rising towards 1, and both norms growing linearly "
-    r"with slopes $\eta_0$ and at most $\eta$."
+    r"with slopes $\eta_0$ and at most $\eta$.",
+    checks=(
+        "prop1_norm_linear",
+        "prop1_direction",
+        "prop1_loss_closed_form",
+        "thm1_norm_bounds",
+        "thm1_direction_monotone",
+    ),
 )
 def fig2(out_dir: Path, full: bool) -> list[Path]:
     """Figure 2 (Section 7 of the paper): three panels per stage, iterations 0..900."""
@@ -141,7 +148,8 @@ def fig2(out_dir: Path, full: bool) -> list[Path]:
     "with `--full`), rescaled to the norm of $W^*_{kq}$, against the QP solution of Eqn 3 and "
     "Proposition 2's closed form, tokens grouped as optimal, non-optimal and non-comparable. Look "
     "for: positive optimal entries, negative non-optimal ones, exact zeros on non-comparable tokens, "
-    "and the learned column following the QP solution where it differs from the closed form."
+    "and the learned column following the QP solution where it differs from the closed form.",
+    checks=("thm3_noncomparable_entries_zero", "thm3_noncomparable_inserted"),
 )
 def wkq_column(out_dir: Path, full: bool) -> list[Path]:
     """The learned `W_kq` column of the query with the most ordered tokens (Recipe B seed 0) at

@@ -89,7 +89,8 @@ def _integrate_B(t1: float, num_saves: int, M: int, K: int, eta_ys, eta_zs, C0: 
     r"$\eta_Y \in \{0.5, 1, 2, 5\}$, $K = 10$, $M = 1000$, $C_0 = 5.68\cdot 10^{-3}$, $t \le 700$, "
     r"dotted lines at $t_0$. Look for large $\eta_Y$ rising first and small $\eta_Y$ overtaking it "
     r"later (ending near 600 for $\eta_Y = 0.5$): smaller $\eta_Y$ means a later transition and "
-    r"sparser attention."
+    r"sparser attention.",
+    checks=("theorem4_B_closed_form", "theorem4_snap_scaling"),
 )
 def fig3(out_dir: Path, full: bool) -> list[Path]:
     """Fig. 3: the growth factor χ_{l0}(t) = e^{2 B_n(t)} (upper bound of Eqn 12)
@@ -162,7 +163,8 @@ def fig3(out_dir: Path, full: bool) -> list[Path]:
     r"Fig. 9: $B_n(t)$ from L3 at fixed $\nu = \eta_Y/\eta_Z$ for $\eta_Z \in \{0.5, 1, 2, 4, 8\}$, "
     r"$K = C_0 = 1$; left $\nu = 10$, $M = 100$, $t \le 5$; right $\nu = 1$, $M = 10^4$, $t \le 50$; "
     r"dotted lines at $t_0$, a dot at $B_n(t_0)$. Look for the dots all at the same height: "
-    r"$B_n(t_0)$ does not depend on $\eta_Z$ at fixed $\nu$, while larger rates reach it sooner."
+    r"$B_n(t_0)$ does not depend on $\eta_Z$ at fixed $\nu$, while larger rates reach it sooner.",
+    checks=("theorem4_fixed_nu_invariance",),
 )
 def fig9(out_dir: Path, full: bool) -> list[Path]:
     """Fig. 9: B_n(t) at fixed ν = η_Y/η_Z for several η_Z, paper convention
@@ -248,7 +250,8 @@ def fig9(out_dir: Path, full: bool) -> list[Path]:
     r"Fig. 8: $h^*(s)$ (stairs, Eqn 33) and $h(t)$ (smooth, Eqn 45), $K = 1$; left $M = 50$, $\eta_Y "
     r"\in \{0.1, 0.2, 0.5, 1, 2\}$, $t \le 80$; right $M = 1000$, $\eta_Y \in \{0.2, 0.5, 1, 2, 4\}$, "
     r"$t \le 70$. Look for the stairs lying just above the smooth curve, within $2\eta_Y/M$ (the JSON "
-    r"holds the Lemma 7 gaps)."
+    r"holds the Lemma 7 gaps).",
+    checks=("lemma5_discrete", "lemma6_closed_form", "lemma7_gap"),
 )
 def fig8(out_dir: Path, full: bool) -> list[Path]:
     """Fig. 8: h*(s) (stairs, Eqn 33) and h(t) (smooth, the root of Eqn 45),

@@ -122,7 +122,8 @@ def _length_data(runs, L0: float) -> dict:
     r"range over seeds of the loss, of $1/L$ and of `cos_W`, `cos_W_centred`, `cos_V` against the "
     r"step; the population GD of the reduced recursion dashed and the line $4\eta k/(N-1)$. Look for "
     r"$1/L$ growing linearly along that line and the cosines rising to 1 (`cos_W` to "
-    r"$\sqrt{(N-1)/N}$)."
+    r"$\sqrt{(N-1)/N}$).",
+    checks=("theorem1_inverse_loss_slope", "theorem1_direction_W", "theorem1_direction_V"),
 )
 def fig1(out_dir: Path, full: bool) -> list[Path]:
     """Fig. 1: stochastic PE, zero init, mini-batch GD: loss and 1/loss vs step (left) and the
@@ -179,7 +180,18 @@ def fig1(out_dir: Path, full: bool) -> list[Path]:
     r"Fig. 2: the validation loss $/L_0$ at each $T_{\text{test}}$ against the step, stochastic PE "
     r"(solid) against fixed PE (dashed), GD from zero init. Look for the stochastic curves falling "
     r"together while the fixed ones level off, higher for longer $T_{\text{test}}$ (the JSON holds "
-    r"the fixed-PE floors of the formula)."
+    r"the fixed-PE floors of the formula).",
+    checks=(
+        "fig2_stochastic_beats_fixed",
+        "fig2_stochastic_follows_theorem3",
+        "fig2_stochastic_converges",
+        "fig2_fixed_follows_closed_form",
+        "fig2_fixed_stays_above_constant",
+        "fixed_pe_floor_T250",
+        "fixed_pe_floor_T300",
+        "fixed_pe_floor_T350",
+        "fixed_pe_floor_T400",
+    ),
 )
 def fig2(out_dir: Path, full: bool) -> list[Path]:
     """Fig. 2: OOD validation loss at each T_test vs step, stochastic (solid) vs fixed (dashed) PE, GD.
@@ -228,7 +240,8 @@ def _fig45(out_dir: Path, full: bool, optimizer: str, name: str) -> list[Path]:
     r"at the training length, with a zoom on the last 20% of training; GD. Look for both PE types "
     r"reaching low loss on $q_{\text{test}}$, each higher for larger $q_{\text{test}}$, and fixed PE "
     r'below stochastic PE, which learns more slowly at the training length (see "Unseen $q$ and the '
-    r'speed of the two PE types").'
+    r'speed of the two PE types").',
+    checks=("fig4_unseen_q_follows_speed",),
 )
 def fig4(out_dir: Path, full: bool) -> list[Path]:
     """Fig. 4: top, validation loss at T_test; bottom, at unseen q_test (with a zoom), GD.
@@ -323,7 +336,8 @@ def fig3(out_dir: Path, full: bool) -> list[Path]:
     r"Not a paper figure: left, $1/L$ against $t$ for the reduced flow ($d = 10$, $T = 200$, $q = 3$, "
     r"one-hot PE) with the prediction $4t/(T-1)$; right, full-matrix GD on the exact loss against the "
     r"reduced recursion ($d = 3$, $T = 8$, $q = 2$, $\eta = 0.5$). Look for the flow joining the line "
-    r"after the plateau and the two GD curves coinciding."
+    r"after the plateau and the two GD curves coinciding.",
+    checks=("theorem1_inverse_loss_slope", "lemma1_reduced_equals_full_gd"),
 )
 def thm1_rate(out_dir: Path, full: bool) -> list[Path]:
     """Verification figure: 1/L vs t for the reduced gradient flow (T = 200, q = 3, d = 10, one-hot PE)
@@ -391,7 +405,8 @@ def thm1_rate(out_dir: Path, full: bool) -> list[Path]:
     "Not a paper figure: left, Proposition C's bound against the first-layer width $m$ with the "
     "exact risks of token-sum (attaining), random Gaussian and coordinate first layers ($d = 3$, $T "
     "= 12$, $q = 3$); right, trained ReLU MLPs ($d = 4$, $T = 8$, $q = 2$) at $m = Td/8 .. 2Td$ "
-    "against the bound. Look for no point below the bound."
+    "against the bound. Look for no point below the bound.",
+    checks=("fcn_bound_attained", "fcn_bound_random_layers", "fcn_trained_widths"),
 )
 def fcn_bound(out_dir: Path, full: bool) -> list[Path]:
     """Verification figure (not in the paper): Proposition C's bound vs first-layer width m, the
@@ -477,7 +492,8 @@ sparse_token_selection page of the documentation; drawn for reference only."""
     "(200, 3), (400, 3), (200, 5)$: the bank formula, the full transformer's Monte-Carlo loss (2 "
     "standard errors) and the table above (crosses); right, `sphere_flow` from zero init for $m_E = "
     "32, 64, 128$ settling on its floor (dotted). Look for the three agreeing and the floor halving "
-    "with each doubling of $m_E$."
+    "with each doubling of $m_E$.",
+    checks=("theorem2_sphere_floor_mc",),
 )
 def sphere_floor(out_dir: Path, full: bool) -> list[Path]:
     """Verification figure (derived, not in the paper): the smallest loss / (d/2q) reachable with

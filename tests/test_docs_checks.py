@@ -45,6 +45,10 @@ def test_the_checks_table_is_the_declared_checks_in_order(paper):
         claim, method = (cell.strip() for cell in row["cells"].split("|"))
         tolerance, provenance = row["tolerance"], row["provenance"]
         declaration = fn.declaration
+        drawn = papers()[paper].figures_showing(fn.__name__)
+        if drawn:
+            method, said = method.rsplit(" Drawn in ", 1)
+            assert said == ", ".join(f"[`{f}`](#figure-{f})" for f in drawn) + "."
         assert (claim, method) == (declaration.claim, declaration.method)
         assert claim and method, fn.__name__
         assert math.isclose(float(tolerance.split()[0]), declaration.tolerance, rel_tol=1e-5)
@@ -77,7 +81,10 @@ def test_a_paper_page_lists_its_declared_figures_and_none_by_hand(paper):
     declared = papers()[paper].figures
     assert len(items) == len(declared)
     for item, (name, draw) in zip(items, declared.items()):
-        assert item == f'- <a id="figure-{name}"></a>`{name}`: {draw.caption} `attnflow figures {name}`'
+        listed = f'- <a id="figure-{name}"></a>`{name}`: {draw.caption} `attnflow figures {name}`'
+        if draw.checks:
+            listed += " Checks it draws: " + ", ".join(f"[`{c}`](#check-{c})" for c in draw.checks) + "."
+        assert item == listed
         assert "Look for" in draw.caption, name
 
 

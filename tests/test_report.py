@@ -37,7 +37,7 @@ def norm_bounded():
     return theory.Measured(predicted=2.0, simulated=2.5, error=0.5)
 
 
-@figures.caption("Fig. 1: $x_t$ against $t$. Look for the curve reaching 1.")
+@figures.caption("Fig. 1: $x_t$ against $t$. Look for the curve reaching 1.", checks=("converges", "rate"))
 def fig1(out_dir, full):
     fig, ax = plt.subplots()
     ax.plot([0, 1], [0, 1])
@@ -143,3 +143,38 @@ def test_the_checks_can_be_filtered_by_verdict_and_text_and_each_paper_has_its_c
     assert 'type="search"' in form
     assert "href='#toy-figures'" in page and "id='toy-figures'" in page
     assert "href='#toy-checks'" in page and "id='toy-checks'" in page
+
+
+def test_each_check_links_to_the_figures_that_draw_it_and_each_figure_to_its_checks(page):
+    converges_row = page.split("id='toy-converges'", 1)[1].split("</tr>", 1)[0]
+    assert "Drawn in <a href='#toy_fig1'><code>toy_fig1</code></a>" in converges_row
+    bounded_row = page.split("id='toy-norm_bounded'", 1)[1].split("</tr>", 1)[0]
+    assert "Drawn in" not in bounded_row
+    figure = page.split("<figure id='toy_fig1'>", 1)[1].split("</figure>", 1)[0]
+    assert (
+        "Checks it draws: <a href='#toy-converges'><code>converges</code></a>, "
+        "<a href='#toy-rate'><code>rate</code></a>" in figure
+    )
+
+
+def test_a_link_to_a_figure_or_check_left_out_of_the_report_is_plain_text(tmp_path, monkeypatch):
+    draws = figures.named_figures("figures.toy", [fig1])
+    info = tasks.PaperInfo("toy", "A toy paper", {"still": _Still}, label="Toy")
+    monkeypatch.setitem(papers(), "toy", Paper(info, (converges, rate, norm_bounded), draws))
+    metadata = _provenance.provenance() | {"options": {"full": False, "jobs": 2}, "wall_seconds": 1.0}
+    files = {"toy": {"toy_fig1": fig1(tmp_path / "figures", False)}}
+    only_rate = _index_page({"toy": [rate()]}, files, tmp_path, metadata)
+    assert "<code>converges</code>" in only_rate and "href='#toy-converges'" not in only_rate
+    no_figures = _index_page({"toy": [rate()]}, {"toy": {}}, tmp_path, metadata)
+    assert "Drawn in <code>toy_fig1</code>" in no_figures and "href='#toy_fig1'" not in no_figures
+
+
+def test_a_figure_naming_a_check_its_paper_does_not_have_is_refused():
+    from attnflow.papers import _paper
+
+    draws = figures.named_figures("figures.toy", [fig1])
+    info = tasks.PaperInfo("toy", "A toy paper", {"still": _Still}, label="Toy")
+    with pytest.raises(ValueError, match="toy_fig1 names 'rate'"):
+        _paper(info, "toy", "tests", (converges,), draws)
+    with pytest.raises(TypeError, match="sequence of check names"):
+        figures.caption("Fig. 2: y. Look for it.", checks="converges")

@@ -175,8 +175,8 @@ def checks_table(paper: str) -> str:
     """The Markdown table of a paper's checks, in the order `attnflow verify` runs them, as
     declared: in the first column each check's name (breaking after an underscore where the
     column is narrow; an anchor, `#check-<name>`, that the report
-    links to), tolerance (with the bound it is, if one) and provenance; then its claim and how the
-    prediction and the simulated value are obtained.
+    links to), tolerance (with the bound it is, if one) and provenance; then its claim, how the
+    prediction and the simulated value are obtained, and the figures that draw it.
 
     **Raises:** `PluginError` for a declared text that would break the table (a `|` or a line
     break), naming the check.
@@ -195,17 +195,18 @@ def checks_table(paper: str) -> str:
         if declared.bound is not None:
             tolerance += f" ({declared.bound.value} bound)"
         about = f"tolerance {tolerance}<br>{declared.provenance.value}"
+        drawn = ", ".join(f"[`{f}`](#figure-{f})" for f in _papers()[paper].figures_showing(name))
         rows.append(
             f'| <a id="check-{name}"></a><code>{name.replace("_", "_<wbr>")}</code><br>{about} '
-            f"| {declared.claim} | {declared.method} |"
+            f"| {declared.claim} | {declared.method}{f' Drawn in {drawn}.' if drawn else ''} |"
         )
     return '<div class="checks" markdown>\n\n' + "\n".join(rows) + "\n\n</div>"
 
 
 def figures_list(paper: str, images: bool = False) -> str:
     """The Markdown list of a paper's figures, in the order `attnflow figures` draws them: each
-    figure's name (an anchor, `#figure-<name>`), its caption and the command that draws it, and
-    with `images` the figure itself (quick sizes), `figures/<name>.png` beside the page.
+    figure's name (an anchor, `#figure-<name>`), its caption, the command that draws it and the
+    checks it draws, and with `images` the figure itself (quick sizes), `figures/<name>.png` beside the page.
 
     **Raises:** `PluginError` for a caption with a line break, naming the figure.
     """
@@ -213,7 +214,11 @@ def figures_list(paper: str, images: bool = False) -> str:
     for name, draw in _papers()[paper].figures.items():
         if "\n" in draw.caption:
             raise _plugin_error(f"the caption of the figure {name} has a line break: write one line")
-        items.append(f'- <a id="figure-{name}"></a>`{name}`: {draw.caption} `attnflow figures {name}`')
+        draws = ", ".join(f"[`{c}`](#check-{c})" for c in getattr(draw, "checks", ()))
+        items.append(
+            f'- <a id="figure-{name}"></a>`{name}`: {draw.caption} `attnflow figures {name}`'
+            + (f" Checks it draws: {draws}." if draws else "")
+        )
         if images:
             items.append(f"\n    ![{name}, quick sizes](figures/{name}.png)\n")
     return "\n".join(items)
