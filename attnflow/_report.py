@@ -291,7 +291,8 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.verdict { white-space: nowrap; font-weight: 600; }
 table.checks { table-layout: fixed; }
 table.checks td { overflow-wrap: anywhere; }
-.method, .note, .why { color: #555; font-size: 0.92em; margin-top: 0.3em; }
+.method, .note, .why, .shown { color: #555; font-size: 0.92em; margin-top: 0.3em; }
+.verdict .kind { font-size: 0.8em; font-weight: normal; }
 .note { color: #777; }
 .made-by td:first-child { white-space: nowrap; color: #555; width: 11em; }
 .made-by { width: auto; margin-bottom: 1.5em; }
@@ -387,16 +388,18 @@ def _verdicts(paper: str, checks: list) -> str:
         + "</li>"
     ]
     for c in checks:
-        if c.verdict is theory.Verdict.failed:
+        named = f"<a href='#{esc(paper)}-{esc(c.name)}'><code>{esc(c.name)}</code></a>"
+        if c.outcome is theory.Outcome.exceeded:
             lines.append(
-                f"<li class='fail'><strong>Fails</strong>: <a href='#{esc(paper)}-{esc(c.name)}'>"
-                f"<code>{esc(c.name)}</code></a>, {inline_html(c.claim)} (error {c.error:.3g} against "
-                f"tolerance {c.tolerance:.3g})</li>"
+                f"<li class='fail'><strong>Exceeds its tolerance</strong>: {named}, {inline_html(c.claim)} "
+                f"(error {c.error:.3g} against tolerance {c.tolerance:.3g})</li>"
             )
-        elif c.verdict is theory.Verdict.deviation:
+        elif c.outcome is theory.Outcome.not_run:
+            lines.append(f"<li class='fail'><strong>Did not run</strong>: {named}: {esc(c.note)}</li>")
+        elif c.outcome is theory.Outcome.deviation:
             lines.append(
-                f"<li class='deviation'><strong>Deviates</strong>: <a href='#{esc(paper)}-{esc(c.name)}'>"
-                f"<code>{esc(c.name)}</code></a>, {inline_html(c.claim)}. Why: {esc(c.deviation)}</li>"
+                f"<li class='deviation'><strong>Deviates, as documented</strong>: {named}, "
+                f"{inline_html(c.claim)}. Why: {esc(c.deviation)}</li>"
             )
     return f"<ul class='verdicts'>{''.join(lines)}</ul>"
 
@@ -432,6 +435,13 @@ def _linked_names(names: list[str], anchor, present) -> str:
     )
 
 
+def _verdict_cell(check) -> str:
+    """The verdict, and under a failure which kind it is."""
+    if check.outcome in (theory.Outcome.exceeded, theory.Outcome.not_run):
+        return f"{check.verdict.value}<div class='kind'>{check.outcome.value}</div>"
+    return check.verdict.value
+
+
 def _check_table(paper: str, checks: list, docs: str | None = None, drawn: Collection[str] = ()) -> str:
     """The checks of a paper, grouped by result: verdict, name (linked to its entry in the
     documentation `docs`), claim with how it is measured, the note and the figures that draw it
@@ -452,7 +462,7 @@ def _check_table(paper: str, checks: list, docs: str | None = None, drawn: Colle
             name = f"<code>{esc(c.name).replace('_', '_<wbr>')}</code>"
             rows.append(
                 f"<tr id='{esc(paper)}-{esc(c.name)}' class='check' data-verdict='{c.verdict.value}'>"
-                f"<td class='verdict {c.verdict.value}'>{c.verdict.value}</td>"
+                f"<td class='verdict {c.verdict.value}'>{_verdict_cell(c)}</td>"
                 f"<td>{_in_docs(docs, paper, f'check-{c.name}', name)}</td>"
                 f"<td>{inline_html(c.claim)}{about}</td>"
                 f"<td class='num'>{esc(_predicted(c))}</td><td class='num'>{c.simulated:.6g}</td>"

@@ -69,7 +69,8 @@ def test_the_summary_colours_only_the_verdicts_that_occur(page):
 def test_the_verdict_summary_says_what_holds_fails_and_deviates_and_why(page):
     summary = _text(re.search(r"<ul class='verdicts'>.*?</ul>", page).group(0))
     assert "1 of 3 checks pass." in summary
-    assert "Fails : rate" in " ".join(summary.split())
+    assert "Exceeds its tolerance : rate" in " ".join(summary.split())
+    assert "Deviates, as documented : norm_bounded" in " ".join(summary.split())
     assert "Why: the step is outside the lemma's range" in summary
     assert "Every check holds for" not in summary  # Theorem 1 has a failure, Lemma 2 a deviation
 
@@ -178,3 +179,24 @@ def test_a_figure_naming_a_check_its_paper_does_not_have_is_refused():
         _paper(info, "toy", "tests", (converges,), draws)
     with pytest.raises(TypeError, match="sequence of check names"):
         figures.caption("Fig. 2: y. Look for it.", checks="converges")
+
+
+def test_a_failure_is_told_apart_as_a_tolerance_exceeded_or_a_check_that_did_not_run(tmp_path, monkeypatch):
+    @theory.claim("Theorem 1: the run ends", method="by running it", tolerance=0.1)
+    def crashes():
+        raise FloatingPointError("the run diverged at step 3")
+
+    info = tasks.PaperInfo("toy", "A toy paper", {"still": _Still}, label="Toy")
+    monkeypatch.setitem(papers(), "toy", Paper(info, (crashes, rate), {}))
+
+    raised, exceeded = theory.run_checks([theory.check_makers("toy", [crashes], False)[0], rate])
+    assert (raised.outcome, exceeded.outcome) == (theory.Outcome.not_run, theory.Outcome.exceeded)
+    assert (converges().outcome, norm_bounded().outcome) == (theory.Outcome.passed, theory.Outcome.deviation)
+    assert theory.outcome_counts([raised, exceeded, converges()]) == (
+        "1 pass, 2 fail (1 tolerance exceeded, 1 not run), 0 expected deviation(s)"
+    )
+    page = _index_page({"toy": [raised, exceeded]}, {"toy": {}}, tmp_path, {})
+    summary = " ".join(_text(re.search(r"<ul class='verdicts'>.*?</ul>", page).group(0)).split())
+    assert "Did not run : crashes : FloatingPointError: the run diverged at step 3" in summary
+    assert "Exceeds its tolerance : rate" in summary
+    assert "<td class='verdict fail'>fail<div class='kind'>not run</div></td>" in page

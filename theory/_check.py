@@ -25,6 +25,18 @@ class Verdict(enum.StrEnum):
     deviation = "deviation"
 
 
+class Outcome(enum.StrEnum):
+    """What a check's verdict means, told apart: `passed` (`"pass"`); `exceeded` (`"tolerance
+    exceeded"`): it ran and its error is above its tolerance (or not a number); `not_run`: it raised
+    before it could compare (its note holds the error); `deviation` (`"documented deviation"`): it
+    does not agree, for the documented cause its `deviation` gives."""
+
+    passed = "pass"
+    exceeded = "tolerance exceeded"
+    not_run = "not run"
+    deviation = "documented deviation"
+
+
 class Bound(enum.StrEnum):
     """What a check's `predicted` is when it is a bound, not a value to match: `lower`
     (simulated ≥ predicted) or `upper` (simulated ≤ predicted)."""
@@ -115,6 +127,16 @@ class Check:
     def passed(self) -> bool:
         """True unless the verdict is `fail`."""
         return self.verdict is not Verdict.failed
+
+    @property
+    def outcome(self) -> Outcome:
+        """The [`Outcome`][]: the verdict, with a failure told apart as a tolerance exceeded or a
+        check that did not run (it raised: its tolerance is not a number)."""
+        if self.verdict is Verdict.passed:
+            return Outcome.passed
+        if self.verdict is Verdict.deviation:
+            return Outcome.deviation
+        return Outcome.not_run if math.isnan(self.tolerance) else Outcome.exceeded
 
     def to_dict(self) -> dict:
         """JSON-ready: non-finite numbers become strings."""
@@ -392,12 +414,20 @@ def format_table(checks: list[Check]) -> str:
             f"{c.verdict.upper():<9} {c.paper:<{paper_width}} {c.name:<{name_width}} {values}"
             f" {c.error:>10.3g} {c.tolerance:>9.2g}"
         )
+    lines.append(f"checks: {outcome_counts(checks)}")
+    return "\n".join(lines)
+
+
+def outcome_counts(checks: list[Check]) -> str:
+    """How the checks came out, in words: `"5 pass, 1 fail (1 tolerance exceeded), 2 expected
+    deviation(s)"`; a failure is said to be a tolerance exceeded or a check that did not run."""
     counts = {v: sum(c.verdict is v for c in checks) for v in Verdict}
-    lines.append(
-        f"checks: {counts[Verdict.passed]} pass, {counts[Verdict.failed]} fail, "
+    failures = [o for o in (Outcome.exceeded, Outcome.not_run) if any(c.outcome is o for c in checks)]
+    kinds = ", ".join(f"{sum(c.outcome is o for c in checks)} {o.value}" for o in failures)
+    return (
+        f"{counts[Verdict.passed]} pass, {counts[Verdict.failed]} fail{f' ({kinds})' if kinds else ''}, "
         f"{counts[Verdict.deviation]} expected deviation(s)"
     )
-    return "\n".join(lines)
 
 
 def write_json(checks: list[Check], path: str | Path, meta: dict) -> Path:

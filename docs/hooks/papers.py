@@ -13,6 +13,7 @@ documented, run when the site is built and kept for later builds of the same cod
 import hashlib
 import json
 import logging
+import math
 import os
 import subprocess
 import sys
@@ -122,10 +123,12 @@ def verdict_summary(paper: str, checks: list[dict], meta: dict) -> str:
         "",
     ]
     for c in checks:
-        if c["verdict"] == "fail":
+        if c["verdict"] == "fail" and not math.isfinite(float(c["tolerance"])):
+            lines.append(f"    - **Did not run**: [`{c['name']}`](#check-{c['name']}): {_plain(c['note'])}")
+        elif c["verdict"] == "fail":
             lines.append(
-                f"    - **Fails**: [`{c['name']}`](#check-{c['name']}), error {float(c['error']):.3g} "
-                f"against tolerance {c['tolerance']:.3g}."
+                f"    - **Exceeds its tolerance**: [`{c['name']}`](#check-{c['name']}), error "
+                f"{float(c['error']):.3g} against tolerance {float(c['tolerance']):.3g}."
             )
         elif c["verdict"] == "deviation":
             why = _plain(c.get("deviation") or c["note"])
