@@ -47,7 +47,7 @@ def test_the_checks_table_is_the_declared_checks_in_order(paper):
         declaration = fn.declaration
         drawn = papers()[paper].figures_showing(fn.__name__)
         if drawn:
-            method, said = method.rsplit(" Drawn in ", 1)
+            method, said = method.rsplit("<br>Drawn in ", 1)
             assert said == ", ".join(f"[`{f}`](#figure-{f})" for f in drawn) + "."
         assert (claim, method) == (declaration.claim, declaration.method)
         assert claim and method, fn.__name__

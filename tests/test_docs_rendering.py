@@ -1,5 +1,6 @@
 """The site's build refuses markup its pages would show as text: TeX outside maths, a table row not
-read as a table, a code span inside maths."""
+read as a table, a list swallowed into a paragraph, emphasis begun inside a word, a code span
+inside maths."""
 
 import pytest
 
@@ -22,6 +23,9 @@ def _mathml_hook():
         "<p>the query x_{T+1} of each sample</p>",
         "<p>so y² = e^{−2t} there</p>",
         "<p>the ratio eta_Z/eta_Y of the rates</p>",
+        "<p>Does it run on a GPU? Yes:\n- on one device\n- on several</p>",
+        "<p>the class<em>attention of each x</em>y</p>",
+        "<p>the <strong>bold</strong>s of a word</p>",
     ],
 )
 def test_markup_left_as_text_is_found(html):
@@ -36,6 +40,8 @@ def test_markup_left_as_text_is_found(html):
         '<p>the norm <span class="math"><math><mi>W</mi></math></span> grows</p>',
         "<table><tr><td>a</td><td>b</td></tr></table>",
         "<p>the field <code>x_{T+1}</code> and Adam's beta_1</p>",
+        "<p>an <em>emphasised</em> word, <strong>bold</strong>, and (<em>a</em>)</p>",
+        "<ul>\n<li>a list item</li>\n</ul>",
     ],
 )
 def test_code_maths_and_tables_are_not_flagged(html):

@@ -4,8 +4,8 @@
 and display math as `<div class="arithmatex">\\[…\\]</div>`; this hook replaces each with the MathML
 that `latex2mathml` produces (`attnflow._markup.to_mathml`, as the report of `attnflow reproduce`
 does), which browsers render natively, without a script or a network. A formula that does not
-convert, or converts with a TeX command left over, fails the build, and so does TeX or a table row
-left as text.
+convert, or converts with a TeX command left over, fails the build, and so does TeX, a table row or
+a list item left as text, or emphasis begun inside a word.
 """
 
 import html
@@ -29,6 +29,11 @@ not read as a table, or a list item that was not read as one (a `- ` line taken 
 above it: a list needs a blank line after an indented paragraph)."""
 
 
+_STRAY_EMPHASIS = re.compile(r"[A-Za-z0-9]<(em|strong)>|</(em|strong)>[A-Za-z0-9]")
+"""Italics or bold begun or ended inside a word: the underscores or asterisks of a name taken as
+emphasis (`class_attention ... x_y`: write names as code)."""
+
+
 def on_page_content(html_text, page, **kwargs):
     """Replace every arithmatex element of a page by its MathML (an mkdocs hook)."""
 
@@ -50,8 +55,9 @@ def on_page_content(html_text, page, **kwargs):
 
 def unrendered(html_text: str) -> list[str]:
     """The TeX (a `$`, a `\\command`, `^{`, `_{`, `eta_`), table rows and list items left as text
-    in a built page's HTML, each with a little of the text around it; code and MathML are not
-    looked at.
+    in a built page's HTML, and stray emphasis (italics begun or ended inside a word, as the
+    underscores of `class_attention` and `x_y` make them), each with a little of the text around
+    it; code and MathML are not looked at.
 
     **Example:**
 
@@ -59,7 +65,13 @@ def unrendered(html_text: str) -> list[str]:
         ['so $1 - $ rate']
         >>> unrendered("<p>the levels:\\n- L0, the first</p>")
         ['the levels:\\n- L0, the first']
+        >>> unrendered("<p>class<em>attention and x</em>y</p>")
+        ['<p>class<em>attention and x</em>y</p>']
     """
-    text = html.unescape(re.sub(r"<[^>]+>", "", _VERBATIM.sub("", html_text)))
+    outside = _VERBATIM.sub("", html_text)
+    stray = [
+        outside[max(0, m.start() - 30) : m.end() + 30].strip() for m in _STRAY_EMPHASIS.finditer(outside)
+    ]
+    text = html.unescape(re.sub(r"<[^>]+>", "", outside))
     around = (text[max(0, m.start() - 30) : m.end() + 30].strip() for m in _RAW_MARKUP.finditer(text))
-    return list(dict.fromkeys(around))
+    return list(dict.fromkeys([*stray, *around]))

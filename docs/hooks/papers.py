@@ -201,7 +201,7 @@ def checks_table(paper: str) -> str:
         drawn = ", ".join(f"[`{f}`](#figure-{f})" for f in _papers()[paper].figures_showing(name))
         rows.append(
             f'| <a id="check-{name}"></a><code>{name.replace("_", "_<wbr>")}</code><br>{about} '
-            f"| {declared.claim} | {declared.method}{f' Drawn in {drawn}.' if drawn else ''} |"
+            f"| {declared.claim} | {declared.method}{f'<br>Drawn in {drawn}.' if drawn else ''} |"
         )
     return '<div class="checks" markdown>\n\n' + "\n".join(rows) + "\n\n</div>"
 

@@ -40,7 +40,7 @@ class Assumption:
 
 
 class Instance(eqx.Module):
-    """One SCB instance: the ground truth (V*, Q*) = (P, Q*) of the learner.
+    """One SCB instance: the ground truth (V⋆, Q⋆) = (P, Q⋆) of the learner.
 
     **Fields:** `P` (N, N), columns = next-token distributions; `mu` (N,), P μ = μ; `Q_star`
     (T, N), column k = q⁽ᵏ⁾ over the T context positions.

@@ -1,5 +1,5 @@
 """The models: the one-layer transformer f = V Z softmax(Z^T W z_q) (theory model at zero init,
-practical model at random init), its ground truth (W*, V*) and the FCN baseline, all recon (see
+practical model at random init), its ground truth (W⋆, V⋆) and the FCN baseline, all recon (see
 "Task and model" on the sparse_token_selection page of the documentation)."""
 
 import equinox as eqx
@@ -165,9 +165,9 @@ def pe_block_direction(config: STSConfig, *, dtype=jnp.float64) -> Float[Array, 
 
 
 def ground_truth(config: STSConfig, *, centred: bool = False, dtype=jnp.float64) -> STSTransformer:
-    """The ground truth (W*, V*) of Figs. 1 and 3 (exact matrices recon):
-    `W* = [[0, 0], [0, I_{m_E}]]` (or `[[0, 0], [0, M_{m_E}]]` when `centred`, the exact GD limit
-    direction for one-hot PE), `V* = [I_d, 0]`."""
+    """The ground truth (W⋆, V⋆) of Figs. 1 and 3 (exact matrices recon):
+    `W⋆ = [[0, 0], [0, I_{m_E}]]` (or `[[0, 0], [0, M_{m_E}]]` when `centred`, the exact GD limit
+    direction for one-hot PE), `V⋆ = [I_d, 0]`."""
     m = config.m_E
     block = centring(m, dtype=dtype) if centred else jnp.eye(m, dtype=dtype)
     return from_blocks(config, block, jnp.eye(config.d, dtype=dtype), dtype=dtype)
@@ -181,7 +181,7 @@ def cosine(A: Array, B: Array) -> Float[Array, ""]:
 
 
 def direction_cosines(model: STSTransformer, config: STSConfig) -> dict[str, Float[Array, ""]]:
-    """`cos(W, W*)` with the identity and the centred W*, and `cos(V, V*)` (Fig. 1 right)."""
+    """`cos(W, W⋆)` with the identity and the centred W⋆, and `cos(V, V⋆)` (Fig. 1 right)."""
     star = ground_truth(config, dtype=model.W.dtype)
     centred = ground_truth(config, centred=True, dtype=model.W.dtype)
     return {
