@@ -30,7 +30,7 @@ def verify(args: argparse.Namespace) -> int:
     import theory
 
     from ._kept_checks import drop_kept, kept_folder, refuse_foreign
-    from ._report import paper_checks, schedule
+    from ._report import costs, paper_checks, schedule
     from ._workers import run_pieces
     from .papers import checks_named, paper, papers
 
@@ -40,9 +40,12 @@ def verify(args: argparse.Namespace) -> int:
     dynamics.store.prepare_file(args.json, "--json")
     keep = kept_folder(args.json)
     refuse_foreign(keep)
-    order = [name for name, _ in schedule(names, ("checks",))]
+    pieces = schedule(names, ("checks",))
+    order = [name for name, _ in pieces]
     tasks = [(paper_checks, (name, args.full, only.get(name), keep)) for name in order]
-    results, compiling = run_pieces(tasks, args.jobs, jax.config.jax_compilation_cache_dir)
+    results, compiling = run_pieces(
+        tasks, args.jobs, jax.config.jax_compilation_cache_dir, costs=costs(pieces)
+    )
     by_paper = dict(zip(order, results))
     checks = [check for name in names for check in by_paper[name]]
     print(theory.format_table(checks))
@@ -738,7 +741,7 @@ def figures(args: argparse.Namespace) -> int:
     import dynamics
 
     from ._names import figures_named
-    from ._report import paper_figures, schedule, shared_runs
+    from ._report import costs, paper_figures, schedule, shared_runs
     from ._workers import run_pieces
     from .papers import all_figures, catalog_of, papers
 
@@ -746,10 +749,12 @@ def figures(args: argparse.Namespace) -> int:
     _use_data(args.data)
     out = dynamics.store.prepare_folder(args.out, "--out")
     wanted = {paper: [n for n in names if n in each.figures] for paper, each in papers().items()}
-    order = [paper for paper, _ in schedule([p for p, chosen in wanted.items() if chosen], ("figures",))]
-    pieces = [(paper_figures, (paper, out, args.full, wanted[paper])) for paper in order]
+    scheduled = schedule([p for p, chosen in wanted.items() if chosen], ("figures",))
+    pieces = [(paper_figures, (paper, out, args.full, wanted[paper])) for paper, _ in scheduled]
     with shared_runs(out / "shared_runs"):
-        _, compiling = run_pieces(pieces, args.jobs, jax.config.jax_compilation_cache_dir)
+        _, compiling = run_pieces(
+            pieces, args.jobs, jax.config.jax_compilation_cache_dir, costs=costs(scheduled)
+        )
     print(f"compiling: {compiling.summary()}")
     return 0
 

@@ -30,6 +30,15 @@ def schedule(names: list[str], parts: tuple[str, ...]) -> list[tuple[str, str]]:
     return sorted(pieces, key=lambda piece: -cost[piece])
 
 
+def costs(pieces: list[tuple[str, str]]) -> list[float]:
+    """The declared cost of each `(paper, part)` piece (`tasks.PaperInfo.cost`, seconds on two
+    cores); a piece of unknown cost counts as the mean of the others (1 when none is known)."""
+    declared = [papers()[name].info.cost.get(part) for name, part in pieces]
+    known = [cost for cost in declared if cost is not None]
+    mean = sum(known) / len(known) if known else 1.0
+    return [mean if cost is None else float(cost) for cost in declared]
+
+
 def paper_checks(
     name: str, full: bool, only: list[str] | None = None, keep: Path | None = None
 ) -> list[theory.Check]:
@@ -112,7 +121,7 @@ def reproduce(out: Path, *, full: bool, metadata: dict, jobs: int, docs: str | N
         for name, part in pieces
     ]
     with shared_runs(out / "shared_runs") as folder:
-        done, compiling = run_pieces(tasks, jobs, jax.config.jax_compilation_cache_dir, folder)
+        done, compiling = run_pieces(tasks, jobs, jax.config.jax_compilation_cache_dir, folder, costs(pieces))
     results = dict(zip(pieces, done))
     metadata = metadata | {"compiling": compiling.to_dict()}
     checks = {name: results[name, "checks"] for name in names}

@@ -8,7 +8,7 @@ instead of 476 s). Every piece is deterministic on its own: where it runs change
 
 import multiprocessing
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
@@ -21,13 +21,19 @@ Piece = tuple[Callable[..., Any], tuple]
 
 
 def run_pieces(
-    pieces: Sequence[Piece], jobs: int, compile_cache_dir: str | None, shared_runs: Path | None = None
+    pieces: Sequence[Piece],
+    jobs: int,
+    compile_cache_dir: str | None,
+    shared_runs: Path | None = None,
+    costs: Sequence[float] | None = None,
 ) -> tuple[list, dynamics.CompileStats]:
     """Call every piece, in `jobs` worker processes, and return the results in the order given,
     with what compiling cost in all of them together.
 
     Workers take the pieces in the order given, so put the longest first. With `jobs == 1`, or
-    a single piece, everything runs here, one piece after the other.
+    a single piece, everything runs here, one piece after the other. Where there are several
+    pieces, a line on stderr as each ends says how many are done and about how long the rest
+    will take (the work left, by `costs`, at the pace of the work done).
 
     **Arguments:**
 
@@ -36,6 +42,7 @@ def run_pieces(
     - `compile_cache_dir`: the persistent compilation cache the workers use, or `None` for none.
     - `shared_runs`: the folder where pieces make the sweeps they share once
       (`dynamics.store.sharing_runs`), or `None` for none.
+    - `costs`: each piece's expected cost (any unit; default: alike), for the time left.
 
     **Returns:** `([function(*args) for function, args in pieces], stats)`, `stats` the
     `dynamics.CompileStats` of every piece added up.
@@ -44,8 +51,24 @@ def run_pieces(
     """
     if jobs < 1:
         raise ValueError(f"--jobs must be >= 1, got {jobs}")
-    if jobs == 1 or len(pieces) <= 1:
+    weights = [1.0] * len(pieces) if costs is None else [float(cost) for cost in costs]
+    if len(weights) != len(pieces):
+        raise ValueError(f"one cost per piece: {len(weights)} costs for {len(pieces)} pieces")
+    if len(pieces) <= 1:
         return _gathered([_recorded(function, args, shared_runs) for function, args in pieces])
+    with dynamics.progress_over(len(pieces), "pieces", "piece", True, weights) as bar:
+        if jobs == 1:
+            recorded = []
+            for (function, args), weight in zip(pieces, weights):
+                recorded.append(_recorded(function, args, shared_runs))
+                bar.update(weight=weight)
+            return _gathered(recorded)
+        return _gathered(_in_workers(pieces, jobs, compile_cache_dir, shared_runs, weights, bar))
+
+
+def _in_workers(pieces, jobs, compile_cache_dir, shared_runs, weights, bar) -> list:
+    """The recorded results of `pieces` run in worker processes, in the order given, each counted
+    on `bar` with its weight as it ends."""
     workers = min(jobs, len(pieces))
     pool = ProcessPoolExecutor(
         max_workers=workers,
@@ -55,6 +78,10 @@ def run_pieces(
     )
     try:
         futures = [pool.submit(_recorded, function, args, shared_runs) for function, args in pieces]
+        weight_of = dict(zip(futures, weights))
+        for future in as_completed(futures):
+            future.result()
+            bar.update(weight=weight_of[future])
         results = [future.result() for future in futures]
     except BaseException:
         # a failed piece, Ctrl-C or SIGTERM: the pieces not started are dropped and this process
@@ -62,7 +89,7 @@ def run_pieces(
         pool.shutdown(wait=False, cancel_futures=True)
         raise
     pool.shutdown()
-    return _gathered(results)
+    return results
 
 
 def _recorded(

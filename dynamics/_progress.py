@@ -13,7 +13,7 @@ import itertools
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import diffrax
 import jax
@@ -136,8 +136,9 @@ class _Lines:
     [`HEARTBEAT`][] seconds, a line says that the work goes on:
     `blocks: 0/1 done (2 min 0 s so far; no block done yet to estimate the time from)`."""
 
-    def __init__(self, total: int, desc: str, unit: str):
+    def __init__(self, total: int, desc: str, unit: str, weights: Sequence[float] | None = None):
         self.total, self.desc, self.unit, self.n = total, desc, unit, 0
+        self.work, self.work_done = (float(sum(weights)) if weights else float(total)), 0.0
         self.start = self.ended = self.said = time.perf_counter()
         self.postfix = ""
         self._stop = threading.Event()
@@ -150,13 +151,14 @@ class _Lines:
         print(f"{self.desc}: {self.n}/{self.total} done ({detail})", file=sys.stderr, flush=True)
 
     def _left(self, now: float) -> float:
-        """The seconds left at `now`: the pieces to come at the pace of those done, less what the
-        piece under way has run (after one piece or more)."""
-        pace = (self.ended - self.start) / self.n
-        return max(pace * (self.total - self.n) - (now - self.ended), 0.0)
+        """The seconds left at `now`: the work to come at the pace of the work done, less what
+        has run since a piece last ended (after one piece or more)."""
+        pace = (self.ended - self.start) / max(self.work_done, 1e-300)
+        return max(pace * (self.work - self.work_done) - (now - self.ended), 0.0)
 
-    def update(self, n: int = 1) -> None:
+    def update(self, n: int = 1, weight: float | None = None) -> None:
         self.n += n
+        self.work_done += n if weight is None else weight
         self.ended = self.said = now = time.perf_counter()
         left = f", about {duration(self._left(now))} left" if self.n < self.total else ""
         self._print(f"{duration(now - self.start)}{left}{f'; {self.postfix}' if self.postfix else ''}")
@@ -182,15 +184,19 @@ class _Lines:
         self._stop.set()
 
 
-def progress_over(total: int, desc: str, unit: str, enabled: bool):
+def progress_over(total: int, desc: str, unit: str, enabled: bool, weights: Sequence[float] | None = None):
     """Progress over `total` pieces (the blocks of a sweep, the chunks of a batch, the jobs of a
     launch): a tqdm bar on a terminal, one line per piece elsewhere (`on_terminal`), each with
     the time left at the pace of the pieces done; nothing unless `enabled`.
 
     **Arguments:** `total`: the pieces; `desc`: what they are (`"blocks"`); `unit`: one of them
-    (`"block"`); `enabled`: whether to show progress at all.
+    (`"block"`); `enabled`: whether to show progress at all; `weights`: the pieces' expected
+    costs (any unit), when they differ: the time left is then the work left at the pace of the
+    work done, and the progress is one line per piece wherever it is shown (pieces that print
+    lines of their own, as worker processes do, would break a bar).
 
-    **Returns:** a context manager whose `update()` counts one piece done.
+    **Returns:** a context manager whose `update()` counts one piece done (`update(weight=w)`:
+    a piece of cost `w`, with `weights`).
 
     **Example:** in a log (stderr not a terminal), a line per piece:
 
@@ -204,6 +210,6 @@ def progress_over(total: int, desc: str, unit: str, enabled: bool):
         >>> [line.split(" (")[0] for line in log.getvalue().splitlines()]
         ['jobs: 1/2 done', 'jobs: 2/2 done']
     """
-    if enabled and not on_terminal():
-        return _Lines(total, desc, unit)
+    if enabled and (weights is not None or not on_terminal()):
+        return _Lines(total, desc, unit, weights)
     return tqdm(total=total, desc=desc, unit=unit, disable=not enabled)

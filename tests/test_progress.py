@@ -107,3 +107,54 @@ def test_a_log_says_that_a_long_piece_goes_on_with_the_time_left(monkeypatch, ca
     after = [line for line in lines if line.startswith("blocks: 1/2 done") and "since a block ended" in line]
     assert after and re.search(r"about [\d.]+ s left\)$", after[0]), lines
     assert lines[-1].startswith("blocks: 2/2 done")
+
+
+class _Clock:
+    """A stand-in for `time.perf_counter` that moves only when told."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_with_weights_the_time_left_is_the_work_left_at_the_pace_of_the_work_done(monkeypatch, capsys):
+    """Three pieces of costs 6, 3 and 1: after the first (6 of 10) in 30 s, 20 s are left, where
+    counting pieces alike would say 60 s; the lines come on a terminal too (no bar)."""
+    clock = _Clock()
+    monkeypatch.setattr(_progress.time, "perf_counter", clock)
+    monkeypatch.setattr(_progress, "on_terminal", lambda: True)
+    with dynamics.progress_over(3, "pieces", "piece", True, weights=[6.0, 3.0, 1.0]) as bar:
+        clock.now = 30.0
+        bar.update(weight=6.0)
+        clock.now = 45.0
+        bar.update(weight=3.0)
+        clock.now = 50.0
+        bar.update(weight=1.0)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == [
+        "pieces: 1/3 done (30 s, about 20 s left)",
+        "pieces: 2/3 done (45 s, about 5.0 s left)",
+        "pieces: 3/3 done (50 s)",
+    ]
+    with dynamics.progress_over(3, "pieces", "piece", True) as bar:
+        clock.now = 80.0
+        bar.update()
+    drawn = capsys.readouterr().err  # no weights, on a terminal: tqdm's bar, not our lines
+    assert "piece/s" in drawn and "done (" not in drawn
+
+
+def test_pieces_in_workers_say_as_each_ends_how_many_are_done_and_the_time_left(capsys):
+    from attnflow._workers import run_pieces
+
+    results, _ = run_pieces([(abs, (-2,)), (abs, (3,)), (abs, (-4,))], 2, None, costs=[5.0, 1.0, 1.0])
+    assert results == [2, 3, 4]
+    lines = capsys.readouterr().err.splitlines()
+    assert [line.split(" (")[0] for line in lines] == [
+        "pieces: 1/3 done",
+        "pieces: 2/3 done",
+        "pieces: 3/3 done",
+    ]
+    with pytest.raises(ValueError, match="one cost per piece: 1 costs for 2 pieces"):
+        run_pieces([(abs, (1,)), (abs, (2,))], 1, None, costs=[1.0])
