@@ -717,12 +717,12 @@ def _status_summary(found, analysis: str = "critical_point") -> str:
     return ", ".join(parts) + nearby
 
 
-def _use_data(directory: str | None) -> None:
+def _checked_data(directory: str | None) -> str | None:
     """`--data DIR`: check, before any work, that DIR holds what each paper with a data option
-    reads (`tasks.PaperInfo.data`), and name it to them in the option's environment variable,
-    which worker processes inherit."""
+    reads (`tasks.PaperInfo.data`); the directory, made absolute, that the figures and checks are
+    then given (an argument of each piece), or `None` without `--data`."""
     if directory is None:
-        return
+        return None
     from .papers import papers
 
     options = [p.info.data for p in papers().values() if p.info.data is not None]
@@ -730,9 +730,10 @@ def _use_data(directory: str | None) -> None:
         raise ValueError("--data: no paper reads a data directory")
     for option in options:
         try:
-            option.use(directory)
+            option.check(str(directory))
         except ValueError as err:
             raise ValueError(f"--data: {err}") from None
+    return os.path.abspath(os.path.expanduser(directory))
 
 
 def figures(args: argparse.Namespace) -> int:
@@ -746,12 +747,12 @@ def figures(args: argparse.Namespace) -> int:
     from .papers import all_figures, catalog_of, papers
 
     names = list(all_figures()) if args.all else figures_named(args.names, catalog_of(papers()))
-    _use_data(args.data)
+    data = _checked_data(args.data)
     out = dynamics.store.prepare_folder(args.out, "--out")
     wanted = {paper: [n for n in names if n in each.figures] for paper, each in papers().items()}
     scheduled = schedule([p for p, chosen in wanted.items() if chosen], ("figures",))
-    pieces = [(paper_figures, (paper, out, args.full, wanted[paper])) for paper, _ in scheduled]
-    with shared_runs(out / "shared_runs"):
+    pieces = [(paper_figures, (paper, out, args.full, wanted[paper], data)) for paper, _ in scheduled]
+    with shared_runs(out / "shared_runs", data):
         _, compiling = run_pieces(
             pieces, args.jobs, jax.config.jax_compilation_cache_dir, costs=costs(scheduled)
         )
@@ -765,11 +766,11 @@ def reproduce(args: argparse.Namespace) -> int:
 
     from ._report import reproduce
 
-    _use_data(args.data)
+    data = _checked_data(args.data)
     docs = _docs_base(args.docs, Path(args.out))
     out = dynamics.store.prepare_folder(args.out, "--out")
     dynamics.store.prepare_folder(out / "figures", "the figures' folder")
-    return reproduce(out, full=args.full, metadata=_metadata(args), jobs=args.jobs, docs=docs)
+    return reproduce(out, full=args.full, metadata=_metadata(args), jobs=args.jobs, docs=docs, data=data)
 
 
 def _docs_base(docs: str | None, out: Path) -> str | None:

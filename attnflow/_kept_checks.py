@@ -36,10 +36,9 @@ def kept_folder(report: str | os.PathLike) -> Path:
     return report.with_name(f"{report.stem}.kept")
 
 
-def checks_key(paper: str, full: bool, data_variable: str | None) -> dict:
-    """What the kept checks of `paper` (at the papers' sizes when `full`; reading the directory
-    named in the environment variable `data_variable`, if any) are results of."""
-    data = None if data_variable is None else os.environ.get(data_variable)
+def checks_key(paper: str, full: bool, data: str | None) -> dict:
+    """What the kept checks of `paper` (at the papers' sizes when `full`; reading the data
+    directory `data`, if any) are results of."""
     return {"checks of": paper, "full": full} | code_key() | {"data": data}
 
 

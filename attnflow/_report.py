@@ -4,7 +4,6 @@ import contextlib
 import dataclasses
 import html
 import json
-import os
 import re
 import time
 from collections.abc import Collection, Iterator
@@ -40,12 +39,17 @@ def costs(pieces: list[tuple[str, str]]) -> list[float]:
 
 
 def paper_checks(
-    name: str, full: bool, only: list[str] | None = None, keep: Path | None = None
+    name: str, full: bool, only: list[str] | None = None, keep: Path | None = None, data: str | None = None
 ) -> list[theory.Check]:
-    """The checks of paper `name` (those named in `only`, or all; at the paper's sizes when `full`),
-    each announced as it starts, and kept in `keep` as it ends (see `Paper.run_checks`)."""
+    """The checks of paper `name` (those named in `only`, or all; at the paper's sizes when `full`;
+    reading the data directory `data` where the paper has a data option), each announced as it
+    starts, and kept in `keep` as it ends (see `Paper.run_checks`)."""
     return papers()[name].run_checks(
-        full=full, progress=lambda check: print(f"  {name}: {check}", flush=True), only=only, keep=keep
+        full=full,
+        progress=lambda check: print(f"  {name}: {check}", flush=True),
+        only=only,
+        keep=keep,
+        data=data,
     )
 
 
@@ -67,14 +71,17 @@ class DrawnFigure:
         }
 
 
-def paper_figures(name: str, out: Path, full: bool, only: list[str] | None = None) -> dict[str, DrawnFigure]:
-    """The figures of paper `name` (those named in `only`, or all) drawn into `out`, each timed
-    and its compiling recorded: figure name -> [`DrawnFigure`][]."""
+def paper_figures(
+    name: str, out: Path, full: bool, only: list[str] | None = None, data: str | None = None
+) -> dict[str, DrawnFigure]:
+    """The figures of paper `name` (those named in `only`, or all) drawn into `out`, reading the
+    data directory `data` where the paper has a data option, each timed and its compiling
+    recorded: figure name -> [`DrawnFigure`][]."""
     drawn = {}
     for figure, draw in papers()[name].figures.items():
         if only is None or figure in only:
             start = time.perf_counter()
-            with dynamics.recording_compiles() as record:
+            with dynamics.recording_compiles() as record, papers()[name].reading(data):
                 files = draw(out, full)
             drawn[figure] = DrawnFigure(files, time.perf_counter() - start, record.stats)
             written = ", ".join(path.name for path in files)
@@ -85,7 +92,9 @@ def paper_figures(name: str, out: Path, full: bool, only: list[str] | None = Non
     return drawn
 
 
-def reproduce(out: Path, *, full: bool, metadata: dict, jobs: int, docs: str | None = None) -> int:
+def reproduce(
+    out: Path, *, full: bool, metadata: dict, jobs: int, docs: str | None = None, data: str | None = None
+) -> int:
     """Run every paper's checks and draw every figure into `out`, then write `out/index.html`
     (with `out/verify.json`, the checks, and `out/figures.json`, each figure's files, seconds and
     compiling).
@@ -105,6 +114,7 @@ def reproduce(out: Path, *, full: bool, metadata: dict, jobs: int, docs: str | N
     - `jobs`: worker processes, >= 1 (1: everything in this process).
     - `docs`: the documentation site each check and figure links to (an address, or a path
       relative to `out`); `None`: no links.
+    - `data`: the data directory the papers with a data option read (`--data`), or `None`.
 
     **Returns:** the exit status: 1 if any check failed, else 0.
     """
@@ -115,12 +125,12 @@ def reproduce(out: Path, *, full: bool, metadata: dict, jobs: int, docs: str | N
     names = list(papers())
     pieces = schedule(names, ("checks", "figures"))
     tasks = [
-        (paper_checks, (name, full, None, keep))
+        (paper_checks, (name, full, None, keep, data))
         if part == "checks"
-        else (paper_figures, (name, out / "figures", full))
+        else (paper_figures, (name, out / "figures", full, None, data))
         for name, part in pieces
     ]
-    with shared_runs(out / "shared_runs") as folder:
+    with shared_runs(out / "shared_runs", data) as folder:
         done, compiling = run_pieces(tasks, jobs, jax.config.jax_compilation_cache_dir, folder, costs(pieces))
     results = dict(zip(pieces, done))
     metadata = metadata | {"compiling": compiling.to_dict()}
@@ -150,12 +160,12 @@ def reproduce(out: Path, *, full: bool, metadata: dict, jobs: int, docs: str | N
 
 
 @contextlib.contextmanager
-def shared_runs(folder: Path) -> Iterator[Path]:
+def shared_runs(folder: Path, data: str | None = None) -> Iterator[Path]:
     """Make `folder` the place of the runs the pieces share (`dynamics.store.shared_store`), given
     to them by `run_pieces`; yields it. The stores there are kept for the same command made again when it
     stops half-way (killed, interrupted, a piece failed), so that it resumes them, and only for
-    the same code: before the pieces start, stores made under another [`runs_key`][] are
-    removed; once every piece has ended, all of them are."""
+    the same code and data directory `data`: before the pieces start, stores made under another
+    [`runs_key`][] are removed; once every piece has ended, all of them are."""
     key_file = folder / RUNS_KEY
 
     def empty():
@@ -164,7 +174,7 @@ def shared_runs(folder: Path) -> Iterator[Path]:
             (folder / f".{store.name}.lock").unlink(missing_ok=True)
         key_file.unlink(missing_ok=True)
 
-    key = runs_key()
+    key = runs_key(data)
     try:
         kept = json.loads(key_file.read_text())
     except (OSError, ValueError):
@@ -184,12 +194,12 @@ RUNS_KEY = "key.json"
 """The file of [`shared_runs`][]'s folder that says what code its stores come from."""
 
 
-def runs_key() -> dict:
+def runs_key(data: str | None = None) -> dict:
     """What the shared runs of a command are results of, beyond their own settings (which name
     each store): the code (`attnflow._kept_checks.code_key`) and the data directory each paper
-    with a data option reads."""
-    data = {p.info.data.env: os.environ.get(p.info.data.env) for p in papers().values() if p.info.data}
-    return {"shared runs of": code_key(), "data": data}
+    with a data option reads (`data`, else the one its user set)."""
+    read = {p.name: p.data_directory(data) for p in papers().values() if p.info.data}
+    return {"shared runs of": code_key(), "data": read}
 
 
 _RESULT = re.compile(

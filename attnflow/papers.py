@@ -5,6 +5,7 @@ figures (`figures.<paper>.FIGURES`), and in the installed packages' entry points
 `simulate`, `sweep`, `list`, `figures`, `reproduce`, `check`). No list of papers is written
 anywhere else."""
 
+import contextlib
 import dataclasses
 import functools
 import importlib
@@ -92,6 +93,22 @@ class Paper:
         """
         return self.simulations[level_named(self.name, level, catalog_of({self.name: self}))]
 
+    def data_directory(self, data: str | None = None) -> str | None:
+        """The data directory the paper's figures and checks read given `--data` `data`: `data`
+        where the paper has a data option, else the one its user set
+        (`tasks.DataOption.directory`); `None` for the bundled default or no option."""
+        if self.info.data is None:
+            return None
+        with self.reading(data):
+            return self.info.data.directory()
+
+    def reading(self, data: str | None) -> contextlib.AbstractContextManager:
+        """A context in which the paper's figures and checks read the data directory `data`
+        (`tasks.DataOption.using`; nothing changes for `None` or a paper without a data option)."""
+        if self.info.data is None or data is None:
+            return contextlib.nullcontext()
+        return self.info.data.using(data)
+
     def run_checks(
         self,
         *,
@@ -99,6 +116,7 @@ class Paper:
         progress: Callable[[str], None] | None = None,
         only: Collection[str] | None = None,
         keep: Path | None = None,
+        data: str | None = None,
     ) -> list[theory.Check]:
         """Run the checks of the paper (at the paper's sizes when `full`, else quick ones; the
         tolerances are the same): every one, or those named in `only`.
@@ -119,14 +137,13 @@ class Paper:
                 raise ValueError(f"{self.name} has no check {', '.join(map(repr, unknown))}")
             chosen = tuple(fn for fn in self.checks if fn.__name__ in only)
         makers = theory.check_makers(self.name, chosen, full)
-        if keep is None:
-            return theory.run_checks(makers, progress)
-        from ._kept_checks import checks_key, run_keeping
+        with self.reading(data):
+            if keep is None:
+                return theory.run_checks(makers, progress)
+            from ._kept_checks import checks_key, run_keeping
 
-        data_variable = None if self.info.data is None else self.info.data.env
-        return run_keeping(
-            makers, Path(keep) / self.name, checks_key(self.name, full, data_variable), progress
-        )
+            key = checks_key(self.name, full, self.data_directory(data))
+            return run_keeping(makers, Path(keep) / self.name, key, progress)
 
 
 @functools.cache

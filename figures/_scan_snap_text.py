@@ -5,15 +5,14 @@
 - Fig. 10: the average attention entropy over the validation set after training, against the
   learning rate η ∈ {1, ..., 5}, mean ± std over seeds.
 
-The corpus is the WikiText directory named by `$ATTNFLOW_TEXT_DATA` (what `attnflow figures
---data DIR` and `attnflow reproduce --data DIR` set), else the bundled quick corpus (the `text`
-extra). Quick sizes train on the first 2,000 lines of each split (Fig. 10: 500) for a few hundred
-steps; `full` trains the paper's sizes on the whole corpus (Fig. 10: 5 epochs, 5 seeds; Fig. 7:
-1,500 steps).
+The corpus is the WikiText directory chosen for the paper (`attnflow figures --data DIR`,
+`attnflow reproduce --data DIR`, or `$ATTNFLOW_TEXT_DATA` where the user sets it), else the bundled
+quick corpus (the `text` extra). Quick sizes train on the first 2,000 lines of each split (Fig. 10:
+500) for a few hundred steps; `full` trains the paper's sizes on the whole corpus (Fig. 10: 5
+epochs, 5 seeds; Fig. 7: 1,500 steps).
 """
 
 import dataclasses
-import os
 from pathlib import Path
 
 import jax.numpy as jnp
@@ -26,8 +25,8 @@ from tasks.scan_snap import (
     FIG10_PROBE,
     FIG10_QUICK_LINES,
     FIG10_QUICK_SEEDS,
+    PAPER,
     QUICK_LINES,
-    TEXT_DATA_ENV,
     Corpus,
     TextSGD,
     attention_change_rate,
@@ -48,8 +47,10 @@ FIG7_LAYERS = (1, 3)
 
 
 def text_corpus() -> str:
-    """The corpus of Figs. 7 and 10: `$ATTNFLOW_TEXT_DATA` when set, else `"quick"`."""
-    return os.environ.get(TEXT_DATA_ENV) or "quick"
+    """The corpus of Figs. 7 and 10: the WikiText directory chosen for Scan and Snap
+    (`attnflow ... --data DIR`, or `$ATTNFLOW_TEXT_DATA`; see `tasks.DataOption.directory`), else
+    `"quick"`."""
+    return PAPER.data.directory() or "quick"
 
 
 def _base(full: bool, quick_lines: int = QUICK_LINES) -> TextSGD:

@@ -1,10 +1,17 @@
 """What a paper's task package declares about the paper, once: the rest of attnflow finds it there."""
 
+import contextlib
+import contextvars
 import dataclasses
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 import dynamics
+
+_CHOSEN: contextvars.ContextVar[Mapping[str, str] | None] = contextvars.ContextVar(
+    "attnflow_data", default=None
+)
+"""The data directories chosen for the current context, by their options' variable names."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -16,21 +23,37 @@ class DataOption:
 
     - `describe`: what the directory holds, for `--help` and the docs.
     - `check`: `directory -> None`, raising `ValueError` (one line) when it does not hold that.
-    - `env`: the environment variable that names the directory to the paper's figures and checks
-      (worker processes inherit it).
+    - `env`: the environment variable in which a user may name the directory instead (read, never
+      written: the command line passes `--data` to the figures and checks as an argument).
     """
 
     describe: str
     check: Callable[[str], None]
     env: str
 
-    def use(self, directory: str | os.PathLike) -> None:
-        """Check `directory` (before any work) and name it in the variable `env`.
+    @contextlib.contextmanager
+    def using(self, directory: str | os.PathLike | None) -> Iterator[None]:
+        """Within the block (in this thread), the paper's figures and checks read `directory`
+        ([`DataOption.directory`][]); `None` changes nothing.
 
-        **Raises:** `ValueError` from `check`.
+        **Raises:** `ValueError` from `check`, before the block runs.
         """
+        if directory is None:
+            yield
+            return
         self.check(str(directory))
-        os.environ[self.env] = os.path.abspath(os.path.expanduser(directory))
+        chosen = os.path.abspath(os.path.expanduser(directory))
+        token = _CHOSEN.set({**(_CHOSEN.get() or {}), self.env: chosen})
+        try:
+            yield
+        finally:
+            _CHOSEN.reset(token)
+
+    def directory(self) -> str | None:
+        """The directory the paper's figures and checks read: the innermost
+        [`DataOption.using`][]'s, else the variable `env` where the user set it, else `None` (the
+        bundled default)."""
+        return (_CHOSEN.get() or {}).get(self.env) or os.environ.get(self.env) or None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -5,6 +5,7 @@ WikiText directory."""
 
 import dataclasses
 import json
+import os
 
 import jax.numpy as jnp
 import numpy as np
@@ -117,7 +118,7 @@ def _tiny(sim: scan_snap.TextSGD) -> scan_snap.TextSGD:
 @pytest.mark.slow
 def test_figures_7_and_10_draw_from_a_wikitext_directory(tmp_path, monkeypatch, capsys):
     folder = _write_wikitext(tmp_path / "wikitext", "raw")
-    monkeypatch.setenv(scan_snap.TEXT_DATA_ENV, "")  # `--data` sets it; restored after the test
+    monkeypatch.delenv(scan_snap.TEXT_DATA_ENV, raising=False)  # `--data` is passed, not set
     fig10_simulation, fig7_simulation = text_figures.fig10_simulation, text_figures.fig7_simulation
     monkeypatch.setattr(text_figures, "fig10_simulation", lambda full: (_tiny(fig10_simulation(full)[0]), 2))
     monkeypatch.setattr(
@@ -129,6 +130,7 @@ def test_figures_7_and_10_draw_from_a_wikitext_directory(tmp_path, monkeypatch, 
         == 0
     )
     fig10 = json.loads((out / "scan_snap_fig10.json").read_text())
+    assert scan_snap.TEXT_DATA_ENV not in os.environ
     assert fig10["config"]["simulation"]["task.source"] == str(folder.resolve())
     assert fig10["config"]["simulation"]["task.wikitext_variant"] == "raw"
     entropy = np.array(fig10["data"]["entropy"])
@@ -143,3 +145,26 @@ def test_figures_7_and_10_draw_from_a_wikitext_directory(tmp_path, monkeypatch, 
         assert np.allclose(np.triu(attention, 1), 0.0)  # causal
         assert fig7["config"]["simulations"][layers]["num_layers"] == int(layers)
     assert all((out / f"scan_snap_fig{n}.{ext}").is_file() for n in (7, 10) for ext in ("png", "pdf"))
+
+
+def test_a_data_directory_is_read_inside_its_block_only_and_checked_before_it(tmp_path, monkeypatch):
+    """`DataOption.using` names the directory to the paper's figures and checks within the block
+    (nested blocks restore the outer one), refuses a directory that is not WikiText before the
+    block runs, and writes no environment variable; the variable a user sets is read outside."""
+    option = scan_snap.PAPER.data
+    monkeypatch.delenv(option.env, raising=False)
+    first = _write_wikitext(tmp_path / "first", "raw")
+    second = _write_wikitext(tmp_path / "second", "tokens")
+    assert option.directory() is None and text_figures.text_corpus() == "quick"
+    with option.using(first):
+        assert text_figures.text_corpus() == str(first.resolve())
+        with option.using(second):
+            assert option.directory() == str(second.resolve())
+        assert option.directory() == str(first.resolve()) and option.env not in os.environ
+    assert option.directory() is None
+    ran = []
+    with pytest.raises(ValueError, match="WikiText directory"), option.using(tmp_path):
+        ran.append(True)
+    assert not ran
+    monkeypatch.setenv(option.env, str(second))
+    assert text_figures.text_corpus() == str(second)

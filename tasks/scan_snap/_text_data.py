@@ -250,8 +250,9 @@ def wikitext_files(directory: str | os.PathLike, variant: str = "tokens") -> dic
 
 
 TEXT_DATA_ENV = "ATTNFLOW_TEXT_DATA"
-"""The environment variable naming the WikiText directory the real-text figures and checks read
-(the command line's `--data DIR` sets it); unset or empty: the bundled quick corpus."""
+"""The environment variable in which a user may name the WikiText directory the real-text figures
+read when the command line is given no `--data DIR` (which is passed to them as an argument and
+wins); unset or empty: the bundled quick corpus."""
 
 
 def detect_wikitext_variant(directory: str | os.PathLike) -> str:
