@@ -310,7 +310,7 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.verdict { white-space: nowrap; font-weight: 600; }
 table.checks { table-layout: fixed; }
 table.checks td { overflow-wrap: anywhere; }
-.method, .note, .why, .shown { color: #555; font-size: 0.92em; margin-top: 0.3em; }
+.method, .note, .why, .shown, .printed { color: #555; font-size: 0.92em; margin-top: 0.3em; }
 .verdict .kind { font-size: 0.8em; font-weight: normal; }
 .note { color: #777; }
 .made-by td:first-child { white-space: nowrap; color: #555; width: 11em; }
@@ -466,12 +466,16 @@ def _check_table(paper: str, checks: list, docs: str | None = None, drawn: Colle
     documentation `docs`), claim with how it is measured, the note and the figures that draw it
     (linked where they are among the figures `drawn`), predicted, simulated, error, tolerance and
     provenance."""
-    methods = {fn.__name__: fn.declaration.method for fn in papers()[paper].checks}
+    declared = {fn.__name__: fn.declaration for fn in papers()[paper].checks}
     rows = []
     for result, members in _grouped(checks).items():
         rows.append(f"<tr class='group'><th colspan='8'>{esc(result)}</th></tr>")
         for c in members:
-            about = f"<div class='method'>{inline_html(methods.get(c.name, ''))}</div>"
+            declaration = declared.get(c.name)
+            about = f"<div class='method'>{inline_html(declaration.method if declaration else '')}</div>"
+            if declaration and declaration.printed:
+                printed = inline_html(declaration.printed)
+                about += f"<div class='printed'><strong>The paper prints:</strong> {printed}</div>"
             about += f"<div class='note'>{esc(c.note)}</div>" if c.note else ""
             if c.deviation:
                 about += f"<div class='why'><strong>Why it deviates:</strong> {esc(c.deviation)}</div>"

@@ -10,7 +10,7 @@ import pytest
 
 import theory
 from attnflow.papers import papers
-from tests.helpers import load_file
+from tests.helpers import REPOSITORY, load_file
 
 DOCS = Path(__file__).parents[1] / "docs"
 ROW = re.compile(
@@ -49,6 +49,9 @@ def test_the_checks_table_is_the_declared_checks_in_order(paper):
         if drawn:
             method, said = method.rsplit("<br>Drawn in ", 1)
             assert said == ", ".join(f"[`{f}`](#figure-{f})" for f in drawn) + "."
+        if declaration.printed:
+            method, printed = method.split("<br>**The paper prints:** ", 1)
+            assert printed == declaration.printed
         assert (claim, method) == (declaration.claim, declaration.method)
         assert claim and method, fn.__name__
         assert math.isclose(float(tolerance.split()[0]), declaration.tolerance, rel_tol=1e-5)
@@ -140,3 +143,20 @@ def test_a_paper_page_has_its_verdicts_before_its_first_section(paper):
     text = (DOCS / "papers" / f"{paper}.md").read_text()
     assert text.count(_hook().VERDICTS_MARKER) == 1
     assert text.index(_hook().VERDICTS_MARKER) < text.index("\n## ")
+
+
+SEEDS = REPOSITORY.parent / "shared" / "seeds"
+
+
+@pytest.mark.skipif(not SEEDS.is_dir(), reason="the papers' texts are not beside this checkout")
+def test_what_a_check_says_the_paper_prints_is_quoted_from_the_paper():
+    """Every quotation (between “ and ”) in a check's `printed` stands in one of the papers' texts,
+    up to line breaks; and at least one check of three papers quotes its paper."""
+    texts = " ".join(" ".join(path.read_text(errors="replace").split()) for path in SEEDS.glob("*.txt"))
+    quoting = set()
+    for name, each in papers().items():
+        for fn in each.checks:
+            for quote in re.findall(r"“([^”]+)”", fn.declaration.printed or ""):
+                assert " ".join(quote.split()) in texts, (fn.__name__, quote)
+                quoting.add(name)
+    assert len(quoting) >= 3, quoting

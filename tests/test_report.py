@@ -16,7 +16,12 @@ from attnflow.papers import Paper, papers
 from tests.test_cli import _Still
 
 
-@theory.claim(r"Theorem 1: $x_t \to 1$", method="the last of 10 steps: absolute error", tolerance=1e-6)
+@theory.claim(
+    r"Theorem 1: $x_t \to 1$",
+    method="the last of 10 steps: absolute error",
+    tolerance=1e-6,
+    printed="Table 1: “$x_{10}$ = 1.000” (the same 10 steps)",
+)
 def converges():
     return theory.Measured(predicted=1.0, simulated=1.0, error=0.0)
 
@@ -200,3 +205,12 @@ def test_a_failure_is_told_apart_as_a_tolerance_exceeded_or_a_check_that_did_not
     assert "Did not run : crashes : FloatingPointError: the run diverged at step 3" in summary
     assert "Exceeds its tolerance : rate" in summary
     assert "<td class='verdict fail'>fail<div class='kind'>not run</div></td>" in page
+
+
+def test_what_the_paper_prints_stands_beside_the_check_that_reproduces_it(page):
+    converges_row = page.split("id='toy-converges'", 1)[1].split("</tr>", 1)[0]
+    assert (
+        "<strong>The paper prints:</strong> Table 1: “" in converges_row
+        and "(the same 10 steps)" in converges_row
+    )
+    assert "The paper prints" not in page.split("id='toy-rate'", 1)[1].split("</tr>", 1)[0]

@@ -215,6 +215,7 @@ class Declaration:
     bound: Bound | None = None
     sized: bool = False
     expected_deviation: str | None = None
+    printed: str | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "provenance", _member(Provenance, "provenance", self.provenance))
@@ -230,6 +231,7 @@ def claim(
     bound: Bound | str | None = None,
     sized: bool = False,
     expected_deviation: str | None = None,
+    printed: str | None = None,
 ) -> Callable[[Callable[..., Measured]], Callable[..., Check]]:
     """Declare a check: the decorated function measures, the declaration states what is claimed.
 
@@ -249,6 +251,10 @@ def claim(
     - `sized`: the function takes `full: bool`: `True` runs its simulations at the paper's sizes,
       `False` at quick ones (fewer draws, steps or tasks); the tolerance is the same.
     - `expected_deviation`: the documented reason a failure is expected (see [`within`][]).
+    - `printed`: what the paper itself prints of the result this check reproduces, quoted from its
+      text with where it stands (a table, a caption, a section), and at which settings where they
+      differ from the check's: the report and the paper's page show it beside the check's numbers.
+      One line of Markdown.
 
     **Returns:** the decorator.
 
@@ -268,7 +274,9 @@ def claim(
         >>> check.name, check.verdict.value, check.tolerance
         ('e_to_six_digits', 'pass', 1e-06)
     """
-    declaration = Declaration(statement, method, tolerance, provenance, bound, sized, expected_deviation)
+    declaration = Declaration(
+        statement, method, tolerance, provenance, bound, sized, expected_deviation, printed
+    )
 
     def decorate(measure: Callable[..., Measured]) -> Callable[..., Check]:
         @functools.wraps(measure)

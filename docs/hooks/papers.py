@@ -187,8 +187,8 @@ def checks_table(paper: str) -> str:
     rows = ["| check | claim | prediction and simulated value |", "|---|---|---|"]
     for check in _papers()[paper].checks:
         name, declared = check.__name__, check.declaration
-        for field in ("claim", "method"):
-            text = getattr(declared, field)
+        for field in ("claim", "method", "printed"):
+            text = getattr(declared, field) or ""
             if "|" in text or "\n" in text:
                 raise _plugin_error(
                     f"the {field} of the check {paper}.{name} has a '|' or a line break, which would "
@@ -201,7 +201,9 @@ def checks_table(paper: str) -> str:
         drawn = ", ".join(f"[`{f}`](#figure-{f})" for f in _papers()[paper].figures_showing(name))
         rows.append(
             f'| <a id="check-{name}"></a><code>{name.replace("_", "_<wbr>")}</code><br>{about} '
-            f"| {declared.claim} | {declared.method}{f'<br>Drawn in {drawn}.' if drawn else ''} |"
+            f"| {declared.claim} | {declared.method}"
+            f"{f'<br>**The paper prints:** {declared.printed}' if declared.printed else ''}"
+            f"{f'<br>Drawn in {drawn}.' if drawn else ''} |"
         )
     return '<div class="checks" markdown>\n\n' + "\n".join(rows) + "\n\n</div>"
 

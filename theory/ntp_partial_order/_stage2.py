@@ -407,6 +407,8 @@ def thm3_unseen_sentences(full: bool) -> Measured:
     "Example 2: SP → V, OSP → P, VP → O; under query P, O > S = V = 0 > P",
     method="SVOP run: wrong predictions, plus 1 if the learned column of query P is not ordered so",
     tolerance=0,
+    printed="Example 2 (Sec. 6): for the unseen SP, “the next predicted token is n(S) = V”; for the "
+    "unseen OSP, “The trained transformer will consistently predict P” (no step sizes given there)",
 )
 def example2_svop_generalisation() -> Measured:
     """Example 2: SP → V, OSP → P, VP → O; under query P the order O > S = V (= 0) > P."""

@@ -302,6 +302,9 @@ def theorem1_discrete_rate() -> Measured:
     method="cosines of the last small-GD $W$, max of both errors",
     tolerance=1e-10,
     provenance="derived",
+    printed="Fig. 1 caption: “The two cosine similarity curves gradually converge to 1” (its settings "
+    r"not given; here 1 is reached against the centred $W^\star_c$, the uncentred limit being "
+    r"$\sqrt{(T-1)/T}$)",
 )
 def theorem1_direction_W() -> Measured:
     """Limit direction of W: cos(W, W*) = sqrt((T − 1)/T) for the identity-block W*, 1 for the
@@ -327,6 +330,8 @@ def theorem1_direction_W() -> Measured:
     method=r"$\cos(V, V^\star)$ of the last small-GD $V$ against 1",
     tolerance=1e-12,
     provenance="derived",
+    printed="Fig. 1 caption: “The two cosine similarity curves gradually converge to 1” (its settings "
+    "not given)",
 )
 def theorem1_direction_V() -> Measured:
     """Limit of V: cos(V, V*) = 1 on the invariant set and γ → 1 (||V − V*|| / ||V*|| at t = 1e7)."""
