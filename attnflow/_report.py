@@ -522,7 +522,12 @@ def _figures(
             for p in paths
             if p.suffix != ".png"
         )
-        img = f"<img src='{esc(image.relative_to(out))}' alt='{esc(name)}'>" if image else ""
+        source = esc(image.relative_to(out)) if image else ""
+        img = (
+            f"<a href='{source}' title='full size'><img src='{source}' alt='{esc(name)}'></a>"
+            if image
+            else ""
+        )
         shows = list(getattr(draws.get(name), "checks", ()))
         if shows:
             checks = _linked_names(shows, lambda check: f"{paper}-{check}", run.__contains__)

@@ -95,7 +95,8 @@ def test_with_images_each_figure_shows_its_png_beside_the_page():
     paper = sorted(papers())[0]
     listed = _hook().figures_list(paper, images=True)
     for name in papers()[paper].figures:
-        assert f"\n\n    ![{name}, quick sizes](figures/{name}.png)\n" in listed
+        image = f"figures/{name}.png"
+        assert f"\n\n    [![{name}, quick sizes]({image})]({image})\n" in listed  # a click: full size
 
 
 def test_the_figures_are_drawn_for_the_code_that_draws_them(tmp_path, monkeypatch):

@@ -145,10 +145,11 @@ def test_with_weights_the_time_left_is_the_work_left_at_the_pace_of_the_work_don
     assert "piece/s" in drawn and "done (" not in drawn
 
 
-def test_pieces_in_workers_say_as_each_ends_how_many_are_done_and_the_time_left(capsys):
+@pytest.mark.parametrize("jobs", [1, pytest.param(2, marks=pytest.mark.slow)])
+def test_pieces_say_as_each_ends_how_many_are_done_and_the_time_left(jobs, capsys):
     from attnflow._workers import run_pieces
 
-    results, _ = run_pieces([(abs, (-2,)), (abs, (3,)), (abs, (-4,))], 2, None, costs=[5.0, 1.0, 1.0])
+    results, _ = run_pieces([(abs, (-2,)), (abs, (3,)), (abs, (-4,))], jobs, None, costs=[5.0, 1.0, 1.0])
     assert results == [2, 3, 4]
     lines = capsys.readouterr().err.splitlines()
     assert [line.split(" (")[0] for line in lines] == [

@@ -207,6 +207,13 @@ def test_a_failure_is_told_apart_as_a_tolerance_exceeded_or_a_check_that_did_not
     assert "<td class='verdict fail'>fail<div class='kind'>not run</div></td>" in page
 
 
+def test_a_click_on_a_figure_opens_it_full_size(page):
+    figure = page.split("<figure id='toy_fig1'>", 1)[1].split("</figure>", 1)[0]
+    assert re.search(
+        r"<a href='figures/toy_fig1.png' title='full size'><img src='figures/toy_fig1.png'", figure
+    )
+
+
 def test_what_the_paper_prints_stands_beside_the_check_that_reproduces_it(page):
     converges_row = page.split("id='toy-converges'", 1)[1].split("</tr>", 1)[0]
     assert (

@@ -211,7 +211,8 @@ def checks_table(paper: str) -> str:
 def figures_list(paper: str, images: bool = False) -> str:
     """The Markdown list of a paper's figures, in the order `attnflow figures` draws them: each
     figure's name (an anchor, `#figure-<name>`), its caption, the command that draws it and the
-    checks it draws, and with `images` the figure itself (quick sizes), `figures/<name>.png` beside the page.
+    checks it draws, and with `images` the figure itself (quick sizes), `figures/<name>.png` beside
+    the page, linked to itself so that a click opens it full size.
 
     **Raises:** `PluginError` for a caption with a line break, naming the figure.
     """
@@ -225,7 +226,7 @@ def figures_list(paper: str, images: bool = False) -> str:
             + (f" Checks it draws: {draws}." if draws else "")
         )
         if images:
-            items.append(f"\n    ![{name}, quick sizes](figures/{name}.png)\n")
+            items.append(f"\n    [![{name}, quick sizes](figures/{name}.png)](figures/{name}.png)\n")
     return "\n".join(items)
 
 
