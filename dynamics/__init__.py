@@ -11,8 +11,7 @@
   re-projection, on chosen leaves.
 - [`normalized_gd`][], [`normalize_by_block`][]: normalized GD with one normalisation (and one
   step size) per parameter block; [`train_stages`][] with [`Stage`][]: train one block, then
-  another, the others frozen, full-batch or on fresh mini-batches; [`solve_qp`][]: a convex
-  QP (Clarabel) with its KKT residuals.
+  another, the others frozen, full-batch or on fresh mini-batches.
 - [`run_many`][], [`grid`][], [`seed_keys`][]: `vmap` over seeds and grids, chunked and sharded;
   [`progress_inside`][]: progress bars inside long flows and scans ([`progress_over`][]: over
   pieces, with the time left, [`duration`][] in words); [`recording_compiles`][]
@@ -66,7 +65,6 @@ from ._params import (
 )
 from ._progress import duration, progress_inside, progress_over
 from ._proximal import Mask, center_columns, project_columns, proximal_l1, scale_columns, soft_threshold
-from ._qp import QPSolution, kkt_residuals, solve_qp
 from ._rates import Rates, adam, gd, heavy_ball, scale_by_group_rates, scale_tree
 from ._refine import REFINE_SCALES, Outcome, check_refine_settings, refine_sweep
 from ._run import Run, StopReason, all_finite, stop_reason
@@ -126,7 +124,6 @@ __all__ = [
     "sweep",
     "Mask",
     "Predicate",
-    "QPSolution",
     "Rates",
     "Run",
     "Stage",
@@ -140,7 +137,6 @@ __all__ = [
     "gradient_flow",
     "grid",
     "heavy_ball",
-    "kkt_residuals",
     "loss_below",
     "normalize_by_block",
     "normalized_gd",
@@ -160,7 +156,6 @@ __all__ = [
     "scale_tree",
     "seed_keys",
     "soft_threshold",
-    "solve_qp",
     "scan_with_saves",
     "saved_steps",
     "log_spaced_steps",

@@ -1,5 +1,5 @@
 """Solvers of minimum-norm problems with linear margin constraints, one column at a time: a convex
-QP (Clarabel, through `dynamics.solve_qp`) and an independent second solver (Lawson-Hanson
+QP (Clarabel, `_qp.solve_qp`) and an independent second solver (Lawson-Hanson
 least-distance programming by NNLS)."""
 
 import dataclasses
@@ -8,7 +8,7 @@ from collections.abc import Callable
 import numpy as np
 import scipy.optimize
 
-import dynamics
+from ._qp import solve_qp
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,7 +42,7 @@ def solve_columns(V: int, constraint_rows: Callable[[int], np.ndarray]) -> MaxMa
             duals.append(np.zeros(0))
             slacks.append(np.zeros(0))
             continue
-        sol = dynamics.solve_qp(np.eye(V), np.zeros(V), G, np.ones(G.shape[0]))
+        sol = solve_qp(np.eye(V), np.zeros(V), G, np.ones(G.shape[0]))
         W[:, col] = sol.x
         kkt = max(kkt, sol.kkt_residual)
         duals.append(sol.dual)

@@ -1,4 +1,5 @@
-"""Convex quadratic programs solved by Clarabel (interior point, float64), with KKT residuals."""
+"""Convex quadratic programs solved by Clarabel (interior point, float64), with KKT residuals: the
+max-margin problems of Eqns 2-3 (`_maxmargin.solve_columns`), column by column."""
 
 import dataclasses
 
@@ -27,9 +28,9 @@ class QPSolution:
     (multiplier ½), the second is not (multiplier 0):
 
         >>> import numpy as np
-        >>> import dynamics
+        >>> from theory.ntp_partial_order._qp import solve_qp
         >>> G = np.array([[1.0, 1.0], [1.0, 0.0]])
-        >>> solution = dynamics.solve_qp(np.eye(2), np.array([-1.0, -1.0]), G, np.array([3.0, 0.0]))
+        >>> solution = solve_qp(np.eye(2), np.array([-1.0, -1.0]), G, np.array([3.0, 0.0]))
         >>> solution.status, [round(float(v), 8) for v in solution.dual]
         ('Solved', [0.5, 0.0])
         >>> solution.kkt_residual < 1e-10, solution.stationarity < 1e-10
@@ -60,11 +61,11 @@ def kkt_residuals(P, q, G, h, x, lam) -> tuple[float, float, float, float]:
     violates the constraint by 1, while (1.5, 1.5) with multiplier ½ satisfies KKT exactly:
 
         >>> import numpy as np
-        >>> import dynamics
+        >>> from theory.ntp_partial_order._qp import kkt_residuals
         >>> P, q, G, h = np.eye(2), np.array([-1.0, -1.0]), np.array([[1.0, 1.0]]), np.array([3.0])
-        >>> dynamics.kkt_residuals(P, q, G, h, np.array([1.0, 1.0]), np.array([0.0]))
+        >>> kkt_residuals(P, q, G, h, np.array([1.0, 1.0]), np.array([0.0]))
         (1.0, 0.0, 0.0, 0.0)
-        >>> dynamics.kkt_residuals(P, q, G, h, np.array([1.5, 1.5]), np.array([0.5]))
+        >>> kkt_residuals(P, q, G, h, np.array([1.5, 1.5]), np.array([0.5]))
         (0.0, 0.0, 0.0, 0.0)
     """
     slack = G @ x - h
@@ -119,9 +120,9 @@ def solve_qp(
     min ½‖x‖² − x₁ − x₂ s.t. x₁ + x₂ ≥ 3:
 
         >>> import numpy as np
-        >>> import dynamics
+        >>> from theory.ntp_partial_order._qp import solve_qp
         >>> P, q, G, h = np.eye(2), np.array([-1.0, -1.0]), np.array([[1.0, 1.0]]), np.array([3.0])
-        >>> solution = dynamics.solve_qp(P, q, G, h)
+        >>> solution = solve_qp(P, q, G, h)
         >>> solution.status, [round(float(v), 8) for v in solution.x]
         ('Solved', [1.5, 1.5])
         >>> [round(float(v), 8) for v in solution.dual]

@@ -1,10 +1,11 @@
-"""Convex QPs with KKT residuals (dynamics._qp)."""
+"""Convex QPs with KKT residuals (`theory.ntp_partial_order._qp`, the solver of the max-margin
+problems)."""
 
 import numpy as np
 import pytest
 import scipy.optimize
 
-import dynamics
+from theory.ntp_partial_order._qp import kkt_residuals, solve_qp
 
 
 def _ldp(G, h):
@@ -22,7 +23,7 @@ def test_spec_example_is_not_the_closed_form():
     # relations a>c, a>d, a>q, b>q: tokens a, b, c, d, q = 0..4
     pairs = [(0, 2), (0, 3), (0, 4), (1, 4)]
     G = np.stack([np.eye(5)[o] - np.eye(5)[x] for o, x in pairs])
-    sol = dynamics.solve_qp(np.eye(5), np.zeros(5), G, np.ones(4))
+    sol = solve_qp(np.eye(5), np.zeros(5), G, np.ones(4))
     assert sol.kkt_residual <= 1e-8
     np.testing.assert_allclose(sol.x, _ldp(G, np.ones(4)), atol=1e-8)
     closed = np.array([3 / 5, 3 / 5, -2 / 5, -2 / 5, -2 / 5])
@@ -38,7 +39,7 @@ def test_random_qps_kkt_and_agreement(seed):
     q = rng.normal(size=n)
     G = rng.normal(size=(m, n))
     h = G @ rng.normal(size=n) - rng.random(m)  # feasible
-    sol = dynamics.solve_qp(P, q, G, h)
+    sol = solve_qp(P, q, G, h)
     assert sol.status == "Solved"
     assert sol.kkt_residual <= 1e-8
     ref = scipy.optimize.minimize(
@@ -50,17 +51,17 @@ def test_random_qps_kkt_and_agreement(seed):
         options={"ftol": 1e-14, "maxiter": 500},
     )
     np.testing.assert_allclose(sol.x, ref.x, atol=1e-6)
-    res = dynamics.kkt_residuals(P, q, G, h, sol.x, sol.dual)
+    res = kkt_residuals(P, q, G, h, sol.x, sol.dual)
     assert max(res) == pytest.approx(sol.kkt_residual)
 
 
 def test_duplicates_unconstrained_and_errors():
     G = np.array([[1.0, -1.0], [1.0, -1.0]])
-    sol = dynamics.solve_qp(np.eye(2), np.zeros(2), G, np.ones(2))
+    sol = solve_qp(np.eye(2), np.zeros(2), G, np.ones(2))
     np.testing.assert_allclose(sol.x, [0.5, -0.5], atol=1e-12)
-    free = dynamics.solve_qp(np.eye(2), np.asarray([1.0, -2.0]), np.zeros((0, 2)), np.zeros(0))
+    free = solve_qp(np.eye(2), np.asarray([1.0, -2.0]), np.zeros((0, 2)), np.zeros(0))
     np.testing.assert_allclose(free.x, [-1.0, 2.0], atol=1e-10)
     with pytest.raises(ValueError, match="not solved"):
-        dynamics.solve_qp(np.eye(1), np.zeros(1), np.array([[1.0], [-1.0]]), np.array([1.0, 0.0]))
+        solve_qp(np.eye(1), np.zeros(1), np.array([[1.0], [-1.0]]), np.array([1.0, 0.0]))
     with pytest.raises(ValueError, match="shapes"):
-        dynamics.solve_qp(np.eye(2), np.zeros(2), np.ones((1, 2)), np.ones(3))
+        solve_qp(np.eye(2), np.zeros(2), np.ones((1, 2)), np.ones(3))
