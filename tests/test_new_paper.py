@@ -192,6 +192,7 @@ def test_an_installed_paper_that_cannot_join_is_refused_in_one_line(
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     _install(tmp_path, name, source, entry)
     monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop(name, None)  # a module of that name another test imported is not this one
     papers.cache_clear()
     try:
         assert cli.main(["list"]) == 2

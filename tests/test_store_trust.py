@@ -147,7 +147,7 @@ def test_edited_settings_are_named_on_load_and_refused_on_resume(tmp_path):
 
 
 def test_a_saved_sweep_is_checked_when_read(tmp_path):
-    path = dynamics.save_sweep(_reference(), tmp_path / "saved.zarr")
+    path = dynamics.store.save_sweep(_reference(), tmp_path / "saved.zarr")
     assert dynamics.store.check_store(path).state == "complete"
     (path / "value" / "1.0.0.0").unlink()
     with pytest.raises(ValueError, match="value/1.0.0.0 is missing"):
@@ -309,8 +309,9 @@ def test_an_unwritable_out_is_one_line_before_any_work(make, message, tmp_path, 
 
 
 def test_verify_json_unwritable_is_refused_before_any_check(tmp_path, capsys, monkeypatch):
-    from attnflow import _workers
+    from attnflow import _report, _workers  # imported before the patch, which _report would keep
 
+    assert _report.run_pieces is _workers.run_pieces
     monkeypatch.setattr(_workers, "run_pieces", lambda *a, **k: pytest.fail("a check ran"))
     (tmp_path / "report").mkdir()
     paper = next(iter(papers()))
@@ -433,9 +434,10 @@ def test_a_key_given_twice_and_duplicate_values_on_the_command_line(tmp_path, ca
         ),
     ],
 )
-def test_a_broken_users_module_is_one_line(source, message, tmp_path, capsys, monkeypatch):
+def test_a_broken_users_module_is_one_line(source, message, tmp_path, capsys, monkeypatch, request):
     monkeypatch.chdir(tmp_path)
-    monkeypatch.delitem(sys.modules, "broken", raising=False)
+    sys.modules.pop("broken", None)
+    request.addfinalizer(lambda: sys.modules.pop("broken", None))  # this test's module goes with it
     (tmp_path / "broken.py").write_text(source)
     target = "broken:Base" if "Base" in source else "broken:Thing"
     assert cli.main(["simulate", target, "--out", str(tmp_path / "out")]) == 2
