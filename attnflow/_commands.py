@@ -229,19 +229,19 @@ class WorkFailed(Exception):
 
 
 def _refine_request(args: argparse.Namespace, grid: dict):
-    """`--refine OUTCOME`: the outcome (a `dynamics.Outcome`), refused before any work unless the
-    grid has one or two axes, the seeds, the budget and the scale suit `dynamics.refine_sweep`, and
+    """`--refine OUTCOME`: the outcome (a `dynamics.landscape.Outcome`), refused before any work unless the
+    grid has one or two axes, the seeds, the budget and the scale suit `dynamics.landscape.refine_sweep`, and
     the command runs in one process (no shard, no launch); `None` without `--refine`."""
     import dynamics
 
     if args.refine is None:
         return None
-    outcome = dynamics.Outcome.parse(args.refine)
+    outcome = dynamics.landscape.Outcome.parse(args.refine)
     if not 1 <= len(grid) <= 2:
         raise ValueError(f"--refine locates a boundary over one or two --grid axes, got {len(grid)}")
     if args.shard is not None or args.launch is not None:
         raise ValueError("--refine picks each round's points from the rounds before: it runs in one process")
-    dynamics.check_refine_settings(grid, args.seeds, args.budget, args.refine_scale)
+    dynamics.landscape.check_refine_settings(grid, args.seeds, args.budget, args.refine_scale)
     return outcome
 
 
@@ -255,7 +255,7 @@ def _write_refined(args: argparse.Namespace, sim, grid: dict, outcome, out: Path
             dynamics.store.remove_store(old)
     start = time.perf_counter()
     with dynamics.recording_compiles() as compiling:
-        ds = dynamics.refine_sweep(
+        ds = dynamics.landscape.refine_sweep(
             sim,
             grid,
             outcome,
@@ -267,9 +267,9 @@ def _write_refined(args: argparse.Namespace, sim, grid: dict, outcome, out: Path
             progress=True,
             attrs={"provenance": json.dumps(provenance())},
         )
-    dynamics.save_sweep(ds, out / "sweep.zarr")
+    dynamics.store.save_sweep(ds, out / "sweep.zarr")
     about = json.loads(ds.attrs["refine"])
-    points = ds.sizes[next(iter(grid)) if len(grid) == 1 else dynamics.POINT_DIM]
+    points = ds.sizes[next(iter(grid)) if len(grid) == 1 else dynamics.store.POINT_DIM]
     print(
         f"{out / 'sweep.zarr'}: {points} points in {len(about['rounds'])} rounds "
         f"({time.perf_counter() - start:.1f} s); {outcome.name} changes {_where(about)}"
@@ -337,7 +337,7 @@ def _write_sweep(args: argparse.Namespace, sim, grid: dict, store: Path):
         print("the other shards' blocks are still to come; rerun without --shard once they are done")
         return None
     ds = _opened(store)
-    print(f"{ds.sizes[dynamics.SEED_DIM]} seeds per point; stops: {_stop_summary(ds, sim)}")
+    print(f"{ds.sizes[dynamics.store.SEED_DIM]} seeds per point; stops: {_stop_summary(ds, sim)}")
     return ds
 
 
@@ -348,7 +348,7 @@ def _opened(store: Path):
     import dynamics
 
     try:
-        return dynamics.open_sweep(store)
+        return dynamics.store.open_sweep(store)
     except ValueError:
         report = dynamics.store.check_store(store)  # checked again only where the store was refused
         if not report.only_added_damaged:
@@ -359,7 +359,7 @@ def _opened(store: Path):
         f"the analyses added to {store} were damaged ({why}): {', '.join(dropped)} removed; "
         "--analyse adds them again"
     )
-    return dynamics.open_sweep(store)
+    return dynamics.store.open_sweep(store)
 
 
 def _progress_text(store: Path) -> str:
@@ -501,13 +501,13 @@ def sweep(args: argparse.Namespace) -> int:
     with _output_folder(args.out) as out, dynamics.store.hold_store(out / "sweep.zarr"):  # to the last plot
         if launch is not None:
             _launch(args, launch, out)
-            ds = dynamics.open_sweep(out / "sweep.zarr")
+            ds = dynamics.store.open_sweep(out / "sweep.zarr")
         elif refine is not None:
             ds = _write_refined(args, sim, grid, refine, out)
         else:
             ds = _write_sweep(args, sim, grid, out / "sweep.zarr")
         if ds is not None:
-            axes = [dim for dim in ds["stop"].dims if dim != dynamics.SEED_DIM]  # `point` for a plane
+            axes = [dim for dim in ds["stop"].dims if dim != dynamics.store.SEED_DIM]  # `point` for a plane
             plots = plot_sweep(ds, axes, out / "plots", sim.labels)
             if refine is not None:
                 plots += plot_refined(ds, out / "plots")
@@ -633,7 +633,7 @@ def _analyse(ds, sim, analyses: dict[str, dict], axes: list[str], store: Path, p
             and beside.exists()
             and (
                 name in analyses
-                or dynamics.open_sweep(beside).attrs.get("identity") != ds.attrs.get("identity")
+                or dynamics.store.open_sweep(beside).attrs.get("identity") != ds.attrs.get("identity")
             )
         ):
             dynamics.store.remove_store(beside)

@@ -23,7 +23,7 @@ import xarray as xr  # noqa: E402
 from matplotlib.ticker import FuncFormatter, MaxNLocator  # noqa: E402
 
 import dynamics  # noqa: E402
-from dynamics import SAVE_DIM, SEED_DIM  # noqa: E402
+from dynamics.store import SAVE_DIM, SEED_DIM  # noqa: E402
 
 ENGINE_LABELS = {
     "sharpness": "top Hessian eigenvalue λ_max",
@@ -211,7 +211,7 @@ def plot_critical_points(found: xr.Dataset, axes: list[str], out_dir: Path) -> l
 
 
 def plot_refined(ds: xr.Dataset, out_dir: Path) -> list[Path]:
-    """Draw a refined sweep ([`dynamics.refine_sweep`][]) into `out_dir`: `refine.png` (and PDF).
+    """Draw a refined sweep ([`dynamics.landscape.refine_sweep`][]) into `out_dir`: `refine.png` (and PDF).
     Along one axis, the fraction of each point's seeds with the outcome against the axis, each
     point in the colour of the round that added it, and the intervals where the majority changes
     shaded, their ends given. Over two axes, the plane: each point coloured by that fraction, and
@@ -280,7 +280,7 @@ def _refined_plane(ds: xr.Dataset, about: dict):
     ax.set_ylabel(y_name)
     ax.set_title(
         f"where {about['outcome']} changes: {len(about['boundaries'])} cells (outlined), "
-        f"{ds.sizes[dynamics.POINT_DIM]} points in {len(about['rounds'])} rounds",
+        f"{ds.sizes[dynamics.store.POINT_DIM]} points in {len(about['rounds'])} rounds",
         fontsize=8,
     )
     return fig

@@ -249,7 +249,7 @@ def build_parser() -> argparse.ArgumentParser:
         "axes: split each cell whose corners differ in four), round after round (each round one "
         "compiled call; kept in OUT/rounds/ and resumed), until --budget points; "
         "OUTCOME is 'diverged', or NAME>VALUE / NAME<VALUE on a final scalar or a saved series' last "
-        "value (e.g. growth>1); needs --seeds >= 3 (dynamics.refine_sweep)",
+        "value (e.g. growth>1); needs --seeds >= 3 (dynamics.landscape.refine_sweep)",
     )
     sweep.add_argument(
         "--budget",

@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> dict:
             raise SystemExit(f"attnflow simulate failed: {done.stderr}")
         peak = int(done.stdout.split()[-1])
         (store,) = Path(out).glob("*.zarr")
-        ds = dynamics.open_sweep(store)
+        ds = dynamics.store.open_sweep(store)
         values = sum(variable.nbytes for variable in ds.data_vars.values())
         blocks = int(ds.attrs["num_units"])
         disk = sum(f.stat().st_size for f in store.rglob("*") if f.is_file())

@@ -23,7 +23,7 @@ class Crossing(eqx.Module):
     """An event located exactly: the run stops where `fn(state)` changes sign, at the time a root
     finder (Newton on Diffrax's dense interpolant) places the crossing, so `Run.t_stop` and
     `Run.final` are those of the crossing itself rather than of the end of a solver step (where a
-    boolean [`Predicate`][] fires).
+    boolean `Predicate` fires).
 
     **Fields:** `fn`: `state -> real scalar`, e.g. `lambda p: loss(p) - 1e-3`.
 
@@ -162,7 +162,7 @@ def _no_carry(state: PyTree) -> None:
 
 
 Event = Predicate | Crossing
-"""A named stopping condition of a flow: a boolean [`Predicate`][] of the state (checked at the
+"""A named stopping condition of a flow: a boolean `Predicate` of the state (checked at the
 end of each solver step) or a real-valued [`Crossing`][] (located by root finding)."""
 
 _DEFAULT_CONTROLLER = diffrax.PIDController(rtol=1e-8, atol=1e-10)
@@ -198,7 +198,7 @@ def ode_flow(
     - `t1`, `t0`: the time interval.
     - `args`: passed through to `vector_field`.
     - `save`: what to save and when, a [`Save`][]; default: the state at `t0` and `t1`.
-    - `events`: named [`Event`][]s: boolean predicates of the state, or [`Crossing`][]s located
+    - `events`: named `Event`s: boolean predicates of the state, or [`Crossing`][]s located
       exactly by root finding; the first to fire stops the run, and `Run.event_names` keeps the
       names.
     - `solver`: a Diffrax solver; default `Tsit5()`.

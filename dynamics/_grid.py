@@ -105,7 +105,8 @@ def grid_points(sim: AbstractSimulation, axes: Axes) -> tuple[list, list]:
 
 
 def grid_dims(axes: Axes) -> tuple[str, ...]:
-    """The dataset's dimension of each axis: its name, or [`POINT_DIM`][] for a paired axis."""
+    """The dataset's dimension of each axis: its name, or
+    [`POINT_DIM`][dynamics.store.POINT_DIM] for a paired axis."""
     return tuple(POINT_DIM if isinstance(key, tuple) else key for key in axes)
 
 

@@ -258,7 +258,8 @@ def check_store(path: str | os.PathLike) -> StoreReport:
 
     Reads every file once; nothing is changed. `attnflow check STORE` prints the result.
 
-    **Arguments:** `path`: the store (from [`sweep`][] with a `store`, or [`save_sweep`][]).
+    **Arguments:** `path`: the store (from [`sweep`][] with a `store`, or
+    [`save_sweep`][dynamics.store.save_sweep]).
 
     **Returns:** a [`StoreReport`][dynamics.store.StoreReport].
 

@@ -36,11 +36,11 @@ def normalize_by_block(blocks: Rates = None) -> optax.GradientTransformation:
         >>> import jax.numpy as jnp
         >>> import dynamics
         >>> grads = {"a": jnp.array([3.0, 0.0]), "b": jnp.array([0.0, 4.0])}
-        >>> per_leaf = dynamics.normalize_by_block()
+        >>> per_leaf = dynamics._normalized.normalize_by_block()
         >>> updates, _ = per_leaf.update(grads, per_leaf.init(grads))
         >>> {name: u.tolist() for name, u in updates.items()}
         {'a': [1.0, 0.0], 'b': [0.0, 1.0]}
-        >>> whole = dynamics.normalize_by_block(1.0)
+        >>> whole = dynamics._normalized.normalize_by_block(1.0)
         >>> updates, _ = whole.update(grads, whole.init(grads))
         >>> {name: [round(float(x), 8) for x in u] for name, u in updates.items()}
         {'a': [0.6, 0.0], 'b': [0.0, 0.8]}
@@ -76,7 +76,7 @@ def normalized_gd(rates: Rates = None) -> optax.GradientTransformation:
     **Arguments:**
 
     - `rates`: the step sizes, one per block; also define the blocks (see
-      [`normalize_by_block`][]). `None`: every leaf is a block with step 1.
+      `normalize_by_block`). `None`: every leaf is a block with step 1.
 
     **Returns:** an `optax.GradientTransformation`.
 

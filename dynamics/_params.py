@@ -423,7 +423,7 @@ def is_config(kind) -> bool:
         >>> @dataclasses.dataclass(frozen=True)
         ... class Task:
         ...     d: int = dynamics.param(4, dynamics.Interval(1))
-        >>> dynamics.is_config(Task), dynamics.is_config(int)
+        >>> dynamics._params.is_config(Task), dynamics._params.is_config(int)
         (True, False)
     """
     return (
@@ -437,7 +437,7 @@ def is_config(kind) -> bool:
 def settings(cls) -> tuple[ParamInfo, ...]:
     """Every setting of a config class by the name the command line (`--set`, `--grid`) and a sweep's
     grid give it: its declared fields, and in place of a field that holds a config of its own
-    ([`is_config`][]) that config's settings as `field.name`. A nested config's settings are static
+    (`is_config`) that config's settings as `field.name`. A nested config's settings are static
     (each value compiles its own program); one declared `traced` is refused.
 
     **Example:** a task's settings held in one field:
@@ -488,7 +488,7 @@ def setting_values(config) -> dict[str, Any]:
         ... class Config:
         ...     task: Task = dynamics.param(Task())
         ...     lr: float = dynamics.param(0.1)
-        >>> dynamics.setting_values(Config(task=Task(d=8)))
+        >>> dynamics._params.setting_values(Config(task=Task(d=8)))
         {'task.d': 8, 'lr': 0.1}
     """
     return {info.name: setting_value(config, info.name) for info in settings(type(config))}
@@ -561,7 +561,7 @@ def fields_of_settings(cls, values: Mapping[str, Any], base=None) -> dict[str, A
 
 
 def from_setting_values(cls, values: Mapping[str, Any]):
-    """Build `cls` from settings by dotted name, e.g. a recorded [`setting_values`][] (names it
+    """Build `cls` from settings by dotted name, e.g. a recorded `setting_values` (names it
     does not know are ignored: a config recorded by an older version builds with today's defaults
     for settings added since, and drops settings removed since).
 

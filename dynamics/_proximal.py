@@ -40,7 +40,7 @@ def soft_threshold(x: Float[Array, "..."], threshold) -> Float[Array, "..."]:
 
         >>> import jax.numpy as jnp
         >>> import dynamics
-        >>> dynamics.soft_threshold(jnp.array([-2.0, 0.5, 3.0]), 1.0).tolist()
+        >>> dynamics._proximal.soft_threshold(jnp.array([-2.0, 0.5, 3.0]), 1.0).tolist()
         [-1.0, 0.0, 2.0]
     """
     t = jnp.asarray(threshold, x.dtype)
@@ -55,7 +55,8 @@ def project_columns(x: Float[Array, "rows cols"], column_sum=1.0) -> Float[Array
 
         >>> import jax.numpy as jnp
         >>> import dynamics
-        >>> projected = dynamics.project_columns(jnp.array([[0.5, 1.0], [0.0, 1.0]]), column_sum=1.0)
+        >>> from dynamics._proximal import project_columns
+        >>> projected = project_columns(jnp.array([[0.5, 1.0], [0.0, 1.0]]), column_sum=1.0)
         >>> projected.tolist(), projected.sum(axis=0).tolist()
         ([[0.75, 0.5], [0.25, 0.5]], [1.0, 1.0])
     """
@@ -103,7 +104,7 @@ def center_columns(mask: Mask = None) -> optax.GradientTransformation:
     """Subtract each column's mean from the chosen updates, g ↦ (I − 11ᵀ/rows) g: the projection
     onto the tangent space of {1ᵀx = s}, so additive steps keep every column sum.
 
-    **Arguments:** `mask`: the leaves to centre (see [`Mask`][]).
+    **Arguments:** `mask`: the leaves to centre (see `Mask`).
 
     **Returns:** an `optax.GradientTransformation` (stateless).
 
@@ -142,7 +143,7 @@ def proximal_l1(threshold, mask: Mask = None, column_sum=None) -> optax.Gradient
     **Arguments:**
 
     - `threshold`: the soft-threshold level (≥ 0; a scalar, possibly traced).
-    - `mask`: the leaves to treat (see [`Mask`][]); other leaves pass through.
+    - `mask`: the leaves to treat (see `Mask`); other leaves pass through.
     - `column_sum`: the target column sum of the re-projection, or `None` for none.
 
     **Returns:** an `optax.GradientTransformation` (stateless) whose `update` needs `params`.

@@ -29,7 +29,7 @@ def scale_tree(rates: Rates, tree: PyTree, sign: float = 1.0) -> PyTree:
         >>> import jax.numpy as jnp
         >>> import dynamics
         >>> grads = {"a": jnp.array([1.0, 2.0]), "b": jnp.array(3.0)}
-        >>> scaled = dynamics.scale_tree({"a": 0.5, "b": 2.0}, grads, sign=-1.0)
+        >>> scaled = dynamics._rates.scale_tree({"a": 0.5, "b": 2.0}, grads, sign=-1.0)
         >>> scaled["a"].tolist(), scaled["b"].tolist(), scaled["b"].dtype
         ([-0.5, -1.0], -6.0, dtype('float64'))
     """

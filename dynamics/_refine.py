@@ -28,7 +28,7 @@ decades, such as a step size) or its midpoint (`"linear"`)."""
 @dataclasses.dataclass(frozen=True)
 class Outcome:
     """A yes-or-no outcome of every run of a sweep, whose change between neighbouring grid points
-    [`refine_sweep`][] locates.
+    [`refine_sweep`][dynamics.landscape.refine_sweep] locates.
 
     **Fields:**
 
@@ -40,7 +40,7 @@ class Outcome:
     **Example:**
 
         >>> import dynamics
-        >>> dynamics.Outcome.parse("loss>1.5").name
+        >>> dynamics.landscape.Outcome.parse("loss>1.5").name
         'loss>1.5'
     """
 
@@ -157,10 +157,10 @@ def refine_sweep(
     - `sim`: the simulation.
     - `grid`: one or two of its real-valued settings (traced ones compile one program for all
       rounds of the same size) -> where to start (at least 2 values each).
-    - `outcome`: an [`Outcome`][] of each run.
+    - `outcome`: an [`Outcome`][dynamics.landscape.Outcome] of each run.
     - `num_seeds`: seeds per point, at least 3 (the majority decides a point's outcome).
     - `budget`: the most points swept in all, the start included.
-    - `scale`: one of [`REFINE_SCALES`][], for every axis; `"log"` needs positive values.
+    - `scale`: one of `REFINE_SCALES`, for every axis; `"log"` needs positive values.
     - `seed`, `progress`, `attrs`: as for [`sweep`][]; `folder`: where the rounds are kept
       (default: none).
 
@@ -191,8 +191,8 @@ def refine_sweep(
         ...         growth = lambda step, w, args: {"growth": loss(w) / loss(start)}
         ...         save = dynamics.Save(every=100, fn=growth)
         ...         return dynamics.train(loss, start, dynamics.gd(self.eta), num_steps=100, save=save)
-        >>> found = dynamics.refine_sweep(
-        ...     Descent(), {"eta": [0.1, 0.3, 0.9]}, dynamics.Outcome.parse("growth>1"), budget=9
+        >>> found = dynamics.landscape.refine_sweep(
+        ...     Descent(), {"eta": [0.1, 0.3, 0.9]}, dynamics.landscape.Outcome.parse("growth>1"), budget=9
         ... )
         >>> [[round(v, 4) for v in interval] for interval in json.loads(found.attrs["refine"])["boundaries"]]
         [[0.4935, 0.5021]]
@@ -271,15 +271,15 @@ def _refine_line(run_round, line, outcome, budget, scale) -> tuple[xr.Dataset, l
 def check_refine_settings(
     grid: Mapping[str, Sequence[float]], num_seeds: int, budget: int, scale: str
 ) -> None:
-    """Refuse, before any run, what [`refine_sweep`][] cannot start from (its arguments of the same
-    names).
+    """Refuse, before any run, what [`refine_sweep`][dynamics.landscape.refine_sweep] cannot start
+    from (its arguments of the same names).
 
     **Raises:** `ValueError` saying what is allowed.
 
     **Example:**
 
         >>> import dynamics
-        >>> dynamics.check_refine_settings({"eta": [0.1, 1.0]}, num_seeds=2, budget=10, scale="log")
+        >>> dynamics.landscape.check_refine_settings({"eta": [0.1, 1.0]}, num_seeds=2, budget=10, scale="log")
         Traceback (most recent call last):
         ...
         ValueError: refine_sweep needs at least 3 seeds per point (a majority decides), got 2

@@ -310,7 +310,7 @@ def has_landscape(sim: AbstractSimulation) -> bool:
         ...
         ...     def landscape(self, key):
         ...         return dynamics.Landscape(lambda w: w**2)
-        >>> dynamics.has_landscape(Still()), dynamics.has_landscape(Bowl())
+        >>> dynamics._simulation.has_landscape(Still()), dynamics._simulation.has_landscape(Bowl())
         (False, True)
     """
     return landscape_shows(sim, lambda landscape: landscape is not None)
@@ -394,9 +394,9 @@ def key_seed(key: PRNGKeyArray) -> Int[Array, ""]:
         >>> import jax
         >>> import jax.numpy as jnp
         >>> import dynamics
-        >>> int(dynamics.key_seed(dynamics.seed_key(7)))
+        >>> int(dynamics._simulation.key_seed(dynamics.seed_key(7)))
         7
-        >>> jax.vmap(dynamics.key_seed)(jax.vmap(dynamics.seed_key)(jnp.arange(3))).tolist()
+        >>> jax.vmap(dynamics._simulation.key_seed)(jax.vmap(dynamics.seed_key)(jnp.arange(3))).tolist()
         [0, 1, 2]
     """
     return jax.random.key_data(key)[-1]

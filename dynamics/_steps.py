@@ -65,7 +65,7 @@ class NormalizedSteps(AbstractSteps):
     (one η: η/‖∇L‖). Its flow is the normalized flow dθ_b/dt = −η_b ∇_b L/‖∇_b L‖, the gradient
     flow's path at normalized GD's speed ([`with_flow_distance`][dynamics.landscape.with_flow_distance]).
 
-    **Fields:** `rates`: the step sizes, one per block (see [`normalize_by_block`][]).
+    **Fields:** `rates`: the step sizes, one per block (see `normalize_by_block`).
 
     **Example:** at θ = (1, 0) on ½θᵀHθ the gradient is (2, 1), so a normalized step of 0.5 is
     GD's with step 0.5/√5:

@@ -38,7 +38,8 @@ def add_to_store(path: str | os.PathLike, found: xr.Dataset) -> Path:
 
     **Arguments:**
 
-    - `path`: a complete store of a sweep (from [`sweep`][] with a `store`, or [`save_sweep`][]).
+    - `path`: a complete store of a sweep (from [`sweep`][] with a `store`, or
+      [`save_sweep`][dynamics.store.save_sweep]).
     - `found`: a dataset whose `identity` attribute is the store's (an analysis of these very runs,
       e.g. from [`sweep_phases`][dynamics.landscape.sweep_phases]); its dimensions are the store's (the grid
       axes, `seed`) and new ones with coordinates of their own. Its `analysis` attribute is kept with every

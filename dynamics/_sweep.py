@@ -184,7 +184,8 @@ def sweep(
     - `grid`: field name -> the values along that axis (the last axis varies fastest); `{}` for
       seeds only. A tuple of names -> a list of value tuples is a paired axis: those points only
       (points on no product grid, e.g. a refined phase diagram's), along the dimension
-      [`POINT_DIM`][] (`point`), each of its settings a coordinate along it; at most one per grid.
+      [`POINT_DIM`][dynamics.store.POINT_DIM] (`point`), each of its settings a coordinate along
+      it; at most one per grid.
     - `num_seeds`: runs per grid point (>= 1).
 
     **Other arguments:**
@@ -437,7 +438,7 @@ def save_sweep(ds: xr.Dataset, path: str | os.PathLike) -> Path:
         ...         return dynamics.ode_flow(lambda t, s, args: {"y": -self.rate * s["y"]}, y0, t1=1.0)
         >>> ds = dynamics.sweep(Decay(), {"rate": [1.0, 2.0]}, num_seeds=2)
         >>> with tempfile.TemporaryDirectory() as folder:
-        ...     path = dynamics.save_sweep(ds, pathlib.Path(folder) / "decay.zarr")
+        ...     path = dynamics.store.save_sweep(ds, pathlib.Path(folder) / "decay.zarr")
         ...     loaded = dynamics.load_sweep(path)
         >>> path.name, loaded["y"].shape, bool(loaded["y"].equals(ds["y"]))
         ('decay.zarr', (2, 2, 2), True)
@@ -466,10 +467,10 @@ def save_sweep(ds: xr.Dataset, path: str | os.PathLike) -> Path:
 
 
 def load_sweep(path: str | os.PathLike) -> xr.Dataset:
-    """Read a sweep's zarr store (written by [`save_sweep`][] or by [`sweep`][] with a `store`)
-    into memory, after checking every file against its checksum (see
+    """Read a sweep's zarr store (written by [`save_sweep`][dynamics.store.save_sweep] or by
+    [`sweep`][] with a `store`) into memory, after checking every file against its checksum (see
     [`check_store`][dynamics.store.check_store]). A store larger than the memory at hand is read with
-    [`open_sweep`][] instead.
+    [`open_sweep`][dynamics.store.open_sweep] instead.
 
     **Raises:** `ValueError` naming the path when it is not such a store, when blocks of it are
     not written yet (resume the sweep, or run its other shards), or when a file is damaged (the
@@ -529,7 +530,7 @@ def open_sweep(path: str | os.PathLike) -> xr.Dataset:
         >>> folder = tempfile.TemporaryDirectory()
         >>> store = pathlib.Path(folder.name) / "decay.zarr"
         >>> _ = dynamics.sweep(Decay(), {"rate": [1.0, 2.0]}, num_seeds=2, store=store)
-        >>> ds = dynamics.open_sweep(store)
+        >>> ds = dynamics.store.open_sweep(store)
         >>> ds["stop"].values.tolist()  # only this variable is read
         [[0, 0], [0, 0]]
         >>> folder.cleanup()

@@ -52,7 +52,7 @@ def sweep_phases(
       polishes and measures the escape.
 
     Its attributes are the sweep's (its `config`, its `identity`, ...) and the analysis's settings
-    (`analysis`, JSON); [`save_sweep`][] writes it as a store of its own.
+    (`analysis`, JSON); [`save_sweep`][dynamics.store.save_sweep] writes it as a store of its own.
 
     **Raises:** `ValueError` naming the saved values when `loss` or `grad_norm` is not one number
     per save, or saying how many runs are not written yet (a store's blocks of other shards).

@@ -173,7 +173,7 @@ def scan_with_saves(
     numbers, the records stacked along a leading save axis, and the steps' outputs stacked as
     (S − 1, every, ...) (with `steps`: as (num_steps, ...)).
 
-    **Raises:** `ValueError` as [`saved_steps`][].
+    **Raises:** `ValueError` as `saved_steps`.
 
     **Example:** halving y every step and counting the steps, y saved every 2 steps:
 
@@ -248,9 +248,10 @@ def saved_steps(save: Save, num_steps: int) -> np.ndarray:
     **Example:**
 
         >>> import dynamics
-        >>> dynamics.saved_steps(dynamics.Save(every=5), 20).tolist()
+        >>> from dynamics._train import saved_steps
+        >>> saved_steps(dynamics.Save(every=5), 20).tolist()
         [0, 5, 10, 15, 20]
-        >>> dynamics.saved_steps(dynamics.Save(steps=dynamics.log_spaced_steps(1000, 5)), 1000).tolist()
+        >>> saved_steps(dynamics.Save(steps=dynamics.log_spaced_steps(1000, 5)), 1000).tolist()
         [0, 1, 6, 32, 178, 1000]
     """
     if save.ts is not None:

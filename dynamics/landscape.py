@@ -20,6 +20,9 @@ wing reads what it ran.
 - [`norm_growth`][] ([`NormGrowth`][]), [`direction_convergence`][] ([`DirectionConvergence`][]):
   how a run ends when the loss's infimum is at infinity, ‖θ‖ growing as log t or as a power of t
   and θ/‖θ‖ settling on a direction.
+- [`refine_sweep`][] ([`Outcome`][], [`check_refine_settings`][]) finds where an outcome of the
+  runs changes over one or two settings (a phase boundary), splitting the intervals or cells
+  where it changes round after round, each round one sweep.
 - Over a sweep: [`sweep_phases`][] finds the plateaus of every run at once (from the saved series
   that [`saved_series`][] names); [`sweep_saddles`][] polishes the state each run saved on each
   plateau to its saddle; [`sweep_critical_points`][] and [`sweep_sharpness`][] polish every run's
@@ -43,6 +46,7 @@ from ._hessian import hessian_max_eigenvalue, hvp, top_eigenpair
 from ._landscape import critical_point, hessian_spectrum
 from ._landscape_result import CriticalPoint, CriticalPointStatus
 from ._phases import Plateaus, PlateauSaddles, check_phase_settings, phases, plateau_saddles
+from ._refine import Outcome, check_refine_settings, refine_sweep
 from ._sharpness import (
     GDFlowGap,
     edge_of_stability_save,
@@ -68,9 +72,11 @@ __all__ = [
     "DirectionConvergence",
     "GDFlowGap",
     "NormGrowth",
+    "Outcome",
     "PlateauSaddles",
     "Plateaus",
     "check_phase_settings",
+    "check_refine_settings",
     "critical_point",
     "direction_convergence",
     "edge_of_stability_save",
@@ -82,6 +88,7 @@ __all__ = [
     "num_params",
     "phases",
     "plateau_saddles",
+    "refine_sweep",
     "require_landscape",
     "saved_series",
     "sharpness",

@@ -7,6 +7,9 @@ tool built on it keeps, checks, shares and repairs what it wrote.
   that made it; a store that running blocks again repairs is refused as [`StoreNeedsRuns`][], one
   to make again as [`StoreNeedsRemaking`][]; [`hold_store`][] holds a store from its first byte written to
   its last read; [`remove_store`][] removes one (refused while another process writes it).
+- [`save_sweep`][] writes a sweep made in memory to a store, [`open_sweep`][] opens one lazily
+  (`dynamics.load_sweep` reads one whole); a sweep's dataset has the dimensions of its grid (a
+  paired axis along [`POINT_DIM`][]), then [`SEED_DIM`][] and [`SAVE_DIM`][].
 - [`sweep_blocks`][], [`sweep_progress`][]: the blocks a sweep writes (what its shards share out)
   and how many are written.
 - [`add_to_store`][] adds an analysis of a sweep's runs to its store, with its checksums
@@ -51,19 +54,22 @@ from ._files import (
     remove_stale_temporaries,
     temporary_path,
 )
-from ._grid import grid_from_record
+from ._grid import POINT_DIM, grid_from_record
 from ._integrity import StoreNeedsRemaking, StoreNeedsRuns, StoreReport, check_store
 from ._kept_runs import keep_run, kept_runs
 from ._preflight import DEFAULT_MAX_BYTES, MAX_SEED, ResultsTooLarge, parse_bytes
 from ._shared import shared_store, sharing_runs
-from ._store import hold_store, remove_store
+from ._store import SAVE_DIM, SEED_DIM, hold_store, remove_store
 from ._store_add import add_to_store, drop_added
-from ._sweep import sweep_blocks, sweep_progress
+from ._sweep import open_sweep, save_sweep, sweep_blocks, sweep_progress
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
     "MAX_SEED",
+    "POINT_DIM",
     "ResultsTooLarge",
+    "SAVE_DIM",
+    "SEED_DIM",
     "StoreNeedsRemaking",
     "StoreNeedsRuns",
     "StoreReport",
@@ -76,11 +82,13 @@ __all__ = [
     "hold_store",
     "keep_run",
     "kept_runs",
+    "open_sweep",
     "parse_bytes",
     "prepare_file",
     "prepare_folder",
     "remove_stale_temporaries",
     "remove_store",
+    "save_sweep",
     "shared_store",
     "sharing_runs",
     "sweep_blocks",

@@ -46,7 +46,7 @@ class SlowDecay(dynamics.AbstractSimulation):
             jax.debug.callback(functools.partial(_hold, self.hold))
         if self.log:
             jax.debug.callback(
-                functools.partial(_log, self.log), self.rate, self.scale, dynamics.key_seed(key)
+                functools.partial(_log, self.log), self.rate, self.scale, dynamics._simulation.key_seed(key)
             )
         y0 = self.scale * jax.random.normal(key, (2,), self.dtype)
         save = dynamics.Save(ts=jnp.linspace(0.0, 1.0, 4, dtype=self.dtype))

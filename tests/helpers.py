@@ -32,7 +32,8 @@ def assert_sweep_round_trip(dataset, tmp_path) -> None:
     attribute unchanged."""
     import xarray as xr
 
-    from dynamics import load_sweep, save_sweep
+    from dynamics import load_sweep
+    from dynamics.store import save_sweep
 
     loaded = load_sweep(save_sweep(dataset, tmp_path / "sweep.zarr"))
     xr.testing.assert_identical(loaded.load(), dataset)

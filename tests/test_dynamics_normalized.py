@@ -61,7 +61,7 @@ def test_scalar_rate_is_global_normalisation(params):
 
 def test_none_normalises_each_leaf(params):
     g = jax.grad(_quadratic)(params)
-    updates, _ = dynamics.normalize_by_block().update(g, optax.EmptyState())
+    updates, _ = dynamics._normalized.normalize_by_block().update(g, optax.EmptyState())
     for u in jax.tree.leaves(updates):
         assert float(jnp.linalg.norm(u)) == pytest.approx(1.0, rel=1e-14)
 

@@ -22,7 +22,7 @@ def _pair(seed=0):
 
 def test_soft_threshold_hand_values():
     x = jnp.array([-2.0, -0.5, 0.0, 0.3, 1.5])
-    np.testing.assert_allclose(dynamics.soft_threshold(x, 0.5), [-1.5, 0.0, 0.0, 0.0, 1.0])
+    np.testing.assert_allclose(dynamics._proximal.soft_threshold(x, 0.5), [-1.5, 0.0, 0.0, 0.0, 1.0])
 
 
 def test_proximal_equals_hand_computation():

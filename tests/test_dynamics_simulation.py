@@ -161,7 +161,7 @@ def test_sweep_refuses_bad_grids_before_running():
 
 def test_sweep_store_round_trip(tmp_path):
     ds = dynamics.sweep(Decay(floor=0.3), {"rate": [1.0, 4.0]}, num_seeds=4)
-    loaded = dynamics.load_sweep(dynamics.save_sweep(ds, tmp_path / "s.zarr"))
+    loaded = dynamics.load_sweep(dynamics.store.save_sweep(ds, tmp_path / "s.zarr"))
     assert loaded.identical(ds)
     assert loaded.attrs["event_names"] == ["small"]
     with pytest.raises(ValueError, match="not a sweep written by attnflow"):

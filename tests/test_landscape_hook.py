@@ -22,7 +22,7 @@ LANDSCAPES = [
     pytest.param(name, level, marks=() if level == paper.default_level else pytest.mark.slow)
     for name, paper in papers().items()
     for level, cls in paper.simulations.items()
-    if dynamics.has_landscape(dynamics.from_setting_values(cls, cls.small))
+    if dynamics._simulation.has_landscape(dynamics.from_setting_values(cls, cls.small))
 ]
 """Every level that declares a landscape; all but each paper's default level only under `-m slow`."""
 
@@ -30,7 +30,7 @@ LANDSCAPES = [
 def test_each_paper_s_default_level_declares_a_landscape():
     for name, paper in papers().items():
         cls = paper.simulation(paper.default_level)
-        assert dynamics.has_landscape(dynamics.from_setting_values(cls, cls.small)), (
+        assert dynamics._simulation.has_landscape(dynamics.from_setting_values(cls, cls.small)), (
             f"{name}: {cls.__name__} declares no landscape"
         )
 

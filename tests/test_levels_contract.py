@@ -133,13 +133,17 @@ def test_a_level_holding_a_task_config_copies_none_of_its_settings(paper, level)
     """A task's settings are one field holding its config: no other setting of the level repeats
     one of the task's by name, and `--set task.<name>=...` reaches the config."""
     cls = papers()[paper].simulation(level)
-    held = [info for info in dynamics.params(cls) if dynamics.is_config(info.type)]
+    held = [info for info in dynamics.params(cls) if dynamics._params.is_config(info.type)]
     own = {info.name for info in dynamics.params(cls)}
     for info in held:
         inner = {setting.name.split(".")[0] for setting in dynamics.settings(info.type)}
         assert not own & inner, f"{cls.__name__} copies {sorted(own & inner)} of its {info.name}"
         first = dynamics.settings(info.type)[0]
-        text = {f"{info.name}.{first.name}": str(dynamics.setting_values(cls())[f"{info.name}.{first.name}"])}
+        text = {
+            f"{info.name}.{first.name}": str(
+                dynamics._params.setting_values(cls())[f"{info.name}.{first.name}"]
+            )
+        }
         assert cls.from_settings(text) == cls()
 
 
@@ -253,7 +257,7 @@ def test_the_sharpness_and_the_flow_alongside_leave_a_run_as_it_is(paper, level)
 
     rounding = np.finfo(values["sharpness"].dtype).eps
     last_stage_kept = {f"final.{along.loss_name}", f"final.metrics.{along.loss_name}"} & set(values)
-    if dynamics.has_landscape(along) and not last_stage_kept:
+    if dynamics._simulation.has_landscape(along) and not last_stage_kept:
         _assert_last_sharpness_is_the_landscape_s(along, values, rounding)
     if "flow_distance" in values:
         scale = max(np.linalg.norm(values[name]) for name in named_leaves(run_shape(along).final, "final."))
@@ -338,7 +342,7 @@ def test_log_saves_save_at_the_log_spaced_steps_of_the_level_s_steps(paper, leve
     count its `every` divides (counted from where those steps start), whatever `every` is."""
     sim = _small(paper, level)
     steps_name = _log_saved_steps(type(sim))
-    num_steps = dynamics.setting_values(sim)[steps_name]
+    num_steps = dynamics._params.setting_values(sim)[steps_name]
     logged = dynamics.with_settings(sim, {"log_saves": 3, "every": num_steps + 1})
     ts = np.asarray(jax.jit(logged.run)(dynamics.seed_key(0)).ts)
     expected = dynamics.log_spaced_steps(num_steps, 3)

@@ -31,7 +31,7 @@ def _public_configs() -> dict:
         package = importlib.import_module(f"tasks.{name}")
         for attr in package.__all__:
             obj = getattr(package, attr)
-            if dynamics.is_config(obj) and not issubclass(obj, dynamics.AbstractSimulation):
+            if dynamics._params.is_config(obj) and not issubclass(obj, dynamics.AbstractSimulation):
                 found[attr] = (
                     functools.partial(NEEDS_ARGUMENTS[attr], obj) if attr in NEEDS_ARGUMENTS else obj
                 )
@@ -46,7 +46,7 @@ BASES = {name: make for name, make in CONFIGS.items()} | {path: cls for path, cl
 PROPERTY = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-def _fields(name: str) -> list[dynamics.ParamInfo]:
+def _fields(name: str) -> list[dynamics._params.ParamInfo]:
     """Every setting, a config held in a field by its fields' dotted names (`task.d`)."""
     return dynamics.settings(type(BASES[name]()))
 
@@ -59,7 +59,7 @@ def _owner(base, name: str) -> str:
     )
 
 
-def _bad_values(info: dynamics.ParamInfo) -> st.SearchStrategy:
+def _bad_values(info: dynamics._params.ParamInfo) -> st.SearchStrategy:
     """Values the field must refuse."""
     wrong_type = ["1", [1], {"a": 1}] + ([] if info.optional else [None])
     allowed = info.allowed
@@ -98,7 +98,7 @@ PATH_FIELDS = {"source": st.just("quick"), "task.source": st.just("quick")}
 """String fields that name a corpus or a directory: any text is not allowed, these values are."""
 
 
-def _good_values(info: dynamics.ParamInfo) -> st.SearchStrategy:
+def _good_values(info: dynamics._params.ParamInfo) -> st.SearchStrategy:
     """Values the field allows (bounded to keep the configs small)."""
     allowed = info.allowed
     if info.name in PATH_FIELDS:
@@ -158,7 +158,7 @@ def test_allowed_values_build_and_describe_round_trips(name, data):
     except ValueError as error:  # only a condition between fields may refuse an allowed value
         assert str(error).startswith((f"{type(base).__name__}: ", f"{_owner(base, info.name)}: ")), error
         assume(False)
-    assert dynamics.setting_values(config)[info.name] == value
+    assert dynamics._params.setting_values(config)[info.name] == value
     if isinstance(config, dynamics.AbstractSimulation):
         described = config.describe()
         rebuilt = dynamics.from_setting_values(

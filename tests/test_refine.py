@@ -19,8 +19,8 @@ START = [0.1, 0.2, 0.4, 0.8, 1.6]
 def test_the_boundary_lands_on_the_edge_of_stability_within_2_percent_with_a_fifth_of_the_points():
     """12 points (5, then one per round) put 2/λ in an interval 0.5 % wide; a uniform grid of that
     resolution over the same range needs over 500 points."""
-    found = dynamics.refine_sweep(
-        QuadraticDescent(), {"eta": START}, dynamics.Outcome.parse("growth>1"), budget=12
+    found = dynamics.landscape.refine_sweep(
+        QuadraticDescent(), {"eta": START}, dynamics.landscape.Outcome.parse("growth>1"), budget=12
     )
     about = json.loads(found.attrs["refine"])
     ((low, high),) = about["boundaries"]
@@ -85,10 +85,10 @@ def test_over_two_axes_the_cells_follow_the_edge_within_2_percent_with_a_fifth_o
     """943 points (9, then 7 rounds) split every cell the edge ηλ = 2 crosses six times: each is a
     factor 2^(1/64) (1.09 %) wide along each axis and holds a piece of the edge; a uniform grid of
     that resolution over the same plane needs 129² = 16,641 points."""
-    found = dynamics.refine_sweep(
+    found = dynamics.landscape.refine_sweep(
         QuadraticDescent(),
         {"eta": ETA_PLANE, "lam": LAM_PLANE},
-        dynamics.Outcome.parse("growth>1"),
+        dynamics.landscape.Outcome.parse("growth>1"),
         budget=943,
     )
     about = json.loads(found.attrs["refine"])
@@ -114,7 +114,7 @@ def test_a_paired_axis_runs_what_the_product_grid_runs_at_its_points():
     product = dynamics.sweep(QuadraticDescent(), {"eta": [0.3, 0.6], "lam": [1.5, 6.0]}, num_seeds=3)
     points = [(0.3, 6.0), (0.6, 1.5)]
     paired = dynamics.sweep(QuadraticDescent(), {("eta", "lam"): points}, num_seeds=3)
-    assert paired["growth"].dims[0] == dynamics.POINT_DIM
+    assert paired["growth"].dims[0] == dynamics.store.POINT_DIM
     for p, (eta, lam) in enumerate(points):
         assert (paired["eta"][p], paired["lam"][p]) == (eta, lam)
         expected = product["growth"].sel(eta=eta, lam=lam).values
@@ -137,16 +137,22 @@ def test_an_outcome_reads_blown_up_runs_as_diverged_and_an_event_s_padding_not()
     from .test_dynamics_simulation import Decay
 
     ds = dynamics.sweep(QuadraticDescent(), {"eta": [0.1, 1.6]}, num_seeds=3)
-    assert dynamics.Outcome.parse("diverged").of_runs(ds).values.tolist() == [[False] * 3, [True] * 3]
-    assert dynamics.Outcome.parse("growth<1").of_runs(ds).values.tolist() == [[True] * 3, [False] * 3]
+    assert dynamics.landscape.Outcome.parse("diverged").of_runs(ds).values.tolist() == [
+        [False] * 3,
+        [True] * 3,
+    ]
+    assert dynamics.landscape.Outcome.parse("growth<1").of_runs(ds).values.tolist() == [
+        [True] * 3,
+        [False] * 3,
+    ]
     stopped = dynamics.sweep(Decay(floor=0.3), {"rate": [2.0]}, num_seeds=3)
     assert (stopped["stop"] == int(dynamics.StopReason.event)).any()
-    assert not dynamics.Outcome.parse("diverged").of_runs(stopped).values.any()
-    last = dynamics.Outcome.parse("value<1e300").of_runs(stopped).values
+    assert not dynamics.landscape.Outcome.parse("diverged").of_runs(stopped).values.any()
+    last = dynamics.landscape.Outcome.parse("value<1e300").of_runs(stopped).values
     saved = np.isfinite(stopped["value"].values).any(axis=-1)  # a run stopped at its start saved none: +∞
     assert saved.any() and (last == saved).all()
     with pytest.raises(ValueError, match="no scalar of the runs"):
-        dynamics.Outcome.parse("nothing>1").of_runs(ds)
+        dynamics.landscape.Outcome.parse("nothing>1").of_runs(ds)
 
 
 @pytest.mark.parametrize(

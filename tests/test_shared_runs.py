@@ -29,7 +29,9 @@ def test_two_pieces_sharing_a_sweep_run_it_once_with_the_numbers_in_memory(tmp_p
 
 def test_reproduce_names_a_folder_of_its_own_and_leaves_nothing_in_it(tmp_path, monkeypatch):
     folder = tmp_path / "shared_runs"
-    earlier = dynamics.save_sweep(dynamics.sweep(SlowDecay(), GRID, num_seeds=1), folder / "earlier.zarr")
+    earlier = dynamics.store.save_sweep(
+        dynamics.sweep(SlowDecay(), GRID, num_seeds=1), folder / "earlier.zarr"
+    )
     with shared_runs(folder) as given, dynamics.store.sharing_runs(given):
         assert not earlier.exists()  # an earlier run's stores go before the pieces start
         store = dynamics.store.shared_store(SlowDecay(), GRID, num_seeds=2)

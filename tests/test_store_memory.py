@@ -65,7 +65,7 @@ def test_a_command_s_peak_memory_does_not_grow_with_its_blocks(tmp_path, command
 def test_open_sweep_reads_a_variable_only_when_asked_and_equals_load_sweep(tmp_path):
     store = tmp_path / "wide.zarr"
     dynamics.sweep(Wide(width=4, num_saves=3), {"width": [4]}, num_seeds=5, chunk_size=2, store=store)
-    lazy = dynamics.open_sweep(store)
+    lazy = dynamics.store.open_sweep(store)
     assert not any(variable._in_memory for variable in lazy.variables.values() if variable.ndim > 1)
     loaded = dynamics.load_sweep(store)
     for name in loaded.data_vars:
@@ -73,4 +73,4 @@ def test_open_sweep_reads_a_variable_only_when_asked_and_equals_load_sweep(tmp_p
     assert json.loads(lazy.attrs["config"]) == json.loads(loaded.attrs["config"])
     (store / ".zattrs").write_text("{")
     with pytest.raises(ValueError, match="wide.zarr"):
-        dynamics.open_sweep(store)
+        dynamics.store.open_sweep(store)

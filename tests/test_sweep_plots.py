@@ -132,7 +132,7 @@ def test_a_run_of_many_saves_is_drawn_from_evenly_spaced_ones_first_and_last_kep
     tmp_path, drawn, euler, monkeypatch
 ):
     monkeypatch.setattr(_sweep_plots, "MAX_SAVES_DRAWN", 3)
-    saves = euler.sizes[dynamics.SAVE_DIM]
+    saves = euler.sizes[dynamics.store.SAVE_DIM]
     assert saves > 3
     thinned, words = _sweep_plots._thinned(euler)
     kept = thinned["time"].isel(seed=0, rate=0).values
@@ -165,7 +165,7 @@ def test_a_constant_count_is_drawn_on_whole_number_ticks_without_an_offset(tmp_p
         ("constant", np.full((3, 4), 2.0)),
         ("varying", np.array([[1, 2, 2, 3]] * 3, float)),
     ]:
-        count = xr.DataArray(values, dims=("rate", dynamics.SEED_DIM), coords={"rate": [0.5, 1.0, 2.0]})
+        count = xr.DataArray(values, dims=("rate", dynamics.store.SEED_DIM), coords={"rate": [0.5, 1.0, 2.0]})
         _sweep_plots._finals(count, ["rate"], name, "plateaus per run", tmp_path)
     labels, offset = ticks["constant_final.png"]
     assert offset == "" and all(float(t.replace("−", "-")).is_integer() for t in labels if t), labels

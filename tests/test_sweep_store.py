@@ -314,7 +314,7 @@ def test_the_launch_options_are_refused_before_any_work(tmp_path, monkeypatch, c
 
     monkeypatch.chdir(ROOT)
     old = tmp_path / "old"
-    store = dynamics.save_sweep(dynamics.sweep(SlowDecay(), GRID, num_seeds=2), old / "sweep.zarr")
+    store = dynamics.store.save_sweep(dynamics.sweep(SlowDecay(), GRID, num_seeds=2), old / "sweep.zarr")
     before = dynamics.store.check_store(store)
     for out in (old, tmp_path / "new"):
         argv = ["sweep", "tests._store_sims:SlowDecay", "--grid", "rate=0.5,2", "--out", str(out)]
