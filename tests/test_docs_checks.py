@@ -161,3 +161,27 @@ def test_what_a_check_says_the_paper_prints_is_quoted_from_the_paper():
                 assert " ".join(quote.split()) in texts, (fn.__name__, quote)
                 quoting.add(name)
     assert len(quoting) >= 3, quoting
+
+
+ASCII_MATHS = re.compile(
+    r"\w\^[\w(]|[<>]=|->|\|\||\b(?:eta|alpha|beta|gamma|delta|lambda|rho|sigma|tau|mu)(?:\d|_|\b)"
+)
+"""Maths typed as ASCII in plain text: `x^2`, `e^(-a)`, `>=`, `->`, `||W||`, `eta0`, `beta_n`."""
+
+
+@pytest.mark.parametrize(
+    "text", ["t^(-1/2)", "lambda >= 1e-2", "||W*||", "eta2*lambda", "beta_nn'", "x -> 0"]
+)
+def test_ascii_maths_is_found(text):
+    assert ASCII_MATHS.search(text)
+
+
+@pytest.mark.parametrize("paper", sorted(papers()))
+def test_a_documented_deviation_and_what_the_paper_prints_are_written_in_unicode(paper):
+    """The reasons a check deviates and the paper's printed values are shown as plain text (the
+    verdict boxes, the report's "Why"): Unicode maths (η₂λ ≥ 10⁻², ‖W⋆‖²), never ASCII TeX; what
+    is printed may hold `$…$` maths, which is rendered."""
+    for fn in papers()[paper].checks:
+        declared = fn.declaration
+        for text in (declared.expected_deviation or "", re.sub(r"\$[^$]*\$", "", declared.printed or "")):
+            assert not ASCII_MATHS.search(text), (fn.__name__, ASCII_MATHS.search(text).group(0), text)

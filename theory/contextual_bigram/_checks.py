@@ -489,11 +489,11 @@ def algorithm1_recovers(full: bool) -> Measured:
     r"0$, 4 / 16 seeds, 1000 / 4000 Stage-2 steps: ratio",
     tolerance=0.5,
     provenance="derived",
-    expected_deviation="per step the soft threshold shrinks an entry by only eta2*lambda = 5e-5, "
+    expected_deviation="per step the soft threshold shrinks an entry by only η₂λ = 5·10⁻⁵, "
     "far below the mini-batch noise per entry, and the affine re-projection after the prox "
     "(recon) returns the removed mass to every entry of the column alike; off-support entries "
-    "therefore stay near (1-alpha)/T plus noise. A lambda large enough to matter biases alpha "
-    "(with the loss constant 1/2, lambda >= 1e-2 already pulls alpha to about 0.7 when K_P is "
+    "therefore stay near (1 − α)/T plus noise. A λ large enough to matter biases α "
+    "(with the loss constant ½, λ ≥ 10⁻² already pulls α to about 0.7 when K_P is "
     "about 0.1).",
     sized=True,
 )

@@ -250,8 +250,8 @@ def cor1_gap_lower_end() -> Measured:
     tolerance=0.0,
     provenance="derived",
     bound="upper",
-    expected_deviation="the exact stage-1 trajectory W_ov(t) = t eta0 W*/||W*|| gives the gap "
-    "t eta0/||W*_ov||, above 3A = 3 t eta0/(4||W*||^2) whenever ||W*_ov|| > 3/4 (derived).",
+    expected_deviation="the exact stage-1 trajectory W_ov(t) = tη₀ W⋆/‖W⋆‖ gives the gap "
+    "tη₀/‖W⋆_ov‖, above 3A = 3tη₀/(4‖W⋆‖²) whenever ‖W⋆_ov‖ > 3/4 (derived).",
 )
 def cor1_gap_upper_end() -> Measured:
     """Corollary 1's upper end `gap < 3A`: contradicted by the exact stage-1 trajectory (derived)."""

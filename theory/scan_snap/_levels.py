@@ -81,13 +81,13 @@ def _relative(a: np.ndarray, b: np.ndarray) -> float:
     tolerance=0.05,
     provenance="recon",
     expected_deviation="L2 is built on the modified decoder update (Eqn 26), whose back-propagated "
-    "gradient (Eqn 9) couples class n to the other classes through beta_nn' ~ E'_nn' ~ rho, while the "
-    "true gradient flow (Eqn 7, L1) carries only the q_0 ~ -1/M coupling (with Eqn 7, Eqn 9 holds only "
-    "up to O(|lambda_1|) in g). P⊥ (the projection orthogonal to f_n) removes the common f_n part of "
-    "g, so that O(|lambda_1|) "
-    "relative difference in g becomes an O(rho M) difference in z_dot (L2 faster by ~1 + rho M at "
+    "gradient (Eqn 9) couples class n to the other classes through β_nn′ ∼ E′_nn′ ∼ ρ, while the "
+    "true gradient flow (Eqn 7, L1) carries only the q₀ ∼ −1/M coupling (with Eqn 7, Eqn 9 holds only "
+    "up to O(|λ₁|) in g). P⊥ (the projection orthogonal to f_n) removes the common f_n part of "
+    "g, so that O(|λ₁|) "
+    "relative difference in g becomes an O(ρM) difference in ż (L2 faster by about 1 + ρM at "
     "early times). It is a property of the decoder, present with frozen attention, so it does not "
-    "vanish as η_Z/η_Y -> 0.",
+    "vanish as η_Z/η_Y → 0.",
     sized=True,
 )
 def levels_L1_vs_L2(full: bool = False) -> Measured:

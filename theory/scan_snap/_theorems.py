@@ -278,7 +278,7 @@ def theorem3_eqn11_L1() -> Measured:
     provenance="recon",
     expected_deviation="in L1 Eqn 11 is only approximate (the rows of the true Y are not exactly "
     "proportional to the current f_n), with an error that grows with "
-    "η_Z/η_Y; the 1e-2 tolerance is for η_Y/η_Z >= 10 and this run has η_Y/η_Z = 1.",
+    "η_Z/η_Y; the 10⁻² tolerance is for η_Y/η_Z ≥ 10 and this run has η_Y/η_Z = 1.",
 )
 def theorem3_eqn11_L1_eta_z_1() -> Measured:
     """Theorem 3, Eqn 11 in L1 with η_Y = η_Z = 1, outside Assumption 1(c): reported with its

@@ -399,7 +399,7 @@ def theorem3_closed_form(full: bool = False) -> Measured:
     r"relative error",
     tolerance=0.02,
     provenance="derived",
-    expected_deviation="the approach to R is slow (corrections of order e^(−a) ∼ t^(−1/2)); "
+    expected_deviation="the approach to R is slow (corrections of order e⁻ᵃ ∼ 1/√t); "
     "theorem3_ratio_gap_rate checks that rate",
 )
 def theorem3_ratio_limit() -> Measured:

@@ -234,7 +234,7 @@ def fig2_stochastic_converges(full: bool = False) -> Measured:
         error=float(np.max(final)),
         note=f"{r['note']}; the closed form at T_test={longest} reaches {CONVERGED} L_0 after {k} steps.",
         deviation=f"by Theorem 3 the loss at T_test is a growing multiple of the training-length loss (the "
-        f"ratio tends to R), which falls like (N-1)/(4 eta k): after {sim.num_steps} steps the closed form "
+        f"ratio tends to R), which falls like (N − 1)/(4ηk): after {sim.num_steps} steps the closed form "
         f"itself is {closed_max:.3f} L_0 at T_test={longest}, still falling like 1/k"
         if closed_max > CONVERGED
         else None,
