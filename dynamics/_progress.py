@@ -136,8 +136,10 @@ class _Lines:
     [`HEARTBEAT`][] seconds, a line says that the work goes on:
     `blocks: 0/1 done (2 min 0 s so far; no block done yet to estimate the time from)`."""
 
-    def __init__(self, total: int, desc: str, unit: str, weights: Sequence[float] | None = None):
-        self.total, self.desc, self.unit, self.n = total, desc, unit, 0
+    def __init__(
+        self, total: int, desc: str, unit: str, weights: Sequence[float] | None = None, quiet: bool = False
+    ):
+        self.total, self.desc, self.unit, self.n, self.quiet = total, desc, unit, 0, quiet
         self.work, self.work_done = (float(sum(weights)) if weights else float(total)), 0.0
         self.start = self.ended = self.said = time.perf_counter()
         self.postfix = ""
@@ -148,7 +150,8 @@ class _Lines:
         self.postfix = text
 
     def _print(self, detail: str) -> None:
-        print(f"{self.desc}: {self.n}/{self.total} done ({detail})", file=sys.stderr, flush=True)
+        if not self.quiet:
+            print(f"{self.desc}: {self.n}/{self.total} done ({detail})", file=sys.stderr, flush=True)
 
     def _left(self, now: float) -> float:
         """The seconds left at `now`: the work to come at the pace of the work done, less what
@@ -210,6 +213,6 @@ def progress_over(total: int, desc: str, unit: str, enabled: bool, weights: Sequ
         >>> [line.split(" (")[0] for line in log.getvalue().splitlines()]
         ['jobs: 1/2 done', 'jobs: 2/2 done']
     """
-    if enabled and (weights is not None or not on_terminal()):
-        return _Lines(total, desc, unit, weights)
+    if weights is not None or (enabled and not on_terminal()):
+        return _Lines(total, desc, unit, weights, quiet=not enabled)
     return tqdm(total=total, desc=desc, unit=unit, disable=not enabled)

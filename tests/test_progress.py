@@ -143,6 +143,9 @@ def test_with_weights_the_time_left_is_the_work_left_at_the_pace_of_the_work_don
         bar.update()
     drawn = capsys.readouterr().err  # no weights, on a terminal: tqdm's bar, not our lines
     assert "piece/s" in drawn and "done (" not in drawn
+    with dynamics.progress_over(2, "pieces", "piece", False, weights=[1.0, 2.0]) as bar:
+        bar.update(weight=1.0)  # switched off: counts, says nothing
+    assert capsys.readouterr().err == ""
 
 
 @pytest.mark.parametrize("jobs", [1, pytest.param(2, marks=pytest.mark.slow)])
