@@ -56,20 +56,20 @@ def run_pieces(
         raise ValueError(f"one cost per piece: {len(weights)} costs for {len(pieces)} pieces")
     if len(pieces) <= 1:
         return _gathered([_recorded(function, args, shared_runs) for function, args in pieces])
-    with dynamics.progress_over(len(pieces), "pieces", "piece", True, weights) as bar:
-        if jobs == 1:
-            recorded = []
-            for (function, args), weight in zip(pieces, weights):
-                recorded.append(_recorded(function, args, shared_runs))
-                bar.update(weight=weight)
-            return _gathered(recorded)
-        return _gathered(_in_workers(pieces, jobs, compile_cache_dir, shared_runs, weights, bar))
-
-
-def _in_workers(pieces, jobs, compile_cache_dir, shared_runs, weights, bar) -> list:
-    """The recorded results of `pieces` run in worker processes, in the order given, each counted
-    on `bar` with its weight as it ends."""
     workers = min(jobs, len(pieces))
+    with dynamics.progress_over(len(pieces), "pieces", "piece", True, weights, workers) as bar:
+        if workers == 1:
+            recorded = []
+            for index, (function, args) in enumerate(pieces):
+                recorded.append(_recorded(function, args, shared_runs))
+                bar.update(piece=index)
+            return _gathered(recorded)
+        return _gathered(_in_workers(pieces, workers, compile_cache_dir, shared_runs, bar))
+
+
+def _in_workers(pieces, workers, compile_cache_dir, shared_runs, bar) -> list:
+    """The recorded results of `pieces` run in `workers` worker processes, in the order given,
+    each counted on `bar` as it ends."""
     pool = ProcessPoolExecutor(
         max_workers=workers,
         mp_context=multiprocessing.get_context("spawn"),  # JAX's threads do not survive a fork
@@ -78,10 +78,10 @@ def _in_workers(pieces, jobs, compile_cache_dir, shared_runs, weights, bar) -> l
     )
     try:
         futures = [pool.submit(_recorded, function, args, shared_runs) for function, args in pieces]
-        weight_of = dict(zip(futures, weights))
+        index_of = {future: index for index, future in enumerate(futures)}
         for future in as_completed(futures):
             future.result()
-            bar.update(weight=weight_of[future])
+            bar.update(piece=index_of[future])
         results = [future.result() for future in futures]
     except BaseException:
         # a failed piece, Ctrl-C or SIGTERM: the pieces not started are dropped and this process

@@ -130,18 +130,31 @@ HEARTBEAT = 60.0
 
 class _Lines:
     """Progress as one line per finished piece, `blocks: 3/8 done (12.4 s, about 21 s left)`, for a
-    log or a pipe, where a bar's redraws would each leave a line (what is left: the pieces to come
-    at the pace of those done); with a postfix as tqdm's,
+    log or a pipe, where a bar's redraws would each leave a line; with a postfix as tqdm's,
     `blocks: 8/8 done (0.1 s; 0 run here, 8 found written)`. While no piece ends for
     [`HEARTBEAT`][] seconds, a line says that the work goes on:
-    `blocks: 0/1 done (2 min 0 s so far; no block done yet to estimate the time from)`."""
+    `blocks: 0/1 done (2 min 0 s so far; no block done yet to estimate the time from)`.
+
+    What is left: the pieces run in their order on `workers` at once, each starting as one ends;
+    each finished piece's own time gives the seconds per unit of weight, and the pieces running and
+    to come are laid out on the workers at that pace (a running piece less what it has run)."""
 
     def __init__(
-        self, total: int, desc: str, unit: str, weights: Sequence[float] | None = None, quiet: bool = False
+        self,
+        total: int,
+        desc: str,
+        unit: str,
+        weights: Sequence[float] | None = None,
+        quiet: bool = False,
+        workers: int = 1,
     ):
         self.total, self.desc, self.unit, self.n, self.quiet = total, desc, unit, 0, quiet
-        self.work, self.work_done = (float(sum(weights)) if weights else float(total)), 0.0
+        self.weights = [float(w) for w in weights] if weights is not None else [1.0] * total
+        self.workers = max(1, int(workers))
         self.start = self.ended = self.said = time.perf_counter()
+        self.running = {piece: self.start for piece in range(min(self.workers, total))}
+        self.next_piece = len(self.running)
+        self.seconds_done = self.weight_done = 0.0
         self.postfix = ""
         self._stop = threading.Event()
         self._beat = threading.Thread(target=self._heartbeat, daemon=True)
@@ -154,15 +167,30 @@ class _Lines:
             print(f"{self.desc}: {self.n}/{self.total} done ({detail})", file=sys.stderr, flush=True)
 
     def _left(self, now: float) -> float:
-        """The seconds left at `now`: the work to come at the pace of the work done, less what
-        has run since a piece last ended (after one piece or more)."""
-        pace = (self.ended - self.start) / max(self.work_done, 1e-300)
-        return max(pace * (self.work - self.work_done) - (now - self.ended), 0.0)
+        """The seconds left at `now` (after one piece or more): the pieces running and to come laid
+        out on the workers, each taking its weight at the pace of the pieces done."""
+        pace = self.seconds_done / max(self.weight_done, 1e-300)
+        free = sorted(max(self.weights[p] * pace - (now - began), 0.0) for p, began in self.running.items())
+        free += [0.0] * (self.workers - len(free))
+        for piece in range(self.next_piece, self.total):
+            free.sort()
+            free[0] += self.weights[piece] * pace
+        return max(free, default=0.0)
 
-    def update(self, n: int = 1, weight: float | None = None) -> None:
-        self.n += n
-        self.work_done += n if weight is None else weight
-        self.ended = self.said = now = time.perf_counter()
+    def update(self, n: int = 1, piece: int | None = None) -> None:
+        """Count `n` pieces done: `piece` (its index), else the ones running longest."""
+        now = time.perf_counter()
+        for _ in range(n):
+            done = piece if piece is not None else min(self.running, key=self.running.get, default=None)
+            began = self.running.pop(done, self.start) if done is not None else self.start
+            weight = self.weights[done] if done is not None and done < self.total else 1.0
+            self.seconds_done += now - began
+            self.weight_done += weight
+            self.n += 1
+            if self.next_piece < self.total:
+                self.running[self.next_piece] = now
+                self.next_piece += 1
+        self.ended = self.said = now
         left = f", about {duration(self._left(now))} left" if self.n < self.total else ""
         self._print(f"{duration(now - self.start)}{left}{f'; {self.postfix}' if self.postfix else ''}")
 
@@ -187,7 +215,14 @@ class _Lines:
         self._stop.set()
 
 
-def progress_over(total: int, desc: str, unit: str, enabled: bool, weights: Sequence[float] | None = None):
+def progress_over(
+    total: int,
+    desc: str,
+    unit: str,
+    enabled: bool,
+    weights: Sequence[float] | None = None,
+    workers: int = 1,
+):
     """Progress over `total` pieces (the blocks of a sweep, the chunks of a batch, the jobs of a
     launch): a tqdm bar on a terminal, one line per piece elsewhere (`on_terminal`), each with
     the time left at the pace of the pieces done; nothing unless `enabled`.
@@ -196,10 +231,11 @@ def progress_over(total: int, desc: str, unit: str, enabled: bool, weights: Sequ
     (`"block"`); `enabled`: whether to show progress at all; `weights`: the pieces' expected
     costs (any unit), when they differ: the time left is then the work left at the pace of the
     work done, and the progress is one line per piece wherever it is shown (pieces that print
-    lines of their own, as worker processes do, would break a bar).
+    lines of their own, as worker processes do, would break a bar); `workers`: how many pieces
+    run at once (in their order, each starting as one ends), for the time left.
 
-    **Returns:** a context manager whose `update()` counts one piece done (`update(weight=w)`:
-    a piece of cost `w`, with `weights`).
+    **Returns:** a context manager whose `update()` counts one piece done (`update(piece=i)`:
+    piece `i`, with `weights`).
 
     **Example:** in a log (stderr not a terminal), a line per piece:
 
@@ -214,5 +250,5 @@ def progress_over(total: int, desc: str, unit: str, enabled: bool, weights: Sequ
         ['jobs: 1/2 done', 'jobs: 2/2 done']
     """
     if weights is not None or (enabled and not on_terminal()):
-        return _Lines(total, desc, unit, weights, quiet=not enabled)
+        return _Lines(total, desc, unit, weights, quiet=not enabled, workers=workers)
     return tqdm(total=total, desc=desc, unit=unit, disable=not enabled)

@@ -127,11 +127,11 @@ def test_with_weights_the_time_left_is_the_work_left_at_the_pace_of_the_work_don
     monkeypatch.setattr(_progress, "on_terminal", lambda: True)
     with dynamics.progress_over(3, "pieces", "piece", True, weights=[6.0, 3.0, 1.0]) as bar:
         clock.now = 30.0
-        bar.update(weight=6.0)
+        bar.update(piece=0)
         clock.now = 45.0
-        bar.update(weight=3.0)
+        bar.update(piece=1)
         clock.now = 50.0
-        bar.update(weight=1.0)
+        bar.update(piece=2)
     lines = capsys.readouterr().err.splitlines()
     assert lines == [
         "pieces: 1/3 done (30 s, about 20 s left)",
@@ -144,8 +144,28 @@ def test_with_weights_the_time_left_is_the_work_left_at_the_pace_of_the_work_don
     drawn = capsys.readouterr().err  # no weights, on a terminal: tqdm's bar, not our lines
     assert "piece/s" in drawn and "done (" not in drawn
     with dynamics.progress_over(2, "pieces", "piece", False, weights=[1.0, 2.0]) as bar:
-        bar.update(weight=1.0)  # switched off: counts, says nothing
+        bar.update(piece=0)  # switched off: counts, says nothing
     assert capsys.readouterr().err == ""
+
+
+def test_with_workers_the_pieces_running_are_laid_out_at_the_pace_of_those_done(monkeypatch, capsys):
+    """Two workers, pieces of costs 6, 3 and 1 taken in order: when the piece of cost 3 ends at
+    15 s (5 s a unit), the one of cost 6 has 15 s to go and the last, started then, 5 s: 15 s are
+    left, where the work left at the pace of the work done (7 units at 5 s) says 35 s."""
+    clock = _Clock()
+    monkeypatch.setattr(_progress.time, "perf_counter", clock)
+    with dynamics.progress_over(3, "pieces", "piece", True, weights=[6.0, 3.0, 1.0], workers=2) as bar:
+        clock.now = 15.0
+        bar.update(piece=1)
+        clock.now = 20.0
+        bar.update(piece=2)
+        clock.now = 30.0
+        bar.update(piece=0)
+    assert capsys.readouterr().err.splitlines() == [
+        "pieces: 1/3 done (15 s, about 15 s left)",
+        "pieces: 2/3 done (20 s, about 10 s left)",
+        "pieces: 3/3 done (30 s)",
+    ]
 
 
 @pytest.mark.parametrize("jobs", [1, pytest.param(2, marks=pytest.mark.slow)])
