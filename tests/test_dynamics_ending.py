@@ -35,7 +35,7 @@ def _logistic(w):
 @pytest.fixture(scope="module")
 def max_margin():
     """ŵ = argmin ‖w‖ s.t. yᵢ xᵢᵀw ≥ 1, by the QP solver of the max-margin problems."""
-    from theory.ntp_partial_order._qp import solve_qp
+    from theory.ntp_partial_order import solve_qp
 
     solution = solve_qp(np.eye(2), np.zeros(2), LABELS[:, None] * POINTS, np.ones(4))
     np.testing.assert_allclose(solution.x, 2.0 * ROTATION[:, 0], atol=1e-10)

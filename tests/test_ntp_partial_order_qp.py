@@ -1,22 +1,11 @@
-"""Convex QPs with KKT residuals (`theory.ntp_partial_order._qp`, the solver of the max-margin
-problems)."""
+"""Convex QPs with KKT residuals (`theory.ntp_partial_order.solve_qp`, the solver of the max-margin
+problems), against the second solver (`least_distance`) and SciPy's SLSQP."""
 
 import numpy as np
 import pytest
 import scipy.optimize
 
-from theory.ntp_partial_order._qp import kkt_residuals, solve_qp
-
-
-def _ldp(G, h):
-    """Least-distance programming by NNLS (Lawson-Hanson), an independent reference."""
-    n = G.shape[1]
-    E = np.vstack([G.T, h[None]])
-    f = np.zeros(n + 1)
-    f[-1] = 1.0
-    u, _ = scipy.optimize.nnls(E, f)
-    r = E @ u - f
-    return -r[:n] / r[-1]
+from theory.ntp_partial_order import kkt_residuals, least_distance, solve_qp
 
 
 def test_spec_example_is_not_the_closed_form():
@@ -25,7 +14,7 @@ def test_spec_example_is_not_the_closed_form():
     G = np.stack([np.eye(5)[o] - np.eye(5)[x] for o, x in pairs])
     sol = solve_qp(np.eye(5), np.zeros(5), G, np.ones(4))
     assert sol.kkt_residual <= 1e-8
-    np.testing.assert_allclose(sol.x, _ldp(G, np.ones(4)), atol=1e-8)
+    np.testing.assert_allclose(sol.x, least_distance(G, np.ones(4)), atol=1e-8)
     closed = np.array([3 / 5, 3 / 5, -2 / 5, -2 / 5, -2 / 5])
     assert np.abs(sol.x - closed).max() > 1e-3
 

@@ -7,7 +7,8 @@ Example 2 on SVOP and Theorem 1 over many random datasets.
 `theory.check_makers(PAPER, CHECKS, full)`. Each is declared with `theory.claim` (its claim, tolerance
 and provenance); a `sized` one takes `full: bool`, the paper's number of datasets (fewer
 otherwise), never a looser tolerance; the others take no argument. Everything
-runs in float64 and `W*_kq` is the QP solution of Eqn 3 (Proposition 2's closed form is checked
+runs in float64 and `W*_kq` is the QP solution of Eqn 3 ([`solve_qp`][], Clarabel with its KKT
+residuals; [`least_distance`][] the second solver) (Proposition 2's closed form is checked
 only where its Hall-type condition holds). The max-margin solutions and closed forms are in
 [`closed_forms`][]; [`figure_run`][], [`very_long_run`][] and [`svop_run`][] are the cached runs
 the checks measure.
@@ -15,6 +16,7 @@ the checks measure.
 
 from . import closed_forms
 from ._maxmargin import MaxMargin, least_distance
+from ._qp import QPSolution, kkt_residuals, solve_qp
 from ._sims import (
     PAPER,
     LongRun,
@@ -96,6 +98,7 @@ __all__ = [
     "PAPER",
     "LongRun",
     "MaxMargin",
+    "QPSolution",
     "Simulated",
     "closed_forms",
     "cosine",
@@ -104,7 +107,9 @@ __all__ = [
     "eqn3_constraints",
     "figure_run",
     "hall_columns",
+    "kkt_residuals",
     "least_distance",
+    "solve_qp",
     "stage1_loss",
     "svop_predictions",
     "svop_run",

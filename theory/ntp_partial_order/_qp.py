@@ -28,7 +28,7 @@ class QPSolution:
     (multiplier ½), the second is not (multiplier 0):
 
         >>> import numpy as np
-        >>> from theory.ntp_partial_order._qp import solve_qp
+        >>> from theory.ntp_partial_order import solve_qp
         >>> G = np.array([[1.0, 1.0], [1.0, 0.0]])
         >>> solution = solve_qp(np.eye(2), np.array([-1.0, -1.0]), G, np.array([3.0, 0.0]))
         >>> solution.status, [round(float(v), 8) for v in solution.dual]
@@ -61,7 +61,7 @@ def kkt_residuals(P, q, G, h, x, lam) -> tuple[float, float, float, float]:
     violates the constraint by 1, while (1.5, 1.5) with multiplier ½ satisfies KKT exactly:
 
         >>> import numpy as np
-        >>> from theory.ntp_partial_order._qp import kkt_residuals
+        >>> from theory.ntp_partial_order import kkt_residuals
         >>> P, q, G, h = np.eye(2), np.array([-1.0, -1.0]), np.array([[1.0, 1.0]]), np.array([3.0])
         >>> kkt_residuals(P, q, G, h, np.array([1.0, 1.0]), np.array([0.0]))
         (1.0, 0.0, 0.0, 0.0)
@@ -120,7 +120,7 @@ def solve_qp(
     min ½‖x‖² − x₁ − x₂ s.t. x₁ + x₂ ≥ 3:
 
         >>> import numpy as np
-        >>> from theory.ntp_partial_order._qp import solve_qp
+        >>> from theory.ntp_partial_order import solve_qp
         >>> P, q, G, h = np.eye(2), np.array([-1.0, -1.0]), np.array([[1.0, 1.0]]), np.array([3.0])
         >>> solution = solve_qp(P, q, G, h)
         >>> solution.status, [round(float(v), 8) for v in solution.x]
