@@ -181,11 +181,9 @@ class _Lines:
         """Count `n` pieces done: `piece` (its index), else the ones running longest."""
         now = time.perf_counter()
         for _ in range(n):
-            done = piece if piece is not None else min(self.running, key=self.running.get, default=None)
-            began = self.running.pop(done, self.start) if done is not None else self.start
-            weight = self.weights[done] if done is not None and done < self.total else 1.0
-            self.seconds_done += now - began
-            self.weight_done += weight
+            done = piece if piece is not None else min(self.running, default=None)  # started first
+            self.seconds_done += now - self.running.pop(done, self.start)
+            self.weight_done += 1.0 if done is None else self.weights[done]
             self.n += 1
             if self.next_piece < self.total:
                 self.running[self.next_piece] = now

@@ -119,21 +119,22 @@ class _Clock:
         return self.now
 
 
+def _ended(clock: _Clock, capsys, ends: list[tuple[float, int]], workers: int = 1) -> list[str]:
+    """The lines of pieces of costs 6, 3 and 1, each `(time, piece)` of `ends` one ending."""
+    with dynamics.progress_over(3, "pieces", "piece", True, weights=[6.0, 3.0, 1.0], workers=workers) as bar:
+        for now, piece in ends:
+            clock.now = now
+            bar.update(piece=piece)
+    return capsys.readouterr().err.splitlines()
+
+
 def test_with_weights_the_time_left_is_the_work_left_at_the_pace_of_the_work_done(monkeypatch, capsys):
     """Three pieces of costs 6, 3 and 1: after the first (6 of 10) in 30 s, 20 s are left, where
     counting pieces alike would say 60 s; the lines come on a terminal too (no bar)."""
     clock = _Clock()
     monkeypatch.setattr(_progress.time, "perf_counter", clock)
     monkeypatch.setattr(_progress, "on_terminal", lambda: True)
-    with dynamics.progress_over(3, "pieces", "piece", True, weights=[6.0, 3.0, 1.0]) as bar:
-        clock.now = 30.0
-        bar.update(piece=0)
-        clock.now = 45.0
-        bar.update(piece=1)
-        clock.now = 50.0
-        bar.update(piece=2)
-    lines = capsys.readouterr().err.splitlines()
-    assert lines == [
+    assert _ended(clock, capsys, [(30.0, 0), (45.0, 1), (50.0, 2)]) == [
         "pieces: 1/3 done (30 s, about 20 s left)",
         "pieces: 2/3 done (45 s, about 5.0 s left)",
         "pieces: 3/3 done (50 s)",
@@ -154,14 +155,7 @@ def test_with_workers_the_pieces_running_are_laid_out_at_the_pace_of_those_done(
     left, where the work left at the pace of the work done (7 units at 5 s) says 35 s."""
     clock = _Clock()
     monkeypatch.setattr(_progress.time, "perf_counter", clock)
-    with dynamics.progress_over(3, "pieces", "piece", True, weights=[6.0, 3.0, 1.0], workers=2) as bar:
-        clock.now = 15.0
-        bar.update(piece=1)
-        clock.now = 20.0
-        bar.update(piece=2)
-        clock.now = 30.0
-        bar.update(piece=0)
-    assert capsys.readouterr().err.splitlines() == [
+    assert _ended(clock, capsys, [(15.0, 1), (20.0, 2), (30.0, 0)], workers=2) == [
         "pieces: 1/3 done (15 s, about 15 s left)",
         "pieces: 2/3 done (20 s, about 10 s left)",
         "pieces: 3/3 done (30 s)",
