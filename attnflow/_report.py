@@ -78,18 +78,22 @@ def paper_figures(
     data directory `data` where the paper has a data option, each timed and its compiling
     recorded: figure name -> [`DrawnFigure`][]."""
     drawn = {}
-    for figure, draw in papers()[name].figures.items():
-        if only is None or figure in only:
-            start = time.perf_counter()
-            with dynamics.recording_compiles() as record, papers()[name].reading(data):
-                files = draw(out, full)
-            drawn[figure] = DrawnFigure(files, time.perf_counter() - start, record.stats)
-            written = ", ".join(path.name for path in files)
-            print(
-                f"[figure] {figure}: {written} ({drawn[figure].seconds:.1f} s; {record.stats.summary()})",
-                flush=True,
-            )
+    with papers()[name].reading(data):
+        for figure, draw in papers()[name].figures.items():
+            if only is None or figure in only:
+                drawn[figure] = _drawn(figure, draw, out, full)
     return drawn
+
+
+def _drawn(figure: str, draw, out: Path, full: bool) -> DrawnFigure:
+    """`figure` drawn into `out` by `draw`, timed, its compiling recorded and announced."""
+    start = time.perf_counter()
+    with dynamics.recording_compiles() as record:
+        files = draw(out, full)
+    made = DrawnFigure(files, time.perf_counter() - start, record.stats)
+    written = ", ".join(path.name for path in files)
+    print(f"[figure] {figure}: {written} ({made.seconds:.1f} s; {record.stats.summary()})", flush=True)
+    return made
 
 
 def reproduce(

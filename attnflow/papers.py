@@ -142,7 +142,7 @@ class Paper:
                 return theory.run_checks(makers, progress)
             from ._kept_checks import checks_key, run_keeping
 
-            key = checks_key(self.name, full, self.data_directory(data))
+            key = checks_key(self.name, full, self.data_directory())  # `data`, checked once above
             return run_keeping(makers, Path(keep) / self.name, key, progress)
 
 
