@@ -47,6 +47,10 @@ def spearman(x, y) -> float:
     tolerance=0.0,
     bound="upper",
     sized=True,
+    printed="Appendix G, on its Fig. 10 (WikiText-2 and WikiText-103, 1 layer, SGD until convergence): "
+    "“Fig. 10 shows that the averaged entropy of the self-attention map evaluated in the validation "
+    "set indeed drops” … “when the learning rate becomes larger” (the words between are lost in this "
+    "copy of the text)",
 )
 def fig10_entropy_falls_with_lr(full: bool = False, *, lrs: tuple[float, ...] = ss.FIG10_LRS) -> Measured:
     """Fig. 10: the average attention entropy on the validation set after training falls as the
@@ -102,6 +106,9 @@ def fig10_entropy_falls_with_lr(full: bool = False, *, lrs: tuple[float, ...] = 
     "the scan_snap documentation page). The paper's evidence is four snapshots on WikiText-2, which "
     "is not bundled.",
     sized=True,
+    printed="Sec. 8, Real-world Dataset (WikiText, 1-layer and multi-layer models): “In both cases, "
+    "attentions of the first layer freeze (and become sparse) at some point (Fig. 7), even if the "
+    "learning rate remains the same throughout training.”",
 )
 def fig7_attention_freezes(full: bool = False) -> Measured:
     """Fig. 7 / Sec. 6.6: the first layer's attention "freezes (and becomes sparse) at some point,
