@@ -5,6 +5,6 @@ declared with its [`caption`][] and writing PNG + PDF + the JSON data behind it.
 paper's name.
 """
 
-from ._save import caption, named_figures, save_figure
+from ._save import PRINT_WIDTH, SMALLEST_TEXT, caption, named_figures, printed_size, save_figure
 
-__all__ = ["caption", "named_figures", "save_figure"]
+__all__ = ["PRINT_WIDTH", "SMALLEST_TEXT", "caption", "named_figures", "printed_size", "save_figure"]

@@ -14,6 +14,13 @@ import numpy as np  # noqa: E402
 
 import dynamics  # noqa: E402
 
+PRINT_WIDTH = 6.5
+"""Inches: the widest a figure is printed (a paper's text width); a wider figure is scaled down to
+it, a narrower one printed at its own size."""
+
+SMALLEST_TEXT = 9.0
+"""Points: the smallest text a figure may have once printed at [`PRINT_WIDTH`][figures.PRINT_WIDTH]."""
+
 
 def _jsonable(value: Any) -> Any:
     if isinstance(value, dict):
@@ -24,6 +31,45 @@ def _jsonable(value: Any) -> Any:
         array = np.asarray(value)
         return array.tolist() if array.ndim else array.item()
     return value
+
+
+def printed_size(fig: plt.Figure) -> dict[str, float]:
+    """How `fig` prints: its width in inches as saved (the tight box around what it draws) and the
+    size in points of its smallest text once a figure wider than
+    [`PRINT_WIDTH`][figures.PRINT_WIDTH] is scaled down to it.
+
+    **Returns:** `{"width_in": …, "smallest_text_pt": …}`; the smallest text is `None` for a figure
+    with no text. [`save_figure`][figures.save_figure] writes it into the figure's JSON (`"print"`).
+
+    **Example:** a 13-inch figure with 10-point ticks prints them at about 6 points:
+
+        >>> import matplotlib.pyplot as plt
+        >>> from figures import printed_size
+        >>> fig, ax = plt.subplots(figsize=(13, 4))
+        >>> _ = ax.plot([0, 1], [0, 1])
+        >>> ax.tick_params(labelsize=10)
+        >>> printed_size(fig)["smallest_text_pt"]
+        6.25
+        >>> plt.close(fig)
+    """
+    renderer = fig.canvas.get_renderer()
+    sizes: list[float] = []
+    draw_text = renderer.draw_text
+
+    def recorded(gc, x, y, text, prop, *args, **kwargs):
+        if text.strip():
+            sizes.append(prop.get_size_in_points())
+        return draw_text(gc, x, y, text, prop, *args, **kwargs)
+
+    renderer.draw_text = recorded  # the texts drawn, and only those (not ticks out of view)
+    try:
+        fig.draw(renderer)
+    finally:
+        del renderer.draw_text
+    width = fig.get_tightbbox(renderer).width
+    scale = min(1.0, PRINT_WIDTH / width)
+    smallest = round(float(min(sizes) * scale), 2) if sizes else None
+    return {"width_in": round(float(width), 3), "smallest_text_pt": smallest}
 
 
 def save_figure(fig: plt.Figure, out_dir: Path, name: str, *, data: dict, config: dict) -> list[Path]:
@@ -45,6 +91,7 @@ def save_figure(fig: plt.Figure, out_dir: Path, name: str, *, data: dict, config
     dynamics.store.remove_stale_temporaries(out_dir)  # of a figure a killed process was writing
     paths = [out_dir / f"{name}.png", out_dir / f"{name}.pdf", out_dir / f"{name}.json"]
     try:
+        printed = printed_size(fig)
         with dynamics.store.atomic_write(paths[0], "wb") as f:
             fig.savefig(f, format="png", dpi=130, bbox_inches="tight")
         with dynamics.store.atomic_write(paths[1], "wb") as f:
@@ -52,7 +99,7 @@ def save_figure(fig: plt.Figure, out_dir: Path, name: str, *, data: dict, config
     finally:
         plt.close(fig)
     with dynamics.store.atomic_write(paths[2]) as f:
-        json.dump({"figure": name, "config": _jsonable(config), "data": _jsonable(data)}, f)
+        json.dump({"figure": name, "config": _jsonable(config), "data": _jsonable(data), "print": printed}, f)
     return paths
 
 

@@ -8,6 +8,7 @@ and the report named by `ATTNFLOW_BUILT_REPORT` (the `index.html` of `attnflow r
 sets them after building both; they are skipped where these are not set."""
 
 import html.parser
+import json
 import os
 import re
 from pathlib import Path
@@ -115,3 +116,17 @@ def test_the_report_shows_every_figure_and_every_papers_verdicts_and_its_links_o
     assert images == {f"{name}.png" for paper in papers().values() for name in paper.figures}
     for name in papers():
         assert f"<section id='{name}'>" in text and "<ul class='verdicts'>" in text
+
+
+@needs_report
+def test_every_figure_of_the_report_is_readable_at_print_width():
+    """Each figure's smallest text, once printed at `figures.PRINT_WIDTH` (as its JSON records it),
+    is at least `figures.SMALLEST_TEXT` points."""
+    from figures import SMALLEST_TEXT
+
+    small = {}
+    for path in sorted(Path(REPORT).parent.glob("figures/*.json")):
+        printed = json.loads(path.read_text())["print"]
+        if printed["smallest_text_pt"] is not None and printed["smallest_text_pt"] < SMALLEST_TEXT:
+            small[path.stem] = printed
+    assert small == {}
