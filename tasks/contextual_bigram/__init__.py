@@ -28,12 +28,11 @@ from ._algorithm import (
     theta1,
     transfer_init,
 )
-from ._instance import (
+from ._config import SCBConfig, default_instance
+from ._data import (
     Assumption,
     Instance,
-    SCBConfig,
     check_assumption,
-    default_instance,
     extend_context,
     k_p,
     k_q,

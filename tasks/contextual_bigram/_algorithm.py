@@ -17,7 +17,7 @@ from jaxtyping import Array, Float, Int, PRNGKeyArray
 
 import dynamics
 
-from ._instance import Instance
+from ._data import Instance
 from ._metrics import least_squares_V, line_coordinates, metrics, normalise_attention, round_attention
 from ._model import (
     LinearSCB,

@@ -4,7 +4,7 @@ population least-squares output layer and the Fig. 1 metrics."""
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from ._instance import Instance, k_p, k_q, mu_inner
+from ._data import Instance, k_p, k_q, mu_inner
 from ._model import LinearSCB, population_loss
 
 

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
-from ._instance import Instance, mu_inner
+from ._data import Instance, mu_inner
 
 LOSS_SCALE = 0.5
 """The constant of the squared loss (Eqn 3), 1/2 (recon); the paper's constant was lost."""

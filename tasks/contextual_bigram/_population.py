@@ -11,7 +11,7 @@ from jaxtyping import Array, Float
 import dynamics
 
 from ._algorithm import preconditioned_step
-from ._instance import Instance
+from ._data import Instance
 from ._metrics import line_coordinates
 from ._model import LinearSCB, population_loss, precondition
 

@@ -19,7 +19,8 @@ import dynamics
 from dynamics import Interval, OneOf, Require, dtype_param, param
 
 from ._algorithm import SGD_KINDS, STAGE1_RULES, STAGE3_MODES, SWITCHES, run_algorithm, run_sgd
-from ._instance import Instance, SCBConfig, k_p, k_q
+from ._config import SCBConfig
+from ._data import Instance, k_p, k_q
 from ._metrics import on_line
 from ._model import population_loss
 from ._population import line_flow

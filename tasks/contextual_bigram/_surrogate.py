@@ -11,7 +11,7 @@ import optax
 import dynamics
 
 from ._algorithm import _theta3, round_1_2, stage3_least_squares
-from ._instance import Instance
+from ._data import Instance
 from ._metrics import metrics
 from ._model import LinearSCB, expected_preconditioned, precondition, sample, sample_gradients
 

@@ -12,6 +12,7 @@ distribution `D` (`distinct` by default) and the frozen Monte-Carlo population a
 """
 
 from .._paper import PaperInfo
+from ._config import DecisionListsConfig
 from ._constants import (
     DELTA_DEFINITIONS,
     GAMMA_DEFINITIONS,
@@ -54,7 +55,7 @@ from ._dynamics import (
 )
 from ._model import TAU_TIE, DecisionListModel, margins, perfect, population_loss, sequence_loss
 from ._simulate import SIMULATIONS, JointGD, Result1Flow, Result2GD, UniformAttentionGD
-from ._task import DISTRIBUTIONS, DecisionLists, DecisionListsConfig, TaskArrays, stack_arrays
+from ._task import DISTRIBUTIONS, DecisionLists, TaskArrays, stack_arrays
 
 PAPER = PaperInfo(
     name="decision_lists",

@@ -21,6 +21,7 @@ import numpy as np
 import dynamics
 from dynamics import Interval, OneOf, Require, dtype_param, param
 
+from ._config import DecisionListsConfig
 from ._constants import (
     DELTA_DEFINITIONS,
     GAMMA_DEFINITIONS,
@@ -41,7 +42,7 @@ from ._dynamics import (
     uniform_attention_gd,
 )
 from ._model import DecisionListModel, margins, population_loss
-from ._task import DecisionListsConfig, TaskArrays
+from ._task import TaskArrays
 
 _POSITIVE = Interval(0, low_open=True)
 

@@ -4,8 +4,9 @@ transformer, Algorithm 1 (two-stage normalized GD) and its simulation on random 
 dataset settings are one [`NTPConfig`][]."""
 
 from .._paper import PaperInfo
+from ._config import NTPConfig
 from ._data import Dataset, QueryReport, TokenTypes, hall_condition, svop, validate
-from ._generate import RECIPES, NTPConfig, RecipeA, RecipeB
+from ._generate import RECIPES, RecipeA, RecipeB
 from ._model import Batch, NTPModel, attend, attention, cross_entropy, logits, loss, make_batch, predict
 from ._simulate import SIMULATIONS, Algorithm1
 from ._train import algorithm1, paper_step_sizes

@@ -12,7 +12,7 @@ import numpy as np
 import dynamics
 from dynamics import Interval, Require, dtype_param, param
 
-from ._generate import NTPConfig
+from ._config import NTPConfig
 from ._model import Batch, NTPModel, loss, make_batch
 from ._train import algorithm1, paper_step_sizes, stage1, stage2_loss
 

@@ -7,6 +7,14 @@ from ._classes import (
     ClassArrays,
     SequenceClasses,
 )
+from ._config import DATASETS, Corpus, Synthetic
+from ._data import (
+    TokenBatch,
+    sample,
+    sample_multinomial,
+    sample_tokens,
+    token_counts,
+)
 from ._decoder import (
     e_prime,
     gamma_integral,
@@ -24,11 +32,7 @@ from ._decoder import (
     transition_times,
     zeta,
 )
-from ._generator import (
-    DATASETS,
-    Dataset2,
-    Synthetic,
-)
+from ._generator import Dataset2
 from ._levels import (
     OPTIMIZERS,
     default_metrics,
@@ -52,13 +56,6 @@ from ._model import (
     population_gradient_formula,
     population_loss,
 )
-from ._sampling import (
-    TokenBatch,
-    sample,
-    sample_multinomial,
-    sample_tokens,
-    token_counts,
-)
 from ._simulate import (
     RECALL_TAU_RANGES,
     SGD,
@@ -71,7 +68,6 @@ from ._simulate import (
 from ._text_data import (
     TEXT_DATA_ENV,
     WIKITEXT_VARIANTS,
-    Corpus,
     TextCorpus,
     Vocabulary,
     basic_english,

@@ -4,7 +4,7 @@ import dataclasses
 
 import numpy as np
 
-from dynamics import Interval, OneOf, Require, check_params, param
+from dynamics import Interval, Require, check_params, param
 
 from ._classes import SequenceClasses
 
@@ -138,49 +138,3 @@ class Dataset2:
             query[k] = last_offset + m
         probs /= probs.sum(axis=1, keepdims=True)
         return SequenceClasses(probs=probs, query=query, next_token=next_offset + np.arange(self.K))
-
-
-DATASETS = ("syn_small", "syn_medium")
-"""The paper's two synthetic data sets: Syn-Small (Figs. 4-5) and Syn-Medium (Figs. 6, 11, 12)."""
-
-
-@dataclasses.dataclass(frozen=True)
-class Synthetic:
-    """The synthetic task of the levels L0, L0_outcome, L1 and L2: which of the paper's sequence
-    classes the model learns, built by the official generator ([`Dataset2`][]). Every synthetic
-    level holds one as its `task` field (`--set task.dataset=syn_medium --set task.num_last=3`).
-
-    **Fields:**
-
-    - `dataset`: `syn_small` ([`Dataset2.syn_small`][]: K = 2, M = 34) or `syn_medium`
-      ([`Dataset2.syn_medium`][]: two classes per query token).
-    - `num_last`: the query tokens of Syn-Medium (the paper: 1, 3, 5, 10); Syn-Small has its own
-      (2) and ignores it.
-
-    **Raises:** `ValueError` naming the field, the value and what is allowed.
-
-    **Example:**
-
-        >>> from tasks import scan_snap
-        >>> task = scan_snap.Synthetic(dataset="syn_medium", num_last=3)
-        >>> task.generator().M, task.classes().K
-        (79, 6)
-        >>> scan_snap.Synthetic().generator().M
-        34
-    """
-
-    dataset: str = param(
-        "syn_small", OneOf(*DATASETS), doc="syn_small (Figs 4-5) or syn_medium (Figs 6, 11, 12)"
-    )
-    num_last: int = param(1, Interval(1), doc="query tokens of syn_medium (the paper: 1, 3, 5, 10)")
-
-    def __post_init__(self):
-        check_params(self)
-
-    def generator(self) -> Dataset2:
-        """The generator's config: `Dataset2.syn_small()` or `Dataset2.syn_medium(num_last)`."""
-        return Dataset2.syn_small() if self.dataset == "syn_small" else Dataset2.syn_medium(self.num_last)
-
-    def classes(self) -> SequenceClasses:
-        """The sequence classes of the task ([`Dataset2.build`][])."""
-        return self.generator().build()

@@ -18,9 +18,9 @@ from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray, PyTree
 import dynamics
 
 from ._classes import ClassArrays
+from ._data import sample
 from ._metrics import distinct_token_entropy
 from ._model import Batch, YZModel, class_attention, cross_entropy, population_loss
-from ._sampling import sample
 from ._theory_flow import (
     ScalarArgs,
     ScalarState,

@@ -14,7 +14,7 @@ import numpy as np
 import dynamics
 from dynamics import Interval, OneOf, Require, dtype_param, param
 
-from ._generator import Synthetic
+from ._config import Synthetic
 from ._levels import OPTIMIZERS, population_flow, scalar_flow, sgd_run, theory_flow
 from ._metrics import distinct_token_entropy, recall_at_threshold
 from ._model import YZModel, population_loss

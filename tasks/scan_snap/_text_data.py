@@ -20,8 +20,6 @@ from pathlib import Path
 
 import numpy as np
 
-from dynamics import Interval, OneOf, check_params, param
-
 SPLITS = ("train", "valid", "test")
 """The three splits, in the order of the WikiText files."""
 
@@ -391,60 +389,6 @@ def load_corpus(source: str, variant: str = "tokens", max_lines: int | None = No
     if source == QUICK:
         return quick_corpus(max_lines)
     return wikitext_corpus(source, variant, max_lines)
-
-
-@dataclasses.dataclass(frozen=True)
-class Corpus:
-    """The task of the real-text level ([`TextSGD`][]): next-token prediction on the corpus it names,
-    held as the level's `task` field (`--set task.source=~/data/wikitext-2 --set task.max_lines=2000`).
-
-    **Fields:**
-
-    - `source`: `quick` (the bundled public-domain text, [`quick_corpus`][]) or a WikiText
-      directory (`wikitext-2` or `wikitext-103`).
-    - `wikitext_variant`: which WikiText files a directory is read from, `tokens` (`wiki.*.tokens`,
-      torchtext's) or `raw` ([`WIKITEXT_VARIANTS`][]).
-    - `max_lines`: keep the first lines of each split (`None`: all).
-
-    A directory must hold its three files when the config is built; the quick corpus's package
-    (the `text` extra) is checked by [`Corpus.check`][], which a simulation holding the corpus
-    runs when it is built.
-
-    **Raises:** `ValueError` naming the field, the value and what is allowed.
-
-    **Example:** the first 200 lines of each split of the quick corpus:
-
-        >>> from tasks import scan_snap
-        >>> corpus = scan_snap.Corpus(max_lines=200).load()
-        >>> corpus.name, corpus.vocab.tokens[0]
-        ('quick', '<unk>')
-    """
-
-    source: str = param(QUICK, doc="quick (bundled public-domain text) or a WikiText directory")
-    wikitext_variant: str = param(
-        "tokens", OneOf(*WIKITEXT_VARIANTS), doc="WikiText files: tokens (wiki.*.tokens, torchtext's) or raw"
-    )
-    max_lines: int | None = param(None, Interval(1), doc="keep the first lines of each split (none: all)")
-
-    def __post_init__(self):
-        check_params(self)
-        if self.source != QUICK:
-            self.check()
-
-    def check(self) -> None:
-        """Raise a `ValueError` naming `Corpus.source` before any work unless the corpus can be read:
-        `quick` needs its package, a directory its three WikiText files of `wikitext_variant`."""
-        try:
-            check_corpus_source(os.path.expanduser(self.source), self.wikitext_variant)
-        except (ValueError, ImportError) as err:
-            raise ValueError(f"Corpus.source must be 'quick' or a WikiText directory: {err}") from None
-
-    def load(self) -> TextCorpus:
-        """The corpus, read and tokenized once per process ([`load_corpus`][]).
-
-        **Returns:** a [`TextCorpus`][].
-        """
-        return load_corpus(os.path.expanduser(self.source), self.wikitext_variant, self.max_lines)
 
 
 def batchify(data: np.ndarray, batch_size: int) -> np.ndarray:

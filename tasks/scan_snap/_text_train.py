@@ -22,7 +22,8 @@ from jaxtyping import Array, ArrayLike, Float, Int, PRNGKeyArray
 import dynamics
 from dynamics import Interval, Require, dtype_param, param
 
-from ._text_data import Corpus, batchify, num_windows
+from ._config import Corpus
+from ._text_data import batchify, num_windows
 from ._text_model import TextTransformer, attention_entropy
 
 QUICK_LINES = 2000
