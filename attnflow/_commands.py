@@ -30,8 +30,8 @@ def verify(args: argparse.Namespace) -> int:
     import theory
 
     from ._kept_checks import drop_kept, kept_folder, refuse_foreign
-    from ._report import costs, paper_checks, schedule
-    from ._workers import run_pieces
+    from ._pieces import paper_checks
+    from ._workers import costs, run_pieces, schedule
     from .papers import checks_named, paper, papers
 
     names = [paper(args.paper).name] if args.paper else list(papers())
@@ -742,8 +742,8 @@ def figures(args: argparse.Namespace) -> int:
     import dynamics
 
     from ._names import figures_named
-    from ._report import costs, paper_figures, schedule, shared_runs
-    from ._workers import run_pieces
+    from ._pieces import paper_figures, shared_runs
+    from ._workers import costs, run_pieces, schedule
     from .papers import all_figures, catalog_of, papers
 
     names = list(all_figures()) if args.all else figures_named(args.names, catalog_of(papers()))
@@ -764,7 +764,7 @@ def reproduce(args: argparse.Namespace) -> int:
     """`attnflow reproduce`: every check and every figure, and the page that gathers them."""
     import dynamics
 
-    from ._report import reproduce
+    from ._reproduce import reproduce
 
     data = _checked_data(args.data)
     docs = _docs_base(args.docs, Path(args.out))

@@ -1,210 +1,16 @@
-"""`attnflow reproduce`: every check and every figure, gathered in one `index.html`."""
+"""The report of `attnflow reproduce`: every check and every figure, gathered in one `index.html`."""
 
-import contextlib
-import dataclasses
 import html
 import json
 import re
-import time
-from collections.abc import Collection, Iterator
+from collections.abc import Collection
 from pathlib import Path
-
-import jax
 
 import dynamics
 import theory
 
-from ._kept_checks import code_key, drop_kept, kept_folder, refuse_foreign
 from ._markup import can_render_maths, inline_html
-from ._workers import run_pieces
 from .papers import papers
-
-
-def schedule(names: list[str], parts: tuple[str, ...]) -> list[tuple[str, str]]:
-    """The `(paper, part)` pieces of `names` × `parts`, the longest first, as each paper declares
-    its cost (`tasks.PaperInfo.cost`); a piece of unknown cost comes last. Workers take the pieces
-    in this order, so that the longest do not start last."""
-    pieces = [(name, part) for name in names for part in parts]
-    cost = {piece: papers()[piece[0]].info.cost.get(piece[1], -1.0) for piece in pieces}
-    return sorted(pieces, key=lambda piece: -cost[piece])
-
-
-def costs(pieces: list[tuple[str, str]]) -> list[float]:
-    """The declared cost of each `(paper, part)` piece (`tasks.PaperInfo.cost`, seconds on two
-    cores); a piece of unknown cost counts as the mean of the others (1 when none is known)."""
-    declared = [papers()[name].info.cost.get(part) for name, part in pieces]
-    known = [cost for cost in declared if cost is not None]
-    mean = sum(known) / len(known) if known else 1.0
-    return [mean if cost is None else float(cost) for cost in declared]
-
-
-def paper_checks(
-    name: str, full: bool, only: list[str] | None = None, keep: Path | None = None, data: str | None = None
-) -> list[theory.Check]:
-    """The checks of paper `name` (those named in `only`, or all; at the paper's sizes when `full`;
-    reading the data directory `data` where the paper has a data option), each announced as it
-    starts, and kept in `keep` as it ends (see `Paper.run_checks`)."""
-    return papers()[name].run_checks(
-        full=full,
-        progress=lambda check: print(f"  {name}: {check}", flush=True),
-        only=only,
-        keep=keep,
-        data=data,
-    )
-
-
-@dataclasses.dataclass(frozen=True)
-class DrawnFigure:
-    """A figure drawn: the files written (PNG, PDF and the JSON data), the seconds it took and
-    what compiling cost in it."""
-
-    files: list[Path]
-    seconds: float
-    compiling: dynamics.CompileStats
-
-    def to_dict(self) -> dict:
-        """JSON-ready, the files by name."""
-        return {
-            "files": [path.name for path in self.files],
-            "seconds": round(self.seconds, 3),
-            "compiling": self.compiling.to_dict(),
-        }
-
-
-def paper_figures(
-    name: str, out: Path, full: bool, only: list[str] | None = None, data: str | None = None
-) -> dict[str, DrawnFigure]:
-    """The figures of paper `name` (those named in `only`, or all) drawn into `out`, reading the
-    data directory `data` where the paper has a data option, each timed and its compiling
-    recorded: figure name -> [`DrawnFigure`][]."""
-    drawn = {}
-    with papers()[name].reading(data):
-        for figure, draw in papers()[name].figures.items():
-            if only is None or figure in only:
-                drawn[figure] = _drawn(figure, draw, out, full)
-    return drawn
-
-
-def _drawn(figure: str, draw, out: Path, full: bool) -> DrawnFigure:
-    """`figure` drawn into `out` by `draw`, timed, its compiling recorded and announced."""
-    start = time.perf_counter()
-    with dynamics.recording_compiles() as record:
-        files = draw(out, full)
-    made = DrawnFigure(files, time.perf_counter() - start, record.stats)
-    written = ", ".join(path.name for path in files)
-    print(f"[figure] {figure}: {written} ({made.seconds:.1f} s; {record.stats.summary()})", flush=True)
-    return made
-
-
-def reproduce(
-    out: Path, *, full: bool, metadata: dict, jobs: int, docs: str | None = None, data: str | None = None
-) -> int:
-    """Run every paper's checks and draw every figure into `out`, then write `out/index.html`
-    (with `out/verify.json`, the checks, and `out/figures.json`, each figure's files, seconds and
-    compiling).
-
-    The papers' checks and figures are independent pieces, run side by side in `jobs` worker
-    processes (see `attnflow._workers`); the numbers do not depend on `jobs`. A sweep that a figure
-    and a check both make is made once, in `out/shared_runs` (see `dynamics.store.shared_store` and
-    [`shared_runs`][]), emptied once the pieces end. Each check is kept in `out/verify.kept` as it
-    ends, until the report is written: the command stopped half-way and made again runs only the
-    checks left (see `attnflow._kept_checks`), and resumes the shared runs of the same code.
-
-    **Arguments:**
-
-    - `out`: the output folder (created).
-    - `full`: the papers' sizes instead of the quick defaults.
-    - `metadata`: versions and options, written into the JSON report and the page.
-    - `jobs`: worker processes, >= 1 (1: everything in this process).
-    - `docs`: the documentation site each check and figure links to (an address, or a path
-      relative to `out`); `None`: no links.
-    - `data`: the data directory the papers with a data option read (`--data`), or `None`.
-
-    **Returns:** the exit status: 1 if any check failed, else 0.
-    """
-    start = time.perf_counter()
-    out.mkdir(parents=True, exist_ok=True)
-    keep = kept_folder(out / "verify.json")
-    refuse_foreign(keep)
-    names = list(papers())
-    pieces = schedule(names, ("checks", "figures"))
-    tasks = [
-        (paper_checks, (name, full, None, keep, data))
-        if part == "checks"
-        else (paper_figures, (name, out / "figures", full, None, data))
-        for name, part in pieces
-    ]
-    with shared_runs(out / "shared_runs", data) as folder:
-        done, compiling = run_pieces(tasks, jobs, jax.config.jax_compilation_cache_dir, folder, costs(pieces))
-    results = dict(zip(pieces, done))
-    metadata = metadata | {"compiling": compiling.to_dict()}
-    checks = {name: results[name, "checks"] for name in names}
-    figures = {figure: made for name in names for figure, made in results[name, "figures"].items()}
-    figure_files = {
-        name: {figure: made.files for figure, made in results[name, "figures"].items()} for name in names
-    }
-    every_check = [c for paper_checks in checks.values() for c in paper_checks]
-    print(theory.format_table(every_check))
-    print(f"compiling: {compiling.summary()}")
-    theory.write_json(every_check, out / "verify.json", metadata)
-    with dynamics.store.atomic_write(out / "figures.json") as f:
-        json.dump(
-            {"meta": metadata, "figures": {name: made.to_dict() for name, made in figures.items()}},
-            f,
-            indent=1,
-        )
-    drop_kept(keep, every_check)
-
-    elapsed = time.perf_counter() - start
-    page = _index_page(checks, figure_files, out, metadata | {"wall_seconds": round(elapsed, 1)}, docs)
-    with dynamics.store.atomic_write(out / "index.html") as f:
-        f.write(page)
-    print(f"wrote {out / 'index.html'} ({elapsed:.0f} s)")
-    return 0 if all(c.passed for c in every_check) else 1
-
-
-@contextlib.contextmanager
-def shared_runs(folder: Path, data: str | None = None) -> Iterator[Path]:
-    """Make `folder` the place of the runs the pieces share (`dynamics.store.shared_store`), given
-    to them by `run_pieces`; yields it. The stores there are kept for the same command made again when it
-    stops half-way (killed, interrupted, a piece failed), so that it resumes them, and only for
-    the same code and data directory `data`: before the pieces start, stores made under another
-    [`runs_key`][] are removed; once every piece has ended, all of them are."""
-    key_file = folder / RUNS_KEY
-
-    def empty():
-        for store in folder.glob("*.zarr") if folder.is_dir() else ():
-            dynamics.store.remove_store(store)
-            (folder / f".{store.name}.lock").unlink(missing_ok=True)
-        key_file.unlink(missing_ok=True)
-
-    key = runs_key(data)
-    try:
-        kept = json.loads(key_file.read_text())
-    except (OSError, ValueError):
-        kept = None
-    if kept != key:
-        empty()
-    folder.mkdir(parents=True, exist_ok=True)
-    with dynamics.store.atomic_write(key_file) as f:
-        json.dump(key, f)
-    yield folder
-    empty()
-    with contextlib.suppress(OSError):  # holding something not ours
-        folder.rmdir()
-
-
-RUNS_KEY = "key.json"
-"""The file of [`shared_runs`][]'s folder that says what code its stores come from."""
-
-
-def runs_key(data: str | None = None) -> dict:
-    """What the shared runs of a command are results of, beyond their own settings (which name
-    each store): the code (`attnflow._kept_checks.code_key`) and the data directory each paper
-    with a data option reads (`data`, else the one its user set)."""
-    read = {p.name: p.data_directory(data) for p in papers().values() if p.info.data}
-    return {"shared runs of": code_key(), "data": read}
-
 
 _RESULT = re.compile(
     r"^(?:Theorem|Lemmas?|Proposition|Corollary|Result|Example|Eqn|Figs?\.|Sec\.|Appendix|Stage"
@@ -227,7 +33,7 @@ def result_of(claim: str) -> str:
     return match.group(0).rstrip(".") if match else "Other"
 
 
-def _index_page(checks: dict, figure_files: dict, out: Path, metadata: dict, docs: str | None = None) -> str:
+def index_page(checks: dict, figure_files: dict, out: Path, metadata: dict, docs: str | None = None) -> str:
     """The report: a provenance header, a summary of verdicts per paper, then each paper's verdict
     summary, figures with their captions and checks grouped by the result they are about; with
     `docs`, each check and figure links to its entry on its paper's page of that site."""

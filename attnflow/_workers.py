@@ -1,5 +1,6 @@
-"""Independent pieces of `verify` and `reproduce` (one paper's checks, one paper's figures) run
-side by side in worker processes.
+"""Independent pieces of `verify`, `figures` and `reproduce` (one paper's checks, one paper's
+figures, `attnflow._pieces`) put in order by their declared costs and run side by side in worker
+processes.
 
 Much of a check's or a figure's time goes to compiling and to small array operations, each on
 one core, so pieces side by side keep every core busy (`attnflow reproduce` on 2 cores: 344 s
@@ -15,9 +16,28 @@ from typing import Any
 import dynamics
 
 from ._runtime import default_jobs, set_up_worker
+from .papers import papers
 
 Piece = tuple[Callable[..., Any], tuple]
 """A function (importable at module level) and its arguments."""
+
+
+def schedule(names: list[str], parts: tuple[str, ...]) -> list[tuple[str, str]]:
+    """The `(paper, part)` pieces of `names` × `parts`, the longest first, as each paper declares
+    its cost (`tasks.PaperInfo.cost`); a piece of unknown cost comes last. Workers take the pieces
+    in this order, so that the longest do not start last."""
+    pieces = [(name, part) for name in names for part in parts]
+    cost = {piece: papers()[piece[0]].info.cost.get(piece[1], -1.0) for piece in pieces}
+    return sorted(pieces, key=lambda piece: -cost[piece])
+
+
+def costs(pieces: list[tuple[str, str]]) -> list[float]:
+    """The declared cost of each `(paper, part)` piece (`tasks.PaperInfo.cost`, seconds on two
+    cores); a piece of unknown cost counts as the mean of the others (1 when none is known)."""
+    declared = [papers()[name].info.cost.get(part) for name, part in pieces]
+    known = [cost for cost in declared if cost is not None]
+    mean = sum(known) / len(known) if known else 1.0
+    return [mean if cost is None else float(cost) for cost in declared]
 
 
 def run_pieces(

@@ -251,17 +251,18 @@ def test_a_stopped_verify_made_again_runs_only_the_checks_left(tmp_path, monkeyp
 
 
 def test_a_stopped_reproduce_made_again_runs_only_the_checks_left(tmp_path, monkeypatch):
-    from attnflow import _report
+    from attnflow import _pieces, _report, _reproduce, _workers
 
     ran, stop = [], {"second": KeyboardInterrupt}
     toy = _toy(_counted("first", ran, stop), _counted("second", ran, stop))
-    monkeypatch.setattr(_report, "papers", lambda: {"toy": toy})
+    for module in (_pieces, _report, _reproduce, _workers):
+        monkeypatch.setattr(module, "papers", lambda: {"toy": toy})
     with pytest.raises(KeyboardInterrupt):
-        _report.reproduce(tmp_path, full=False, metadata={}, jobs=1)
+        _reproduce.reproduce(tmp_path, full=False, metadata={}, jobs=1)
     assert [path.name for path in (tmp_path / "verify.kept" / "toy").glob("*.npz")] == ["first.npz"]
     stop.clear()
     ran.clear()
-    assert _report.reproduce(tmp_path, full=False, metadata={}, jobs=1) == 0
+    assert _reproduce.reproduce(tmp_path, full=False, metadata={}, jobs=1) == 0
     assert ran == ["second"] and not (tmp_path / "verify.kept").exists()
     report = json.loads((tmp_path / "verify.json").read_text())
     assert [check["name"] for check in report["checks"]] == ["first", "second"]

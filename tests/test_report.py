@@ -11,7 +11,7 @@ import figures
 import tasks
 import theory
 from attnflow import _provenance
-from attnflow._report import _index_page, result_of
+from attnflow._report import index_page, result_of
 from attnflow.papers import Paper, papers
 from tests.test_cli import _Still
 
@@ -57,7 +57,7 @@ def page(tmp_path, monkeypatch):
     checks = {"toy": [converges(), rate(), norm_bounded()]}
     files = {"toy": {"toy_fig1": fig1(tmp_path / "figures", False)}}
     metadata = _provenance.provenance() | {"options": {"full": False, "jobs": 2}, "wall_seconds": 12.3}
-    return _index_page(checks, files, tmp_path, metadata)
+    return index_page(checks, files, tmp_path, metadata)
 
 
 def _text(page_html: str) -> str:
@@ -67,7 +67,7 @@ def _text(page_html: str) -> str:
 def test_the_summary_colours_only_the_verdicts_that_occur(page):
     row = re.search(r"<tr><td><a href='#toy'>Toy</a></td>.*?</tr>", page).group(0)
     assert "<td class='num pass'>1</td><td class='num fail'>1</td><td class='num deviation'>1</td>" in row
-    only_passes = _index_page({"toy": [converges()]}, {"toy": {}}, None, {})
+    only_passes = index_page({"toy": [converges()]}, {"toy": {}}, None, {})
     assert "<td class='num pass'>1</td><td class='num'>0</td><td class='num'>0</td>" in only_passes
 
 
@@ -123,10 +123,10 @@ def test_with_docs_each_check_and_figure_links_to_its_entry_in_the_documentation
     info = tasks.PaperInfo("toy", "A toy paper", {"still": _Still}, label="Toy")
     monkeypatch.setitem(papers(), "toy", Paper(info, (converges,), draws))
     files = {"toy": {"toy_fig1": fig1(tmp_path / "figures", False)}}
-    linked = _index_page({"toy": [converges()]}, files, tmp_path, {}, "../site")
+    linked = index_page({"toy": [converges()]}, files, tmp_path, {}, "../site")
     assert "href='../site/papers/toy.html#check-converges'" in linked
     assert "href='../site/papers/toy.html#figure-toy_fig1'" in linked
-    assert "in the documentation" not in _index_page({"toy": [converges()]}, files, tmp_path, {})
+    assert "in the documentation" not in index_page({"toy": [converges()]}, files, tmp_path, {})
 
 
 def test_docs_given_as_a_folder_is_linked_relative_to_the_report(tmp_path, capsys):
@@ -169,9 +169,9 @@ def test_a_link_to_a_figure_or_check_left_out_of_the_report_is_plain_text(tmp_pa
     monkeypatch.setitem(papers(), "toy", Paper(info, (converges, rate, norm_bounded), draws))
     metadata = _provenance.provenance() | {"options": {"full": False, "jobs": 2}, "wall_seconds": 1.0}
     files = {"toy": {"toy_fig1": fig1(tmp_path / "figures", False)}}
-    only_rate = _index_page({"toy": [rate()]}, files, tmp_path, metadata)
+    only_rate = index_page({"toy": [rate()]}, files, tmp_path, metadata)
     assert "<code>converges</code>" in only_rate and "href='#toy-converges'" not in only_rate
-    no_figures = _index_page({"toy": [rate()]}, {"toy": {}}, tmp_path, metadata)
+    no_figures = index_page({"toy": [rate()]}, {"toy": {}}, tmp_path, metadata)
     assert "Drawn in <code>toy_fig1</code>" in no_figures and "href='#toy_fig1'" not in no_figures
 
 
@@ -200,7 +200,7 @@ def test_a_failure_is_told_apart_as_a_tolerance_exceeded_or_a_check_that_did_not
     assert theory.outcome_counts([raised, exceeded, converges()]) == (
         "1 pass, 2 fail (1 tolerance exceeded, 1 not run), 0 expected deviation(s)"
     )
-    page = _index_page({"toy": [raised, exceeded]}, {"toy": {}}, tmp_path, {})
+    page = index_page({"toy": [raised, exceeded]}, {"toy": {}}, tmp_path, {})
     summary = " ".join(_text(re.search(r"<ul class='verdicts'>.*?</ul>", page).group(0)).split())
     assert "Did not run : crashes : FloatingPointError: the run diverged at step 3" in summary
     assert "Exceeds its tolerance : rate" in summary

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 import dynamics
-from attnflow import _report
-from attnflow._report import shared_runs
+from attnflow import _pieces
+from attnflow._pieces import shared_runs
 from tests._store_sims import SlowDecay
 
 GRID = {"rate": [1.0, 2.0]}
@@ -69,7 +69,7 @@ def test_the_shared_runs_of_a_stopped_command_are_resumed_by_the_same_code_only(
     with pytest.raises(KeyboardInterrupt), shared_runs(folder) as given, dynamics.store.sharing_runs(given):
         piece()
         raise KeyboardInterrupt
-    monkeypatch.setattr(_report, "code_key", lambda: {"sources": "other code"})
+    monkeypatch.setattr(_pieces, "code_key", lambda: {"sources": "other code"})
     with shared_runs(folder) as given, dynamics.store.sharing_runs(given):
         assert not list(folder.glob("*.zarr"))  # other code's runs go before the pieces start
         np.testing.assert_array_equal(piece()["value"].values, first["value"].values)

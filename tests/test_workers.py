@@ -9,9 +9,8 @@ from pathlib import Path
 import jax
 import pytest
 
-from attnflow._report import schedule
 from attnflow._runtime import default_jobs
-from attnflow._workers import run_pieces
+from attnflow._workers import run_pieces, schedule
 from attnflow.papers import papers
 
 
