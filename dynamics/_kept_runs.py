@@ -10,6 +10,7 @@ import zipfile
 from pathlib import Path
 
 import numpy as np
+from jaxtyping import ArrayLike
 
 from ._files import atomic_write
 
@@ -86,7 +87,7 @@ def kept_runs(folder: Path, key: dict) -> dict[str, dict[str, np.ndarray]]:
     return {}
 
 
-def keep_run(folder: Path, name: str, outputs: dict[str, np.ndarray]) -> None:
+def keep_run(folder: Path, name: str, outputs: dict[str, ArrayLike]) -> None:
     """Keep the `outputs` of the run `name` in `folder` (made ready by
     [`kept_runs`][dynamics.store.kept_runs]), written whole or not at all.
 

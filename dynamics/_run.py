@@ -5,7 +5,7 @@ import enum
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, Bool, Int, PyTree, Real
+from jaxtyping import Array, ArrayLike, Bool, Int, PyTree, Real
 
 
 class StopReason(enum.IntEnum):
@@ -113,7 +113,9 @@ def all_finite(tree: PyTree) -> Bool[Array, ""]:
     return jnp.all(jnp.stack(checks)) if checks else jnp.array(True)
 
 
-def stop_reason(run_stop: int, run_event: int, event_names: tuple[str, ...]) -> str:
+def stop_reason(
+    run_stop: int | Int[ArrayLike, ""], run_event: int | Int[ArrayLike, ""], event_names: tuple[str, ...]
+) -> str:
     """A readable stop reason, e.g. `"completed"` or `"event:loss_below"`.
 
     **Example:**

@@ -45,7 +45,7 @@ def sharing_runs(folder: str | os.PathLike | None) -> Iterator[None]:
 
 def shared_store(
     sim: AbstractSimulation,
-    grid: Mapping[str, Sequence],
+    grid: Mapping[str | tuple[str, ...], Sequence],
     *,
     num_seeds: int,
     seed: int = 0,

@@ -17,7 +17,7 @@ import jax
 import jax.extend
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Float, Int, PRNGKeyArray, PyTree
+from jaxtyping import Array, Float, Int, PRNGKeyArray, PyTree, UInt32
 
 from ._params import PARAM_META as _PARAM_META
 from ._params import (
@@ -384,7 +384,7 @@ def seed_key(seed) -> PRNGKeyArray:
     return jax.random.PRNGKey(seed)
 
 
-def key_seed(key: PRNGKeyArray) -> Int[Array, ""]:
+def key_seed(key: PRNGKeyArray) -> UInt32[Array, ""]:
     """The integer seed that [`seed_key`][] made `key` from (for seeds below 2³²), e.g. for data
     drawn on the host from a run's integer seed ([`AbstractSimulation.drawn`][]): run i of
     [`simulate`][] uses exactly seed `seed + i`.
@@ -438,7 +438,7 @@ def _host_draw(sim: AbstractSimulation, seed: int) -> PyTree | None:
         return jax.tree.map(np.asarray, sim.draw(seed))
 
 
-def draws(sims: Sequence[AbstractSimulation], seeds: Sequence[int]) -> PyTree | None:
+def draws(sims: Sequence[AbstractSimulation], seeds: Sequence[int] | Int[np.ndarray, " n"]) -> PyTree | None:
     """The draws of runs `(sims[i], seeds[i])` ([`AbstractSimulation.draw`][]) stacked along a
     leading run axis, as NumPy arrays; `None` where the simulations draw nothing on the host."""
     first = _host_draw(sims[0], int(seeds[0])) if len(sims) else None

@@ -149,7 +149,7 @@ def stop_reasons(ds: xr.Dataset) -> xr.DataArray:
 
 def sweep(
     sim: AbstractSimulation,
-    grid: Mapping[str, Sequence],
+    grid: Mapping[str | tuple[str, ...], Sequence],
     *,
     num_seeds: int,
     seed: int = 0,
@@ -276,7 +276,7 @@ def sweep(
 
 def _sweep(
     sim: AbstractSimulation,
-    grid: Mapping[str, Sequence],
+    grid: Mapping[str | tuple[str, ...], Sequence],
     *,
     num_seeds: int,
     seed: int,
@@ -329,7 +329,11 @@ def _sweep(
 
 
 def sweep_blocks(
-    sim: AbstractSimulation, grid: Mapping[str, Sequence], *, num_seeds: int, chunk_size: int = 64
+    sim: AbstractSimulation,
+    grid: Mapping[str | tuple[str, ...], Sequence],
+    *,
+    num_seeds: int,
+    chunk_size: int = 64,
 ) -> int:
     """The number of blocks [`sweep`][] writes these runs in (what its shards share out), found
     without tracing or running anything.

@@ -274,7 +274,7 @@ def saved_steps(save: Save, num_steps: int) -> np.ndarray:
 
 
 def training_save(
-    fn: Callable[..., PyTree], *, num_steps: int, every: int, log_saves: int | None = None, **fields
+    fn: Callable[..., PyTree] | None, *, num_steps: int, every: int, log_saves: int | None = None, **fields
 ) -> Save:
     """A simulation's training save from its settings: `fn` every `every` steps or, with
     `log_saves` ([`log_saves_param`][]), at [`log_spaced_steps`][]`(num_steps, log_saves)`.
