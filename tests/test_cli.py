@@ -2,7 +2,6 @@
 simulate and sweep outputs that load with their config, and verify's exit code."""
 
 import importlib
-import inspect
 import json
 import os
 import pkgutil
@@ -344,19 +343,6 @@ def test_the_examples_of_the_command_lines_modules_run(module_name):
 
     result = doctest.testmod(importlib.import_module(module_name))
     assert result.attempted > 0 and result.failed == 0
-
-
-def test_every_check_of_every_paper_is_declared_and_takes_full_as_declared():
-    for name, paper in papers().items():
-        for fn in paper.checks:
-            takes_full = "full" in inspect.signature(fn).parameters
-            assert takes_full == fn.declaration.sized, (name, fn.__name__)
-    with pytest.raises(ValueError, match=r"^not declared with theory.claim: _undeclared \(checks of p\)$"):
-        theory.check_makers("p", [*next(iter(papers().values())).checks, _undeclared], full=False)
-
-
-def _undeclared():
-    """An undeclared function named like a check."""
 
 
 def test_a_declaration_refuses_bad_words_before_anything_runs():

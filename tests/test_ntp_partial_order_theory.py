@@ -1,7 +1,5 @@
 """Max-margin problems and the paper's predictions for ntp_partial_order."""
 
-import inspect
-
 import numpy as np
 import pytest
 
@@ -65,20 +63,6 @@ def test_svop_stage1_margin_beyond_float64_resolution_keeps_direction():
     assert 900 * sim.eta0 / np.sqrt(3) > 36  # 1 - softmax_target rounds to 0 in float64 here
     cos = ntp_theory.cosines(sim.W_ov, sim.star_ov)
     np.testing.assert_allclose(cos[1:], 1.0, atol=1e-12)
-
-
-def test_checks_take_full_only_when_they_are_sized():
-    arguments = {fn.__name__: list(inspect.signature(fn).parameters) for fn in ntp_theory.CHECKS}
-    sized = {name for name, args in arguments.items() if args == ["full"]}
-    assert sized == {
-        "eqn2_closed_form_vs_qp",
-        "eqn3_qp_kkt_and_second_solver",
-        "prop2_closed_form_where_valid",
-        "thm3_unseen_sentences",
-        "thm1_many_datasets_direction",
-    }
-    assert all(args == [] for name, args in arguments.items() if name not in sized)
-    assert ntp_theory.PAPER == "ntp_partial_order" and len(ntp_theory.CHECKS) == 23
 
 
 @pytest.mark.slow

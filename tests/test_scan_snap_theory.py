@@ -2,7 +2,6 @@
 (under `-m slow`, since `attnflow reproduce` runs them in CI) every quick check passes."""
 
 import functools
-import inspect
 
 import jax
 import jax.numpy as jnp
@@ -41,29 +40,6 @@ def test_makers_are_named_after_their_checks():
     assert {maker.paper for maker in makers} == {"scan_snap"}
     check = makers[NAMES.index("lemma6_closed_form")]()  # one cheap one, run
     assert (check.paper, check.name) == ("scan_snap", "lemma6_closed_form") and check.note
-
-
-def test_checks_take_full_only_when_they_are_sized():
-    sized = {fn.__name__ for fn in scan_snap.CHECKS if "full" in inspect.signature(fn).parameters}
-    assert sized == {
-        "lemma1_autograd",
-        "lemma1_row_sums",
-        "lemma2_rate",
-        "lemma2_hoeffding",
-        "lemma5_discrete",
-        "theorem4_B_closed_form",
-        "theorem4_early_regime",
-        "theorem4_late_regime_t0",
-        "theorem4_late_regime",
-        "theorem4_fixed_nu_invariance",
-        "levels_L1_vs_L2",
-        "levels_L0_to_L1",
-        "fig7_attention_freezes",
-        "fig10_entropy_falls_with_lr",
-    }
-    for fn in scan_snap.CHECKS:  # anything else is keyword-only with a default (a formula under test)
-        for p in inspect.signature(fn).parameters.values():
-            assert p.name == "full" or (p.kind == p.KEYWORD_ONLY and p.default is not p.empty), fn.__name__
 
 
 def test_closed_forms_of_the_checks():

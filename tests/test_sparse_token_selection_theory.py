@@ -1,7 +1,6 @@
 """Sparse token selection: the closed forms of `theory.sparse_token_selection.closed_forms` against
 brute force, and the cheap checks of `attnflow verify --paper sparse_token_selection`."""
 
-import inspect
 import itertools
 import math
 
@@ -138,31 +137,6 @@ def test_checks_need_float64_and_cheap_ones_pass():
             theory.check_makers(paper.PAPER, paper.CHECKS, full=False)
     finally:
         jax.config.update("jax_enable_x64", True)
-
-
-def test_checks_take_full_only_when_they_use_it():
-    sized = {fn.__name__ for fn in paper.CHECKS if "full" in inspect.signature(fn).parameters}
-    assert sized == {
-        "lemma1_antithetic_off_blocks",
-        "theorem2_bank_invariance",
-        "theorem2_sphere_floor_mc",
-        "theorem2_sphere_flow_converges",
-        "theorem3_closed_form",
-        "fixed_pe_floor_T250",
-        "fixed_pe_floor_T300",
-        "fixed_pe_floor_T350",
-        "fixed_pe_floor_T400",
-        "fig2_stochastic_beats_fixed",
-        "fig2_stochastic_follows_theorem3",
-        "fig2_token_key_noise",
-        "fig2_stochastic_converges",
-        "fig2_fixed_follows_closed_form",
-        "fig2_fixed_stays_above_constant",
-        "fig4_unseen_q_follows_speed",
-        "fcn_bound_random_layers",
-        "fcn_trained_widths",
-    }
-    assert paper.fixed_pe_floor is F.fixed_pe_floor
 
 
 def _sphere_config(T=6, q=2, m=4, d=2):
