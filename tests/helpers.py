@@ -75,3 +75,24 @@ def value_sizes(jaxpr, dtype=None) -> list[int]:
         for inner in jax.extend.core.jaxprs_in_params(eqn.params):
             sizes += value_sizes(inner, dtype)
     return sizes
+
+
+ASCII_MATHS = re.compile(
+    r"[\w)]\^[\w({+-]"  # x^2, e^(-a), ((M-1)/M)^2, L^-n
+    r"|[<>!]=|->|>>|<<|\+-|\+/-"  # >=, <=, <=>, !=, ->, >>, +-
+    r"|\|\|"  # ||W||
+    r"|\bsqrt\(|\\[A-Za-z]+"  # sqrt(T), \alpha outside $…$
+    r"|\b[A-Za-z]\*|\w\*\w| \* |~"  # W*, eta2*lambda, T * error, V~, U ~ N(0, 1)
+    r"|\b[A-Za-z]_\d|\w_dot\b"  # L_0, z_dot
+    r"|\b(?:eta|alpha|beta|gamma|delta|epsilon|eps|zeta|theta|kappa|lambda|mu|nu|xi|pi|rho|sigma|tau|phi"
+    r"|chi|psi|omega|Gamma|Delta|Theta|Lambda|Xi|Pi|Sigma|Phi|Psi|Omega)(?:\d|_|\b)"  # eta0, beta_n, tau
+)
+"""Maths typed as ASCII in plain text: `x^2`, `e^(-a)`, `>=`, `->`, `||W||`, `sqrt(T)`, `W*`, `L_0`,
+`eta0`, `beta_n`, `kappa` (to be written x², e⁻ᵃ, ≥, →, ‖W‖, √T, W⋆, L₀, η₀, β_n, κ). Match it on
+text without its code: see [`plain_maths`][]."""
+
+
+def plain_maths(text: str) -> str:
+    """`text` without what it names as code (its backticked spans, where `beta_max` may stand), the
+    part of a plain-text note that [`ASCII_MATHS`][] reads."""
+    return re.sub(r"`[^`]*`", "", text)

@@ -1,7 +1,7 @@
 """The documentation site and the report as a reader opens them from disk: every page's maths
 rendered and no markup left as text, every image and link present in the folder, nothing loaded
 from the internet, every paper page with its verdicts and one image per declared figure, and the
-report with its figures and verdicts.
+report with its figures and verdicts, its checks' notes writing their maths in Unicode.
 
 They read what was built: the site's folder named by `ATTNFLOW_BUILT_SITE` (after `mkdocs build`)
 and the report named by `ATTNFLOW_BUILT_REPORT` (the `index.html` of `attnflow reproduce`), as CI
@@ -17,7 +17,7 @@ from urllib.parse import unquote, urlsplit
 import pytest
 
 from attnflow.papers import papers
-from tests.helpers import load_file
+from tests.helpers import ASCII_MATHS, load_file, plain_maths
 
 SITE = os.environ.get("ATTNFLOW_BUILT_SITE")
 REPORT = os.environ.get("ATTNFLOW_BUILT_REPORT")
@@ -130,3 +130,18 @@ def test_every_figure_of_the_report_is_readable_at_print_width():
         if printed["smallest_text_pt"] is not None and printed["smallest_text_pt"] < SMALLEST_TEXT:
             small[path.stem] = printed
     assert small == {}
+
+
+@needs_report
+def test_no_note_of_the_report_types_its_maths_in_ascii():
+    """Every check's note in the report's `verify.json` (beside its `index.html`) writes its maths in
+    Unicode (η = 0.5, ‖V − V⋆‖, t⁻¹ᐟ², α ≥ 0.2), never as ASCII (`eta=0.5`, `||V - V*||`, `t^(-1/2)`,
+    `alpha>=0.2`); what it names as code stands in backticks and is not read."""
+    checks = json.loads((Path(REPORT).parent / "verify.json").read_text())["checks"]
+    assert checks
+    typed = {
+        f"{c['paper']}.{c['name']}": (found.group(0), c["note"])
+        for c in checks
+        if (found := ASCII_MATHS.search(plain_maths(c["note"] or "")))
+    }
+    assert typed == {}

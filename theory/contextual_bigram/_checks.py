@@ -100,7 +100,7 @@ def lemma_b8_monte_carlo(full: bool) -> Measured:
         simulated=float(np.asarray(G.V)[:, 0, 0].mean()),
         error=zmax,
         note=f"{_inst_note(inst)} {M} samples; error = max over {sum(x.size for x in z)} entries of "
-        "|mean - formula| / standard error (tolerance 5 standard errors (recon)); "
+        "|mean − formula| / standard error (tolerance 5 standard errors (recon)); "
         "predicted/simulated: G_V[0,0].",
     )
 
@@ -122,7 +122,7 @@ def population_lines(full: bool) -> Measured:
         predicted=0.0,
         simulated=off,
         error=off,
-        note=f"{_inst_note(inst)} eta=0.5, {steps} steps of the engine's preconditioned projected step "
+        note=f"{_inst_note(inst)} η = 0.5, {steps} steps of the engine's preconditioned projected step "
         "on the exact population loss.",
     )
 
@@ -146,7 +146,7 @@ def line_recursion(full: bool) -> Measured:
         predicted=float(rec[-1, 0]),
         simulated=float(sim[-1, 0]),
         error=float(np.max(np.abs(sim - rec))),
-        note=f"{_inst_note(inst)} eta=0.5, {steps} steps; predicted/simulated: final alpha.",
+        note=f"{_inst_note(inst)} η = 0.5, {steps} steps; predicted/simulated: final α.",
     )
 
 
@@ -172,7 +172,7 @@ def ode_first_order() -> Measured:
         predicted=2.0,
         simulated=ratio,
         error=relative_error(2.0, ratio),
-        note=f"{_inst_note(inst)} errors {errs[0]:.3e} (eta=0.1), {errs[1]:.3e} (eta=0.05); "
+        note=f"{_inst_note(inst)} errors {errs[0]:.3e} (η = 0.1), {errs[1]:.3e} (η = 0.05); "
         "Diffrax Dopri8 rtol 1e-10.",
     )
 
@@ -199,8 +199,8 @@ def matrix_flow_on_lines(full: bool) -> Measured:
         predicted=float(ode[-1, 1]),
         simulated=float(sim[-1, 1]),
         error=max(err, off),
-        note=f"{_inst_note(inst)} t in [0, {ts[-1]:g}], both Dopri8 rtol 1e-10; off-line norm {off:.2e}; "
-        "predicted/simulated: final beta.",
+        note=f"{_inst_note(inst)} t ∈ [0, {ts[-1]:g}], both Dopri8 rtol 1e-10; off-line norm {off:.2e}; "
+        "predicted/simulated: final β.",
     )
 
 
@@ -226,8 +226,8 @@ def lyapunov() -> Measured:
         predicted=L_star,
         simulated=float(L[-1]),
         error=rise,
-        note=f"{_inst_note(inst)} 2001 saves on [0, 200]; predicted/simulated: Bayes risk L* (a lower bound "
-        "of L) vs L(t=200).",
+        note=f"{_inst_note(inst)} 2001 saves on [0, 200]; predicted/simulated: Bayes risk L⋆ (a lower bound "
+        "of L) vs L(t = 200).",
     )
 
 
@@ -257,7 +257,7 @@ def error_dynamics() -> Measured:
         predicted=a,
         simulated=float(after["alpha"]),
         error=err,
-        note=f"{_inst_note(inst)} random unit-column-sum point, eta={eta}; predicted/simulated: alpha+.",
+        note=f"{_inst_note(inst)} random unit-column-sum point, η = {eta}; predicted/simulated: α⁺.",
     )
 
 
@@ -282,7 +282,7 @@ def stage1_linearisation() -> Measured:
         predicted=predicted,
         simulated=simulated,
         error=relative_error(predicted, simulated),
-        note=f"{_inst_note(inst)} recursion with eta={eta} (t = eta * steps).",
+        note=f"{_inst_note(inst)} recursion with η = {eta} (t = η · steps).",
     )
 
 
@@ -306,7 +306,7 @@ def stage1_log_time() -> Measured:
         predicted=predicted,
         simulated=simulated,
         error=relative_error(predicted, simulated),
-        note=f"{_inst_note(inst)} asymptotic estimate (needs 2 T delta min(K_Q, w) >> 1; here "
+        note=f"{_inst_note(inst)} asymptotic estimate (needs 2Tδ min(K_Q, w) ≫ 1; here "
         f"{2 * T * delta * min(KQ, np.sqrt(KP * KQ)):.2f}); tolerance 10% (recon).",
     )
 
@@ -359,13 +359,13 @@ def stage1_plateau_is_saddle() -> Measured:
         simulated=float(point[0]),
         error=float("inf") if failures else distance,
         note=f"{_inst_note(inst)} Dopri8 rtol 1e-10. First plateau of L ({int(plateaus.count)} found) "
-        f"on t in [{float(plateaus.start_time[0]):.3g}, {float(plateaus.end_time[0]):.3g}]; its save "
-        f"(slowest loss change) at t={ts[i]:.3g}, (alpha, beta)=({ode[i, 0]:.3g}, {ode[i, 1]:.3g}), "
-        f"{gap:.4g} = {gap * T * KQ:.4g} x 1/(T K_Q) from the saddle. Polished "
+        f"on t ∈ [{float(plateaus.start_time[0]):.3g}, {float(plateaus.end_time[0]):.3g}]; its save "
+        f"(slowest loss change) at t={ts[i]:.3g}, (α, β)=({ode[i, 0]:.3g}, {ode[i, 1]:.3g}), "
+        f"{gap:.4g} = {gap * T * KQ:.4g} × 1/(T K_Q) from the saddle. Polished "
         f"({int(found.num_steps)} Newton steps, {status.name}) to ({point[0]:.12g}, {point[1]:.3g}), "
-        f"|grad L|={float(found.grad_norm):.2e}; index {index}, Hessian eigenvalues "
+        f"‖∇L‖={float(found.grad_norm):.2e}; index {index}, Hessian eigenvalues "
         f"{eigenvalues[0]:.6g}, {eigenvalues[1]:.6g}; L={float(found.loss):.12g} against "
-        f"1/2 (1 - |mu|^2)={0.5 * (1 - mu_sq):.12g}. "
+        f"½(1 − ‖μ‖²)={0.5 * (1 - mu_sq):.12g}. "
         "Error: the distance relative to 1/(T K_Q)"
         + (f"; infinite because of {', '.join(failures)}." if failures else "."),
     )
@@ -400,7 +400,7 @@ def near_optimum_rates() -> Measured:
         simulated=float(rates[slow]),
         error=float(max(errs)),
         note=f"{_inst_note(inst)} eigenvalues {values[0]:.4g}, {values[1]:.4g}; displacement 1e-6, run for "
-        "1/|lambda|; predicted/simulated: the slow rate (~K_P/(T(K_P+K_Q))).",
+        "1/|λ|; predicted/simulated: the slow rate (≈ K_P/(T(K_P + K_Q))).",
     )
 
 
@@ -426,8 +426,8 @@ def transfer_alpha1() -> Measured:
         predicted=predicted,
         simulated=simulated,
         error=abs(predicted - simulated),
-        note=f"{_inst_note(inst)} V~ = (P + P_reversed)/2 (shares mu; rho = "
-        f"{beta0 * KP / delta:.4f}), delta={delta}, eta0={eta0}; beta0={beta0:.4f}.",
+        note=f"{_inst_note(inst)} Ṽ = (P + P_reversed)/2 (shares μ; ρ = "
+        f"{beta0 * KP / delta:.4f}), δ = {delta}, η₀ = {eta0}; β₀ = {beta0:.4f}.",
     )
 
 
@@ -472,12 +472,12 @@ def algorithm1_recovers(full: bool) -> Measured:
         predicted=0.0,
         simulated=dQ,
         error=max(dQ, dV),
-        note=f"{_inst_note(inst)} {len(alg['tau1'])} seeds, B={cfg.batch}, eta1={cfg.eta1} (oracle switch at "
-        f"min(alpha,beta)>={cfg.delta1}, median tau1={np.median(alg['tau1']):.0f}), eta2={cfg.eta2}, "
-        f"lambda={cfg.lam}, {cfg.stage2_steps} Stage-2 steps, Stage 3 = population least-squares V "
-        "(the experiments' oracle: it uses P, so ||V-P|| after Stage 3 only measures the scale error). "
-        f"Median ||V-P||_F={dV:.4g}, "
-        f"||Q-Q*||_F={dQ:.4g}; before normalisation {np.median(alg['stage2_metrics']['dist_V']):.4g} / "
+        note=f"{_inst_note(inst)} {len(alg['tau1'])} seeds, B={cfg.batch}, η₁ = {cfg.eta1} (oracle switch at "
+        f"min(α, β) ≥ {cfg.delta1}, median τ₁ = {np.median(alg['tau1']):.0f}), η₂ = {cfg.eta2}, "
+        f"λ = {cfg.lam}, {cfg.stage2_steps} Stage-2 steps, Stage 3 = population least-squares V "
+        "(the experiments' oracle: it uses P, so ‖V − P‖ after Stage 3 only measures the scale error). "
+        f"Median ‖V − P‖_F = {dV:.4g}, "
+        f"‖Q − Q⋆‖_F = {dQ:.4g}; before normalisation {np.median(alg['stage2_metrics']['dist_V']):.4g} / "
         f"{np.median(alg['stage2_metrics']['dist_Q']):.4g}. Tolerance 0.1 (recon: the paper's "
         "accuracy was lost).",
     )
@@ -514,8 +514,8 @@ def l1_reduces_off_support(full: bool) -> Measured:
         predicted=mass[0.0],
         simulated=mass[1e-3],
         error=ratio,
-        note=f"{_inst_note(inst)} {seeds} seeds, B=256, {steps} Stage-2 steps; median alpha {alpha[0.0]:.3f} "
-        f"(lambda=0), {alpha[1e-3]:.3f} (lambda=1e-3); the line part (1-alpha)/T of the off-support entries "
+        note=f"{_inst_note(inst)} {seeds} seeds, B=256, {steps} Stage-2 steps; median α {alpha[0.0]:.3f} "
+        f"(λ = 0), {alpha[1e-3]:.3f} (λ = 1e-3); the line part (1 − α)/T of the off-support entries "
         f"alone sums to {line_part:.3f}.",
     )
 
@@ -533,10 +533,10 @@ def _sgd_measured(full: bool, eta: float) -> Measured:
         simulated=b,
         error=a / b if b > 0 else float("inf"),
         note=f"{_inst_note(inst)} {len(alg['tau1'])} seeds, B={cfg.batch}; SGD {n_sgd} steps, Algorithm 1 "
-        f"tau1 + {cfg.stage2_steps} steps (before normalisation). SGD runs diverged (non-finite): "
+        f"τ₁ + {cfg.stage2_steps} steps (before normalisation). SGD runs diverged (non-finite): "
         f"{diverged}. "
-        f"SGD normalised: median ||V-P||={np.median(s['dist_V_hat']):.4g}, "
-        f"||Q-Q*||={np.median(s['dist_Q_hat']):.4g}.",
+        f"SGD normalised: median ‖V − P‖ = {np.median(s['dist_V_hat']):.4g}, "
+        f"‖Q − Q⋆‖ = {np.median(s['dist_Q_hat']):.4g}.",
     )
 
 
@@ -585,7 +585,7 @@ def stage1_needs_poly_T(full: bool) -> Measured:
         simulated=b200,
         error=b50 / b200,
         note=f"default instances (seed 0, N=3, Q=2) at T=50 and T=200; {seeds} seeds per B; success = "
-        f"alpha > 0 after {STAGE1_STEPS} steps at eta1=0.5. B grid {batches}; rates T=50 "
+        f"α > 0 after {STAGE1_STEPS} steps at η₁ = 0.5. B grid {batches}; rates T=50 "
         f"{np.round(r50, 3).tolist()}, T=200 {np.round(r200, 3).tolist()}. At least one doubling demanded "
         "(recon); the paper's exponent was lost.",
     )
@@ -616,10 +616,10 @@ def stage1_batch_exponent(full: bool) -> Measured:
         simulated=fit.low,
         error=-fit.low,
         note=f"p = {fit.exponent:.3f}, 95% interval [{fit.low:.3f}, {fit.high:.3f}] (parametric bootstrap); "
-        f"success model 1/2 + 1/2 sigmoid(b (log B - p log T - c)), b = {fit.sharpness:.3g}, "
-        f"c = {fit.offset:.3g}, fitted by maximum likelihood (recon). T in {list(Ts)}, B in {list(batches)}, "
+        f"success model ½ + ½ sigmoid(b(log B − p log T − c)), b = {fit.sharpness:.3g}, "
+        f"c = {fit.offset:.3g}, fitted by maximum likelihood (recon). T ∈ {list(Ts)}, B ∈ {list(batches)}, "
         f"{seeds} seeds per cell; "
-        f"success = alpha > 0 after {STAGE1_STEPS} steps at eta1=0.5. The paper's exponent was lost.",
+        f"success = α > 0 after {STAGE1_STEPS} steps at η₁ = 0.5. The paper's exponent was lost.",
     )
 
 
@@ -638,7 +638,7 @@ def stage1_large_batch(full: bool) -> Measured:
         predicted=1.0,
         simulated=s,
         error=1.0 - s,
-        note=f"{seeds} seeds; success = alpha > 0 after {STAGE1_STEPS} steps at eta1=0.5; the batch 1024 and "
+        note=f"{seeds} seeds; success = α > 0 after {STAGE1_STEPS} steps at η₁ = 0.5; the batch 1024 and "
         "the 0.9 success rate are ours (Algorithm 1 asks for a poly(T) batch in Stage 1).",
     )
 
@@ -693,10 +693,10 @@ def transfer_skips_stage1(full: bool) -> Measured:
         predicted=s_scratch,
         simulated=s_transfer,
         error=max(0.9 - s_transfer, s_scratch - 0.9),
-        note=f"{_inst_note(inst)} V~ = (P + P_reversed)/2 (shares mu, rho = {rho:.4f}), delta={delta}, "
-        f"eta0 = 0.5/(delta rho) = {eta0:.3g}, one Q step on a batch of {batch}, then rounding 1->2; "
+        note=f"{_inst_note(inst)} Ṽ = (P + P_reversed)/2 (shares μ, ρ = {rho:.4f}), δ = {delta}, "
+        f"η₀ = 0.5/(δρ) = {eta0:.3g}, one Q step on a batch of {batch}, then rounding 1 → 2; "
         "scratch: "
-        f"alpha > 0 after {STAGE1_STEPS} Stage-1 steps at eta1=0.5, same batch; {seeds} seeds each. "
+        f"α > 0 after {STAGE1_STEPS} Stage-1 steps at η₁ = 0.5, same batch; {seeds} seeds each. "
         "predicted = scratch success rate, simulated = transfer success rate.",
     )
 
@@ -724,7 +724,7 @@ def normalisation_error() -> Measured:
         predicted=1.0,
         simulated=ratio,
         error=abs(np.log(ratio)),
-        note=f"T * error: {vals[50]:.4g} (T=50), {vals[800]:.4g} (T=800); theta3 = c_F/Q with the "
+        note=f"T × error: {vals[50]:.4g} (T=50), {vals[800]:.4g} (T=800); θ₃ = c_F/Q with the "
         f"default c_F = {cb.Algorithm1().c_f} (recon); O(1/T) means the "
         "product stays within a factor 2 (recon).",
     )
@@ -781,9 +781,9 @@ def surrogate_matches_minibatch(full: bool) -> Measured:
         predicted=float(r[:, 0].mean()),
         simulated=float(s[:, 0].mean()),
         error=zmax(r, s),
-        note=f"{_inst_note(inst)} {seeds} seeds each, {steps} steps, eta={eta}, B={batch}, 512 probe "
-        f"gradients per step; predicted/simulated: mean alpha. Std of alpha: real {r[:, 0].std():.4f}, "
-        f"surrogate {s[:, 0].std():.4f}. The diagonal-covariance variant gives mean alpha "
+        note=f"{_inst_note(inst)} {seeds} seeds each, {steps} steps, η = {eta}, B={batch}, 512 probe "
+        f"gradients per step; predicted/simulated: mean α. Std of α: real {r[:, 0].std():.4f}, "
+        f"surrogate {s[:, 0].std():.4f}. The diagonal-covariance variant gives mean α "
         f"{d[:, 0].mean():.4f}, std {d[:, 0].std():.4f} (max |z| {zmax(r, d):.2f}): ignoring correlations "
         "overstates the noise.",
     )

@@ -47,7 +47,7 @@ def _with_and_without_l1(inst, keys, steps: int, surrogate: bool, batch: int) ->
     )
     ratio = err_l1 / err_0
     return ratio, (
-        f"B={batch}: {err_l1:.4f} with l1 / {err_0:.4f} without (ratio {ratio:.2f}; alpha after Stage 2 "
+        f"B={batch}: {err_l1:.4f} with l1 / {err_0:.4f} without (ratio {ratio:.2f}; α after Stage 2 "
         f"{alpha_l1:.2f} / {alpha_0:.2f})"
     )
 
@@ -98,11 +98,11 @@ def l1_needed_small_batch(full: bool) -> Measured:
         predicted=1.0,
         simulated=worst,
         error=worst,
-        note=f"{seeds} seeds, {steps} Stage-2 steps from alpha=beta=0.2 on the population lines, eta2=0.05. "
+        note=f"{seeds} seeds, {steps} Stage-2 steps from α = β = 0.2 on the population lines, η₂ = 0.05. "
         + " ".join(notes)
         + f" Cross-check, N=3 on the surrogate: {cross}. Without l1 the off-support noise accumulates over "
-        "the T positions (alpha, the weight on Q*, drifts past 1) and at a small batch too much of it "
-        "survives the normalisation 2->3; the soft threshold zeroes the small off-support entries every "
+        "the T positions (α, the weight on Q⋆, drifts past 1) and at a small batch too much of it "
+        "survives the normalisation 2 → 3; the soft threshold zeroes the small off-support entries every "
         "step. At a large batch the normalisation alone removes the noise and l1 adds only its bias on the "
-        "support. lambda, T, the batches and the start are ours (recon).",
+        "support. λ, T, the batches and the start are ours (recon).",
     )

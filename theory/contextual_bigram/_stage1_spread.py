@@ -34,6 +34,8 @@ GRADIENT_SAMPLES = 50_000
 """Fresh samples behind each covariance C(m_k) of one sample's preconditioned gradient."""
 KS_CRITICAL = 1.63
 """The Kolmogorov-Smirnov distance's 1 % critical value times √n (asymptotic)."""
+_SYMBOL = {"alpha": "α", "beta": "β"}
+"""How the note writes each line coordinate."""
 
 
 def linear_noise_law(
@@ -156,7 +158,7 @@ def stage1_escape_spread(full: bool) -> Measured:
     critical = KS_CRITICAL / np.sqrt(seeds)
     worst = max(distance.values())
     laws = "; ".join(
-        f"{name}: law {law[name][0]:.5f} ± {law[name][1]:.5f}, seeds {spread[name].mean():.5f} ± "
+        f"{_SYMBOL[name]}: law {law[name][0]:.5f} ± {law[name][1]:.5f}, seeds {spread[name].mean():.5f} ± "
         f"{spread[name].std(ddof=1):.5f}, KS {distance[name]:.4f}"
         for name in law
     )
@@ -165,7 +167,7 @@ def stage1_escape_spread(full: bool) -> Measured:
         predicted=critical,
         simulated=worst,
         error=max(worst - critical, 0.0),
-        note=f"T={SPREAD_T}, B={SPREAD_BATCH}, eta1={SPREAD_ETA}, {SPREAD_STEPS} steps, {seeds} seeds. "
-        f"{laws}. P(alpha > 0): law {positive:.3f}, seeds {(spread['alpha'] > 0).mean():.3f}. The "
+        note=f"T={SPREAD_T}, B={SPREAD_BATCH}, η₁ = {SPREAD_ETA}, {SPREAD_STEPS} steps, {seeds} seeds. "
+        f"{laws}. P(α > 0): law {positive:.3f}, seeds {(spread['alpha'] > 0).mean():.3f}. The "
         "linear-noise approximation and the 1 % level are ours.",
     )

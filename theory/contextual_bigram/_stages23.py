@@ -120,18 +120,18 @@ def stages23_flat_in_T(full: bool) -> Measured:
         predicted=0.0,
         simulated=fit.high,
         error=fit.high - FLAT_EXPONENT,
-        note=f"{_inst_note(base)} P and Q* weights fixed, T in {list(Ts)}; {seeds} seeds, {steps} Stage-2 "
-        f"steps from alpha=beta=0.2 on the population lines. B=256: mean final ||Q-Q*||_F "
+        note=f"{_inst_note(base)} P and Q⋆ weights fixed, T ∈ {list(Ts)}; {seeds} seeds, {steps} Stage-2 "
+        f"steps from α = β = 0.2 on the population lines. B=256: mean final ‖Q − Q⋆‖_F "
         f"{per_T(fit.means)}, q = {fit.exponent:.3f}, 95% interval [{fit.low:.3f}, {fit.high:.3f}] "
         f"(bootstrap over seeds). B=32: {per_T(fit_small.means)}, q = {fit_small.exponent:.3f} "
-        f"[{fit_small.low:.3f}, {fit_small.high:.3f}]. Why B matters: before the normalisation 2->3 each "
+        f"[{fit_small.low:.3f}, {fit_small.high:.3f}]. Why B matters: before the normalisation 2 → 3 each "
         f"off-support entry carries noise of a size that does not depend on T (mean |Q| per off-support "
         f"entry {per_T(noise)} at B=256, {per_T(small_noise)} at B=32); the threshold c_f/Q = {threshold:g} "
         "removes nearly all of it at B=256, while at B=32 a fixed fraction of the T positions survives, so "
-        "the error grows as about sqrt(T). With Gaussian tails, keeping that fraction below 1/T takes a "
-        "threshold of sqrt(log T) noise widths, i.e. a batch growing like log T: the paper's log factor. "
-        "The 0.25, the start and the batches are ours (recon); Stage 1's batch need grows as T^0.7 "
-        "(stage1_batch_exponent).",
+        "the error grows as about √T. With Gaussian tails, keeping that fraction below 1/T takes a "
+        "threshold of √(log T) noise widths, i.e. a batch growing like log T: the paper's log factor. "
+        "The 0.25, the start and the batches are ours (recon); Stage 1's batch need grows as Tᵖ with p ≈ 0.7 "
+        "(`stage1_batch_exponent`).",
     )
 
 
@@ -181,14 +181,14 @@ def transfer_then_stages23(full: bool) -> Measured:
         predicted=s_final["dist_Q"],
         simulated=t_final["dist_Q"],
         error=t_final["dist_Q"] - s_final["dist_Q"],
-        note=f"{_inst_note(inst)} transfer as transfer_skips_stage1 (rho = {rho:.4f}, delta={delta}, "
-        f"eta0={eta0:.3g}, one step on a batch of {batch}); scratch: Algorithm 1's defaults (oracle switch); "
-        f"{steps} Stage-2 steps, B={batch}, {seeds} seeds each. Median final ||Q-Q*||_F / ||V-P||_F: "
+        note=f"{_inst_note(inst)} transfer as `transfer_skips_stage1` (ρ = {rho:.4f}, δ = {delta}, "
+        f"η₀ = {eta0:.3g}, one step on a batch of {batch}); scratch: Algorithm 1's defaults (oracle switch); "
+        f"{steps} Stage-2 steps, B={batch}, {seeds} seeds each. Median final ‖Q − Q⋆‖_F / ‖V − P‖_F: "
         f"transfer {t_final['dist_Q']:.4f} / {t_final['dist_V']:.4f}, scratch {s_final['dist_Q']:.4f} / "
         f"{s_final['dist_V']:.4f}; at the end of Stage 2, before the normalisation: {t_stage2:.4g} / "
-        f"{s_stage2:.4g} (scratch's Stage 2 blows up, ||Q-Q*||_F > 10, in {s_blown:.0%} of seeds; the "
+        f"{s_stage2:.4g} (scratch's Stage 2 blows up, ‖Q − Q⋆‖_F > 10, in {s_blown:.0%} of seeds; the "
         "normalisation and Stage 3 bring them back). Neither reaches the "
-        "accuracy of algorithm1_recovers (0.1) at this batch: the Stage 2-3 error floor at a small batch "
-        "grows with T (stages23_flat_in_T), and the paper's poly(1/epsilon) samples mean a larger batch. "
+        "accuracy of `algorithm1_recovers` (0.1) at this batch: the Stage 2-3 error floor at a small batch "
+        "grows with T (`stages23_flat_in_T`), and the paper's poly(1/ε) samples mean a larger batch. "
         "predicted = scratch, simulated = transfer.",
     )

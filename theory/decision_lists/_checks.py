@@ -17,7 +17,7 @@ from . import _sims as sims
 from . import closed_forms
 
 OURS = (
-    "δ, γ (recon): γ = the least over a and k ≤ m_a of P(a ∈ s, a_k ∈ s, a_1, …, a_(k−1) ∉ s), δ := γ; "
+    "δ, γ (recon): γ = the least over a and k ≤ m_a of P(a ∈ s, a_k ∈ s, a₁, …, a_(k−1) ∉ s), δ := γ; "
     "D = distinct (recon)."
 )
 
@@ -28,9 +28,9 @@ def _result1_runs(full: bool) -> list:
 
 def _sizes(runs) -> str:
     return "; ".join(
-        f"L={r.task.L},n={r.task.n},M={r.task.M}: tau={r.tau:.4g}, bound={r.bound:.4g},"
+        f"L={r.task.L},n={r.task.n},M={r.task.M}: τ={r.tau:.4g}, bound={r.bound:.4g},"
         f" ratio={r.tau / r.bound:.3g},"
-        f" c={r.c:.4g}, gamma={r.constants.gamma:.4g}"
+        f" c={r.c:.4g}, γ={r.constants.gamma:.4g}"
         for r in runs
     )
 
@@ -57,7 +57,7 @@ def result1_time_within_bound(full: bool = False) -> Measured:
         predicted=worst.bound,
         simulated=worst.tau,
         error=max(r.tau / r.bound for r in runs),
-        note=f"{_sizes(runs)}. {OURS} Diffrax Tsit5 rtol=1e-6 atol=1e-9; tau = where mu(W) turns positive"
+        note=f"{_sizes(runs)}. {OURS} Diffrax Tsit5 rtol=1e-6 atol=1e-9; τ = where μ(W) turns positive"
         " (equivalent to perfect classification at V = cP), located by the flow's event (root finding"
         " on the solver's dense interpolant).",
     )
@@ -89,8 +89,7 @@ def result1_perfect_reached(full: bool = False) -> Measured:
         predicted=0.0,
         simulated=float(failures),
         error=float(failures),
-        note=f"{len(runs)} tasks, {saves} saves after the event (mu > 0 <=> perfect at V = cP, derived)."
-        f" {OURS}",
+        note=f"{len(runs)} tasks, {saves} saves after the event (μ > 0 ⇔ perfect at V = cP, derived). {OURS}",
     )
 
 
@@ -117,7 +116,7 @@ def result1_loss_monotone(full: bool = False) -> Measured:
         predicted=0.0,
         simulated=max(worst, 0.0),
         error=max(worst, 0.0),
-        note=f"{len(runs)} tasks, 201 saves on [0, max(4 tau, bound/1000)] each.",
+        note=f"{len(runs)} tasks, 201 saves on [0, max(4τ, bound/1000)] each.",
     )
 
 
@@ -144,8 +143,8 @@ def result1_gd_limit(full: bool = False) -> Measured:
         predicted=r.tau,
         simulated=times[-1],
         error=max(abs(times[-1] - r.tau) / r.tau, halving),
-        note=f"L=8,n=3,M=2; h = {', '.join(f'{h:.3g}' for h in steps)}; tau_GD = "
-        f"{', '.join(f'{t:.5g}' for t in times)}; flow tau = {r.tau:.5g}; halving change {halving:.2g}.",
+        note=f"L=8,n=3,M=2; h = {', '.join(f'{h:.3g}' for h in steps)}; τ_GD = "
+        f"{', '.join(f'{t:.5g}' for t in times)}; flow τ = {r.tau:.5g}; halving change {halving:.2g}.",
     )
 
 
@@ -178,9 +177,9 @@ def result1_list_length_scaling() -> Measured:
         simulated=taus[worst],
         error=max(ratios),
         note=f"L={L}, n={n}, c={c:.4g} (Result 1's c for m=4);"
-        f" tau(m) = {', '.join(f'{t:.4g}' for t in taus)}; "
-        f"bound(m) = {', '.join(f'{b:.4g}' for b in bounds)}. tau = 0 means the gradient at W = 0 already "
-        "ranks every list (mu > 0 for every t > 0); tau is not monotone in m.",
+        f" τ(m) = {', '.join(f'{t:.4g}' for t in taus)}; "
+        f"bound(m) = {', '.join(f'{b:.4g}' for b in bounds)}. τ = 0 means the gradient at W = 0 already "
+        "ranks every list (μ > 0 for every t > 0); τ is not monotone in m.",
     )
 
 
@@ -204,15 +203,15 @@ def result1_c_monotone() -> Measured:
         predicted=0.0,
         simulated=float(increases),
         error=float(increases),
-        note=f"L=8,n=3,M=2; tau = {', '.join(f'{x:.4g}' for x in taus)}.",
+        note=f"L=8,n=3,M=2; τ = {', '.join(f'{x:.4g}' for x in taus)}.",
     )
 
 
 OURS_IID = (
-    "D = iid (recon): n i.i.d. uniform tokens, the L^n sequences enumerated as C(L+n-1, n) multisets"
-    " weighted n!/prod k_b! L^-n (exact: the model is equivariant to permutations of positions, derived);"
-    " delta, gamma: the same definitions (recon) evaluated exactly under iid, gamma = the least over a"
-    " and k <= m_a of P(a in s, a_k in s, a_1, ..., a_(k-1) not in s), delta := gamma (they are"
+    "D = iid (recon): n i.i.d. uniform tokens, the Lⁿ sequences enumerated as C(L + n − 1, n) multisets"
+    " weighted n!/(∏ k_b!) · L⁻ⁿ (exact: the model is equivariant to permutations of positions, derived);"
+    " δ, γ: the same definitions (recon) evaluated exactly under iid, γ = the least over a"
+    " and k ≤ m_a of P(a ∈ s, a_k ∈ s, a₁, …, a_(k−1) ∉ s), δ := γ (they are"
     " probabilities of presence"
     " events, defined for any D; only their closed form is specific to distinct)."
 )
@@ -239,10 +238,10 @@ def _iid_sizes(runs, full: bool) -> str:
     sizes = sims.RESULT1_IID_SIZES["full" if full else "quick"]
     return "; ".join(
         f"L={r.task.L},n={r.task.n},M={r.task.M} (seed {size[3]}):"
-        f" tau={r.time.tau:.5g} (bracket {r.time.width:.2g}), bound={r.bound:.5g},"
+        f" τ={r.time.tau:.5g} (bracket {r.time.width:.2g}), bound={r.bound:.5g},"
         f" ratio={r.time.tau / r.bound:.3g} (under distinct: {_distinct_ratio(r, size):.3g}),"
-        f" c={r.c:.5g}, delta=gamma={r.constants.gamma:.5g},"
-        f" mu(W(tau))={r.time.mu_at_tau:.4g}, first save with mu>0 at t={_first_positive_mu(r):.3g}"
+        f" c={r.c:.5g}, δ=γ={r.constants.gamma:.5g},"
+        f" μ(W(τ))={r.time.mu_at_tau:.4g}, first save with μ>0 at t={_first_positive_mu(r):.3g}"
         for r, size in zip(runs, sizes)
     )
 
@@ -280,10 +279,10 @@ def result1_time_within_bound_iid(full: bool = False) -> Measured:
         error=max(r.time.tau / r.bound for r in runs),
         note=f"{_iid_sizes(runs, full)}. {OURS_IID} Diffrax Tsit5 rtol=1e-6 atol=1e-9; perfect = every"
         f" margin of every multiset > 1e-9, evaluated on {sims.ENUMERATED_SAVES} saves (t=0, log-spaced"
-        f" 1e-8 bound..bound, from the solver's dense output); tau = the first perfect save after"
+        f" from 1e-8 × bound to bound, from the solver's dense output); τ = the first perfect save after"
         f" {sims.ENUMERATED_REFINEMENTS} refinements of the bracket (the flow restarted from the saved W at"
-        f" its left end, {sims.ENUMERATED_SAVES} even saves across it). mu(W(tau)) is about log 2, not 0:"
-        " with repeats a wrong token present twice needs a score gap above log 2, so mu > 0 is not"
+        f" its left end, {sims.ENUMERATED_SAVES} even saves across it). μ(W(τ)) is about log 2, not 0:"
+        " with repeats a wrong token present twice needs a score gap above log 2, so μ > 0 is not"
         " sufficient under iid.",
     )
 
@@ -311,8 +310,8 @@ def result1_perfect_reached_iid(full: bool = False) -> Measured:
         simulated=float(never + failures),
         error=float(never + failures),
         note=f"{len(runs)} tasks, {never} never perfect by the bound, {failures} of {saves} saves in"
-        f" [tau, bound] not perfect; smallest label margin at the bound:"
-        f" {', '.join(f'{r.time.margin[-1]:.4g}' for r in runs)}; tau:"
+        f" [τ, bound] not perfect; smallest label margin at the bound:"
+        f" {', '.join(f'{r.time.margin[-1]:.4g}' for r in runs)}; τ:"
         f" {', '.join(f'{r.time.tau:.4g}' for r in runs)}. {OURS_IID}",
     )
 
@@ -329,12 +328,12 @@ def _result2_small():
 def _setting_note(r) -> str:
     s = r.setting
     return (
-        f"L={r.task.L},n={r.task.n},M={r.task.M}, eps={s.eps}; c={s.c:.5g}"
+        f"L={r.task.L},n={r.task.n},M={r.task.M}, ε={s.eps}; c={s.c:.5g}"
         f" (fixed point, {s.c_iterations} iterations,"
-        f" converged={s.c_converged}); L0={s.loss0:.5g}; A={s.A:.4g}; hypotheses feasible={s.feasible} "
+        f" converged={s.c_converged}); 𝓛₀={s.loss0:.5g}; A={s.A:.4g}; hypotheses feasible={s.feasible} "
         f"(outside Result 2's hypotheses: tests the conclusion, not the theorem);"
-        f" lambda_max(0)={r.lambda0:.5g} "
-        f"(Lanczos, 100 HVPs); eta=1/lambda_max; T=floor(eps/(2 eta))={s.T_max}. m := M (recon). {OURS}"
+        f" λ_max(0)={r.lambda0:.5g} "
+        f"(Lanczos, 100 HVPs); η = 1/λ_max; T = ⌊ε/(2η)⌋ = {s.T_max}. m := M (recon). {OURS}"
     )
 
 
@@ -381,7 +380,7 @@ def result2_V_stays_near_cP() -> Measured:
         predicted=r.setting.eps,
         simulated=r.max_dist_cP,
         error=max(r.max_dist_cP / r.setting.eps, r.max_grad_V),
-        note=f"max |grad_V L| along the run = {r.max_grad_V:.3g} (bound 1); {_setting_note(r)}",
+        note=f"max |∇_V 𝓛| along the run = {r.max_grad_V:.3g} (bound 1); {_setting_note(r)}",
     )
 
 
@@ -405,7 +404,7 @@ def result2_step_below_curvature() -> Measured:
         predicted=1.0,
         simulated=worst,
         error=worst,
-        note=f"lambda_max at steps {', '.join(str(int(s)) for s in r.steps)}: "
+        note=f"λ_max at steps {', '.join(str(int(s)) for s in r.steps)}: "
         f"{', '.join(f'{x:.4g}' for x in r.lambdas)}. {_setting_note(r)}",
     )
 
@@ -446,17 +445,17 @@ def result2_within_hypotheses(full: bool = False) -> Measured:
         predicted=float(s.T_max),
         simulated=r.first_certified,
         error=float(violated),
-        note=f"L={r.task.L},n={r.task.n},M={r.task.M}, eps={s.eps} (lower end of the feasible interval: the"
-        f" certificate asks mu > -log(1 - 2n||V - cP||_max/c), smaller for smaller eps);"
-        f" D = distinct, frozen Monte-Carlo population K={r.K} (seed 0), U ~ Uniform[-eps/2, eps/2];"
-        f" delta = gamma = {s.delta:.4g} (closed form); c={s.c:.6g} (fixed point on the population,"
-        f" {s.c_iterations} iterations); L0={s.loss0:.5g}; A={s.A:.5g} (just below L0 - 6 eps/n);"
-        f" A^2={s.A**2:.5g} > 4 m L0/eps={4 * s.m * s.loss0 / s.eps:.5g}: hypotheses feasible={s.feasible};"
-        f" lambda_max(0)={r.lambda0:.6g} (Lanczos, 100 HVPs); eta=1/lambda_max={s.eta:.4g};"
-        f" window T in [{s.T_min:.6g}, {s.T_max}]; first certified step t={r.first_certified:g}"
-        f" (certified at {r.certified_steps} of the {r.num_steps} steps run); mu at t: {r.mu[at]:.4g}"
-        f" (needed {r.threshold[at]:.4g}); max_t ||V_t - cP||_max = {r.max_dist_cP:.6g} <= eps"
-        f" (every step); max |grad_V L| = {r.max_grad_V:.3g}; loss {r.losses[0]:.4g} -> {r.losses[-1]:.3g}"
+        note=f"L={r.task.L},n={r.task.n},M={r.task.M}, ε={s.eps} (lower end of the feasible interval: the"
+        f" certificate asks μ > −log(1 − 2n‖V − cP‖_max/c), smaller for smaller ε);"
+        f" D = distinct, frozen Monte-Carlo population K={r.K} (seed 0), U ∼ Uniform[−ε/2, ε/2];"
+        f" δ = γ = {s.delta:.4g} (closed form); c={s.c:.6g} (fixed point on the population,"
+        f" {s.c_iterations} iterations); 𝓛₀={s.loss0:.5g}; A={s.A:.5g} (just below 𝓛₀ − 6ε/n);"
+        f" A²={s.A**2:.5g} > 4m𝓛₀/ε={4 * s.m * s.loss0 / s.eps:.5g}: hypotheses feasible={s.feasible};"
+        f" λ_max(0)={r.lambda0:.6g} (Lanczos, 100 HVPs); η = 1/λ_max = {s.eta:.4g};"
+        f" window T ∈ [{s.T_min:.6g}, {s.T_max}]; first certified step t={r.first_certified:g}"
+        f" (certified at {r.certified_steps} of the {r.num_steps} steps run); μ at t: {r.mu[at]:.4g}"
+        f" (needed {r.threshold[at]:.4g}); max_t ‖V_t − cP‖_max = {r.max_dist_cP:.6g} ≤ ε"
+        f" (every step); max |∇_V 𝓛| = {r.max_grad_V:.3g}; loss {r.losses[0]:.4g} → {r.losses[-1]:.3g}"
         f" after {r.num_steps} steps. m := M (recon). {OURS}",
     )
 
@@ -490,10 +489,10 @@ def section7_kappa(full: bool = False) -> Measured:
         simulated=min(best),
         error=1.0 - min(best),
         note="; ".join(
-            f"L,n,M={s}: max kappa={b:.3g}, first step with kappa=1: {f}"
+            f"L,n,M={s}: max κ={b:.3g}, first step with κ=1: {f}"
             for (s, _, _), b, f in zip(runs, best, first)
         )
-        + ". V_0 = 0, GD step 1.0, 2000 steps, exact population (distinct).",
+        + ". V₀ = 0, GD step 1.0, 2000 steps, exact population (distinct).",
     )
 
 
@@ -514,7 +513,7 @@ def section7_rho(full: bool = False) -> Measured:
     runs = _section7_runs(full)
     return _final_rho_above_half(
         runs,
-        [f"L,n,M={s}: final rho={v['rho'][-1]:.3g}, peak rho={np.max(v['rho']):.3g}" for s, _, v in runs],
+        [f"L,n,M={s}: final ρ={v['rho'][-1]:.3g}, peak ρ={np.max(v['rho']):.3g}" for s, _, v in runs],
     )
 
 
@@ -550,8 +549,7 @@ def _joint_curve(size, steps, values) -> str:
     good = values["perfect"]
     first = int(steps[np.argmax(good)]) if np.any(good) else "never"
     points = ", ".join(
-        f"t={int(steps[i])}: kappa={values['kappa'][i]:.3g} rho={values['rho'][i]:.3g}"
-        f" mu={values['mu'][i]:.3g}"
+        f"t={int(steps[i])}: κ={values['kappa'][i]:.3g} ρ={values['rho'][i]:.3g} μ={values['mu'][i]:.3g}"
         for i in at
     )
     return f"L,n,M={size}: {points}; first perfect step (enumerated): {first}"
@@ -560,8 +558,8 @@ def _joint_curve(size, steps, values) -> str:
 def _joint_note(runs) -> str:
     return (
         "; ".join(_joint_curve(*run) for run in runs)
-        + f". W_0, V_0 with i.i.d. N(0, {sims.JOINT_INIT_STD}^2) entries (PRNGKey(0) split in two), joint"
-        " full-batch GD on (W, V), step 1.0, 2000 steps, exact population (distinct); mu(W) > 0 is"
+        + f". W₀, V₀ with i.i.d. N(0, {sims.JOINT_INIT_STD}²) entries (PRNGKey(0) split in two), joint"
+        " full-batch GD on (W, V), step 1.0, 2000 steps, exact population (distinct); μ(W) > 0 is"
         " equivalent to perfect classification only at V = cP, so perfect is enumerated."
     )
 
@@ -612,11 +610,11 @@ def section7_joint_rho(full: bool = False) -> Measured:
     return _final_rho_above_half(
         runs,
         [
-            f"L,n,M={s}: final rho={v['rho'][-1]:.3g}, peak rho={np.max(v['rho']):.3g}, "
-            f"final mu={v['mu'][-1]:.3g}, final loss={v['loss'][-1]:.3g}"
+            f"L,n,M={s}: final ρ={v['rho'][-1]:.3g}, peak ρ={np.max(v['rho']):.3g}, "
+            f"final μ={v['mu'][-1]:.3g}, final loss={v['loss'][-1]:.3g}"
             for s, _, v in runs
         ],
-        f". Curves of kappa, rho, mu: see section7_joint_kappa. W_0, V_0 ~ N(0, {sims.JOINT_INIT_STD}^2),"
+        f". Curves of κ, ρ, μ: see `section7_joint_kappa`. W₀, V₀ ∼ N(0, {sims.JOINT_INIT_STD}²),"
         " joint full-batch GD on (W, V), step 1.0, 2000 steps, exact population (distinct).",
     )
 

@@ -49,7 +49,7 @@ def eqn2_closed_form_vs_qp(full: bool) -> Measured:
         simulated=np.linalg.norm(w_ov_star_qp(d).W),
         error=max(diffs),
         note=f"{len(diffs)} datasets (SVOP, Recipe B, Recipe B complete, Recipe A); max KKT residual "
-        f"{max(kkt):.2e}. predicted/simulated: ||W*_ov|| = sqrt(|V|-1) vs the QP's, Recipe B seed 0.",
+        f"{max(kkt):.2e}. predicted/simulated: ‖W⋆_ov‖ = √(|V| − 1) vs the QP's, Recipe B seed 0.",
     )
 
 
@@ -76,7 +76,7 @@ def eqn3_qp_kkt_and_second_solver(full: bool) -> Measured:
         predicted=0.0,
         simulated=kkt,
         error=max(kkt / 1e-8, agree / 1e-6),
-        note=f"{columns} query columns; max KKT residual {kkt:.2e} (tol 1e-8); max |Clarabel - NNLS| "
+        note=f"{columns} query columns; max KKT residual {kkt:.2e} (tol 1e-8); max |Clarabel − NNLS| "
         f"{agree:.2e} (tol 1e-6). error = max of the two ratios to their tolerances.",
     )
 
@@ -108,10 +108,10 @@ def prop2_closed_form_where_valid(full: bool) -> Measured:
         predicted=0.0,
         simulated=ok_diff,
         error=max(ok_diff, zero),
-        note=f"closed form applies to {n_ok} query columns (max |QP - closed| {ok_diff:.2e}); not applicable "
+        note=f"closed form applies to {n_ok} query columns (max |QP − closed| {ok_diff:.2e}); not applicable "
         f"to {n_bad} columns violating the Hall-type condition "
-        f"(there max |QP - closed| = {bad_diff:.3g}, the QP "
-        f"solution is the reference). Non-comparable rows: max |W*| = {zero:.1e}.",
+        f"(there max |QP − closed| = {bad_diff:.3g}, the QP "
+        f"solution is the reference). Non-comparable rows: max |W⋆| = {zero:.1e}.",
     )
 
 
@@ -136,8 +136,7 @@ def prop1_norm_linear() -> Measured:
         predicted=STEPS * sim.eta0,
         simulated=norms[-1],
         error=rel.max() if bounds_ok else np.inf,
-        note=f"Recipe B seed 0, |V|=20, eta0=0.2/sqrt(20), t=0..{STEPS}; "
-        f"bounds hold at every t>=2: {bounds_ok}.",
+        note=f"Recipe B seed 0, |V|=20, η₀ = 0.2/√20, t=0..{STEPS}; bounds hold at every t ≥ 2: {bounds_ok}.",
     )
 
 
@@ -161,8 +160,8 @@ def prop1_direction() -> Measured:
         predicted=bound[-1],
         simulated=gap[-1],
         error=np.abs(gap).max() if np.all(gap <= bound) else np.inf,
-        note="the bound holds at every t>=2 (it exceeds 1 until t is astronomically large, i.e. is vacuous "
-        "here); error = max |1 - cos| over t = 2..900.",
+        note="the bound holds at every t ≥ 2 (it exceeds 1 until t is astronomically large, i.e. is vacuous "
+        "here); error = max |1 − cos| over t = 2..900.",
     )
 
 
@@ -212,8 +211,8 @@ def prop1_loss_closed_form() -> Measured:
         predicted=closed[-1],
         simulated=sim.L0[-1],
         error=rel.max() if envelope_ok else np.inf,
-        note="Prop. 1 envelope L_0 <= C exp(-eta0 t/(4||W*_ov||^2)): L_0(t) exp(+eta0 t/(4||W*||^2)) is "
-        f"non-increasing on 0..900 ({envelope_ok}), so it holds with C = L_0(0) = |V| log|V|.",
+        note="Prop. 1 envelope L₀ ≤ C exp(−η₀t/(4‖W⋆_ov‖²)): L₀(t) exp(+η₀t/(4‖W⋆‖²)) is "
+        f"non-increasing on 0..900 ({envelope_ok}), so it holds with C = L₀(0) = |V| log|V|.",
     )
 
 
@@ -239,7 +238,7 @@ def cor1_gap_lower_end() -> Measured:
         predicted=A,
         simulated=g,
         error=max(0.0, A - g),
-        note=f"T = {STEPS}; the corollary's premise T >= 384||W*||^5 log(2|V|) log T/eta0 is far from met "
+        note=f"T = {STEPS}; the corollary's premise T ≥ 384‖W⋆‖⁵ log(2|V|) log T/η₀ is far from met "
         f"(right side {384 * np.linalg.norm(sim.star_ov) ** 5 * np.log(40) * np.log(STEPS) / sim.eta0:.3g}).",
     )
 
@@ -262,5 +261,5 @@ def cor1_gap_upper_end() -> Measured:
         predicted=3 * A,
         simulated=g,
         error=max(0.0, g - 3 * A),
-        note=f"derived gap T eta0/||W*_ov|| = {STEPS * sim.eta0 / np.linalg.norm(sim.star_ov):.6g}.",
+        note=f"derived gap Tη₀/‖W⋆_ov‖ = {STEPS * sim.eta0 / np.linalg.norm(sim.star_ov):.6g}.",
     )

@@ -55,9 +55,9 @@ def thm1_norm_bounds() -> Measured:
         predicted=STEPS * sim.eta,
         simulated=norms[-1],
         error=violation,
-        note=f"Recipe B seed 0, eta=0.05/sqrt(20), L_max={sim.dataset.max_length}, "
-        f"||W*_kq||={_star_norm(sim):.4f} "
-        f"(QP); lower bound at T2: {lower[-1]:.4g}.",
+        note=f"Recipe B seed 0, η = 0.05/√20, L_max={sim.dataset.max_length}, "
+        f"‖W⋆_kq‖={_star_norm(sim):.4f} "
+        f"(QP); lower bound at T₂: {lower[-1]:.4g}.",
     )
 
 
@@ -81,8 +81,8 @@ def thm1_direction_monotone() -> Measured:
         predicted=bound[-1],
         simulated=gap[-1],
         error=increase if np.all(gap[2:] <= bound) else np.inf,
-        note="W*_kq = the QP solution of Eqn 3. The bound is vacuous (> 1) at these sizes; error = largest "
-        f"one-step increase of 1 - cos on t = 50..900. 1 - cos to Prop. 2's closed form at T2: "
+        note="W⋆_kq = the QP solution of Eqn 3. The bound is vacuous (> 1) at these sizes; error = largest "
+        f"one-step increase of 1 − cos on t = 50..900. 1 − cos to Prop. 2's closed form at T₂: "
         f"{1 - cosine(sim.W_kq[-1], w_kq_closed_form(sim.dataset)):.4g}.",
     )
 
@@ -106,7 +106,7 @@ def thm1_rate_log2t_over_t() -> Measured:
         predicted=early,
         simulated=late,
         error=max(0.0, late - early),
-        note=f"{LONG_STEPS} stage-2 steps, Recipe B seed 0; 1 - cos at t={LONG_STEPS}: {gap[-1]:.4g}.",
+        note=f"{LONG_STEPS} stage-2 steps, Recipe B seed 0; 1 − cos at t={LONG_STEPS}: {gap[-1]:.4g}.",
     )
 
 
@@ -132,7 +132,7 @@ def thm1_direction_very_long_run() -> Measured:
         predicted=r_start,
         simulated=r_end,
         error=max(0.0, r_end - r_start) + (np.inf if rise > 0 else 0.0),
-        note=f"{VERY_LONG_STEPS} stage-2 steps, Recipe B seed 0; 1 - cos {gap[np.argmax(late)]:.4g} at "
+        note=f"{VERY_LONG_STEPS} stage-2 steps, Recipe B seed 0; 1 − cos {gap[np.argmax(late)]:.4g} at "
         f"t=1e4, {gap[-1]:.4g} at t=1e5; largest rise between saves {rise:.2g}; smallest attention weight "
         f"{run.min_attention[-1]:.2g} at t=1e5.",
     )
@@ -162,7 +162,7 @@ def lemma5_optimal_attention() -> Measured:
         predicted=0.0,
         simulated=max(start, decrease, below),
         error=max(start, decrease, below),
-        note=f"t = 0..900, all samples: |a(0) - 1/L| {start:.1e}, largest decrease {decrease:.1e}, "
+        note=f"t = 0..900, all samples: |a(0) − 1/L| {start:.1e}, largest decrease {decrease:.1e}, "
         f"largest excess of a non-optimal position {below:.1e}.",
     )
 
@@ -188,9 +188,9 @@ def thm2_optimal_attention_mass() -> Measured:
         predicted=STEPS,
         simulated=first,
         error=max(0.0, first - STEPS),
-        note=f"C1 = {C1:.4g}; the bound holds at every t >= {first} "
+        note=f"C₁ = {C1:.4g}; the bound holds at every t ≥ {first} "
         "(claimed beyond the theorem's time threshold, "
-        f"which is far beyond 900 here); at T2: mass {mass[-1]:.6f} vs bound {bound[-1]:.6f}.",
+        f"which is far beyond 900 here); at T₂: mass {mass[-1]:.6f} vs bound {bound[-1]:.6f}.",
     )
 
 
@@ -227,7 +227,7 @@ def thm2_loss_envelope_eqn4() -> Measured:
         predicted=env_g[-1],
         simulated=sim.L[-1],
         error=excess,
-        note=f"A = {A:.4g}, g = {g:.4g}; at T2 the A-envelope is {env_A[-1]:.4g}. "
+        note=f"A = {A:.4g}, g = {g:.4g}; at T₂ the A-envelope is {env_A[-1]:.4g}. "
         "error = largest relative excess "
         "over both envelopes, t = 0..900.",
     )
@@ -254,7 +254,7 @@ def thm2_loss_linear_rate() -> Measured:
         predicted=predicted,
         simulated=slope,
         error=abs(slope - predicted) / abs(predicted) if positive_decreasing else np.inf,
-        note=f"{LONG_STEPS} stage-2 steps; L*_true = {L_star:.6g}; L - L*_true positive and decreasing: "
+        note=f"{LONG_STEPS} stage-2 steps; L⋆_true = {L_star:.6g}; L − L⋆_true positive and decreasing: "
         f"{positive_decreasing}; at t={LONG_STEPS}: {excess[-1]:.3g}.",
     )
 
@@ -297,10 +297,10 @@ def thm2_no_critical_point() -> Measured:
         predicted=L_star,
         simulated=last,
         error=np.inf if converged or last > sim.L[-1] else max(0.0, L_star - last),
-        note=f"g = {g:.6g}; Newton from ||W_kq|| = {float(jnp.linalg.norm(start)):.4g} "
+        note=f"g = {g:.6g}; Newton from ‖W_kq‖ = {float(jnp.linalg.norm(start)):.4g} "
         f"(loss {sim.L[-1]:.6g}): "
-        f"{status.name} after reaching ||W_kq|| = {float(jnp.linalg.norm(found.point)):.4g}, "
-        f"|grad| {float(found.grad_norm):.2g}; loss above L*_true by {last - L_star:.3g}.",
+        f"{status.name} after reaching ‖W_kq‖ = {float(jnp.linalg.norm(found.point)):.4g}, "
+        f"‖∇L‖ {float(found.grad_norm):.2g}; loss above L⋆_true by {last - L_star:.3g}.",
     )
 
 
@@ -396,10 +396,10 @@ def thm3_unseen_sentences(full: bool) -> Measured:
         predicted=0,
         simulated=wrong + not_increasing,
         error=wrong + not_increasing,
-        note=f"{tested} unseen sentences (Recipe B seed 0, random subsets per (q, x0)); "
+        note=f"{tested} unseen sentences (Recipe B seed 0, random subsets per (q, x₀)); "
         f"wrong argmax: {wrong}; "
-        f"T(X)[n(x0)] decreasing at some step t = 0..900: {not_increasing}; smallest final "
-        f"probability of n(x0): {target[-1].min():.4f}.",
+        f"T(X)[n(x₀)] decreasing at some step t = 0..900: {not_increasing}; smallest final "
+        f"probability of n(x₀): {target[-1].min():.4f}.",
     )
 
 
@@ -422,9 +422,9 @@ def example2_svop_generalisation() -> Measured:
         predicted=0,
         simulated=len(wrong) + (0 if order_ok else 1),
         error=len(wrong) + (0 if order_ok else 1),
-        note=f"d=|V|=4, eta0=0.2/sqrt(4), eta=0.05/sqrt(4), 900+900 steps (stage-1 margin "
+        note=f"d=|V|=4, η₀ = 0.2/√4, η = 0.05/√4, 900+900 steps (stage-1 margin "
         f"{900 * sim.eta0 / np.sqrt(3):.1f}, handled by the stable cross-entropy); predictions "
-        + ", ".join(f"{k}->{preds[k]}" for k in expected)
+        + ", ".join(f"{k} → {preds[k]}" for k in expected)
         + f"; W_kq[:, P] = {np.round(col, 4).tolist()}.",
     )
 
@@ -455,8 +455,8 @@ def thm1_many_datasets_direction(full: bool) -> Measured:
         predicted=1.0,
         simulated=float(falling.mean()),
         error=1.0 - float(falling.mean()),
-        note=f"paper step sizes, 900 + {LONG_STEPS} steps, batched with dynamics.simulate, W*_kq = QP per "
-        f"dataset. Fraction with cos >= 0.99: {np.mean(cos_end >= 0.99):.4f} at t={LONG_STEPS} "
+        note=f"paper step sizes, 900 + {LONG_STEPS} steps, batched with `dynamics.simulate`, W⋆_kq = QP per "
+        f"dataset. Fraction with cos ≥ 0.99: {np.mean(cos_end >= 0.99):.4f} at t={LONG_STEPS} "
         f"({int(np.sum(cos_end >= 0.99))}/{num}; cos min {cos_end.min():.5f}, "
         f"median {np.median(cos_end):.5f}), {np.mean(cos_900 >= 0.99):.4f} at t=900 "
         f"(cos min {cos_900.min():.5f}, max {cos_900.max():.5f}). Theorem 1 gives no finite-t guarantee "

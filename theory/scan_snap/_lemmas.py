@@ -64,7 +64,7 @@ def lemma1_autograd(full: bool = False) -> Measured:
         simulated=float(jnp.sqrt(jnp.sum(grad.Y**2) + jnp.sum(grad.Z**2))),
         error=error,
         note=f"M=12, T=40, Y and Z entries N(0,1), {draws} random sequences; predicted/simulated: "
-        "Frobenius norm of (Y_dot, Z_dot) from Eqns 3-4 / from jax.grad. Expected: error ~ 1e-16.",
+        "Frobenius norm of (Ẏ, Ż) from Eqns 3-4 / from `jax.grad`. Expected: error ≈ 1e-16.",
     )
 
 
@@ -96,7 +96,7 @@ def lemma1_row_sums(full: bool = False) -> Measured:
         simulated=max(sgd, flows),
         error=max(sgd, flows),
         note=f"L0: Syn-Small (M=34), batch-1 plain SGD, T=128, η_Y=η_Z=1, {steps} steps: {sgd:.1e}. "
-        f"L1: reference instance, η_Y=1, η_Z in (0.1, 1), t<=2000: {flows:.1e}.",
+        f"L1: reference instance, η_Y=1, η_Z ∈ (0.1, 1), t ≤ 2000: {flows:.1e}.",
     )
 
 
@@ -156,8 +156,8 @@ def lemma2_rate(full: bool = False) -> Measured:
         predicted=-0.5,
         simulated=slope,
         error=abs(slope + 0.5),
-        note=f"Reference instance (K=3, M=17), z ~ 0.5 N(0,1) fixed, {deviation.shape[0]} sequences, "
-        f"prefixes T-1 = {lengths.tolist()}, mean deviation {', '.join(f'{m:.3g}' for m in mean)}.",
+        note=f"Reference instance (K=3, M=17), z ∼ 0.5 N(0,1) fixed, {deviation.shape[0]} sequences, "
+        f"prefixes T − 1 = {lengths.tolist()}, mean deviation {', '.join(f'{m:.3g}' for m in mean)}.",
     )
 
 
@@ -186,7 +186,7 @@ def lemma2_hoeffding(full: bool = False) -> Measured:
         predicted=1 - _HOEFFDING_DELTA,
         simulated=coverage,
         error=max(1 - _HOEFFDING_DELTA - coverage, 0.0),
-        note=f"delta={_HOEFFDING_DELTA}, the draws of lemma2_rate; tokens of the class's support only.",
+        note=f"δ = {_HOEFFDING_DELTA}, the draws of `lemma2_rate`; tokens of the class's support only.",
     )
 
 
@@ -254,8 +254,8 @@ def lemma5_continuous() -> Measured:
         predicted=float(predicted[-1, n]),
         simulated=float(w[-1, n]),
         error=float(np.max(np.abs(w - predicted))),
-        note="L1 flow (dynamics.ode_flow, Tsit5, rtol=1e-10, atol=1e-12) with η_Z=0 on class 0 of the "
-        f"reference instance (M=17), random frozen Z, η_Y={eta_y}, t in [0, 200]; "
+        note="L1 flow (`dynamics.ode_flow`, Tsit5, rtol=1e-10, atol=1e-12) with η_Z=0 on class 0 of the "
+        f"reference instance (M=17), random frozen Z, η_Y={eta_y}, t ∈ [0, 200]; "
         "predicted/simulated: w_nn at t=200.",
     )
 
@@ -295,8 +295,8 @@ def lemma6_closed_form(*, formula: Callable = cf.h_continuous) -> Measured:
         predicted=at[0],
         simulated=at[1],
         error=worst,
-        note=f"(M, η_Y) in {_H_CONFIGS}, t in [1e-3, 1e4] (log grid), Tsit5 rtol=1e-10, atol=1e-14 "
-        "(atol=1e-10 is coarse for h ~ 1e-4: its integration error alone reaches 1.8e-7 at "
+        note=f"(M, η_Y) ∈ {_H_CONFIGS}, t ∈ [1e-3, 1e4] (log grid), Tsit5 rtol=1e-10, atol=1e-14 "
+        "(atol=1e-10 is coarse for h ≈ 1e-4: its integration error alone reaches 1.8e-7 at "
         "M=1000, 4.4e-7 at M=1e4); predicted/simulated: h(1e4) of the worst configuration.",
     )
 
@@ -371,8 +371,8 @@ def lemma9_early() -> Measured:
         predicted=0.5,
         simulated=float(ratio.min()),
         error=outside(ratio, 0.5, 1.0),
-        note=f"M=1000, K=10, η_Y=0.5, t'_0={t0_prime:.1f}; gamma from the integrated h (Eqn 44); "
-        f"ratio in [{ratio.min():.4f}, {ratio.max():.4f}] over {ratio.size} times "
+        note=f"M=1000, K=10, η_Y=0.5, t′₀={t0_prime:.1f}; γ from the integrated h (Eqn 44); "
+        f"ratio ∈ [{ratio.min():.4f}, {ratio.max():.4f}] over {ratio.size} times "
         "(reference values: 0.998 at t=1, 0.86 at t=100); predicted: the lower end of the interval "
         "(the upper end 1 enters the error).",
     )
@@ -396,7 +396,7 @@ def lemma9_late() -> Measured:
         predicted=1.0,
         simulated=float(ratio.min()),
         error=outside(ratio, 1.0, 2.0),
-        note=f"M=1000, K=10, η_Y=0.5, t_0={t0:.1f}; ratio in [{ratio.min():.4f}, {ratio.max():.4f}] "
-        "(reference values: 1.67 at t_0, 1.001 at 1e5); predicted: the lower end of the interval "
-        "(the upper end 2 enters the error). Its limit is ((M-1)/M)^2 < 1, reached past t ~ 1.3e5.",
+        note=f"M=1000, K=10, η_Y=0.5, t₀={t0:.1f}; ratio ∈ [{ratio.min():.4f}, {ratio.max():.4f}] "
+        "(reference values: 1.67 at t₀, 1.001 at 1e5); predicted: the lower end of the interval "
+        "(the upper end 2 enters the error). Its limit is ((M − 1)/M)² < 1, reached past t ≈ 1.3e5.",
     )

@@ -134,13 +134,13 @@ def levels_L1_vs_L2(full: bool = False) -> Measured:
         predicted=0.0,
         simulated=gaps[-1],
         error=gaps[-1],
-        note="Reference instance (K=3, M=17); L1 vs class-weighted L2 (pi_n = 1/K)"
-        f", Y=Z=0, η_Y=1, shared reference runs on t in [0, 2000]. Gap := "
-        f"||z_dot_L1 - z_dot_L2|| / ||z_dot_L1|| over the query row at t = {ts[i_mid]:.1f} (the save "
-        f"nearest {_COMPARE_T:g}); η_Y/η_Z -> gap: {listing} (at t = 2000: {late_listing}). The gap "
+        note="Reference instance (K=3, M=17); L1 vs class-weighted L2 (π_n = 1/K)"
+        f", Y=Z=0, η_Y=1, shared reference runs on t ∈ [0, 2000]. Gap := "
+        f"‖ż_L1 − ż_L2‖ / ‖ż_L1‖ over the query row at t = {ts[i_mid]:.1f} (the save "
+        f"nearest {_COMPARE_T:g}); η_Y/η_Z → gap: {listing} (at t = 2000: {late_listing}). The gap "
         f"saturates instead of vanishing: gap = {limit:.3f} + O(η_Z/η_Y) (Richardson limit from the two "
         f"largest ratios). At t = {ts[i_early]:g}, η_Y/η_Z = {_RATIOS[-1]}: "
-        f"||z_dot_L2|| / ||z_dot_L1|| = {speedup:.3f} vs 1 + rho M = {1 + rho * 17:.3f} (rho = E_nn' = "
+        f"‖ż_L2‖ / ‖ż_L1‖ = {speedup:.3f} vs 1 + ρM = {1 + rho * 17:.3f} (ρ = E_nn′ = "
         f"{rho:.4f}, M = 17); with the vocabulary padded by unused tokens ({source}): {padded_listing}.",
     )
 
@@ -244,7 +244,7 @@ def levels_L0_to_L1(full: bool = False) -> Measured:
     setting = (
         f"Reference instance (K=3, M=17), Y=Z=0, η_Y={_L0_ETA_Y}, η_Z={_L0_ETA_Z}, {_L0_STEPS} "
         f"plain-SGD steps on the mean loss over B={batch_size}, {num_seeds} seeds; counts drawn from "
-        "Multinomial(T-1, P(.|n)) (the token sampler's law). L1 at the same rates, at t = steps."
+        "Multinomial(T − 1, P(·|n)) (the token sampler's law). L1 at the same rates, at t = steps."
     )
     norm = np.linalg.norm(z_l1)
     listing = ", ".join(f"{T}: {g:.4f}" for T, g in zip(Ts, gaps))
@@ -254,9 +254,9 @@ def levels_L0_to_L1(full: bool = False) -> Measured:
         predicted=-1.0,
         simulated=slope,
         error=abs(slope + 1.0),
-        note=f"{setting} Gap := ||seed-mean z_L0 - z_L1|| / ||z_L1|| (||z_L1|| = {norm:.4f}); T -> gap: "
-        f"{listing}; per-seed gap sd {sd}. The T, B -> inf limit at this eta is population GD, "
-        f"{_relative(z_gd, z_l1):.4f} from L1 (the Euler floor, removed only as eta -> 0); gap to GD: "
-        f"{gd_listing} (slope {sims.log_log_slope(Ts, gd_gaps):.3f}). Predicted -1: the O(1/T) bias of "
-        "E[LN(X^T b_T)] vs f_n (derived).",
+        note=f"{setting} Gap := ‖seed-mean z_L0 − z_L1‖ / ‖z_L1‖ (‖z_L1‖ = {norm:.4f}); T → gap: "
+        f"{listing}; per-seed gap sd {sd}. The T, B → ∞ limit at this η is population GD, "
+        f"{_relative(z_gd, z_l1):.4f} from L1 (the Euler floor, removed only as η → 0); gap to GD: "
+        f"{gd_listing} (slope {sims.log_log_slope(Ts, gd_gaps):.3f}). Predicted −1: the O(1/T) bias of "
+        "E[LN(Xᵀ b_T)] vs f_n (derived).",
     )

@@ -87,7 +87,7 @@ def fig10_entropy_falls_with_lr(full: bool = False, *, lrs: tuple[float, ...] = 
         error=error,
         note=f"1-layer TextSGD on the quick corpus (first {lines} lines), d_model 200, batch "
         f"20, bptt 35, dropout 0.2, clip 0.5, {steps} steps, {seeds} seeds; entropy per lr (mean ± std): "
-        f"{per_lr}; rho per seed: {', '.join(f'{r:.2f}' for r in rho_seeds)}. The thresholds are ours.",
+        f"{per_lr}; ρ per seed: {', '.join(f'{r:.2f}' for r in rho_seeds)}. The thresholds are ours.",
     )
 
 

@@ -71,10 +71,10 @@ def theorem1_backprop_gradient(*, formula: Callable = cf.backprop_gradient) -> M
         predicted=float(np.linalg.norm(predicted[-1, :, 0])),
         simulated=float(np.linalg.norm(G[-1, :, 0])),
         error=float(rel.max()),
-        note=f"K={info['K']}, M={info['M']}, η_Y={info['eta_y']}, Y(0)=0, pi_n=1/K, Tsit5 rtol=1e-11, "
-        f"t in {ts.tolist()}; Assumption 2: |lambda_1|={lam.max():.3f} < 1/K={1 / info['K']:.3f}, "
-        f"min|lambda_i|={lam.min():.3f} >= sqrt(6/M)={np.sqrt(6 / info['M']):.3f}. "
-        "predicted/simulated: ||g_1|| at t=1e4.",
+        note=f"K={info['K']}, M={info['M']}, η_Y={info['eta_y']}, Y(0)=0, π_n=1/K, Tsit5 rtol=1e-11, "
+        f"t ∈ {ts.tolist()}; Assumption 2: |λ₁|={lam.max():.3f} < 1/K={1 / info['K']:.3f}, "
+        f"min|λ_i|={lam.min():.3f} ≥ √(6/M)={np.sqrt(6 / info['M']):.3f}. "
+        "predicted/simulated: ‖g₁‖ at t=1e4.",
     )
 
 
@@ -98,8 +98,8 @@ def theorem1_xi_positive() -> Measured:
         predicted=1.0,
         simulated=float(np.mean(xi > 0)),
         error=float(1 - np.mean(xi > 0)),
-        note=f"the theorem1_backprop_gradient run; beta from g_n = F c_n (least squares); "
-        f"xi in [{xi.min():.3g}, {xi.max():.3g}].",
+        note=f"the `theorem1_backprop_gradient` run; β from g_n = F c_n (least squares); "
+        f"ξ ∈ [{xi.min():.3g}, {xi.max():.3g}].",
     )
 
 
@@ -108,8 +108,8 @@ def theorem1_xi_positive() -> Measured:
 # --------------------------------------------------------------------------------------
 
 _ETA_Z = (0.1, 1.0)
-_REFERENCE = "reference instance (K=3, M=17), Y=Z=0, η_Y=1, t in [0, 2000]"
-_L2 = f"L2 class-weighted theory flow (pi_n=1/K, as in L1), {_REFERENCE}"
+_REFERENCE = "reference instance (K=3, M=17), Y=Z=0, η_Y=1, t ∈ [0, 2000]"
+_L2 = f"L2 class-weighted theory flow (π_n=1/K, as in L1), {_REFERENCE}"
 
 
 def _sign_fraction(dt_entries, ct_entries, floor: float = 1e-12) -> float:
@@ -141,8 +141,8 @@ def _fates(z_dots: list[np.ndarray], level_note: str) -> Measured:
         simulated=fraction,
         error=1 - fraction,
         note=f"{level_note}, "
-        f"η_Z in {_ETA_Z}, {sims.NUM_SAVES} saves; |z_dot| < 1e-12 counts as either sign "
-        f"(z_dot = 0 at t=0); for t > 0 min DT z_dot {min(np.min(d[1:]) for d in dt):.2g}, max CT z_dot "
+        f"η_Z ∈ {_ETA_Z}, {sims.NUM_SAVES} saves; |ż| < 1e-12 counts as either sign "
+        f"(ż = 0 at t=0); for t > 0 min DT ż {min(np.min(d[1:]) for d in dt):.2g}, max CT ż "
         f"{max(np.max(c[1:]) for c in ct):.2g}.",
     )
 
@@ -200,9 +200,9 @@ def theorem3_eqn11_L2() -> Measured:
         predicted=predicted,
         simulated=simulated,
         error=max(float(sims.eqn11_errors(f, z).max()) for f, z in runs),
-        note=f"{_L2}, η_Z in {_ETA_Z}, all 12 ordered DT pairs of each class; predicted/simulated: "
-        "r(0) chi_l / r at t=2000 for the dominant vs the least likely DT of class 1, η_Z=1. "
-        "Reference value: <= 2e-15.",
+        note=f"{_L2}, η_Z ∈ {_ETA_Z}, all 12 ordered DT pairs of each class; predicted/simulated: "
+        "r(0) χ_l / r at t=2000 for the dominant vs the least likely DT of class 1, η_Z=1. "
+        "Reference value: ≤ 2e-15.",
     )
 
 
@@ -232,9 +232,9 @@ def theorem3_eqn12_L2() -> Measured:
         predicted=float(upper[-1]),
         simulated=float(chi[-1]),
         error=max(0.0, -slack),
-        note=f"{_L2}, η_Z in {_ETA_Z}, B_n integrated in the ODE state; min slack {slack:.3g} (0 at t=0); "
-        f"largest final gap between the bounds {gap:.3g}; predicted/simulated: the upper bound / chi_l0 "
-        "of class 3 at t=2000, η_Z=1 (the lower bound exp(2 f_l0(0)^2 B_n) enters the error).",
+        note=f"{_L2}, η_Z ∈ {_ETA_Z}, B_n integrated in the ODE state; min slack {slack:.3g} (0 at t=0); "
+        f"largest final gap between the bounds {gap:.3g}; predicted/simulated: the upper bound / χ_l₀ "
+        "of class 3 at t=2000, η_Z=1 (the lower bound exp(2 f_l₀(0)² B_n) enters the error).",
     )
 
 
@@ -249,9 +249,9 @@ def _eqn11_l1(eta_z: float, reference: str) -> Measured:
         simulated=simulated,
         error=float(errors.max()),
         note=f"L1, {_REFERENCE}, η_Z={eta_z}, all 12 ordered DT pairs of each class. The (dominant, least "
-        f"likely) pair of class 1 at t=2000 (predicted/simulated: its r(0) chi_l / r): error "
+        f"likely) pair of class 1 at t=2000 (predicted/simulated: its r(0) χ_l / r): error "
         f"{errors[0, 3, 0, -1]:.2g} (reference value: {reference}). "
-        "Tolerance 1e-2 for η_Y/η_Z >= 10 (recon).",
+        "Tolerance 1e-2 for η_Y/η_Z ≥ 10 (recon).",
     )
 
 
@@ -343,9 +343,9 @@ def theorem4_B_closed_form(full: bool = False, *, formula: Callable = cf.phase_B
         predicted=at[0],
         simulated=at[1],
         error=worst,
-        note=f"M={M}, K={K}, η_Y=η_Z={eta}, C_0 in {_C0_VALUES}, t in [1, 2e4], Tsit5 rtol=1e-12, "
-        "atol=1e-14; predicted/simulated: B_n(2e4) of the worst C_0. The paper's printed "
-        "1/4 ln(C_0 + 4 Gamma) (Eqns 124, 129) differs by 1/4 ln C_0 (they agree for C_0 = 1).",
+        note=f"M={M}, K={K}, η_Y=η_Z={eta}, C₀ ∈ {_C0_VALUES}, t ∈ [1, 2e4], Tsit5 rtol=1e-12, "
+        "atol=1e-14; predicted/simulated: B_n(2e4) of the worst C₀. The paper's printed "
+        "¼ ln(C₀ + 4Γ) (Eqns 124, 129) differs by ¼ ln C₀ (they agree for C₀ = 1).",
     )
 
 
@@ -387,7 +387,7 @@ def _regime(full: bool, regime: str, reference: str) -> Measured:
         predicted=formula,
         simulated=exact,
         error=error,
-        note=f"(M, K, η_Y) -> max relative error: {listing}; η_Z=0.5, C_0=1, B_n from L3 (Tsit5, "
+        note=f"(M, K, η_Y) → max relative error: {listing}; η_Z=0.5, C₀=1, B_n from L3 (Tsit5, "
         f"rtol=1e-12); predicted/simulated: formula / L3 at the worst point, of {worst}. "
         f"Reference: {reference}",
     )
@@ -442,7 +442,7 @@ def theorem4_late_regime(full: bool = False) -> Measured:
 
     **Returns:** the [`Check`][]: max relative error over the configurations and 3t_0 ≤ t ≤ 1e4 t_0.
     """
-    return _regime(full, "late", "within 1.2%, -> exact as t -> inf.")
+    return _regime(full, "late", "within 1.2%, → exact as t → ∞.")
 
 
 @claim(
@@ -467,7 +467,7 @@ def theorem4_fixed_nu_invariance(full: bool = False) -> Measured:
             values.append(_l3_B(M, K, nu * eta_z, eta_z, 1.0, np.linspace(0.0, t0, _l3_saves(full)))[-1])
         results.append((float(cf.phase_B_exact(t0, M, K, nu * eta_z, eta_z, 1.0)), np.asarray(values)))
     parts = [
-        f"(M={M}, K={K}, nu={nu}): B(t_0)={values[0]:.6f} (closed form {closed:.6f}), "
+        f"(M={M}, K={K}, ν={nu}): B(t₀)={values[0]:.6f} (closed form {closed:.6f}), "
         f"spread {np.ptp(values):.1e}"
         for (M, K, nu), (closed, values) in zip(_NU_CONFIGS, results)
     ]
@@ -475,9 +475,9 @@ def theorem4_fixed_nu_invariance(full: bool = False) -> Measured:
         predicted=results[0][0],
         simulated=results[0][1][0],
         error=max(float(np.ptp(values)) for _, values in results),
-        note=f"L3 integrated to t_0 = 2(1+omega_1) K ln M / η_Y for η_Z in {_INVARIANCE_ETA_Z}, C_0=1; "
+        note=f"L3 integrated to t₀ = 2(1 + ω₁) K ln M / η_Y for η_Z ∈ {_INVARIANCE_ETA_Z}, C₀=1; "
         + "; ".join(parts)
-        + ". predicted/simulated: closed form / integrated B(t_0) of the first configuration (Fig. 9 left).",
+        + ". predicted/simulated: closed form / integrated B(t₀) of the first configuration (Fig. 9 left).",
     )
 
 
@@ -527,7 +527,7 @@ def theorem4_snap_scaling() -> Measured:
         simulated=slope,
         error=abs(slope + 1),
         note=f"L2 class-weighted theory flow, reference instance (K=3, M=17), Z(0)=0, η_Z={_SNAP_ETA_Z}, "
-        f"η_Y in {_SNAP_ETA_Y}. Snap time := the first time after its peak at which z_dot of the dominant "
+        f"η_Y ∈ {_SNAP_ETA_Y}. Snap time := the first time after its peak at which ż of the dominant "
         f"DT of class 1 falls to {_SNAP_FRACTION} of the peak (log-linear interpolation between "
         f"{sims.NUM_SAVES} log-spaced saves): {np.array2string(times, precision=4)}; t_snap η_Y/(K ln M) = "
         f"{np.array2string(scaled, precision=3)}.",

@@ -41,7 +41,7 @@ def lemma1_invariant_set() -> Measured:
         predicted=0.0,
         simulated=float(dev),
         error=float(dev),
-        note=f"d={SMALL.d}, T={SMALL.T}, q={SMALL.q}, one-hot PE, x_query=0, eta=0.5, 300 steps, exact "
+        note=f"d={SMALL.d}, T={SMALL.T}, q={SMALL.q}, one-hot PE, x_query=0, η = 0.5, 300 steps, exact "
         f"population loss (Lemma A, all subsets), float64; "
         f"final a={run['a'][-1]:.4f}, g={run['gamma'][-1]:.4f}.",
     )
@@ -61,7 +61,7 @@ def lemma1_reduced_equals_full_gd() -> Measured:
         predicted=float(run["loss_r"][-1]),
         simulated=float(run["loss"][-1]),
         error=float(dev),
-        note="same run as lemma1_invariant_set; predicted/simulated: the final losses.",
+        note="same run as `lemma1_invariant_set`; predicted/simulated: the final losses.",
     )
 
 
@@ -86,7 +86,7 @@ def lemma1_antithetic_off_blocks(full: bool = False) -> Measured:
         error=float(off),
         note=f"d={d}, T={cfg.T}, q={cfg.q}, one-hot PE, "
         f"fixed bank of {batch.X.shape[0] // 2} antithetic pairs, "
-        f"eta=0.5, 50 steps; ||W_EE||_F={np.linalg.norm(W[d:, d:]):.3g}.",
+        f"η = 0.5, 50 steps; ‖W_EE‖_F={np.linalg.norm(W[d:, d:]):.3g}.",
     )
 
 
@@ -95,7 +95,7 @@ def lemma1_antithetic_off_blocks(full: bool = False) -> Measured:
 # --------------------------------------------------------------------------------------
 
 _FLOW_NOTE = (
-    f"reduced gradient flow (time t = eta k) of full-matrix GD, d={PAPER_SIZE.d}, T={PAPER_SIZE.T}, "
+    f"reduced gradient flow (time t = ηk) of full-matrix GD, d={PAPER_SIZE.d}, T={PAPER_SIZE.T}, "
     f"q={PAPER_SIZE.q}, one-hot PE, zero init, Kvaerno5 rtol=1e-10, t up to 1e7"
 )
 
@@ -155,8 +155,8 @@ def theorem1_t_eps() -> Measured:
         predicted=predicted,
         simulated=flow["t_stop"],
         error=relative_error(predicted, flow["t_stop"]),
-        note=f"{_FLOW_NOTE}; eps={eps} inside Theorem 1's range (0, {eps_max:.4g}); "
-        f"stop={dynamics.StopReason(flow['stop']).name}; the step-size condition eta <= 1/(20 d^2) = "
+        note=f"{_FLOW_NOTE}; ε = {eps} inside Theorem 1's range (0, {eps_max:.4g}); "
+        f"stop={dynamics.StopReason(flow['stop']).name}; the step-size condition η ≤ 1/(20d²) = "
         f"{F.theorem1_step_max(PAPER_SIZE.d):.2g} is met in the flow limit.",
     )
 
@@ -175,7 +175,7 @@ def theorem1_attention_scale() -> Measured:
         predicted=predicted,
         simulated=float(flow["a"][-1]),
         error=abs(predicted - float(flow["a"][-1])),
-        note=f"{_FLOW_NOTE}; ||W||_F = a sqrt(T-1) = {flow['a'][-1] * np.sqrt(PAPER_SIZE.T - 1):.3f}.",
+        note=f"{_FLOW_NOTE}; ‖W‖_F = a√(T − 1) = {flow['a'][-1] * np.sqrt(PAPER_SIZE.T - 1):.3f}.",
     )
 
 
@@ -242,17 +242,17 @@ def theorem1_score_gap_half_log_t() -> Measured:
         predicted=0.5,
         simulated=slope,
         error=max(slope_error, intercept_error),
-        note=f"ReducedFlow d={level.task.d}, T={level.task.T}, q={q}, one-hot PE, rho={level.task.rho}, "
-        f"t1={SCORE_GAP_T1:.0e}, stop={dynamics.stop_reasons(run).values[0]}; "
-        f"fitted t in [{ts[fitted][0]:.3g}, {ts[fitted][-1]:.3g}] ({int(fitted.sum())} saves): "
+        note=f"ReducedFlow d={level.task.d}, T={level.task.T}, q={q}, one-hot PE, ρ={level.task.rho}, "
+        f"t₁={SCORE_GAP_T1:.0e}, stop={dynamics.stop_reasons(run).values[0]}; "
+        f"fitted t ∈ [{ts[fitted][0]:.3g}, {ts[fitted][-1]:.3g}] ({int(fitted.sum())} saves): "
         f"slope {slope:.6f} (rel. error {slope_error:.3g}), intercept {intercept:.5f} vs "
-        f"1/2 log(2 rho^4 d (T-q)/(||M||^2 q^2)) = {predicted_intercept:.5f} "
+        f"½ log(2ρ⁴d(T − q)/(‖M‖²q²)) = {predicted_intercept:.5f} "
         f"(abs. error {intercept_error:.3g}); log-law residual {float(growth.log_residual):.3g} vs "
         f"power-law {float(growth.power_residual):.3g} "
         f"(power exponent {float(growth.power_exponent):.3f}); "
-        f"the neglected -c/(2Kt), c <= {c_bound:.0f}, shifts the fit by "
+        f"the neglected −c/(2Kt), c ≤ {c_bound:.0f}, shifts the fit by "
         f"{abs(offset_slope) / 0.5:.3g} (slope, rel.) and {abs(offset_intercept):.3g} (intercept); "
-        f"alpha - 1/2 log(K t) at t1 = {alpha[-1] - 0.5 * np.log(K * ts[-1]):.3g}.",
+        f"α − ½ log(Kt) at t₁ = {alpha[-1] - 0.5 * np.log(K * ts[-1]):.3g}.",
     )
 
 
@@ -293,7 +293,7 @@ def theorem1_discrete_rate() -> Measured:
         simulated=simulated,
         error=relative_error(predicted, simulated),
         note=f"reduced GD recursion of full-matrix GD, d={PAPER_SIZE.d}, T={PAPER_SIZE.T}, q={PAPER_SIZE.q}, "
-        "one-hot PE, zero init, float64; eta = 1 (the theorem's eta <= 1/(20 d^2) is covered by the flow).",
+        "one-hot PE, zero init, float64; η = 1 (the theorem's η ≤ 1/(20d²) is covered by the flow).",
     )
 
 
@@ -320,8 +320,8 @@ def theorem1_direction_W() -> Measured:
         predicted=predicted,
         simulated=cos,
         error=max(abs(cos - predicted), abs(cos_c - 1.0)),
-        note=f"full-matrix GD of lemma1_invariant_set (T={SMALL.T}); cos with the centred W* = {cos_c:.12f}; "
-        f"at T=200 the identity cosine limit is {np.sqrt(199 / 200):.5f}.",
+        note=f"full-matrix GD of `lemma1_invariant_set` (T={SMALL.T}); cos with the centred W⋆ = "
+        f"{cos_c:.12f}; at T=200 the identity cosine limit is {np.sqrt(199 / 200):.5f}.",
     )
 
 
@@ -344,8 +344,8 @@ def theorem1_direction_V() -> Measured:
         predicted=1.0,
         simulated=cos,
         error=abs(cos - 1.0),
-        note=f"full-matrix GD of lemma1_invariant_set; at T=200 (reduced flow) ||V - V*||/||V*|| = "
-        f"|g - 1| = {abs(flow['gamma'][-1] - 1):.4g} at t=1e7 (-> 0 like e^(-a), see theorem1_value_scale).",
+        note=f"full-matrix GD of `lemma1_invariant_set`; at T=200 (reduced flow) ‖V − V⋆‖/‖V⋆‖ = "
+        f"|g − 1| = {abs(flow['gamma'][-1] - 1):.4g} at t=1e7 (→ 0 like e⁻ᵃ, see `theorem1_value_scale`).",
     )
 
 
@@ -380,7 +380,7 @@ def theorem3_closed_form(full: bool = False) -> Measured:
         means.append(float(mean))
         zs.append(abs(float(mean) - closed[-1]) / float(se))
         rows.append(
-            f"(T'={T_new}, q'={q_new}): closed {closed[-1]:.5g}, MC {float(mean):.5g} +- {float(se):.2g}"
+            f"(T′={T_new}, q′={q_new}): closed {closed[-1]:.5g}, MC {float(mean):.5g} ± {float(se):.2g}"
         )
     worst = int(np.argmax(zs))
     return Measured(
@@ -388,7 +388,7 @@ def theorem3_closed_form(full: bool = False) -> Measured:
         simulated=means[worst],
         error=max(zs),
         note=f"d={task.d}, T={task.T}, q={task.q}, stochastic dictionary_onehot N={task.pe_dim}, reduced GD "
-        f"eta=1, 2e4 steps (g={float(gamma):.4f}, a={float(a):.3f}); {pairs} antithetic pairs per point; "
+        f"η = 1, 2e4 steps (g={float(gamma):.4f}, a={float(a):.3f}); {pairs} antithetic pairs per point; "
         + "; ".join(rows),
     )
 
@@ -416,8 +416,8 @@ def theorem3_ratio_limit() -> Measured:
         simulated=at[1e7],
         error=relative_error(predicted, at[1e7]),
         note=f"{_FLOW_NOTE}; ratio at t=1e5, 1e6, 1e7: {at[1e5]:.2f}, {at[1e6]:.2f}, {at[1e7]:.2f} "
-        f"(discrete GD, eta=1: 42.6, 59.0, 66.0 at k=1e5, 1e6, 1e7); increasing for t >= 1e3: {monotone}; "
-        f"OOD loss at 1e7 = {sims.ood_along_flow(T_new, PAPER_SIZE.q)[-1]:.3g} -> 0.",
+        f"(discrete GD, η = 1: 42.6, 59.0, 66.0 at k=1e5, 1e6, 1e7); increasing for t ≥ 1e3: {monotone}; "
+        f"OOD loss at 1e7 = {sims.ood_along_flow(T_new, PAPER_SIZE.q)[-1]:.3g} → 0.",
     )
 
 
@@ -463,10 +463,10 @@ def _fixed_floor(T_test: int, full: bool) -> Measured:
         predicted=predicted,
         simulated=float(mean),
         error=abs(float(mean) - predicted) / float(se),
-        note=f"padded one-hot PE (pi(i)=i, N=400), W_EE = a M_T on slots 1..T with a={FLOOR_A}, V=[I,0] "
+        note=f"padded one-hot PE (π(i)=i, N=400), W_EE = a M_T on slots 1..T with a={FLOOR_A}, V=[I,0] "
         f"(the GD limit from zero init at T=200, q=3, d=10); {pairs} antithetic pairs; "
         f"floor / (d/2q) = {predicted / L0:.3f} predicted, {float(mean) / L0:.3f} simulated "
-        f"(+- {float(se) / L0:.2g}).",
+        f"(± {float(se) / L0:.2g}).",
     )
 
 
@@ -723,7 +723,7 @@ def theorem2_bank_invariance(full: bool = False) -> Measured:
         predicted=-0.5,
         simulated=slope,
         error=abs(slope + 0.5),
-        note=f"haar_orthonormal PE, d={task.d}, T={task.T}, q={task.q}, m_E={task.m_E}, zero init, GD eta=1, "
+        note=f"haar_orthonormal PE, d={task.d}, T={task.T}, q={task.q}, m_E={task.m_E}, zero init, GD η = 1, "
         f"30 steps, banks {THEOREM2_BANKS}, {seeds} seeds; median relative distances "
         f"{np.round(medians, 4).tolist()}.",
     )
@@ -760,10 +760,10 @@ def theorem2_sphere_flow_converges(full: bool = False) -> Measured:
         predicted=floor["ratio"],
         simulated=float(loss[-1]),
         error=error,
-        note=f"iid_sphere PE, d={task.d}, T={task.T}, q={task.q}, m_E={task.m_E}, rho={task.rho}, zero init; "
+        note=f"iid_sphere PE, d={task.d}, T={task.T}, q={task.q}, m_E={task.m_E}, ρ={task.rho}, zero init; "
         f"bank of {size} PE draws (common random numbers) for both the floor scan and the vector field; "
         f"Tsit5 rtol=1e-8 to t={SPHERE_FLOW_T1:.0e} (stop={dynamics.StopReason(int(run.stop)).name}, "
-        f"{int(run.num_steps)} steps), float64; (g*, a*) = ({floor['gamma']:.5f}, {floor['alpha']:.5f}), "
+        f"{int(run.num_steps)} steps), float64; (g⋆, a⋆) = ({floor['gamma']:.5f}, {floor['alpha']:.5f}), "
         f"flow end ({gamma:.5f}, {a:.5f}); loss/(d/2q) at t={SPHERE_FLOW_T1 / 10:.0e}: {loss[0]:.6f}.",
     )
 
@@ -795,9 +795,9 @@ def theorem2_sphere_floor_mc(full: bool = False) -> Measured:
         predicted=bank_mean / L0,
         simulated=mean / L0,
         error=abs(mean - bank_mean) / float(np.hypot(se, bank_se)),
-        note=f"iid_sphere PE, d={task.d}, T={task.T}, q={task.q}, m_E={task.m_E}, rho={task.rho}; floor by "
-        f"grid scan + Brent over a on a bank of {size} PE draws (g in closed form): a*={floor['alpha']:.4f}, "
-        f"g*={floor['gamma']:.4f}, floor/(d/2q) = {floor['ratio']:.4f} +- {bank_se / L0:.2g}; full model "
-        f"(W_EE = a* I, V = [g* I, 0]) by Monte Carlo, {pairs} antithetic pairs with fresh PE: "
-        f"{mean / L0:.4f} +- {se / L0:.2g}; float64.",
+        note=f"iid_sphere PE, d={task.d}, T={task.T}, q={task.q}, m_E={task.m_E}, ρ={task.rho}; floor by "
+        f"grid scan + Brent over a on a bank of {size} PE draws (g in closed form): a⋆={floor['alpha']:.4f}, "
+        f"g⋆={floor['gamma']:.4f}, floor/(d/2q) = {floor['ratio']:.4f} ± {bank_se / L0:.2g}; full model "
+        f"(W_EE = a⋆I, V = [g⋆I, 0]) by Monte Carlo, {pairs} antithetic pairs with fresh PE: "
+        f"{mean / L0:.4f} ± {se / L0:.2g}; float64.",
     )

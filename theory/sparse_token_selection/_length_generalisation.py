@@ -232,7 +232,7 @@ def fig2_stochastic_converges(full: bool = False) -> Measured:
         predicted=0.0,
         simulated=float(np.max(final)),
         error=float(np.max(final)),
-        note=f"{r['note']}; the closed form at T_test={longest} reaches {CONVERGED} L_0 after {k} steps.",
+        note=f"{r['note']}; the closed form at T_test={longest} reaches {CONVERGED} L₀ after {k} steps.",
         deviation=f"by Theorem 3 the loss at T_test is a growing multiple of the training-length loss (the "
         f"ratio tends to R), which falls like (N − 1)/(4ηk): after {sim.num_steps} steps the closed form "
         f"itself is {closed_max:.3f} L_0 at T_test={longest}, still falling like 1/k"
@@ -385,7 +385,7 @@ def fig2_token_key_noise(full: bool = False) -> Measured:
             )
             predictions.append((relative_error(predicted, r["gamma"]), predicted, r["gamma"]))
             rows.append(
-                f"B={B} {blocks}: gamma {r['gamma']:.3f} against {predicted:.3f}, bias {r['bias']:.4f}, "
+                f"B={B} {blocks}: γ {r['gamma']:.3f} against {predicted:.3f}, bias {r['bias']:.4f}, "
                 f"a {r['a']:.4f}"
             )
     error, predicted, simulated = max(predictions)
@@ -395,7 +395,7 @@ def fig2_token_key_noise(full: bool = False) -> Measured:
         error=error,
         note=f"d={task.d}, T={task.T}, q={task.q}, dictionary_onehot N={task.pe_dim}, GD lr 1, zero init, "
         f"{num_steps} steps, 1 seed, float32; signal d/T = {task.d / task.T:.3f}; {'; '.join(rows)}; "
-        f"population GD: gamma {pop_gamma:.3f}, a {pop_a:.4f}. The prediction is first order in the bias; "
+        f"population GD: γ {pop_gamma:.3f}, a {pop_a:.4f}. The prediction is first order in the bias; "
         f"the tolerance covers its square (up to about 0.08 at B=64) and the value scale's lag behind "
         f"its moving optimum.",
     )
