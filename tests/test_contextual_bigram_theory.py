@@ -92,7 +92,7 @@ def test_surrogate_noise_has_the_probe_covariance(inst):
 
 
 def _makers(full: bool):
-    return theory.check_makers(contextual_bigram.PAPER, contextual_bigram.CHECKS, full)
+    return theory.check_makers("contextual_bigram", contextual_bigram.CHECKS, full)
 
 
 def test_checks_are_named_makers():

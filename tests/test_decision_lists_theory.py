@@ -11,7 +11,7 @@ import pytest
 
 import tasks.decision_lists as dl
 from theory import decision_lists as theory
-from theory.decision_lists import _sims as sims
+from theory.decision_lists import _runs
 
 ORDER = [
     "result1_time_within_bound",
@@ -45,8 +45,8 @@ def test_checks_in_paper_order():
 def test_iid_population_is_the_enumerated_support(getkey):
     """The multisets with multinomial weights give the loss, its gradient, δ, γ and the smallest
     margin of all L^n sequences."""
-    task = sims.task(5, 3, 2, 0, distribution="iid")
-    multisets, sequences = sims.iid_population(task), dl.exact_population(task)
+    task = _runs.task(5, 3, 2, 0, distribution="iid")
+    multisets, sequences = _runs.iid_population(task), dl.exact_population(task)
     assert multisets.tokens.shape == (35, 3) and sequences.tokens.shape == (125, 3)
     assert float(jnp.sum(multisets.weights)) == pytest.approx(1.0, rel=1e-14)
     model = dl.DecisionListModel(jax.random.normal(getkey(), (5, 5)), jax.random.normal(getkey(), (5, 5)))
@@ -60,8 +60,8 @@ def test_iid_population_is_the_enumerated_support(getkey):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15)
     exact = theory.constants(task, sequences)
     assert theory.constants(task, multisets).gamma == pytest.approx(exact.gamma, rel=1e-12)
-    assert sims.population(task) is sims.population(task)  # cached, and the multisets under iid
-    assert sims.population(task).tokens.shape == (35, 3)
+    assert _runs.population(task) is _runs.population(task)  # cached, and the multisets under iid
+    assert _runs.population(task).tokens.shape == (35, 3)
 
 
 def test_enumerated_time_agrees_with_mu_on_distinct():
@@ -69,10 +69,10 @@ def test_enumerated_time_agrees_with_mu_on_distinct():
     enumeration predicate agrees with the sign of μ at every save, and μ changes sign across the
     last bracket, so the enumerated τ is the root of μ (the time of the μ event) to within the
     bracket, a millionth of τ."""
-    task = sims.task(8, 3, 2, 0)
-    k = sims.task_constants(task)
+    task = _runs.task(8, 3, 2, 0)
+    k = _runs.task_constants(task)
     c, bound = float(theory.result1_c(3, 8, k.delta)), float(theory.result1_time_bound(2, 8, k.gamma))
-    located = sims.enumerated_time(task, c, bound)
+    located = _runs.enumerated_time(task, c, bound)
     np.testing.assert_array_equal(located.margin > dl.TAU_TIE, located.mu > 0)
     assert 0 < located.tau < bound and located.width < 1e-6 * located.tau
     assert located.mu_before <= 0 < located.mu_at_tau and located.failures_after() == 0
@@ -82,7 +82,7 @@ def test_enumerated_time_agrees_with_mu_on_distinct():
 def test_mu_does_not_decide_under_iid():
     """Under `iid` μ(W) turns positive long before the flow classifies perfectly (a wrong token
     present twice needs a score gap above log 2): the saves with μ > 0 before τ are not perfect."""
-    run = sims.result1_enumerated(sims.task(8, 3, 2, 0, distribution="iid"))
+    run = _runs.result1_enumerated(_runs.task(8, 3, 2, 0, distribution="iid"))
     time = run.time
     assert 0 < time.tau < run.bound and time.failures_after() == 0
     early = (time.mu > 0) & (time.ts < time.tau)
@@ -93,9 +93,9 @@ def test_mu_does_not_decide_under_iid():
 def test_joint_gd_is_a_hand_written_gd_loop():
     """The runner of the `section7_joint_*` checks: its start and 5 steps of full-batch GD on
     (W, V), with κ, ρ, μ and the loss at every step, against a plain loop."""
-    task = sims.task(6, 3, 2, 0)
-    population = sims.population(task)
-    steps, values = sims.joint_attention(task, num_steps=5, step=0.7, every=1)
+    task = _runs.task(6, 3, 2, 0)
+    population = _runs.population(task)
+    steps, values = _runs.joint_attention(task, num_steps=5, step=0.7, every=1)
     key_W, key_V = jax.random.split(jax.random.PRNGKey(0))
     W, V = 0.01 * jax.random.normal(key_W, (6, 6)), 0.01 * jax.random.normal(key_V, (6, 6))
     P = task.permutation_matrix()

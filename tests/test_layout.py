@@ -1,4 +1,4 @@
-"""Every paper's packages have the same files for the same roles."""
+"""Every paper's `tasks` and `theory` packages have the same files for the same roles."""
 
 import importlib
 import inspect
@@ -10,12 +10,20 @@ from attnflow.papers import papers
 
 TASK_FILES = ("_config.py", "_data.py", "_model.py", "_simulate.py")
 """A paper's `tasks` package: its task config, its data, its model and its simulations."""
+THEORY_FILES = ("closed_forms.py", "_runs.py")
+"""A paper's `theory` package: its closed forms and the runs its checks share (beside its checks)."""
 
 
 @pytest.mark.parametrize("paper", sorted(papers()))
 def test_a_papers_task_package_has_the_files_of_every_paper(paper):
     folder = Path(importlib.import_module(f"tasks.{paper}").__file__).parent
     assert [name for name in TASK_FILES if not (folder / name).is_file()] == []
+
+
+@pytest.mark.parametrize("paper", sorted(papers()))
+def test_a_papers_theory_package_has_the_files_of_every_paper(paper):
+    folder = Path(importlib.import_module(f"theory.{paper}").__file__).parent
+    assert [name for name in THEORY_FILES if not (folder / name).is_file()] == []
 
 
 @pytest.mark.parametrize("paper", sorted(papers()))

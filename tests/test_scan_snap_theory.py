@@ -23,7 +23,7 @@ CORE_NAMES = [name for name in NAMES if name not in TEXT_NAMES]
 
 def _run(full: bool, names: list[str] = NAMES) -> list[theory.Check]:
     fns = [fn for fn in scan_snap.CHECKS if fn.__name__ in names]
-    return theory.run_checks(theory.check_makers(scan_snap.PAPER, fns, full))
+    return theory.run_checks(theory.check_makers("scan_snap", fns, full))
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +35,7 @@ def results():
 def test_makers_are_named_after_their_checks():
     assert len(set(NAMES)) == len(NAMES) > 20
     assert set(TEXT_NAMES) <= set(NAMES)
-    makers = theory.check_makers(scan_snap.PAPER, scan_snap.CHECKS, full=False)
+    makers = theory.check_makers("scan_snap", scan_snap.CHECKS, full=False)
     assert [maker.__name__ for maker in makers] == NAMES
     assert {maker.paper for maker in makers} == {"scan_snap"}
     check = makers[NAMES.index("lemma6_closed_form")]()  # one cheap one, run
@@ -124,6 +124,6 @@ def test_checks_refuse_float32():
     jax.config.update("jax_enable_x64", False)
     try:
         with pytest.raises(ValueError, match="float64"):
-            theory.check_makers(scan_snap.PAPER, scan_snap.CHECKS, full=False)
+            theory.check_makers("scan_snap", scan_snap.CHECKS, full=False)
     finally:
         jax.config.update("jax_enable_x64", True)

@@ -5,8 +5,8 @@ prose), `derived` (a formula derived from the paper's definitions and checked nu
 `recon` (a reconstructed detail the paper does not state). Every numeric setting is a recon default.
 
 [`CHECKS`][] lists the check functions; the registry runs them through
-`theory.check_makers(PAPER, CHECKS, full)`. Each is declared with `theory.claim` (its claim, tolerance
-and provenance); a `sized` one takes `full: bool`, the paper's sizes (quick ones otherwise), never
+`theory.check_makers("contextual_bigram", CHECKS, full)`. Each is declared with `theory.claim` (its claim,
+tolerance and provenance); a `sized` one takes `full: bool`, the paper's sizes (quick ones otherwise), never
 a looser tolerance; the others take no argument. Everything runs in
 float64 (tolerances reach 1e-12). The closed forms are collected in [`closed_forms`][]; the
 Stage-1 success experiment the checks and figures share is [`stage1_success`][] (its rates over a
@@ -20,7 +20,6 @@ the Gaussian-noise surrogate: [`l1_needed_small_batch`][].
 
 from . import closed_forms
 from ._checks import (
-    PAPER,
     algorithm1_recovers,
     error_dynamics,
     l1_reduces_off_support,
@@ -89,7 +88,6 @@ CHECKS = (
 
 __all__ = [
     "CHECKS",
-    "PAPER",
     "STAGE1_STEPS",
     "BatchExponent",
     "TExponent",

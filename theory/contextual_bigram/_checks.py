@@ -7,8 +7,6 @@ no argument.
 Provenance: `paper` = a claim stated in the paper's prose; `derived` = a formula derived from the
 paper's definitions and checked numerically; `recon` = a reconstruction of a lost detail."""
 
-import functools
-
 import diffrax
 import equinox as eqx
 import jax
@@ -20,9 +18,8 @@ import tasks.contextual_bigram as cb
 
 from .._check import Measured, claim, relative_error
 from . import closed_forms as cf
+from ._runs import algorithm1_runs
 from ._stage1 import STAGE1_STEPS, batch_for_success, fit_batch_exponent, stage1_success, success_rates
-
-PAPER = "contextual_bigram"
 
 
 def _consts(inst):
@@ -431,27 +428,6 @@ def transfer_alpha1() -> Measured:
     )
 
 
-def _alg_results(full: bool):
-    return _alg_results_cached(bool(full))
-
-
-@functools.lru_cache(maxsize=2)
-def _alg_results_cached(full: bool):
-    inst = cb.default_instance()
-    seeds = 32 if full else 8
-    cfg = cb.Algorithm1(stage2_steps=4000 if full else 1000)
-    keys = dynamics.seed_keys(0, seeds)
-    alg, _ = dynamics.run_many(eqx.Partial(cb.run_algorithm, inst, cfg=cfg), keys)
-    n_sgd = cfg.stage2_steps + cfg.every * int(np.ceil(np.median(alg["tau1"]) / cfg.every))
-    sgd = {}
-    for eta in (cfg.eta1, cfg.eta2):
-        sgd_cfg = cb.SGD(
-            kind="vanilla", eta=eta, batch=cfg.batch, num_steps=n_sgd, every=cfg.every, c_f=cfg.c_f
-        )
-        sgd[eta], _ = dynamics.run_many(eqx.Partial(cb.run_sgd, inst, cfg=sgd_cfg), keys)
-    return inst, cfg, alg, sgd, n_sgd
-
-
 @claim(
     "Theorem 3.1, Fig. 1: Algorithm 1 recovers $(P, Q^*)$",
     method=r"default `Algorithm1` (oracle switch, Stage 3 least squares), 8 / 32 seeds, 1000 / 4000 "
@@ -465,7 +441,7 @@ def _alg_results_cached(full: bool):
 )
 def algorithm1_recovers(full: bool) -> Measured:
     """Theorem 3.1 / Fig. 1 (paper): Algorithm 1 recovers (P, Q*) on the default instance."""
-    inst, cfg, alg, _, _ = _alg_results(full)
+    inst, cfg, alg, _, _ = algorithm1_runs(full)
     dV = float(np.median(alg["final_metrics"]["dist_V"]))
     dQ = float(np.median(alg["final_metrics"]["dist_Q"]))
     return Measured(
@@ -521,7 +497,7 @@ def l1_reduces_off_support(full: bool) -> Measured:
 
 
 def _sgd_measured(full: bool, eta: float) -> Measured:
-    inst, cfg, alg, sgd, n_sgd = _alg_results(full)
+    inst, cfg, alg, sgd, n_sgd = algorithm1_runs(full)
     s = sgd[eta]["final_metrics"]
     sgd_total = np.asarray(s["dist_V"]) + np.asarray(s["dist_Q"])
     sgd_total = np.where(np.isfinite(sgd_total), sgd_total, np.inf)

@@ -17,9 +17,8 @@ tokens; i.i.d. tokens in the `*_iid` checks), δ and γ, m := M, the fixed point
 the acceptance thresholds of the uniform-attention checks. `full` grows the sets of tasks to the
 paper's, never changing a tolerance. Everything runs in float64.
 
-`CHECKS` are the check functions in order and `PAPER` the paper's name, for
-`theory.check_makers(PAPER, CHECKS, full)`; each is declared with `theory.claim` (its claim, tolerance and
-provenance).
+`CHECKS` are the check functions in order, for `theory.check_makers("decision_lists", CHECKS,
+full)`; each is declared with `theory.claim` (its claim, tolerance and provenance).
 """
 
 from . import closed_forms
@@ -42,7 +41,6 @@ from ._checks import (
     section7_kappa,
     section7_rho,
 )
-from ._sims import PAPER
 from .closed_forms import (
     DELTA_DEFINITIONS,
     GAMMA_DEFINITIONS,
@@ -82,7 +80,6 @@ __all__ = [
     "CHECKS",
     "DELTA_DEFINITIONS",
     "GAMMA_DEFINITIONS",
-    "PAPER",
     "Constants",
     "Result2Setting",
     "closed_forms",

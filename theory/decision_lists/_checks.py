@@ -13,8 +13,7 @@ import dynamics
 import tasks.decision_lists as dl
 
 from .._check import Measured, claim
-from . import _sims as sims
-from . import closed_forms
+from . import _runs, closed_forms
 
 OURS = (
     "δ, γ (recon): γ = the least over a and k ≤ m_a of P(a ∈ s, a_k ∈ s, a₁, …, a_(k−1) ∉ s), δ := γ; "
@@ -23,7 +22,7 @@ OURS = (
 
 
 def _result1_runs(full: bool) -> list:
-    return [sims.result1(sims.task(*size)) for size in sims.RESULT1_SIZES["full" if full else "quick"]]
+    return [_runs.result1(_runs.task(*size)) for size in _runs.RESULT1_SIZES["full" if full else "quick"]]
 
 
 def _sizes(runs) -> str:
@@ -81,8 +80,8 @@ def result1_perfect_reached(full: bool = False) -> Measured:
     failures, saves = 0, 0
     for r in runs:
         ts = np.concatenate([[0.0], np.geomspace(r.tau, r.bound, 13)[1:]])
-        run = sims.result1_dense(r.task, r.c, ts)
-        failures += not sims.perfect_at(r.task, run.values["W"][1], r.c)
+        run = _runs.result1_dense(r.task, r.c, ts)
+        failures += not _runs.perfect_at(r.task, run.values["W"][1], r.c)
         failures += int(np.sum(np.asarray(run.values["mu"])[1:] <= 0))
         saves += len(ts) - 1
     return Measured(
@@ -110,7 +109,7 @@ def result1_loss_monotone(full: bool = False) -> Measured:
     worst = 0.0
     for r in runs:
         ts = np.linspace(0.0, max(4.0 * r.tau, 1e-3 * r.bound), 201)
-        losses = np.asarray(sims.result1_dense(r.task, r.c, ts).values["loss"])
+        losses = np.asarray(_runs.result1_dense(r.task, r.c, ts).values["loss"])
         worst = max(worst, float(np.max(np.diff(losses) / losses[:-1])))
     return Measured(
         predicted=0.0,
@@ -135,9 +134,9 @@ def result1_gd_limit(full: bool = False) -> Measured:
 
     **Returns:** the [`Check`][]: |τ_GD(h_min) − τ| / τ, and the halving change in the note.
     """
-    r = sims.result1(sims.task(8, 3, 2, 0))
+    r = _runs.result1(_runs.task(8, 3, 2, 0))
     steps = [r.tau / 50 * 2.0**-i for i in range(4 if full else 3)]
-    times = [sims.result1_gd_time(r.task, r.c, h) for h in steps]
+    times = [_runs.result1_gd_time(r.task, r.c, h) for h in steps]
     halving = abs(times[-1] - times[-2]) / r.tau
     return Measured(
         predicted=r.tau,
@@ -165,11 +164,11 @@ def result1_list_length_scaling() -> Measured:
     """
     L, n = 12, 4
     ms = (1, 2, 3, 4)
-    tasks = [sims.task(L, n, 4, 0, m) for m in ms]
-    reference = sims.result1(tasks[-1])  # c of the longest lists, kept for every m
+    tasks = [_runs.task(L, n, 4, 0, m) for m in ms]
+    reference = _runs.result1(tasks[-1])  # c of the longest lists, kept for every m
     c = reference.c
-    bounds = [closed_forms.result1_time_bound(m, L, sims.task_constants(t).gamma) for m, t in zip(ms, tasks)]
-    taus = [sims.result1_fixed_c(t, c, b) for t, b in zip(tasks, bounds)]
+    bounds = [closed_forms.result1_time_bound(m, L, _runs.task_constants(t).gamma) for m, t in zip(ms, tasks)]
+    taus = [_runs.result1_fixed_c(t, c, b) for t, b in zip(tasks, bounds)]
     ratios = [tau / b for tau, b in zip(taus, bounds)]
     worst = int(np.argmax(ratios))
     return Measured(
@@ -195,9 +194,9 @@ def result1_c_monotone() -> Measured:
 
     **Returns:** the [`Check`][]: the number of increases of τ along c × (1/2, 1, 2, 4).
     """
-    t = sims.task(8, 3, 2, 0)
+    t = _runs.task(8, 3, 2, 0)
     scales = (0.5, 1.0, 2.0, 4.0)
-    taus = [sims.result1(t, s).tau for s in scales]
+    taus = [_runs.result1(t, s).tau for s in scales]
     increases = int(np.sum(np.diff(taus) >= 0))
     return Measured(
         predicted=0.0,
@@ -218,8 +217,10 @@ OURS_IID = (
 
 
 def _result1_iid_runs(full: bool) -> list:
-    sizes = sims.RESULT1_IID_SIZES["full" if full else "quick"]
-    return [sims.result1_enumerated(sims.task(L, n, M, seed, distribution="iid")) for L, n, M, seed in sizes]
+    sizes = _runs.RESULT1_IID_SIZES["full" if full else "quick"]
+    return [
+        _runs.result1_enumerated(_runs.task(L, n, M, seed, distribution="iid")) for L, n, M, seed in sizes
+    ]
 
 
 def _first_positive_mu(r) -> float:
@@ -230,12 +231,12 @@ def _first_positive_mu(r) -> float:
 
 def _distinct_ratio(r, size) -> float:
     """τ/bound of Result 1 on the same task (same seed, same lists) under `D = distinct`."""
-    same = sims.result1(sims.task(*size))
+    same = _runs.result1(_runs.task(*size))
     return same.tau / same.bound
 
 
 def _iid_sizes(runs, full: bool) -> str:
-    sizes = sims.RESULT1_IID_SIZES["full" if full else "quick"]
+    sizes = _runs.RESULT1_IID_SIZES["full" if full else "quick"]
     return "; ".join(
         f"L={r.task.L},n={r.task.n},M={r.task.M} (seed {size[3]}):"
         f" τ={r.time.tau:.5g} (bracket {r.time.width:.2g}), bound={r.bound:.5g},"
@@ -266,7 +267,7 @@ def result1_time_within_bound_iid(full: bool = False) -> Measured:
     with V = cP, c = 4n log(L)/δ, reaches perfect classification within 4M/(log(L) γ), with δ, γ
     evaluated under `iid`. The criterion μ(W) > 0 does not decide under `iid`: τ is located by the
     enumeration predicate on saves of the flow's dense output, refined on finer grids
-    (`sims.enumerated_time`).
+    (`_runs.enumerated_time`).
 
     **Returns:** the [`Check`][]: the largest τ/bound over the tasks must be ≤ 1 (a task never
     perfect by the bound has τ = inf and fails).
@@ -278,10 +279,10 @@ def result1_time_within_bound_iid(full: bool = False) -> Measured:
         simulated=worst.time.tau,
         error=max(r.time.tau / r.bound for r in runs),
         note=f"{_iid_sizes(runs, full)}. {OURS_IID} Diffrax Tsit5 rtol=1e-6 atol=1e-9; perfect = every"
-        f" margin of every multiset > 1e-9, evaluated on {sims.ENUMERATED_SAVES} saves (t=0, log-spaced"
+        f" margin of every multiset > 1e-9, evaluated on {_runs.ENUMERATED_SAVES} saves (t=0, log-spaced"
         f" from 1e-8 × bound to bound, from the solver's dense output); τ = the first perfect save after"
-        f" {sims.ENUMERATED_REFINEMENTS} refinements of the bracket (the flow restarted from the saved W at"
-        f" its left end, {sims.ENUMERATED_SAVES} even saves across it). μ(W(τ)) is about log 2, not 0:"
+        f" {_runs.ENUMERATED_REFINEMENTS} refinements of the bracket (the flow restarted from the saved W at"
+        f" its left end, {_runs.ENUMERATED_SAVES} even saves across it). μ(W(τ)) is about log 2, not 0:"
         " with repeats a wrong token present twice needs a score gap above log 2, so μ > 0 is not"
         " sufficient under iid.",
     )
@@ -322,7 +323,7 @@ RESULT2_EPS = 1.0
 
 def _result2_small():
     """The small configuration outside the hypotheses (cheap enough for quick mode too)."""
-    return sims.result2(sims.task(*RESULT2_SMALL), RESULT2_EPS)
+    return _runs.result2(_runs.task(*RESULT2_SMALL), RESULT2_EPS)
 
 
 def _setting_note(r) -> str:
@@ -427,7 +428,7 @@ def result2_within_hypotheses(full: bool = False) -> Measured:
     `D` perfectly, and `‖V_t − cP‖_max ≤ ε` at every step run. Why this configuration: see
     "Checks" on the decision_lists page of the documentation.
 
-    The configuration is `sims.RESULT2_HYPOTHESES` (`L = 40, n = 30, M = 2, ε = 4.1`); quick mode
+    The configuration is `_runs.RESULT2_HYPOTHESES` (`L = 40, n = 30, M = 2, ε = 4.1`); quick mode
     only shrinks the population (`K = 2^10` instead of the default `2^14`), and it stays inside
     the hypotheses. GD runs a fixed number of steps far below `T` (the conclusion only needs some
     `t ≤ T`); a run without a certified step fails.
@@ -435,8 +436,8 @@ def result2_within_hypotheses(full: bool = False) -> Measured:
     **Returns:** the [`Check`][]: error = the number of violated conclusions among (the hypotheses
     hold, a certified step `t ≤ T` exists, `max_t ‖V_t − cP‖_max ≤ ε`).
     """
-    cfg = sims.RESULT2_HYPOTHESES["full" if full else "quick"]
-    r = sims.result2_sampled(sims.task(*cfg["size"]), cfg["eps"], cfg["K"], cfg["num_steps"])
+    cfg = _runs.RESULT2_HYPOTHESES["full" if full else "quick"]
+    r = _runs.result2_sampled(_runs.task(*cfg["size"]), cfg["eps"], cfg["K"], cfg["num_steps"])
     s = r.setting
     certified = math.isfinite(r.first_certified) and r.first_certified <= s.T_max
     violated = (not s.feasible) + (not certified) + (r.max_dist_cP > s.eps)
@@ -461,8 +462,8 @@ def result2_within_hypotheses(full: bool = False) -> Measured:
 
 
 def _section7_runs(full: bool):
-    sizes = sims.SECTION7_SIZES["full" if full else "quick"]
-    return [(size, *sims.uniform_attention(sims.task(*size, 0))) for size in sizes]
+    sizes = _runs.SECTION7_SIZES["full" if full else "quick"]
+    return [(size, *_runs.uniform_attention(_runs.task(*size, 0))) for size in sizes]
 
 
 @claim(
@@ -539,8 +540,8 @@ JOINT_REPORT_STEPS = (0, 10, 100, 500, 2000)
 
 
 def _joint_runs(full: bool):
-    sizes = sims.SECTION7_SIZES["full" if full else "quick"]
-    return [(size, *sims.joint_attention(sims.task(*size, 0))) for size in sizes]
+    sizes = _runs.SECTION7_SIZES["full" if full else "quick"]
+    return [(size, *_runs.joint_attention(_runs.task(*size, 0))) for size in sizes]
 
 
 def _joint_curve(size, steps, values) -> str:
@@ -558,7 +559,7 @@ def _joint_curve(size, steps, values) -> str:
 def _joint_note(runs) -> str:
     return (
         "; ".join(_joint_curve(*run) for run in runs)
-        + f". W₀, V₀ with i.i.d. N(0, {sims.JOINT_INIT_STD}²) entries (PRNGKey(0) split in two), joint"
+        + f". W₀, V₀ with i.i.d. N(0, {_runs.JOINT_INIT_STD}²) entries (PRNGKey(0) split in two), joint"
         " full-batch GD on (W, V), step 1.0, 2000 steps, exact population (distinct); μ(W) > 0 is"
         " equivalent to perfect classification only at V = cP, so perfect is enumerated."
     )
@@ -614,7 +615,7 @@ def section7_joint_rho(full: bool = False) -> Measured:
             f"final μ={v['mu'][-1]:.3g}, final loss={v['loss'][-1]:.3g}"
             for s, _, v in runs
         ],
-        f". Curves of κ, ρ, μ: see `section7_joint_kappa`. W₀, V₀ ∼ N(0, {sims.JOINT_INIT_STD}²),"
+        f". Curves of κ, ρ, μ: see `section7_joint_kappa`. W₀, V₀ ∼ N(0, {_runs.JOINT_INIT_STD}²),"
         " joint full-batch GD on (W, V), step 1.0, 2000 steps, exact population (distinct).",
     )
 
@@ -633,8 +634,8 @@ def hessian_lanczos_vs_dense() -> Measured:
 
     **Returns:** the [`Check`][]: the relative error.
     """
-    t = sims.task(6, 3, 2, 0)
-    pop = sims.population(t)
+    t = _runs.task(6, 3, 2, 0)
+    pop = _runs.population(t)
     key_w, key_v = jax.random.split(jax.random.PRNGKey(1))
     model = dl.DecisionListModel(
         jax.random.normal(key_w, (6, 6), jnp.float64),

@@ -4,8 +4,8 @@ Proposition 2), stage 1 (Proposition 1, Lemma 3, Corollary 1), stage 2 (Theorems
 Example 2 on SVOP and Theorem 1 over many random datasets.
 
 [`CHECKS`][] lists the check functions in paper order; the registry runs them through
-`theory.check_makers(PAPER, CHECKS, full)`. Each is declared with `theory.claim` (its claim, tolerance
-and provenance); a `sized` one takes `full: bool`, the paper's number of datasets (fewer
+`theory.check_makers("ntp_partial_order", CHECKS, full)`. Each is declared with `theory.claim` (its claim,
+tolerance and provenance); a `sized` one takes `full: bool`, the paper's number of datasets (fewer
 otherwise), never a looser tolerance; the others take no argument. Everything
 runs in float64 and `W*_kq` is the QP solution of Eqn 3 ([`solve_qp`][], Clarabel with its KKT
 residuals; [`least_distance`][] the second solver) (Proposition 2's closed form is checked
@@ -17,8 +17,7 @@ the checks measure.
 from . import closed_forms
 from ._maxmargin import MaxMargin, least_distance
 from ._qp import QPSolution, kkt_residuals, solve_qp
-from ._sims import (
-    PAPER,
+from ._runs import (
     LongRun,
     Simulated,
     cosine,
@@ -95,7 +94,6 @@ CHECKS = (
 
 __all__ = [
     "CHECKS",
-    "PAPER",
     "LongRun",
     "MaxMargin",
     "QPSolution",

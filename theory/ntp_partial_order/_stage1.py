@@ -7,7 +7,7 @@ import tasks.ntp_partial_order as ntp
 
 from .._check import Measured, claim
 from ._maxmargin import least_distance
-from ._sims import STEPS, cosines, figure_run
+from ._runs import STEPS, cosines, figure_run
 from .closed_forms import (
     eqn3_constraints,
     hall_columns,

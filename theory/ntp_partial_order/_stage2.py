@@ -9,7 +9,7 @@ import dynamics
 import tasks.ntp_partial_order as ntp
 
 from .._check import Measured, claim
-from ._sims import (
+from ._runs import (
     LONG_STEPS,
     STEPS,
     VERY_LONG_STEPS,

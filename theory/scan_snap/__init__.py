@@ -4,8 +4,8 @@ mini-batch SGD, L1 population flow, L2 decoupled theory flow, L3 scalar model), 
 claims of the real-text experiments (Figs. 7 and 10) on the bundled quick corpus.
 
 [`CHECKS`][] lists the check functions in paper order; the registry runs them through
-`theory.check_makers(PAPER, CHECKS, full)`. Each is declared with `theory.claim` (its claim, tolerance
-and provenance); a `sized` one takes `full: bool`, the paper's sizes (quick ones have fewer
+`theory.check_makers("scan_snap", CHECKS, full)`. Each is declared with `theory.claim` (its claim,
+tolerance and provenance); a `sized` one takes `full: bool`, the paper's sizes (quick ones have fewer
 draws, saves and steps), never a looser tolerance; the others
 take no argument. Everything runs in float64 except the real-text training (float32, the
 paper's). The closed forms the checks use are collected in
@@ -26,7 +26,6 @@ from ._lemmas import (
     lemma9_late,
 )
 from ._levels import levels_L0_to_L1, levels_L1_vs_L2
-from ._sims import PAPER
 from ._text import fig7_attention_freezes, fig10_entropy_falls_with_lr
 from ._theorems import (
     theorem1_backprop_gradient,
@@ -79,7 +78,6 @@ CHECKS = (
 
 __all__ = [
     "CHECKS",
-    "PAPER",
     "closed_forms",
     "fig7_attention_freezes",
     "fig10_entropy_falls_with_lr",

@@ -12,9 +12,9 @@ import numpy as np
 import tasks.scan_snap as ss
 
 from .._check import Measured, claim
-from . import _sims as sims
+from . import _runs
 from . import closed_forms as cf
-from ._sims import outside
+from ._runs import outside
 
 # --------------------------------------------------------------------------------------
 # Lemma 1: Eqns 3-4 and the conserved row sums
@@ -85,11 +85,11 @@ def lemma1_row_sums(full: bool = False) -> Measured:
     """
     steps = 5000 if full else 500
     arrays = ss.Dataset2.syn_small().build().arrays()
-    run = sims.sgd_row_sums(jax.random.PRNGKey(0), arrays, 128, steps, sims.f64(1.0))
+    run = _runs.sgd_row_sums(jax.random.PRNGKey(0), arrays, 128, steps, _runs.f64(1.0))
     sgd = float(np.max(run.values))
     flows = max(
         float(np.max(np.abs(np.concatenate([models.Y.sum(axis=-1), models.Z.sum(axis=-1)]))))
-        for _, models in (sims.reference_l1(0.1), sims.reference_l1(1.0))
+        for _, models in (_runs.reference_l1(0.1), _runs.reference_l1(1.0))
     )
     return Measured(
         predicted=0.0,
@@ -118,11 +118,11 @@ def _lemma2_draws(full: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.nd
     draws = 512 if full else 64
     T = np.round(np.logspace(2, 5, 7)).astype(int) if full else np.array([100, 1000, 10_000, 100_000])
     lengths = jnp.asarray(T - 1)
-    classes = sims.reference_classes()
+    classes = _runs.reference_classes()
     arrays = classes.arrays()
     Z = 0.5 * jax.random.normal(jax.random.PRNGKey(1), (classes.M, classes.M), jnp.float64)
     model = ss.YZModel(Y=jnp.zeros_like(Z), Z=Z)
-    counts, label = sims.prefix_counts(
+    counts, label = _runs.prefix_counts(
         jax.random.split(jax.random.PRNGKey(2), draws), arrays, int(T[-1]), lengths
     )
     cls = np.searchsorted(classes.next_token, np.asarray(label))
@@ -151,7 +151,7 @@ def lemma2_rate(full: bool = False) -> Measured:
     """
     lengths, deviation, _, _ = _lemma2_draws(full)
     mean = deviation.mean(axis=0)
-    slope = sims.log_log_slope(lengths, mean)
+    slope = _runs.log_log_slope(lengths, mean)
     return Measured(
         predicted=-0.5,
         simulated=slope,
@@ -198,7 +198,7 @@ def lemma2_hoeffding(full: bool = False) -> Measured:
 def _single_class_model() -> tuple[ss.ClassArrays, ss.YZModel, int]:
     """Only class 0 of the reference instance is sampled (π = (1, 0, 0)); Y = 0, a fixed
     random Z (frozen by the checks), and the class's next token n."""
-    classes = sims.reference_classes(class_probs=[1.0, 0.0, 0.0])
+    classes = _runs.reference_classes(class_probs=[1.0, 0.0, 0.0])
     Z = 0.5 * jax.random.normal(jax.random.PRNGKey(3), (classes.M, classes.M), jnp.float64)
     return classes.arrays(), ss.YZModel(Y=jnp.zeros_like(Z), Z=Z), int(classes.next_token[0])
 
@@ -220,7 +220,7 @@ def lemma5_discrete(full: bool = False) -> Measured:
     steps, eta_y = (2000 if full else 200), 2.0
     arrays, model, n = _single_class_model()
     M = model.M
-    w = np.asarray(sims.lemma5_discrete_run(model, arrays, sims.f64(eta_y), steps))
+    w = np.asarray(_runs.lemma5_discrete_run(model, arrays, _runs.f64(eta_y), steps))
     predicted = (M - 1) * np.asarray(cf.h_discrete(steps, M, eta_y))[:, None] * np.asarray(cf.zeta(n, M))
     return Measured(
         predicted=float(predicted[-1, n]),
@@ -245,8 +245,8 @@ def lemma5_continuous() -> Measured:
     eta_y = 1.0
     arrays, model, n = _single_class_model()
     M = model.M
-    ts = sims.log_grid(1e-2, 200.0, sims.NUM_SAVES)
-    run = sims.population_run(model, arrays, sims.f64(eta_y), sims.f64(0.0), ts)
+    ts = _runs.log_grid(1e-2, 200.0, _runs.NUM_SAVES)
+    run = _runs.population_run(model, arrays, _runs.f64(eta_y), _runs.f64(0.0), ts)
     c = ss.class_attention(model, arrays)[0]
     w = np.asarray(run.values.Y.transpose(0, 2, 1) @ (c / jnp.linalg.norm(c)))
     predicted = (M - 1) * np.asarray(cf.h_continuous(ts, M, eta_y))[:, None] * np.asarray(cf.zeta(n, M))
@@ -266,8 +266,8 @@ _H_CONFIGS = ((1000, 0.5), (50, 2.0), (10_000, 0.1))
 @functools.cache
 def _h_trajectory(M: int, eta_y: float) -> tuple[np.ndarray, np.ndarray]:
     """Eqn 44 integrated on [0, 1e4]: `(ts, h)`."""
-    ts = sims.log_grid(1e-3, 1e4, sims.NUM_SAVES)
-    return np.asarray(ts), np.asarray(sims.h_run(sims.f64(M), sims.f64(eta_y), ts).values)
+    ts = _runs.log_grid(1e-3, 1e4, _runs.NUM_SAVES)
+    return np.asarray(ts), np.asarray(_runs.h_run(_runs.f64(M), _runs.f64(eta_y), ts).values)
 
 
 @claim(

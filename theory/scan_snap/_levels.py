@@ -18,7 +18,7 @@ import dynamics
 import tasks.scan_snap as ss
 
 from .._check import Measured, claim
-from . import _sims as sims
+from . import _runs
 
 # --------------------------------------------------------------------------------------
 # L1 ≈ L2 when η_Y/η_Z is large
@@ -35,7 +35,7 @@ after t ≫ K² = 9 (Theorem 1's regime), in the scanning phase of the t ∈ [0,
 @jax.jit
 def _l1_query_velocity(model: ss.YZModel, arrays: ss.ClassArrays, eta_z) -> Float[Array, " M"]:
     """ż of the query row of L1 at one model (η_Z times −∂L/∂z of the population loss)."""
-    return eta_z * ss.population_gradient_formula(model, arrays)[1][sims.QUERY]
+    return eta_z * ss.population_gradient_formula(model, arrays)[1][_runs.QUERY]
 
 
 _PADDED_M = (50, 200)
@@ -48,7 +48,7 @@ full mode; quoted in the quick mode's note."""
 
 def _padded_classes(M: int) -> ss.SequenceClasses:
     """The reference classes in a vocabulary of M ≥ 17 tokens (tokens 17, ..., M − 1 unused)."""
-    reference = sims.reference_classes()
+    reference = _runs.reference_classes()
     probs = np.zeros((3, M))
     probs[:, :17] = reference.probs
     return ss.SequenceClasses(probs, reference.query, reference.next_token)
@@ -59,11 +59,11 @@ def _early_speedup(classes: ss.SequenceClasses, t: float, eta_z: float) -> tuple
     arrays = classes.arrays()
     M = arrays.probs.shape[1]
     ts = jnp.asarray([0.0, t])
-    l1 = sims.population_run(ss.YZModel.zeros(M, jnp.float64), arrays, sims.f64(1.0), sims.f64(eta_z), ts)
+    l1 = _runs.population_run(ss.YZModel.zeros(M, jnp.float64), arrays, _runs.f64(1.0), _runs.f64(eta_z), ts)
     model = jax.tree.map(lambda x: x[-1], l1.values)
-    l2 = sims.theory_run(arrays, sims.f64(1.0), sims.f64(eta_z), ts)
-    z_dot_l2 = sims.theory_z_dot(ts, l2.values, arrays, sims.f64(1.0), sims.f64(eta_z))[-1]
-    z_dot_l1 = _l1_query_velocity(model, arrays, sims.f64(eta_z))
+    l2 = _runs.theory_run(arrays, _runs.f64(1.0), _runs.f64(eta_z), ts)
+    z_dot_l2 = _runs.theory_z_dot(ts, l2.values, arrays, _runs.f64(1.0), _runs.f64(eta_z))[-1]
+    z_dot_l1 = _l1_query_velocity(model, arrays, _runs.f64(eta_z))
     F = np.asarray(ss.normalized_attention_features(jnp.zeros((M, M)), arrays.probs, arrays.query))
     return float(np.linalg.norm(z_dot_l2) / np.linalg.norm(z_dot_l1)), 1 + float((F.T @ F)[0, 1]) * M
 
@@ -104,15 +104,17 @@ def levels_L1_vs_L2(full: bool = False) -> Measured:
 
     **Returns:** the [`Check`][]: predicted gap 0, simulated gap at η_Y/η_Z = 1000.
     """
-    arrays = sims.reference_classes().arrays()
+    arrays = _runs.reference_classes().arrays()
     gaps, late_gaps = [], []
     for ratio in _RATIOS:
         eta_z = 1.0 / ratio
-        ts, models = sims.reference_l1(eta_z)
-        _, _, z_dot_l2 = sims.reference_l2(1.0, eta_z)
+        ts, models = _runs.reference_l1(eta_z)
+        _, _, z_dot_l2 = _runs.reference_l2(1.0, eta_z)
         i_early, i_mid, i_late = 1, int(np.argmin(np.abs(ts - _COMPARE_T))), len(ts) - 1
         early, mid, late = (
-            np.asarray(_l1_query_velocity(jax.tree.map(lambda x, i=i: x[i], models), arrays, sims.f64(eta_z)))
+            np.asarray(
+                _l1_query_velocity(jax.tree.map(lambda x, i=i: x[i], models), arrays, _runs.f64(eta_z))
+            )
             for i in (i_early, i_mid, i_late)
         )
         gaps.append(_relative(z_dot_l2[i_mid], mid))
@@ -164,15 +166,15 @@ def _l0_sizes(full: bool) -> tuple[tuple[int, ...], int, int]:
 def _l0_query_row(key: PRNGKeyArray, num_context, *, batch_size: int) -> Float[Array, " M"]:
     """L0: `_L0_STEPS` plain-SGD steps (mean cross-entropy over a batch, rates η_Y, η_Z) from
     Y = Z = 0 on fresh count batches; the final query row of Z."""
-    arrays = sims.reference_classes().arrays()
+    arrays = _runs.reference_classes().arrays()
     run = dynamics.train(
         ss.cross_entropy,
         ss.YZModel.zeros(17, jnp.float64),
-        ss.optimizer("sgd", sims.f64(_L0_ETA_Y), sims.f64(_L0_ETA_Z)),
+        ss.optimizer("sgd", _runs.f64(_L0_ETA_Y), _runs.f64(_L0_ETA_Z)),
         num_steps=_L0_STEPS,
         key=key,
         sample=lambda k: ss.sample_multinomial(k, arrays, batch_size, num_context),
-        save=dynamics.Save(every=_L0_STEPS, fn=lambda step, m, args: m.Z[sims.QUERY]),
+        save=dynamics.Save(every=_L0_STEPS, fn=lambda step, m, args: m.Z[_runs.QUERY]),
     )
     return run.values[-1]
 
@@ -190,9 +192,9 @@ def _population_gd_row(arrays: ss.ClassArrays) -> Float[Array, " M"]:
     run = dynamics.train(
         lambda m: ss.population_loss(m, arrays),
         ss.YZModel.zeros(17, jnp.float64),
-        ss.optimizer("sgd", sims.f64(_L0_ETA_Y), sims.f64(_L0_ETA_Z)),
+        ss.optimizer("sgd", _runs.f64(_L0_ETA_Y), _runs.f64(_L0_ETA_Z)),
         num_steps=_L0_STEPS,
-        save=dynamics.Save(every=_L0_STEPS, fn=lambda step, m, args: m.Z[sims.QUERY]),
+        save=dynamics.Save(every=_L0_STEPS, fn=lambda step, m, args: m.Z[_runs.QUERY]),
     )
     return run.values[-1]
 
@@ -223,24 +225,24 @@ def levels_L0_to_L1(full: bool = False) -> Measured:
     log Gap against log T.
     """
     Ts, batch_size, num_seeds = _l0_sizes(full)
-    arrays = sims.reference_classes().arrays()
+    arrays = _runs.reference_classes().arrays()
     keys = dynamics.seed_keys(_L0_BASE_SEED, num_seeds)
     runs = dynamics.grid(seed=range(num_seeds), T=Ts)
     rows, finite = dynamics.run_many(
         _l0_runner(batch_size), keys[runs["seed"]], jnp.asarray(runs["T"] - 1.0, jnp.float64)
     )
     rows = rows.reshape(num_seeds, len(Ts), -1)
-    ts = jnp.linspace(0.0, float(_L0_STEPS), sims.NUM_SAVES)  # the shape every L1 run compiles for
+    ts = jnp.linspace(0.0, float(_L0_STEPS), _runs.NUM_SAVES)  # the shape every L1 run compiles for
     z_l1 = np.asarray(
-        sims.population_run(
-            ss.YZModel.zeros(17, jnp.float64), arrays, sims.f64(_L0_ETA_Y), sims.f64(_L0_ETA_Z), ts
-        ).values.Z[-1, sims.QUERY]
+        _runs.population_run(
+            ss.YZModel.zeros(17, jnp.float64), arrays, _runs.f64(_L0_ETA_Y), _runs.f64(_L0_ETA_Z), ts
+        ).values.Z[-1, _runs.QUERY]
     )
     z_gd = np.asarray(_population_gd_row(arrays))
     gaps = np.array([_relative(rows[:, j].mean(axis=0), z_l1) for j in range(len(Ts))])
     spread = np.array([[_relative(rows[s, j], z_l1) for j in range(len(Ts))] for s in range(num_seeds)])
     gd_gaps = np.array([_relative(rows[:, j].mean(axis=0), z_gd) for j in range(len(Ts))])
-    slope = sims.log_log_slope(Ts, gaps) if finite.all() else float("nan")
+    slope = _runs.log_log_slope(Ts, gaps) if finite.all() else float("nan")
     setting = (
         f"Reference instance (K=3, M=17), Y=Z=0, η_Y={_L0_ETA_Y}, η_Z={_L0_ETA_Z}, {_L0_STEPS} "
         f"plain-SGD steps on the mean loss over B={batch_size}, {num_seeds} seeds; counts drawn from "
@@ -257,6 +259,6 @@ def levels_L0_to_L1(full: bool = False) -> Measured:
         note=f"{setting} Gap := ‖seed-mean z_L0 − z_L1‖ / ‖z_L1‖ (‖z_L1‖ = {norm:.4f}); T → gap: "
         f"{listing}; per-seed gap sd {sd}. The T, B → ∞ limit at this η is population GD, "
         f"{_relative(z_gd, z_l1):.4f} from L1 (the Euler floor, removed only as η → 0); gap to GD: "
-        f"{gd_listing} (slope {sims.log_log_slope(Ts, gd_gaps):.3f}). Predicted −1: the O(1/T) bias of "
+        f"{gd_listing} (slope {_runs.log_log_slope(Ts, gd_gaps):.3f}). Predicted −1: the O(1/T) bias of "
         "E[LN(Xᵀ b_T)] vs f_n (derived).",
     )

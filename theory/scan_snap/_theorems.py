@@ -11,7 +11,7 @@ import numpy as np
 import tasks.scan_snap as ss
 
 from .._check import Measured, claim
-from . import _sims as sims
+from . import _runs
 from . import closed_forms as cf
 
 # --------------------------------------------------------------------------------------
@@ -31,18 +31,18 @@ def _theorem1_run() -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
     """
     K, M, eta_y = 3, 600, 0.5
     probs = np.zeros((K, M))
-    probs[:, sims.CT] = 0.18
+    probs[:, _runs.CT] = 0.18
     for n in range(K):
-        probs[n, sims.dt_block(n)] = 0.82 * sims.DT_WEIGHTS
-    query = jnp.full(K, sims.QUERY)
+        probs[n, _runs.dt_block(n)] = 0.82 * _runs.DT_WEIGHTS
+    query = jnp.full(K, _runs.QUERY)
     Z = (
         jnp.zeros((M, M), jnp.float64)
-        .at[sims.QUERY, :13]
+        .at[_runs.QUERY, :13]
         .set(0.1 * jax.random.normal(jax.random.PRNGKey(4), (13,), jnp.float64))
     )
     F = ss.normalized_attention_features(Z, jnp.asarray(probs), query)
     ts = jnp.asarray([100.0, 300.0, 1000.0, 3000.0, 10_000.0])
-    G = sims.decoder_run(F, jnp.arange(14, 17), sims.f64(eta_y), ts)
+    G = _runs.decoder_run(F, jnp.arange(14, 17), _runs.f64(eta_y), ts)
     eig = np.linalg.eigvalsh(np.asarray(F.T @ F) - np.eye(K))
     info = {"M": M, "K": K, "eta_y": eta_y, "lambda": eig}
     return np.asarray(ts), np.asarray(G), np.asarray(F), info
@@ -124,24 +124,24 @@ def _sign_fraction(dt_entries, ct_entries, floor: float = 1e-12) -> float:
 
 def _l1_z_dot(models: ss.YZModel, eta_z: float) -> np.ndarray:
     """ż of the query row along saved L1 models (time, M)."""
-    arrays = sims.reference_classes().arrays()
+    arrays = _runs.reference_classes().arrays()
     _, Z_dot = jax.jit(jax.vmap(ss.population_gradient_formula, in_axes=(0, None)))(
         jax.tree.map(jnp.asarray, models), arrays
     )
-    return eta_z * np.asarray(Z_dot)[:, sims.QUERY]
+    return eta_z * np.asarray(Z_dot)[:, _runs.QUERY]
 
 
 def _fates(z_dots: list[np.ndarray], level_note: str) -> Measured:
     """Theorem 2's signs over the query rows ż (time, M) of several runs."""
     dt = [z_dot[:, 1:13] for z_dot in z_dots]
-    ct = [z_dot[:, sims.CT] for z_dot in z_dots]
+    ct = [z_dot[:, _runs.CT] for z_dot in z_dots]
     fraction = _sign_fraction(dt, ct)
     return Measured(
         predicted=1.0,
         simulated=fraction,
         error=1 - fraction,
         note=f"{level_note}, "
-        f"η_Z ∈ {_ETA_Z}, {sims.NUM_SAVES} saves; |ż| < 1e-12 counts as either sign "
+        f"η_Z ∈ {_ETA_Z}, {_runs.NUM_SAVES} saves; |ż| < 1e-12 counts as either sign "
         f"(ż = 0 at t=0); for t > 0 min DT ż {min(np.min(d[1:]) for d in dt):.2g}, max CT ż "
         f"{max(np.max(c[1:]) for c in ct):.2g}.",
     )
@@ -158,7 +158,7 @@ def theorem2_fates_L1() -> Measured:
 
     **Returns:** the [`Check`][]: the fraction of (η_Z, time, token) entries with the right sign.
     """
-    z_dots = [_l1_z_dot(sims.reference_l1(eta_z)[1], eta_z) for eta_z in _ETA_Z]
+    z_dots = [_l1_z_dot(_runs.reference_l1(eta_z)[1], eta_z) for eta_z in _ETA_Z]
     return _fates(z_dots, f"L1, {_REFERENCE}")
 
 
@@ -172,7 +172,7 @@ def theorem2_fates_L2() -> Measured:
 
     **Returns:** the [`Check`][]: the fraction of (η_Z, time, token) entries with the right sign.
     """
-    z_dots = [sims.reference_l2(1.0, eta_z)[2] for eta_z in _ETA_Z]
+    z_dots = [_runs.reference_l2(1.0, eta_z)[2] for eta_z in _ETA_Z]
     return _fates(z_dots, _L2)
 
 
@@ -193,13 +193,13 @@ def theorem3_eqn11_L2() -> Measured:
 
     **Returns:** the [`Check`][]: max relative error over ordered DT pairs, classes, times, η_Z.
     """
-    runs = [sims.reference_l2(1.0, eta_z)[1] for eta_z in _ETA_Z]
-    runs = [(sims.features(states.Z), states.Z[:, sims.QUERY]) for states in runs]
+    runs = [_runs.reference_l2(1.0, eta_z)[1] for eta_z in _ETA_Z]
+    runs = [(_runs.features(states.Z), states.Z[:, _runs.QUERY]) for states in runs]
     predicted, simulated = _dominant_pair(*runs[-1])
     return Measured(
         predicted=predicted,
         simulated=simulated,
-        error=max(float(sims.eqn11_errors(f, z).max()) for f, z in runs),
+        error=max(float(_runs.eqn11_errors(f, z).max()) for f, z in runs),
         note=f"{_L2}, η_Z ∈ {_ETA_Z}, all 12 ordered DT pairs of each class; predicted/simulated: "
         "r(0) χ_l / r at t=2000 for the dominant vs the least likely DT of class 1, η_Z=1. "
         "Reference value: ≤ 2e-15.",
@@ -220,10 +220,10 @@ def theorem3_eqn12_L2() -> Measured:
     """
     slack, gap = np.inf, 0.0
     for eta_z in _ETA_Z:
-        _, states, _ = sims.reference_l2(1.0, eta_z)
-        f, z = sims.features(states.Z), states.Z[:, sims.QUERY]
+        _, states, _ = _runs.reference_l2(1.0, eta_z)
+        f, z = _runs.features(states.Z), states.Z[:, _runs.QUERY]
         for n in range(f.shape[-1]):
-            l0 = sims.dt_block(n)[-1]
+            l0 = _runs.dt_block(n)[-1]
             chi = cf.growth_factor(z[:, l0], z[0, l0])
             lower, upper = cf.eqn12_bounds(f[0, l0, n], states.B[:, n])
             slack = min(slack, float(np.min(chi - lower)), float(np.min(upper - chi)))
@@ -240,9 +240,9 @@ def theorem3_eqn12_L2() -> Measured:
 
 def _eqn11_l1(eta_z: float, reference: str) -> Measured:
     """Eqn 11 in L1: max relative error over DT pairs and times, plus one reference pair at t = 2000."""
-    _, models = sims.reference_l1(eta_z)
-    f, z = sims.features(models.Z), models.Z[:, sims.QUERY]
-    errors = sims.eqn11_errors(f, z)
+    _, models = _runs.reference_l1(eta_z)
+    f, z = _runs.features(models.Z), models.Z[:, _runs.QUERY]
+    errors = _runs.eqn11_errors(f, z)
     predicted, simulated = _dominant_pair(f, z)
     return Measured(
         predicted=predicted,
@@ -307,7 +307,7 @@ def _l3_saves(full: bool) -> int:
 
 def _l3_B(M, K, eta_y, eta_z, C0, save_ts) -> np.ndarray:
     """B_n of the L3 scalar model at `save_ts`."""
-    run = sims.scalar_run(*(sims.f64(x) for x in (M, K, eta_y, eta_z, C0)), jnp.asarray(save_ts))
+    run = _runs.scalar_run(*(_runs.f64(x) for x in (M, K, eta_y, eta_z, C0)), jnp.asarray(save_ts))
     return np.asarray(run.values.B)
 
 
@@ -331,7 +331,7 @@ def theorem4_B_closed_form(full: bool = False, *, formula: Callable = cf.phase_B
     **Returns:** the [`Check`][]: max relative error over t ∈ (0, 2e4] and C_0 ∈ {1, 5.68e-3}.
     """
     M, K, eta = 1000, 10, 0.5
-    ts = np.asarray(sims.log_grid(1.0, 2e4, _l3_saves(full)))
+    ts = np.asarray(_runs.log_grid(1.0, 2e4, _l3_saves(full)))
     worst, at = 0.0, None
     for C0 in _C0_VALUES:
         B = _l3_B(M, K, eta, eta, C0, ts)
@@ -514,13 +514,13 @@ def theorem4_snap_scaling() -> Measured:
 
     **Returns:** the [`Check`][]: the exponent of a least-squares fit log t_snap = a + p log η_Y.
     """
-    l0 = sims.dt_block(0)[-1]
+    l0 = _runs.dt_block(0)[-1]
     times = []
     for eta_y in _SNAP_ETA_Y:
-        ts, _, z_dot = sims.reference_l2(eta_y, _SNAP_ETA_Z)
+        ts, _, z_dot = _runs.reference_l2(eta_y, _SNAP_ETA_Z)
         times.append(_fall_time(ts, z_dot[:, l0], _SNAP_FRACTION))
     times = np.asarray(times)
-    slope = sims.log_log_slope(_SNAP_ETA_Y, times)
+    slope = _runs.log_log_slope(_SNAP_ETA_Y, times)
     scaled = times * np.asarray(_SNAP_ETA_Y) / (3 * np.log(17))
     return Measured(
         predicted=-1.0,
@@ -529,6 +529,6 @@ def theorem4_snap_scaling() -> Measured:
         note=f"L2 class-weighted theory flow, reference instance (K=3, M=17), Z(0)=0, η_Z={_SNAP_ETA_Z}, "
         f"η_Y ∈ {_SNAP_ETA_Y}. Snap time := the first time after its peak at which ż of the dominant "
         f"DT of class 1 falls to {_SNAP_FRACTION} of the peak (log-linear interpolation between "
-        f"{sims.NUM_SAVES} log-spaced saves): {np.array2string(times, precision=4)}; t_snap η_Y/(K ln M) = "
+        f"{_runs.NUM_SAVES} log-spaced saves): {np.array2string(times, precision=4)}; t_snap η_Y/(K ln M) = "
         f"{np.array2string(scaled, precision=3)}.",
     )

@@ -9,7 +9,7 @@ paper's sizes; quick ones otherwise, never a looser tolerance). Everything runs 
 in float32, as the experiments).
 
 - [`CHECKS`][]: the check functions in order, each declared with `theory.claim`;
-  `theory.check_makers(PAPER, CHECKS, full)` runs them.
+  `theory.check_makers("sparse_token_selection", CHECKS, full)` runs them.
 - [`closed_forms`][]: the closed forms the checks, figures and benchmark compare against
   (re-exported here).
 """
@@ -51,7 +51,6 @@ from ._length_generalisation import (
     fig2_token_key_noise,
     fig4_unseen_q_follows_speed,
 )
-from ._sims import PAPER
 from .closed_forms import (
     attention_scale,
     coordinate_risk,
@@ -107,7 +106,6 @@ CHECKS = (
 
 __all__ = [
     "CHECKS",
-    "PAPER",
     "attention_scale",
     "closed_forms",
     "coordinate_risk",

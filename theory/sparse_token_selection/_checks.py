@@ -14,9 +14,9 @@ import dynamics
 import tasks.sparse_token_selection as sts
 
 from .._check import Measured, claim, relative_error
-from . import _sims as sims
+from . import _runs
 from . import closed_forms as F
-from ._sims import PAPER_SIZE, SMALL
+from ._runs import PAPER_SIZE, SMALL
 
 # --------------------------------------------------------------------------------------
 # Lemma 1 / Lemma B: the invariant set and the reduced dynamics (derived)
@@ -32,7 +32,7 @@ from ._sims import PAPER_SIZE, SMALL
 def lemma1_invariant_set() -> Measured:
     """Lemma B: full-matrix GD from zero init stays on W = [[0,0],[0,a M_T]], V = [γ I, 0] with
     (γ, a) from the reduced recursion."""
-    run = sims.small_full_gd()
+    run = _runs.small_full_gd()
     on_set = jax.vmap(lambda g, a: sts.from_scalars(SMALL, g, a))(
         jnp.asarray(run["gamma"]), jnp.asarray(run["a"])
     )
@@ -55,7 +55,7 @@ def lemma1_invariant_set() -> Measured:
 )
 def lemma1_reduced_equals_full_gd() -> Measured:
     """The reduced two-scalar recursion reproduces the full-matrix GD loss to float64 precision."""
-    run = sims.small_full_gd()
+    run = _runs.small_full_gd()
     dev = np.abs(run["loss"] - run["loss_r"]).max()
     return Measured(
         predicted=float(run["loss_r"][-1]),
@@ -108,7 +108,7 @@ _FLOW_NOTE = (
 )
 def theorem1_rate_constant() -> Measured:
     """P2: L(t) · t → (T − 1)/4."""
-    flow = sims.paper_flow()
+    flow = _runs.paper_flow()
     predicted = F.rate_constant(PAPER_SIZE.T - 1)
     simulated = float(flow["loss"][-1] * flow["ts"][-1])
     return Measured(
@@ -127,7 +127,7 @@ def theorem1_rate_constant() -> Measured:
 )
 def theorem1_inverse_loss_slope() -> Measured:
     """P2: 1/L is asymptotically linear in t with slope 4/(T − 1) (fit on the last decade)."""
-    flow = sims.paper_flow()
+    flow = _runs.paper_flow()
     last = flow["ts"] >= flow["ts"][-1] / 10
     slope = np.polyfit(flow["ts"][last], 1.0 / flow["loss"][last], 1)[0]
     predicted = 4.0 / (PAPER_SIZE.T - 1)
@@ -147,8 +147,8 @@ def theorem1_inverse_loss_slope() -> Measured:
 )
 def theorem1_t_eps() -> Measured:
     """P2 (derived): the event L <= ε fires at t_ε ≈ (T − 1)/(4ε) (up to the plateau time)."""
-    eps = sims.FLOW_EPS
-    flow = sims.paper_flow(eps)
+    eps = _runs.FLOW_EPS
+    flow = _runs.paper_flow(eps)
     predicted = F.t_eps(eps, PAPER_SIZE.T - 1)
     eps_max = F.theorem1_eps_max(PAPER_SIZE.d, PAPER_SIZE.T, PAPER_SIZE.q)
     return Measured(
@@ -169,7 +169,7 @@ def theorem1_t_eps() -> Measured:
 )
 def theorem1_attention_scale() -> Measured:
     """P3: a(t) ≈ ½ ln(2 d (T − q) t / (q² (T − 1)))."""
-    flow = sims.paper_flow()
+    flow = _runs.paper_flow()
     predicted = F.attention_scale(flow["ts"][-1], PAPER_SIZE.d, PAPER_SIZE.T, PAPER_SIZE.q)
     return Measured(
         predicted=predicted,
@@ -264,7 +264,7 @@ def theorem1_score_gap_half_log_t() -> Measured:
 )
 def theorem1_value_scale() -> Measured:
     """P4: γ(t) − 1 ≈ (T − q) e^{−a(t)} / q."""
-    flow = sims.paper_flow()
+    flow = _runs.paper_flow()
     predicted = F.value_excess(float(flow["a"][-1]), PAPER_SIZE.T, PAPER_SIZE.q)
     simulated = float(flow["gamma"][-1] - 1)
     return Measured(
@@ -309,7 +309,7 @@ def theorem1_discrete_rate() -> Measured:
 def theorem1_direction_W() -> Measured:
     """Limit direction of W: cos(W, W*) = sqrt((T − 1)/T) for the identity-block W*, 1 for the
     centred one (exact on the invariant set, at every step after the first)."""
-    run = sims.small_full_gd()
+    run = _runs.small_full_gd()
     W = run["W"][-1]
     star = np.asarray(sts.ground_truth(SMALL).W)
     centred = np.asarray(sts.ground_truth(SMALL, centred=True).W)
@@ -335,11 +335,11 @@ def theorem1_direction_W() -> Measured:
 )
 def theorem1_direction_V() -> Measured:
     """Limit of V: cos(V, V*) = 1 on the invariant set and γ → 1 (||V − V*|| / ||V*|| at t = 1e7)."""
-    run = sims.small_full_gd()
+    run = _runs.small_full_gd()
     V = run["V"][-1]
     star = np.asarray(sts.ground_truth(SMALL).V)
     cos = float(np.vdot(V, star) / (np.linalg.norm(V) * np.linalg.norm(star)))
-    flow = sims.paper_flow()
+    flow = _runs.paper_flow()
     return Measured(
         predicted=1.0,
         simulated=cos,
@@ -404,9 +404,9 @@ def theorem3_closed_form(full: bool = False) -> Measured:
 )
 def theorem3_ratio_limit() -> Measured:
     """Theorem 3 (derived): along GD the OOD/ID loss ratio tends to R (T' = 2T = 400, q' = q = 3)."""
-    flow = sims.paper_flow()
+    flow = _runs.paper_flow()
     T_new = 2 * PAPER_SIZE.T
-    ratio = sims.ood_along_flow(T_new, PAPER_SIZE.q) / flow["loss"]
+    ratio = _runs.ood_along_flow(T_new, PAPER_SIZE.q) / flow["loss"]
     predicted = F.ood_ratio_limit(PAPER_SIZE.T, PAPER_SIZE.q, T_new, PAPER_SIZE.q)
     late = flow["ts"] >= 1e3
     monotone = bool(np.all(np.diff(ratio[late]) > 0))
@@ -417,7 +417,7 @@ def theorem3_ratio_limit() -> Measured:
         error=relative_error(predicted, at[1e7]),
         note=f"{_FLOW_NOTE}; ratio at t=1e5, 1e6, 1e7: {at[1e5]:.2f}, {at[1e6]:.2f}, {at[1e7]:.2f} "
         f"(discrete GD, η = 1: 42.6, 59.0, 66.0 at k=1e5, 1e6, 1e7); increasing for t ≥ 1e3: {monotone}; "
-        f"OOD loss at 1e7 = {sims.ood_along_flow(T_new, PAPER_SIZE.q)[-1]:.3g} → 0.",
+        f"OOD loss at 1e7 = {_runs.ood_along_flow(T_new, PAPER_SIZE.q)[-1]:.3g} → 0.",
     )
 
 
@@ -429,9 +429,9 @@ def theorem3_ratio_limit() -> Measured:
 )
 def theorem3_ratio_gap_rate() -> Measured:
     """Theorem 3 (derived): the gap R − ratio shrinks like t^{−1/2} (log-log slope on the last decade)."""
-    flow = sims.paper_flow()
+    flow = _runs.paper_flow()
     T_new = 2 * PAPER_SIZE.T
-    ratio = sims.ood_along_flow(T_new, PAPER_SIZE.q) / flow["loss"]
+    ratio = _runs.ood_along_flow(T_new, PAPER_SIZE.q) / flow["loss"]
     gap = F.ood_ratio_limit(PAPER_SIZE.T, PAPER_SIZE.q, T_new, PAPER_SIZE.q) - ratio
     last = flow["ts"] >= flow["ts"][-1] / 10
     slope = float(np.polyfit(np.log(flow["ts"][last]), np.log(gap[last]), 1)[0])
@@ -748,9 +748,9 @@ def theorem2_sphere_flow_converges(full: bool = False) -> Measured:
     """Theorem 2 (derived): the reduced 2-D gradient flow with the Monte-Carlo (bank) vector field, from zero
     init, converges to the finite minimiser (γ*, α*) of the floor formula on the same bank (distance
     of the end point from (γ*, α*))."""
-    task = sims.SPHERE_TASK
+    task = _runs.SPHERE_TASK
     size = 1000 if full else 100
-    scores, floor = sims.sphere_bank(task.T, task.q, task.m_E, size, 1)
+    scores, floor = _runs.sphere_bank(task.T, task.q, task.m_E, size, 1)
     run = sts.sphere_flow(task, scores, SPHERE_FLOW_T1, [SPHERE_FLOW_T1 / 10, SPHERE_FLOW_T1])
     gamma, a = float(run.values["gamma"][-1]), float(run.values["a"][-1])
     L0 = task.trivial_loss
@@ -781,9 +781,9 @@ def theorem2_sphere_floor_mc(full: bool = False) -> Measured:
     """Theorem 2 (derived): the floor of the reduced formula is the population loss of the full transformer
     at (γ*, W_EE = α* I) (Monte Carlo with fresh PE draws and antithetic X; |difference| in
     combined standard errors of the bank and the Monte Carlo)."""
-    task = sims.SPHERE_TASK
+    task = _runs.SPHERE_TASK
     size = 3000 if full else 500
-    scores, floor = sims.sphere_bank(task.T, task.q, task.m_E, size, 0)
+    scores, floor = _runs.sphere_bank(task.T, task.q, task.m_E, size, 0)
     per = np.asarray(sts.sphere_example_losses(floor["gamma"], floor["alpha"], scores, task.d, task.q))
     bank_mean, bank_se = float(per.mean()), float(per.std(ddof=1) / np.sqrt(size))
     model = sts.from_scalars(task, floor["gamma"], floor["alpha"] / task.rho**2)

@@ -20,8 +20,6 @@ import tasks.scan_snap as ss
 
 from . import closed_forms as cf
 
-PAPER = "scan_snap"
-
 FLOW_CONTROLLER = diffrax.PIDController(rtol=1e-10, atol=1e-12)
 """Step-size control of the L1/L2 flows (Tsit5)."""
 

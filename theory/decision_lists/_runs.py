@@ -21,8 +21,6 @@ import tasks.decision_lists as dl
 
 from . import closed_forms
 
-PAPER = "decision_lists"
-
 FLOW_CONTROLLER = diffrax.PIDController(rtol=1e-6, atol=1e-9)
 """Result 1's flow: Tsit5 with this PID step-size controller."""
 

@@ -9,8 +9,6 @@ import numpy as np
 import dynamics
 import tasks.sparse_token_selection as sts
 
-PAPER = "sparse_token_selection"
-
 PAPER_SIZE = sts.STSConfig(d=10, T=200, q=3, pe_sampler="onehot")
 """Theorem 1's instance at the paper's experiment size: T = 200, q = 3 (paper), d = 10 (recon)."""
 

@@ -13,7 +13,6 @@ import tasks.ntp_partial_order as ntp
 
 from .closed_forms import MaxMargin, w_kq_star_qp, w_ov_star_closed
 
-PAPER = "ntp_partial_order"
 STEPS = 900
 """The paper's iteration count per stage (Section 7)."""
 LONG_STEPS = 5000
