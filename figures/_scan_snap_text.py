@@ -156,7 +156,7 @@ def fig7(out_dir: Path, full: bool) -> list[Path]:
     rows = {layers: dynamics.sweep(sim, {}, num_seeds=1) for layers, sim in sims.items()}
     steps = rows[FIG7_LAYERS[0]]["time"].values[0].astype(int)
     fig, axes = plt.subplots(
-        len(rows), len(steps), figsize=(3.0 * len(steps), 3.0 * len(rows)), squeeze=False
+        len(rows), len(steps), figsize=(6.4, 0.5 + 1.7 * len(rows)), squeeze=False, layout="constrained"
     )
     maps, entropies, rates = {}, {}, {}
     for r, (layers, ds) in enumerate(rows.items()):
@@ -171,8 +171,9 @@ def fig7(out_dir: Path, full: bool) -> list[Path]:
             ax.set_xticks([])
             ax.set_yticks([])
         axes[r, 0].set_ylabel(f"{layers} layer{'s' if layers > 1 else ''}")
-    fig.suptitle(f"first-layer attention, {_corpus_label(sims[FIG7_LAYERS[0]])}, lr = {FIG7_LR:g}")
-    fig.tight_layout()
+    fig.suptitle(
+        f"first-layer attention, {_corpus_label(sims[FIG7_LAYERS[0]])}, lr = {FIG7_LR:g}", fontsize=10
+    )
     return save_figure(
         fig,
         out_dir,

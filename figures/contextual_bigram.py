@@ -76,7 +76,7 @@ def fig1(out_dir: Path, full: bool) -> list[Path]:
         ("cos_V", r"cos$(V, P)$"),
         ("cos_Q", r"cos$(Q, Q^*)$"),
     ]
-    fig, axes = plt.subplots(2, 3, figsize=(13, 7))
+    fig, axes = plt.subplots(3, 2, figsize=(6.4, 7.6), sharex=True, layout="constrained")
     data = {"alg_steps": steps, "sgd_steps": sgd_runs["time"].values[0, 0]}
     for ax, (key, title) in zip(axes.ravel(), panels):
         data[f"alg_{key}"] = _band(ax, steps, alg[key].values, "C0", "Algorithm 1 (prox GD)")
@@ -88,16 +88,17 @@ def fig1(out_dir: Path, full: bool) -> list[Path]:
             data[f"sgd{eta}_{key}"] = _band(ax, data["sgd_steps"], v, color, label)
         ax.axvline(cfg.tau1, color="gray", linestyle=":", linewidth=1)
         ax.set_title(title)
-        ax.set_xlabel("iteration")
         if key.startswith("dist"):
             ax.set_yscale("log")
             ax.set_ylim(1e-5, 10.0)
-    axes[0, 0].legend(fontsize=8)
+    for ax in axes[-1]:
+        ax.set_xlabel("iteration")
+    fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside lower center", ncol=2, fontsize=9)
     fig.suptitle(
         f"SCB N={inst.N}, Q={cb.sparsity(inst)}, T={inst.T}, B={cfg.batch}: median and quartiles of "
-        f"{seeds} seeds"
+        f"{seeds} seeds",
+        fontsize=10,
     )
-    fig.tight_layout()
     data["sgd_diverged"] = {
         str(eta): int(np.sum(o["stop"].values == dynamics.StopReason.nonfinite)) for eta, o in sgd.items()
     }
@@ -163,34 +164,33 @@ def fig2(out_dir: Path, full: bool) -> list[Path]:
         "linear V (end of Stage 2)": lin["final.stage2_model.V"].values,
         "ground truth P": np.asarray(inst.P),
     }
-    fig = plt.figure(figsize=(14, 8))
-    grid = fig.add_gridspec(2, 4)
+    fig = plt.figure(figsize=(6.4, 8.6), layout="constrained")
+    grid = fig.add_gridspec(4, 2, height_ratios=[1, 1, 1, 1.2])
     for i, (name, A) in enumerate(att.items()):
-        ax = fig.add_subplot(grid[0, i])
+        ax = fig.add_subplot(grid[i, 0])
         im = ax.imshow(A, aspect="auto", cmap="viridis", vmin=min(0.0, A.min()), vmax=1.0)
-        ax.set_title(name, fontsize=9)
+        ax.set_title(name)
         ax.set_xticks(range(A.shape[1]))  # the tokens, not half-way between them
         ax.set_xlabel("last token k")
         ax.set_ylabel("position t")
         fig.colorbar(im, ax=ax)
     for i, (name, A) in enumerate(outs.items()):
-        ax = fig.add_subplot(grid[1, i])
+        ax = fig.add_subplot(grid[i, 1])
         im = ax.imshow(A, cmap="viridis", vmin=0.0, vmax=1.0)
-        ax.set_title(name, fontsize=9)
+        ax.set_title(name)
         ax.set_xticks(range(A.shape[1]))
         ax.set_yticks(range(A.shape[0]))
         ax.set_xlabel("token j")  # P[i, j]: the probability of token i after token j
         ax.set_ylabel("next token i")
         fig.colorbar(im, ax=ax)
-    ax = fig.add_subplot(grid[:, 3])
+    ax = fig.add_subplot(grid[3, :])
     ax.plot(np.asarray(sm.ts), np.asarray(sm.values), label="softmax (SGD), eval batch")
     ax.plot(lin["time"].values, lin_losses, label="linear (Algorithm 1), population")
     ax.axhline(L_star, color="k", linestyle=":", label="Bayes risk $L^*$")
     ax.set_xlabel("iteration")
     ax.set_ylabel("loss")
     ax.set_ylim(L_star - 0.01, None)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
+    ax.legend(fontsize=9)
     return save_figure(
         fig,
         out_dir,
@@ -270,7 +270,7 @@ def phase(out_dir: Path, full: bool) -> list[Path]:
     ax.set_ylabel(r"$\beta$ (output line)")
     ax.set_xlim(-0.5, 1.6)
     ax.set_ylim(-0.5, 1.6)
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=9, loc="lower right")
     ax.set_title(f"(alpha, beta) phase portrait, K_P={KP:.3f}, K_Q={KQ:.3f}, T={T}")
     sim_steps = sims["time"].values[0]
     ode_at = cf.solve_line_ode([0.0, 0.0], KP, KQ, T, eta * sim_steps)

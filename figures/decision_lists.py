@@ -91,20 +91,20 @@ def _mark_zeros(ax, x, values, floor: float, colors) -> None:
 @caption(
     r"Result 1 over a grid of $(L, M)$ with several random tasks per cell ($n = 3$, $L \in \{8, 12, "
     r"16\}$, $M \in \{2, 3, 4\}$, 4 tasks in quick mode; $n = 4$, $L \in \{10, \dots, 24\}$, $M \in "
-    r"\{2, \dots, 5\}$, 8 tasks with `--full`), a sweep of the `result1_flow` level per $L$. Left: "
-    r"$\tau$/bound (median and range) against $L$; right: median $\tau$ (solid) and bound (dashed). A "
+    r"\{2, \dots, 5\}$, 8 tasks with `--full`), a sweep of the `result1_flow` level per $L$. Top: "
+    r"$\tau$/bound (median and range) against $L$; bottom: median $\tau$ (solid) and bound (dashed). A "
     r"run with $\tau = 0$ is drawn as an open triangle on a dotted floor. Look for every ratio below "
     r"1, usually by orders of magnitude.",
     checks=("result1_time_within_bound",),
 )
 def time_vs_bound(out_dir: Path, full: bool) -> list[Path]:
-    """Result 1: τ/bound over the (L, M) grid (left) and τ and the bound against L (right). A run
+    """Result 1: τ/bound over the (L, M) grid (top) and τ and the bound against L (bottom). A run
     with τ = 0 (perfect from the start) cannot sit on the log axes: it is drawn as an open triangle on
     a dotted floor at a third of the smallest positive value, named in the legend.
     """
     cfg = GRID["full" if full else "quick"]
     data = time_vs_bound_grid(cfg["n"], cfg["L"], cfg["M"], cfg["tasks"])
-    fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(10, 4))
+    fig, (ax0, ax1) = plt.subplots(2, 1, figsize=(6.4, 6.4), sharex=True, layout="constrained")
     colors = plt.cm.viridis(np.linspace(0.0, 0.85, len(cfg["M"])))
     Ls = np.asarray(cfg["L"], float)
     ratio_floor, tau_floor = _zero_floor(data["ratio"]), _zero_floor(np.median(data["tau"], axis=2))
@@ -124,10 +124,10 @@ def time_vs_bound(out_dir: Path, full: bool) -> list[Path]:
         ax1.plot(Ls, np.median(data["bound"][:, j], axis=1), color=color, ls="--", label=f"bound, M={M}")
     _mark_zeros(ax0, Ls, data["ratio"], ratio_floor, colors)
     _mark_zeros(ax1, Ls, np.median(data["tau"], axis=2)[..., None], tau_floor, colors)
-    ax0.set(xlabel="L", ylabel="τ / bound", yscale="log", title=f"Result 1: τ / (4M/(log L γ)), n={cfg['n']}")
+    ax0.set(ylabel="τ / bound", yscale="log", title=f"Result 1: τ / (4M/(log L γ)), n={cfg['n']}")
     ax1.set(xlabel="L", ylabel="time", yscale="log", title="τ (solid) and the bound (dashed), medians")
-    ax0.legend(fontsize=8)
-    ax1.legend(fontsize=7, ncol=2)
+    ax0.legend(fontsize=9)
+    ax1.legend(fontsize=9, ncol=3)
     config = cfg | {
         "dtype": "float64",
         "distribution": "distinct",
@@ -180,20 +180,20 @@ def flow_one_task(out_dir: Path, full: bool) -> list[Path]:
     ts = run["time"].values[0]
     values = {name: run[name].values[0] for name in ("loss", "mu")}
     column = run["W"].values[0][:, :, a]
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), layout="constrained")
+    fig, axes = plt.subplots(3, 1, figsize=(6.4, 7.2), sharex=True, layout="constrained")
     axes[0].plot(ts[1:], values["loss"][1:])
-    axes[0].set(xscale="log", xlabel="t", ylabel="population loss", title="loss along the W flow")
+    axes[0].set(xscale="log", ylabel="population loss", title="loss along the W flow")
     axes[1].plot(ts[1:], values["mu"][1:])
     axes[1].axhline(0.0, color="k", lw=0.5)
-    axes[1].set(xscale="log", xlabel="t", ylabel="μ(W)", title="μ(W) > 0 ⟺ perfect classification")
+    axes[1].set(xscale="log", ylabel="μ(W)", title="μ(W) > 0 ⟺ perfect classification")
     for kk, b in enumerate(entries):
         axes[2].plot(ts[1:], column[1:, b], label=f"W[a_{kk + 1}={b}, a]")
     axes[2].plot(ts[1:], column[1:, outside].max(axis=1), "k--", label="max outside list")
     axes[2].set(xscale="log", xlabel="t", ylabel="score", title=f"query a={a}, list {entries}")
-    axes[2].legend(fontsize=8)
+    axes[2].legend(fontsize=9, loc="upper left")
     for ax in axes:
         ax.axvline(tau, color="r", lw=0.8, ls=":", label=f"τ = {tau:.3g}: first perfect classification")
-    axes[0].legend(fontsize=8)
+    axes[0].legend(fontsize=9)
     config = {
         "simulation": long.describe(),
         "L": L,
@@ -232,7 +232,7 @@ def uniform_attention(out_dir: Path, full: bool) -> list[Path]:
     uniform attention (W = 0)."""
     sizes = [(10, 4, 3), (12, 3, 4)] + ([(16, 4, 3)] if full else [])
     steps, step_size = 2000, 1.0
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+    fig, axes = plt.subplots(3, 1, figsize=(6.4, 7.2), sharex=True, layout="constrained")
     data = {}
     for L, n, M in sizes:
         level = dl.UniformAttentionGD(
@@ -244,10 +244,10 @@ def uniform_attention(out_dir: Path, full: bool) -> list[Path]:
         for ax, key in zip(axes, ("kappa", "rho", "loss")):
             ax.plot(run["time"].values[0], values[key], label=label)
         data[label] = {"step": run["time"].values[0], **values}
-    axes[0].set(xlabel="GD step", ylabel="κ(V)", title="column argmax = π(b)")
-    axes[1].set(xlabel="GD step", ylabel="ρ(V, P)", title="centred cosine with P")
+    axes[0].set(ylabel="κ(V)", title="column argmax = π(b)")
+    axes[1].set(ylabel="ρ(V, P)", title="centred cosine with P")
     axes[2].set(xlabel="GD step", ylabel="population loss", yscale="log", title="loss (W = 0)")
-    axes[0].legend(fontsize=8)
+    axes[0].legend(fontsize=9)
     config = {
         "sizes": sizes,
         "steps": steps,

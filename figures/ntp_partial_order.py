@@ -86,7 +86,7 @@ def fig2(out_dir: Path, full: bool) -> list[Path]:
     seeds = list(range(5)) if full else [0]
     runs = run_experiments(len(seeds))
     t = runs[0]["t"]
-    fig, axes = plt.subplots(2, 3, figsize=(13, 7))
+    fig, axes = plt.subplots(3, 2, figsize=(6.4, 7.8), sharex=True, layout="constrained")
     panels = [
         ("L0", None, "stage-1 loss $L_0(W_{ov}^{(t)})$"),
         ("stage1", "cos", r"$\cos(W_{ov}^{(t)}, W^*_{ov})$"),
@@ -95,7 +95,7 @@ def fig2(out_dir: Path, full: bool) -> list[Path]:
         ("stage2", "cos", r"$\cos(W_{kq}^{(t)}, W^*_{kq})$"),
         ("stage2", "norm", r"$\|W_{kq}^{(t)}\|$"),
     ]
-    for ax, (key, sub, title) in zip(axes.flat, panels):
+    for ax, (key, sub, title) in zip(axes.T.flat, panels):
         ys = np.stack([r[key] if sub is None else r[key][sub] for r in runs])
         first = 1 if sub == "cos" else 0  # the direction is undefined at W = 0
         ts, ys = t[first:], ys[:, first:]
@@ -113,13 +113,14 @@ def fig2(out_dir: Path, full: bool) -> list[Path]:
             ax.set_ylim(low - 0.05 * (1 - low), 1 + 0.05 * (1 - low))
             ax.axhline(1, color="0.6", ls=":", lw=1)
         ax.set_title(title)
+    for ax in axes[-1]:
         ax.set_xlabel("iteration t of the stage")
     axes[0, 0].legend(loc="upper right")
     fig.suptitle(
-        "Algorithm 1 on a random realizable dataset (Recipe B, |V| = d = 20, "
-        r"$\eta_0 = 0.2/\sqrt{d}$, $\eta = 0.05/\sqrt{d}$); $W^*_{kq}$ = QP solution of Eqn 3"
+        "Algorithm 1 on a random realizable dataset (Recipe B, |V| = d = 20),\n"
+        r"$\eta_0 = 0.2/\sqrt{d}$, $\eta = 0.05/\sqrt{d}$; $W^*_{kq}$ = QP solution of Eqn 3",
+        fontsize=10,
     )
-    fig.tight_layout()
     data = {"t": t, "seeds": seeds}
     for s, r in zip(seeds, runs):
         data[f"seed{s}"] = {
@@ -172,23 +173,23 @@ def wkq_column(out_dir: Path, full: bool) -> list[Path]:
         + ["non-comparable"] * len(types.non_comparable)
     )
     x = np.arange(len(tokens))
-    fig, ax = plt.subplots(figsize=(11, 4))
+    fig, ax = plt.subplots(figsize=(6.4, 4.2), layout="constrained")
     colors = {"optimal": "C2", "non-optimal": "C3", "non-comparable": "C7"}
     ax.bar(
         x - 0.2, learned[tokens], 0.4, color=[colors[k] for k in kinds], label=r"$W_{kq}^{(T_2)}$ (rescaled)"
     )
     ax.bar(x + 0.2, star[tokens], 0.4, color="none", edgecolor="k", label=r"$W^*_{kq}$ (QP, Eqn 3)")
-    ax.scatter(x + 0.2, closed[tokens], marker="_", s=200, color="C1", zorder=3, label="Proposition 2")
+    ax.scatter(x + 0.2, closed[tokens], marker="_", s=60, color="C1", zorder=3, label="Proposition 2")
     ax.axhline(0, color="k", lw=0.5)
     short = {"optimal": "opt", "non-optimal": "non-opt", "non-comparable": "non-cmp"}
-    ax.set_xticks(x, [f"{tok}\n{short[k]}" for tok, k in zip(tokens, kinds)], fontsize=7)
+    ax.set_xticks(x, [f"{tok} {short[k]}" for tok, k in zip(tokens, kinds)], fontsize=9, rotation=90)
     ax.set_title(
-        f"query {q}: column of W_kq after {steps} stage-2 steps; Hall-type condition "
+        f"query {q}: column of W_kq after {steps} stage-2 steps\nHall-type condition "
         f"{'holds' if hall[q] else 'fails'}; column cos = "
-        f"{cosine(r['W_kq_final'][:, q : q + 1], r['star_kq'][:, q : q + 1]):.4f}"
+        f"{cosine(r['W_kq_final'][:, q : q + 1], r['star_kq'][:, q : q + 1]):.4f}",
+        fontsize=10,
     )
-    ax.legend(fontsize=8)
-    fig.tight_layout()
+    ax.legend(fontsize=9)
     data = {
         "query": q,
         "tokens": tokens,

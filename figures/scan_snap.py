@@ -22,6 +22,7 @@ from pathlib import Path
 import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.image import AxesImage
 
 import dynamics
 from tasks.scan_snap import (
@@ -161,7 +162,7 @@ def fig3(out_dir: Path, full: bool) -> list[Path]:
 
 @caption(
     r"Fig. 9: $B_n(t)$ from L3 at fixed $\nu = \eta_Y/\eta_Z$ for $\eta_Z \in \{0.5, 1, 2, 4, 8\}$, "
-    r"$K = C_0 = 1$; left $\nu = 10$, $M = 100$, $t \le 5$; right $\nu = 1$, $M = 10^4$, $t \le 50$; "
+    r"$K = C_0 = 1$; top $\nu = 10$, $M = 100$, $t \le 5$; bottom $\nu = 1$, $M = 10^4$, $t \le 50$; "
     r"dotted lines at $t_0$, a dot at $B_n(t_0)$. Look for the dots all at the same height: "
     r"$B_n(t_0)$ does not depend on $\eta_Z$ at fixed $\nu$, while larger rates reach it sooner.",
     checks=("theorem4_fixed_nu_invariance",),
@@ -169,7 +170,7 @@ def fig3(out_dir: Path, full: bool) -> list[Path]:
 def fig9(out_dir: Path, full: bool) -> list[Path]:
     """Fig. 9: B_n(t) at fixed ν = η_Y/η_Z for several η_Z, paper convention
     B = ¼ ln(C_0 + 4Γ) with K = 1 and C_0 = 1 (where it equals the exact integral), integrated
-    from the L3 scalar model. Left: ν = 10, M = 100, t ∈ [0, 5]; right: ν = 1, M = 1e4,
+    from the L3 scalar model. Top: ν = 10, M = 100, t ∈ [0, 5]; bottom: ν = 1, M = 1e4,
     t ∈ [0, 50]. Dotted lines at t_0 = 2(1 + ω_1) ln M / η_Y, a dot at B_n(t_0), which is the
     same for every η_Z.
 
@@ -182,7 +183,7 @@ def fig9(out_dir: Path, full: bool) -> list[Path]:
         {"nu": 10.0, "M": 100, "eta_z": [0.5, 1.0, 2.0, 4.0, 8.0], "t1": 5.0},
         {"nu": 1.0, "M": 10_000, "eta_z": [0.5, 1.0, 2.0, 4.0, 8.0], "t1": 50.0},
     ]
-    fig, axes = plt.subplots(1, 2, figsize=(11.0, 4.2))
+    fig, axes = plt.subplots(2, 1, figsize=(6.4, 6.4), layout="constrained")
     data = []
     for ax, panel in zip(axes, panels):
         eta_zs = np.asarray(panel["eta_z"])
@@ -204,7 +205,7 @@ def fig9(out_dir: Path, full: bool) -> list[Path]:
         ax.set_title(
             rf"$\nu = \eta_Y/\eta_Z = {panel['nu']:g}$, $M = {M:g}$ (dotted: $t_0$, dot: $B_n(t_0)$)"
         )
-        ax.legend(fontsize=8, loc="lower right")
+        ax.legend(fontsize=9, loc="center left", bbox_to_anchor=(1.0, 0.5))
         data.append(
             {
                 "nu": panel["nu"],
@@ -247,15 +248,15 @@ def fig9(out_dir: Path, full: bool) -> list[Path]:
 
 
 @caption(
-    r"Fig. 8: $h^*(s)$ (stairs, Eqn 33) and $h(t)$ (smooth, Eqn 45), $K = 1$; left $M = 50$, $\eta_Y "
-    r"\in \{0.1, 0.2, 0.5, 1, 2\}$, $t \le 80$; right $M = 1000$, $\eta_Y \in \{0.2, 0.5, 1, 2, 4\}$, "
+    r"Fig. 8: $h^*(s)$ (stairs, Eqn 33) and $h(t)$ (smooth, Eqn 45), $K = 1$; top $M = 50$, $\eta_Y "
+    r"\in \{0.1, 0.2, 0.5, 1, 2\}$, $t \le 80$; bottom $M = 1000$, $\eta_Y \in \{0.2, 0.5, 1, 2, 4\}$, "
     r"$t \le 70$. Look for the stairs lying just above the smooth curve, within $2\eta_Y/M$ (the JSON "
     r"holds the Lemma 7 gaps).",
     checks=("lemma5_discrete", "lemma6_closed_form", "lemma7_gap"),
 )
 def fig8(out_dir: Path, full: bool) -> list[Path]:
     """Fig. 8: h*(s) (stairs, Eqn 33) and h(t) (smooth, the root of Eqn 45),
-    K = 1. Left: M = 50, η_Y ∈ {0.1, 0.2, 0.5, 1, 2}, t ∈ [0, 80]; right: M = 1000,
+    K = 1. Top: M = 50, η_Y ∈ {0.1, 0.2, 0.5, 1, 2}, t ∈ [0, 80]; bottom: M = 1000,
     η_Y ∈ {0.2, 0.5, 1, 2, 4}, t ∈ [0, 70]. The JSON also holds the Lemma 7 gap
     max_s (h*(s) − h(s)) and its bound 2η_Y/M.
 
@@ -267,7 +268,7 @@ def fig8(out_dir: Path, full: bool) -> list[Path]:
         {"M": 50.0, "eta_y": [0.1, 0.2, 0.5, 1.0, 2.0], "t1": 80, "eta_z_in_title": 0.05},
         {"M": 1000.0, "eta_y": [0.2, 0.5, 1.0, 2.0, 4.0], "t1": 70, "eta_z_in_title": 0.1},
     ]
-    fig, axes = plt.subplots(1, 2, figsize=(11.0, 4.2))
+    fig, axes = plt.subplots(2, 1, figsize=(6.4, 6.4), layout="constrained")
     data = []
     for ax, panel in zip(axes, panels):
         M, t1 = panel["M"], panel["t1"]
@@ -288,7 +289,7 @@ def fig8(out_dir: Path, full: bool) -> list[Path]:
         ax.set_xlabel("t (updates of one class)")
         ax.set_ylabel("h")
         ax.set_title(rf"$M = {M:g}$: $h^*$ (stairs, Eqn 33) and $h$ (smooth, Eqn 45)")
-        ax.legend(fontsize=8, loc="lower right")
+        ax.legend(fontsize=9, loc="center left", bbox_to_anchor=(1.0, 0.5))
         data.append(
             {
                 "M": M,
@@ -377,7 +378,7 @@ def _image_rows(attention: np.ndarray, steps: np.ndarray) -> np.ndarray:
 
 def _draw_rows(
     ax: plt.Axes, rows: np.ndarray, title: str, separators: tuple[float, ...], vmax: float
-) -> None:
+) -> AxesImage:
     image = ax.imshow(rows, aspect="auto", cmap="viridis", interpolation="nearest", vmin=0, vmax=vmax)
     for x in separators:
         ax.axvline(x, color="white", linestyle="--", linewidth=1)
@@ -387,8 +388,9 @@ def _draw_rows(
     ax.set_xticks(range(0, rows.shape[1], 5))
     ax.set_xlabel("token id")
     ax.set_ylabel("iteration")
-    ax.set_title(title, fontsize=10)
-    plt.colorbar(image, ax=ax, fraction=0.046, pad=0.02)
+    ax.set_title(title)
+    ax.label_outer()
+    return image
 
 
 def _dt_entropy(attention: np.ndarray, tokens: slice) -> float:
@@ -416,18 +418,17 @@ def fig4(out_dir: Path, full: bool) -> list[Path]:
     """
     eta_ys, eta_zs = [1.0, 10.0], [1.0, 1.0]
     out, steps, config = _syn_small(eta_ys, eta_zs, "momentum")
-    fig, axes = plt.subplots(2, 2, figsize=(12.0, 6.5))
+    fig, axes = plt.subplots(2, 2, figsize=(6.4, 5.0), layout="constrained")
     vmax = float(np.max(out["attention"][..., :30]))
     settings = []
     for j, (eta_y, eta_z) in enumerate(zip(eta_ys, eta_zs)):
         attention = out["attention"][j]
         rows = _image_rows(attention, steps)[:, :, :30]
         for n in range(2):
-            _draw_rows(
+            image = _draw_rows(
                 axes[n, j],
                 rows[:, n],
-                rf"$\eta_Y = {eta_y:g}$, $\eta_Z = {eta_z:g}$, class {n + 1}: "
-                "common | distinct (seq1) | distinct (seq2)",
+                rf"$\eta_Y = {eta_y:g}$, $\eta_Z = {eta_z:g}$, class {n + 1}",
                 (9.5, 19.5),
                 vmax,
             )
@@ -446,7 +447,8 @@ def fig4(out_dir: Path, full: bool) -> list[Path]:
                 ],
             }
         )
-    fig.tight_layout()
+    fig.colorbar(image, ax=axes)
+    fig.suptitle("tokens: common | distinct (seq1) | distinct (seq2)", fontsize=10)
     return save_figure(
         fig,
         out_dir,
@@ -470,15 +472,13 @@ def fig5(out_dir: Path, full: bool) -> list[Path]:
     """
     rates = [0.1, 0.5, 1.0]
     out, steps, config = _syn_small(rates, rates, "adam")
-    fig, axes = plt.subplots(1, 3, figsize=(15.0, 3.6))
+    fig, axes = plt.subplots(1, 3, figsize=(6.4, 3.0), layout="constrained")
     vmax = float(np.max(out["attention"][:, :, 0, :20]))
     settings = []
     for j, rate in enumerate(rates):
         attention = out["attention"][j]
         rows = _image_rows(attention, steps)[:, 0, :20]
-        _draw_rows(
-            axes[j], rows, rf"Adam, $\eta_Y = \eta_Z = {rate:g}$: common | distinct (seq1)", (9.5,), vmax
-        )
+        image = _draw_rows(axes[j], rows, rf"$\eta_Y = \eta_Z = {rate:g}$", (9.5,), vmax)
         settings.append(
             {
                 "eta_y": rate,
@@ -490,7 +490,8 @@ def fig5(out_dir: Path, full: bool) -> list[Path]:
                 "final_dt_entropy_renormalised_class1": _dt_entropy(attention[-1, 0], slice(10, 20)),
             }
         )
-    fig.tight_layout()
+    fig.colorbar(image, ax=axes)
+    fig.suptitle("Adam, class 1, tokens: common | distinct (seq1)", fontsize=10)
     return save_figure(
         fig,
         out_dir,
@@ -533,10 +534,12 @@ def draw_fig6(out_dir: Path, sweep: SweepResult) -> list[Path]:
     """
     config = sweep.config
     mean, std = sweep.entropy_mean_std()
-    fig, axes = plt.subplots(
-        1, len(config.num_lasts), figsize=(3.6 * len(config.num_lasts), 3.6), squeeze=False
-    )
-    for v, (ax, num_last) in enumerate(zip(axes[0], config.num_lasts)):
+    cols = min(len(config.num_lasts), 2)
+    rows = -(-len(config.num_lasts) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(6.4, 0.8 + 2.4 * rows), squeeze=False, layout="constrained")
+    for ax in axes.flat[len(config.num_lasts) :]:
+        ax.remove()
+    for v, (ax, num_last) in enumerate(zip(axes.flat, config.num_lasts)):
         for z, (eta_z, color) in enumerate(zip(config.eta_zs, _colors(len(config.eta_zs)))):
             ax.errorbar(
                 config.ratios,
@@ -552,13 +555,10 @@ def draw_fig6(out_dir: Path, sweep: SweepResult) -> list[Path]:
         ax.set_xscale("log")
         ax.set_xticks(config.ratios, [f"{r:g}" for r in config.ratios])
         ax.minorticks_off()
-        ax.set_xlabel(r"$\eta_Y / \eta_Z$")
-        ax.set_title(_vocabulary_label(num_last), fontsize=10)
-    axes[0, 0].set_ylabel("average entropy of $c_n$ on distinct tokens")
-    fig.tight_layout()
-    fig.legend(
-        *axes[0, 0].get_legend_handles_labels(), loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=9
-    )
+        ax.set_title(_vocabulary_label(num_last))
+    fig.supxlabel(r"$\eta_Y / \eta_Z$")
+    fig.supylabel("average entropy of $c_n$ on distinct tokens")
+    fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside upper center", ncol=len(config.eta_zs))
     table = [
         {"num_last": n, "eta_z": ez, "ratio": r, "mean": mean[v, z, k], "std": std[v, z, k]}
         for v, n in enumerate(config.num_lasts)
@@ -594,7 +594,9 @@ def _draw_recall(out_dir: Path, sweep: SweepResult, by: str) -> list[Path]:
         panel_label, curve_label = r"\eta_Y/\eta_Z", r"\eta_Z"
         curves = recall.transpose(0, 2, 1, 3)
     rows, cols = len(config.num_lasts), len(panel_values)
-    fig, axes = plt.subplots(rows, cols, figsize=(3.3 * cols, 2.7 * rows), squeeze=False, sharey=True)
+    fig, axes = plt.subplots(
+        rows, cols, figsize=(6.4, 0.9 + 1.7 * rows), squeeze=False, sharey=True, layout="constrained"
+    )
     for v, num_last in enumerate(config.num_lasts):
         for p, panel_value in enumerate(panel_values):
             ax = axes[v, p]
@@ -602,17 +604,14 @@ def _draw_recall(out_dir: Path, sweep: SweepResult, by: str) -> list[Path]:
                 ax.plot(
                     sweep.taus[v], curves[v, p, c], color=color, label=rf"${curve_label} = {curve_value:g}$"
                 )
-            ax.set_title(rf"{_vocabulary_label(num_last)}, ${panel_label} = {panel_value:g}$", fontsize=9)
             ax.set_xlim(sweep.taus[v, 0], sweep.taus[v, -1])
-            ax.xaxis.set_major_locator(plt.MaxNLocator(4))
-            ax.tick_params(labelsize=7)
-            if v == rows - 1:
-                ax.set_xlabel(r"threshold $\tau$")
-        axes[v, 0].set_ylabel("recall")
-    fig.tight_layout()
-    fig.legend(
-        *axes[0, 0].get_legend_handles_labels(), loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=9
-    )
+            ax.xaxis.set_major_locator(plt.MaxNLocator(3))
+            ax.xaxis.set_major_formatter(lambda x, _: f"{x * 1e3:g}")
+            if v == 0:
+                ax.set_title(rf"${panel_label} = {panel_value:g}$")
+        axes[v, 0].set_ylabel(f"{_vocabulary_label(num_last)}\nrecall")
+    fig.supxlabel(r"threshold $\tau$ ($\times 10^{-3}$)")
+    fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside upper center", ncol=len(curve_values))
     return save_figure(
         fig,
         out_dir,

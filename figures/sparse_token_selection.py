@@ -99,7 +99,7 @@ def _length_panel(ax, runs, which: str, tests, L0: float, title: str):
     ax.set_xlabel("step")
     ax.set_ylabel("validation loss / (d/2q)")
     ax.set_title(title)
-    ax.legend(fontsize=7, ncol=2, loc="lower left")
+    ax.legend(fontsize=9, ncol=2, loc="lower left")
 
 
 def _length_data(runs, L0: float) -> dict:
@@ -126,8 +126,8 @@ def _length_data(runs, L0: float) -> dict:
     checks=("theorem1_inverse_loss_slope", "theorem1_direction_W", "theorem1_direction_V"),
 )
 def fig1(out_dir: Path, full: bool) -> list[Path]:
-    """Fig. 1: stochastic PE, zero init, mini-batch GD: loss and 1/loss vs step (left) and the
-    direction cosines with W*, V* (right); the reduced population dynamics (dashed) for reference.
+    """Fig. 1: stochastic PE, zero init, mini-batch GD: loss and 1/loss vs step (top, middle) and
+    the direction cosines with W*, V* (bottom); the reduced population dynamics (dashed) for reference.
 
     **Returns:** the PNG, PDF and JSON paths.
     """
@@ -137,7 +137,7 @@ def fig1(out_dir: Path, full: bool) -> list[Path]:
     runs = _online_values(sim, s["seeds"])
     red = sts.reduced_gd(task, LR["gd"], sim.num_steps, every=sim.every)
     steps = runs["steps"]
-    fig, axes = plt.subplots(1, 3, figsize=(14, 4))
+    fig, axes = plt.subplots(3, 1, figsize=(6.4, 7.6), sharex=True, layout="constrained")
     _median_band(axes[0], steps, runs["loss"], "C0", "mini-batch GD (median, range)")
     axes[0].plot(steps, np.asarray(red.values["loss"]), "k--", label="population GD (reduced)")
     axes[0].set_yscale("log")
@@ -156,9 +156,11 @@ def fig1(out_dir: Path, full: bool) -> list[Path]:
     axes[2].set_ylim(0, 1.02)
     axes[2].set_title("direction cosines")
     for ax in axes:
-        ax.set_xlabel("step")
-        ax.legend(fontsize=8)
-    fig.suptitle(f"STS: d={task.d}, T={task.T}, q={task.q}, stochastic dictionary one-hot PE N={task.m_E}")
+        ax.legend(fontsize=9)
+    axes[-1].set_xlabel("step")
+    fig.suptitle(
+        f"STS: d={task.d}, T={task.T}, q={task.q}, stochastic dictionary one-hot PE N={task.m_E}", fontsize=10
+    )
     return save_figure(
         fig,
         out_dir,
@@ -201,7 +203,7 @@ def fig2(out_dir: Path, full: bool) -> list[Path]:
     runs = _length_runs(full, "gd")
     sim = runs["sim"]
     L0 = sim.task.trivial_loss
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = plt.subplots(figsize=(6.4, 4.5), layout="constrained")
     _length_panel(ax, runs, "T", sim.T_tests, L0, f"length generalisation (trained at T={sim.task.T}), GD")
     floors = {t: F.fixed_pe_floor(sim.task.d, sim.task.T, sim.task.q, t) / L0 for t in sim.T_tests}
     return save_figure(
@@ -217,7 +219,7 @@ def _fig45(out_dir: Path, full: bool, optimizer: str, name: str) -> list[Path]:
     runs = _length_runs(full, optimizer)
     sim = runs["sim"]
     L0 = sim.task.trivial_loss
-    fig, axes = plt.subplots(2, 1, figsize=(7, 8.5), layout="constrained")
+    fig, axes = plt.subplots(2, 1, figsize=(6.4, 8.5), layout="constrained")
     _length_panel(axes[0], runs, "T", sim.T_tests, L0, f"T_test (trained at T={sim.task.T}), {optimizer}")
     _length_panel(
         axes[1], runs, "q", sim.q_tests, L0, f"q_test at T={sim.task.T} (trained at q={sim.task.q})"
@@ -229,9 +231,9 @@ def _fig45(out_dir: Path, full: bool, optimizer: str, name: str) -> list[Path]:
             inset.plot(
                 runs[kind]["steps"][tail], np.median(runs[kind]["loss_q"][:, tail, i], 0) / L0, style, color=c
             )
-    inset.set_title("zoom: last 20%", fontsize=7)
-    inset.tick_params(labelsize=6)
-    inset.locator_params(axis="x", nbins=4)
+    inset.set_title("zoom: last 20%", fontsize=9)
+    inset.tick_params(labelsize=9)
+    inset.locator_params(nbins=3)
     return save_figure(fig, out_dir, name, data=_length_data(runs, L0), config=runs["config"])
 
 
@@ -293,7 +295,9 @@ def fig3(out_dir: Path, full: bool) -> list[Path]:
     )
     final = run.final
     cos = {k: float(v) for k, v in sts.direction_cosines(final, task).items()}
-    fig, axes = plt.subplots(2, 2, figsize=(10, 8), gridspec_kw={"height_ratios": [4, 1.3]})
+    fig, axes = plt.subplots(
+        2, 2, figsize=(6.4, 5.6), gridspec_kw={"height_ratios": [4, 1.3]}, layout="constrained"
+    )
     for col, (m, title) in enumerate(((model0, "init"), (final, "trained"))):
         for row, (M, name) in enumerate(((np.asarray(m.W), "W"), (np.asarray(m.V), "V"))):
             lim = np.abs(M).max()
@@ -306,7 +310,8 @@ def fig3(out_dir: Path, full: bool) -> list[Path]:
     fig.suptitle(
         f"cos(W,W*)={cos['cos_W']:.3f} (centred W*: {cos['cos_W_centred']:.3f}), "
         f"cos(V,V*)={cos['cos_V']:.3f}; loss/(d/2q): "
-        f"{float(run.values[0]) / task.trivial_loss:.3f} -> {float(run.values[-1]) / task.trivial_loss:.2g}"
+        f"{float(run.values[0]) / task.trivial_loss:.3f} -> {float(run.values[-1]) / task.trivial_loss:.2g}",
+        fontsize=10,
     )
     return save_figure(
         fig,
@@ -333,8 +338,8 @@ def fig3(out_dir: Path, full: bool) -> list[Path]:
 
 
 @caption(
-    r"Not a paper figure: left, $1/L$ against $t$ for the reduced flow ($d = 10$, $T = 200$, $q = 3$, "
-    r"one-hot PE) with the prediction $4t/(T-1)$; right, full-matrix GD on the exact loss against the "
+    r"Not a paper figure: top, $1/L$ against $t$ for the reduced flow ($d = 10$, $T = 200$, $q = 3$, "
+    r"one-hot PE) with the prediction $4t/(T-1)$; bottom, full-matrix GD on the exact loss against the "
     r"reduced recursion ($d = 3$, $T = 8$, $q = 2$, $\eta = 0.5$). Look for the flow joining the line "
     r"after the plateau and the two GD curves coinciding.",
     checks=("theorem1_inverse_loss_slope", "lemma1_reduced_equals_full_gd"),
@@ -360,7 +365,7 @@ def thm1_rate(out_dir: Path, full: bool) -> list[Path]:
         save=dynamics.Save(every=10, fn=lambda step, m, args: sts.exact_population_loss(m, E, subsets)),
     )
     red = sts.reduced_gd(small, 0.5, num, every=10)
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
+    fig, axes = plt.subplots(2, 1, figsize=(6.4, 6.4), layout="constrained")
     axes[0].loglog(ts, 1.0 / L, label="reduced gradient flow")
     axes[0].loglog(ts, 4 * ts / (task.T - 1), "k:", label=r"$4t/(T-1)$ (P2)")
     axes[0].set_xlabel("t = eta k")
@@ -402,9 +407,9 @@ def thm1_rate(out_dir: Path, full: bool) -> list[Path]:
 
 
 @caption(
-    "Not a paper figure: left, Proposition C's bound against the first-layer width $m$ with the "
+    "Not a paper figure: top, Proposition C's bound against the first-layer width $m$ with the "
     "exact risks of token-sum (attaining), random Gaussian and coordinate first layers ($d = 3$, $T "
-    "= 12$, $q = 3$); right, trained ReLU MLPs ($d = 4$, $T = 8$, $q = 2$) at $m = Td/8 .. 2Td$ "
+    "= 12$, $q = 3$); bottom, trained ReLU MLPs ($d = 4$, $T = 8$, $q = 2$) at $m = Td/8 .. 2Td$ "
     "against the bound. Look for no point below the bound.",
     checks=("fcn_bound_attained", "fcn_bound_random_layers", "fcn_trained_widths"),
 )
@@ -429,7 +434,7 @@ def fcn_bound(out_dir: Path, full: bool) -> list[Path]:
     trained = {
         m: sts.trained_fcn_losses(task, m, seeds, num_steps=steps, lr=3e-3, num_eval=4096)[0] for m in widths
     }
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
+    fig, axes = plt.subplots(2, 1, figsize=(6.4, 6.4), layout="constrained")
     L0 = d / (2 * q)
     axes[0].plot(ms, np.asarray(bound) / L0, "k-", lw=2, label="Proposition C bound")
     axes[0].plot(ms, np.asarray(top) / L0, "C0--", label="token-sum + random layer (attains)")
@@ -438,7 +443,7 @@ def fcn_bound(out_dir: Path, full: bool) -> list[Path]:
     axes[0].set_xlabel("first-layer width m")
     axes[0].set_ylabel("loss / (d/2q)")
     axes[0].set_title(f"exact linear-readout risk, d={d}, T={T}, q={q}")
-    axes[0].legend(fontsize=8)
+    axes[0].legend(fontsize=9)
     L0b = task.trivial_loss
     wm = np.arange(0, 2 * Td + 1)
     axes[1].plot(
@@ -449,7 +454,7 @@ def fcn_bound(out_dir: Path, full: bool) -> list[Path]:
     axes[1].plot([], [], "C3o", label="trained ReLU MLP (Adam)")
     axes[1].set_xlabel("first-layer width m")
     axes[1].set_title(f"trained FCNs, d={task.d}, T={task.T}, q={task.q}")
-    axes[1].legend(fontsize=8)
+    axes[1].legend(fontsize=9)
     return save_figure(
         fig,
         out_dir,
@@ -488,9 +493,9 @@ sparse_token_selection page of the documentation; drawn for reference only."""
 
 
 @caption(
-    "Not a paper figure: left, the `iid_sphere` floor $L/L_0$ against $m_E = 16..1024$ for $(T, q) = "
+    "Not a paper figure: top, the `iid_sphere` floor $L/L_0$ against $m_E = 16..1024$ for $(T, q) = "
     "(200, 3), (400, 3), (200, 5)$: the bank formula, the full transformer's Monte-Carlo loss (2 "
-    "standard errors) and the table above (crosses); right, `sphere_flow` from zero init for $m_E = "
+    "standard errors) and the table above (crosses); bottom, `sphere_flow` from zero init for $m_E = "
     "32, 64, 128$ settling on its floor (dotted). Look for the three agreeing and the floor halving "
     "with each doubling of $m_E$.",
     checks=("theorem2_sphere_floor_mc",),
@@ -499,7 +504,7 @@ def sphere_floor(out_dir: Path, full: bool) -> list[Path]:
     """Verification figure (derived, not in the paper): the smallest loss / (d/2q) reachable with
     `iid_sphere` PE on the invariant set, min_a (1 − q B(a)²/A(a)) on a bank of PE draws, against
     the full transformer's Monte-Carlo loss at (γ*, W_EE = a* I) with fresh draws, for
-    (T, q) ∈ {(200, 3), (400, 3), (200, 5)} and m_E = 16..1024 (ρ = 1, d = 10); right: the reduced
+    (T, q) ∈ {(200, 3), (400, 3), (200, 5)} and m_E = 16..1024 (ρ = 1, d = 10); bottom: the reduced
     2-D gradient flow from zero init (bank vector field) settling at the floor (T = 200, q = 3).
 
     **Returns:** the PNG, PDF and JSON paths.
@@ -542,7 +547,7 @@ def sphere_floor(out_dir: Path, full: bool) -> list[Path]:
             "a": run.values["a"],
             "floor": sts.sphere_floor(scores, 3),
         }
-    fig, axes = plt.subplots(1, 2, figsize=(13, 4.5))
+    fig, axes = plt.subplots(2, 1, figsize=(6.4, 6.8), layout="constrained")
     for (T, q), color in zip(SPHERE_ROWS, ("C0", "C1", "C2")):
         cells = rows[f"T={T},q={q}"]
         axes[0].plot(
@@ -566,14 +571,14 @@ def sphere_floor(out_dir: Path, full: bool) -> list[Path]:
     axes[0].set_xlabel("PE dimension m_E")
     axes[0].set_ylabel("floor: min loss / (d/2q)")
     axes[0].set_title(f"iid_sphere floor (bank {size} draws, MC {pairs} pairs)")
-    axes[0].legend(fontsize=7, ncol=3)
+    axes[0].legend(fontsize=9, loc="center left", bbox_to_anchor=(1.0, 0.5))
     for m, color in zip(flow_dims, ("C3", "C4", "C5")):
         axes[1].semilogx(ts, flows[m]["loss_over_L0"], color=color, label=f"m_E={m}: reduced flow")
         axes[1].axhline(flows[m]["floor"]["ratio"], color=color, ls=":", lw=1)
     axes[1].set_xlabel("t = eta k")
     axes[1].set_ylabel("loss / (d/2q)")
     axes[1].set_title("T=200, q=3: flow from zero init -> floor (dotted)")
-    axes[1].legend(fontsize=8)
+    axes[1].legend(fontsize=9)
     return save_figure(
         fig,
         out_dir,

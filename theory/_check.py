@@ -3,10 +3,11 @@
 import dataclasses
 import enum
 import functools
+import inspect
 import json
 import math
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import jax
@@ -298,6 +299,78 @@ def claim(
 
         run.declaration = declaration
         return run
+
+    return decorate
+
+
+def claims(
+    name: str,
+    values: Sequence,
+    statement: str,
+    *,
+    method: str,
+    tolerance: float,
+    provenance: Provenance | str = Provenance.paper,
+    bound: Bound | str | None = None,
+    sized: bool = False,
+    expected_deviation: str | None = None,
+    printed: str | None = None,
+) -> Callable[[Callable[..., Measured]], tuple[Callable[..., Check], ...]]:
+    """Declare a family of checks that differ in one value: one check per value of `values`, each
+    declared as [`claim`][] declares one, named `name` and claiming `statement` with the value in
+    place of `{}` in both.
+
+    The decorated function measures for one value, its first argument (then `full` where the
+    family is `sized`, and any keyword a check takes); the decorator returns the checks, in the
+    order of `values`, for the paper's `CHECKS`.
+
+    **Arguments:** `name` and `statement`, each with one `{}` for the value; `values`, one per
+    check; the others as in [`claim`][], the same for every check of the family.
+
+    **Returns:** the decorator.
+
+    **Example:**
+
+        >>> import theory
+        >>> @theory.claims(
+        ...     "square_of_{}", (2, 3), "$n^2$ is $n$ times $n$ at $n = {}$",
+        ...     method="`n ** 2` against `n * n`: difference", tolerance=0.0, provenance="derived",
+        ... )
+        ... def squares(n: int) -> theory.Measured:
+        ...     return theory.Measured(n * n, n**2, float(abs(n**2 - n * n)))
+        >>> [check.__name__ for check in squares]
+        ['square_of_2', 'square_of_3']
+        >>> squares[1]().claim, squares[1]().simulated
+        ('$n^2$ is $n$ times $n$ at $n = 3$', 9.0)
+    """
+    if isinstance(values, str) or "{}" not in name or "{}" not in statement:
+        raise ValueError("claims: name and statement each hold {} for the value, and values is a sequence")
+
+    def decorate(measure: Callable[..., Measured]) -> tuple[Callable[..., Check], ...]:
+        taken = inspect.signature(measure)
+        first, *others = taken.parameters
+        rest = taken.replace(parameters=[taken.parameters[other] for other in others])
+        family = []
+        for value in values:
+            one = functools.partial(measure, value)
+            one = functools.update_wrapper(lambda *args, _one=one, **kwargs: _one(*args, **kwargs), measure)
+            one.__name__ = one.__qualname__ = name.replace("{}", str(value))
+            one.__doc__ = f"{(measure.__doc__ or '').strip()}\n\nThis check: `{first}` = {value!r}."
+            one.__signature__ = rest
+            del one.__wrapped__  # its signature is the family's, less the value
+            family.append(
+                claim(
+                    statement.replace("{}", str(value)),
+                    method=method,
+                    tolerance=tolerance,
+                    provenance=provenance,
+                    bound=bound,
+                    sized=sized,
+                    expected_deviation=expected_deviation,
+                    printed=printed,
+                )(one)
+            )
+        return tuple(family)
 
     return decorate
 

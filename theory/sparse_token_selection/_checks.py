@@ -13,7 +13,7 @@ import numpy as np
 import dynamics
 import tasks.sparse_token_selection as sts
 
-from .._check import Measured, claim, relative_error
+from .._check import Measured, claim, claims, relative_error
 from . import _runs
 from . import closed_forms as F
 from ._runs import PAPER_SIZE, SMALL
@@ -451,7 +451,23 @@ FLOOR_TASK = sts.STSConfig(d=10, T=200, q=3, pe_sampler="dictionary_onehot", pe_
 FLOOR_A = 40.0
 
 
-def _fixed_floor(T_test: int, full: bool) -> Measured:
+FIXED_PE_FLOOR_T_TESTS = (250, 300, 350, 400)
+"""The test lengths of the fixed-PE floor checks, beyond Fig. 4's training length T = 200."""
+
+
+@claims(
+    "fixed_pe_floor_T{}",
+    FIXED_PE_FLOOR_T_TESTS,
+    r"Figs. 2, 4: fixed PE keeps a positive OOD loss; floor at $T_{\text{test}} = {}$",
+    method="hypergeometric formula against `mc_loss` of padded one-hot $W_{EE} = 40 M_T$, $V = [I, "
+    "0]$ ($d = 10$, $T = 200$, $N = 400$), 2048 / 16384 pairs: difference in standard errors",
+    tolerance=4.0,
+    provenance="derived",
+    sized=True,
+)
+def fixed_pe_floors(T_test: int, full: bool = False) -> Measured:
+    """The fixed-PE OOD loss floor at length `T_test`: the GD limit's loss by Monte Carlo against
+    the hypergeometric formula ([`closed_forms.fixed_pe_floor`][])."""
     task = FLOOR_TASK
     W_EE = jnp.zeros((task.m_E, task.m_E)).at[: task.T, : task.T].set(FLOOR_A * sts.centring(task.T))
     model = sts.from_blocks(task, W_EE, jnp.eye(task.d))
@@ -468,55 +484,6 @@ def _fixed_floor(T_test: int, full: bool) -> Measured:
         f"floor / (d/2q) = {predicted / L0:.3f} predicted, {float(mean) / L0:.3f} simulated "
         f"(± {float(se) / L0:.2g}).",
     )
-
-
-@claim(
-    r"Figs. 2, 4: fixed PE keeps a positive OOD loss; floor at $T_{\text{test}} = 250$",
-    method="hypergeometric formula against `mc_loss` of padded one-hot $W_{EE} = 40 M_T$, $V = [I, "
-    "0]$ ($d = 10$, $T = 200$, $N = 400$), 2048 / 16384 pairs: difference in standard errors",
-    tolerance=4.0,
-    provenance="derived",
-    sized=True,
-)
-def fixed_pe_floor_T250(full: bool = False) -> Measured:
-    """Fixed-PE floor at T_test = 250."""
-    return _fixed_floor(250, full)
-
-
-@claim(
-    r"Figs. 2, 4: fixed PE keeps a positive OOD loss; floor at $T_{\text{test}} = 300$",
-    method="as above",
-    tolerance=4.0,
-    provenance="derived",
-    sized=True,
-)
-def fixed_pe_floor_T300(full: bool = False) -> Measured:
-    """Fixed-PE floor at T_test = 300."""
-    return _fixed_floor(300, full)
-
-
-@claim(
-    r"Figs. 2, 4: fixed PE keeps a positive OOD loss; floor at $T_{\text{test}} = 350$",
-    method="as above",
-    tolerance=4.0,
-    provenance="derived",
-    sized=True,
-)
-def fixed_pe_floor_T350(full: bool = False) -> Measured:
-    """Fixed-PE floor at T_test = 350."""
-    return _fixed_floor(350, full)
-
-
-@claim(
-    r"Figs. 2, 4: fixed PE keeps a positive OOD loss; floor at $T_{\text{test}} = 400$",
-    method="as above",
-    tolerance=4.0,
-    provenance="derived",
-    sized=True,
-)
-def fixed_pe_floor_T400(full: bool = False) -> Measured:
-    """Fixed-PE floor at T_test = 400."""
-    return _fixed_floor(400, full)
 
 
 ONLINE = sts.Online(
