@@ -147,7 +147,7 @@ def plot_phases(
     drawn, thinned = _thinned(ds)
     time, lines, clock = _time_axis(drawn, axes)
     values = drawn[loss].where(np.isfinite(drawn[loss]))
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = plt.subplots(figsize=(6.4, 4.5))
     for colour, select, text in lines:
         with warnings.catch_warnings():  # saves after every seed stopped are all NaN
             warnings.simplefilter("ignore", RuntimeWarning)
@@ -168,9 +168,10 @@ def plot_phases(
     ax.set_ylabel(label_of(loss, labels))
     ax.set_title(
         f"{loss}: median over seeds{thinned}; bars: each run's plateaus, at the loss of its slowest save",
-        fontsize=8,
+        fontsize=9,
+        wrap=True,
     )
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=9)
     paths = [_save(fig, out_dir / "phases_time.png")]
     count = found["phases.count"].astype(float)
     return paths + _finals(count, axes, "phases.count", "plateaus per run", out_dir)
@@ -244,8 +245,8 @@ def plot_refined(ds: xr.Dataset, out_dir: Path) -> list[Path]:
     ax.set_xlabel(axis)
     ax.set_ylabel(f"fraction of seeds with {about['outcome']}")
     ends = "; ".join(f"[{low:.4g}, {high:.4g}]" for low, high in about["boundaries"]) or "none"
-    ax.set_title(f"where {about['outcome']} changes (shaded): {ends}; {len(x)} points", fontsize=8)
-    ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.set_title(f"where {about['outcome']} changes (shaded): {ends}; {len(x)} points", fontsize=9, wrap=True)
+    ax.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=4)
     return [_save(fig, out_dir / "refine.png")]
 
 
@@ -281,7 +282,8 @@ def _refined_plane(ds: xr.Dataset, about: dict):
     ax.set_title(
         f"where {about['outcome']} changes: {len(about['boundaries'])} cells (outlined), "
         f"{ds.sizes[dynamics.store.POINT_DIM]} points in {len(about['rounds'])} rounds",
-        fontsize=8,
+        fontsize=9,
+        wrap=True,
     )
     return fig
 
@@ -318,8 +320,10 @@ def plot_saddles(found: xr.Dataset, out_dir: Path) -> list[Path]:
     ax.set_xlabel("index of the critical point under the plateau (none: the polish found none)")
     ax.set_ylabel("plateaus")
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_title("the saddle under each plateau of each run, by the plateau's order in its run", fontsize=8)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.set_title(
+        "the saddle under each plateau of each run, by the plateau's order in its run", fontsize=9, wrap=True
+    )
+    ax.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=4)
     return [_save(fig, out_dir / "saddles.index_histogram.png")]
 
 
@@ -454,8 +458,8 @@ def _against_time(
             f"\nticks: the {clock} each run stopped early ({reasons}); past it, median and band are "
             "over the runs still going"
         )
-    ax.set_title(title, fontsize=8)
-    ax.legend(fontsize=7)
+    ax.set_title(title, fontsize=9, wrap=True)
+    ax.legend(fontsize=9)
     return _save(fig, out_dir / f"{name}_time.png")
 
 
@@ -520,7 +524,7 @@ def _final_line(
         values, label = reference
         ax.plot(x, values, "--", color="C3", label=label)
         _scale(ax, "y", np.concatenate([final.values.ravel(), values]))
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=9)
     ax.set_xticks(x, [str(v) for v in final[axis].values])
     if reference is None and _whole(final.values):
         _whole_axis(ax)
@@ -540,7 +544,7 @@ def _final_heatmap(final, axes: list[str], name: str, what: str, out_dir: Path) 
     ax.set_xlabel(axes[1])
     fig.colorbar(image, ax=ax, label=f"{what} (mean over seeds)", ticks=_colour_ticks(final.values))
     if np.isnan(mean.values).any():
-        ax.set_title("blank: no run of that point gave a value", fontsize=8)
+        ax.set_title("blank: no run of that point gave a value", fontsize=9)
     return _save(fig, out_dir / _final_file(name))
 
 
@@ -563,7 +567,7 @@ def _final_heatmaps(final, axes: list[str], name: str, what: str, out_dir: Path)
     ticks = _colour_ticks(final.values)
     fig.colorbar(image, ax=panels[0].tolist(), label=f"{what} (mean over seeds)", ticks=ticks)
     if np.isnan(mean.values).any():
-        fig.suptitle("blank: no run of that point gave a value", fontsize=8)
+        fig.suptitle("blank: no run of that point gave a value", fontsize=9)
     return _save(fig, out_dir / _final_file(name))
 
 

@@ -79,3 +79,22 @@ def _xla_flags_restored():
         os.environ.pop("XLA_FLAGS", None)
     else:
         os.environ["XLA_FLAGS"] = before
+
+
+@pytest.fixture(autouse=True)
+def _sweep_plots_readable_in_print(monkeypatch):
+    """Every sweep plot a test draws prints its smallest text at `figures.SMALLEST_TEXT` or more once
+    scaled to a paper's text width (`figures.printed_size`)."""
+    from attnflow import _sweep_plots
+    from figures import SMALLEST_TEXT, printed_size
+
+    save = _sweep_plots._save
+
+    def readable(fig, path):
+        smallest = printed_size(fig)["smallest_text_pt"]
+        assert smallest is None or smallest >= SMALLEST_TEXT, (
+            f"{path.name}: its smallest text prints at {smallest} pt"
+        )
+        return save(fig, path)
+
+    monkeypatch.setattr(_sweep_plots, "_save", readable)
