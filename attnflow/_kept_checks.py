@@ -75,7 +75,7 @@ def run_keeping(
         if make.__name__ in kept:
             if progress is not None:
                 progress(f"{make.__name__} (kept from an earlier run of this command)")
-            checks.append(_from_record(str(kept[make.__name__]["check"])))
+            checks.append(theory.Check.from_dict(json.loads(str(kept[make.__name__]["check"]))))
             continue
         (check,) = theory.run_checks([_keeping(make, folder)], progress)
         checks.append(check)
@@ -97,12 +97,6 @@ def _keeping(make: Callable[[], theory.Check], folder: Path) -> Callable[[], the
     run.__name__ = make.__name__
     run.paper = make.paper
     return run
-
-
-def _from_record(text: str) -> theory.Check:
-    record = json.loads(text)
-    numbers = ("predicted", "simulated", "error", "tolerance", "seconds")
-    return theory.Check(**{name: float(v) if name in numbers else v for name, v in record.items()})
 
 
 def refuse_foreign(folder: Path) -> None:

@@ -115,18 +115,16 @@ def test_the_figures_are_drawn_for_the_code_that_draws_them(tmp_path, monkeypatc
 
 
 def test_the_verdict_summary_names_each_failure_and_deviation_with_its_reason():
+    def record(name, verdict, error, tolerance, **more):
+        return theory.Check(
+            "toy", name, "a claim", 1.0, 1.0, error, tolerance, verdict, **more
+        ).to_dict()  # as verify.json holds it
+
     checks = [
-        {"name": "a", "verdict": "pass", "error": 0.0, "tolerance": 1.0, "note": ""},
-        {
-            "name": "b",
-            "verdict": "deviation",
-            "error": 2.0,
-            "tolerance": 1.0,
-            "note": "",
-            "deviation": "eta_Z > 1",
-        },
-        {"name": "c", "verdict": "fail", "error": "nan", "tolerance": 1.0, "note": ""},
-        {"name": "d", "verdict": "fail", "error": "nan", "tolerance": "nan", "note": "ValueError: x_0 < 0"},
+        record("a", "pass", 0.0, 1.0),
+        record("b", "deviation", 2.0, 1.0, deviation="eta_Z > 1"),
+        record("c", "fail", math.nan, 1.0),
+        record("d", "fail", math.nan, math.nan, note="ValueError: x_0 < 0"),
     ]
     meta = {"commit": "0123456789abcdef0123456789abcdef01234567+dirty", "date": "2026-11-26T17:00:00"}
     summary = _hook().verdict_summary("toy", checks, meta).splitlines()

@@ -7,7 +7,7 @@ import inspect
 import json
 import math
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 import jax
@@ -77,6 +77,10 @@ def _member(kind: type[enum.StrEnum], field: str, value, optional: bool = False)
         raise ValueError(f"{field} must be {allowed}, got {value!r}") from None
 
 
+_NUMBERS = frozenset({"predicted", "simulated", "error", "tolerance", "seconds"})
+"""The fields of a [`Check`][] that are numbers (strings in JSON where not finite)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Check:
     """One prediction held against one simulation.
@@ -140,12 +144,30 @@ class Check:
         return Outcome.not_run if math.isnan(self.tolerance) else Outcome.exceeded
 
     def to_dict(self) -> dict:
-        """JSON-ready: non-finite numbers become strings."""
+        """JSON-ready: non-finite numbers become strings ([`Check.from_dict`][] reads it back)."""
 
         def clean(v):
             return v if not isinstance(v, float) or math.isfinite(v) else str(v)
 
         return {k: clean(v) for k, v in dataclasses.asdict(self).items()}
+
+    @classmethod
+    def from_dict(cls, record: Mapping) -> "Check":
+        """The check that [`Check.to_dict`][] wrote as `record` (as `verify.json` holds it), its
+        numbers read back from their strings where they are not finite.
+
+        **Example:** a check that did not run keeps its outcome through JSON:
+
+            >>> import json, math, theory
+            >>> raised = theory.Check(
+            ...     paper="p", name="c", claim="x", predicted=1.0, simulated=math.nan, error=math.nan,
+            ...     tolerance=math.nan, verdict="fail", note="ValueError: x < 0",
+            ... )
+            >>> again = theory.Check.from_dict(json.loads(json.dumps(raised.to_dict())))
+            >>> again.outcome.value, math.isnan(again.tolerance)
+            ('not run', True)
+        """
+        return cls(**{name: float(value) if name in _NUMBERS else value for name, value in record.items()})
 
 
 def within(

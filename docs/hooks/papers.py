@@ -13,7 +13,6 @@ documented, run when the site is built and kept for later builds of the same cod
 import hashlib
 import json
 import logging
-import math
 import os
 import subprocess
 import sys
@@ -122,15 +121,18 @@ def verdict_summary(paper: str, checks: list[dict], meta: dict) -> str:
         f" ({commit or 'not a git checkout'}, {meta.get('date', '')[:10]}, {meta.get('cpu', '')}).",
         "",
     ]
+    from theory import Check, Outcome
+
     for c in checks:
-        if c["verdict"] == "fail" and not math.isfinite(float(c["tolerance"])):
+        outcome = Check.from_dict(c).outcome
+        if outcome is Outcome.not_run:
             lines.append(f"    - **Did not run**: [`{c['name']}`](#check-{c['name']}): {_plain(c['note'])}")
-        elif c["verdict"] == "fail":
+        elif outcome is Outcome.exceeded:
             lines.append(
                 f"    - **Exceeds its tolerance**: [`{c['name']}`](#check-{c['name']}), error "
                 f"{float(c['error']):.3g} against tolerance {float(c['tolerance']):.3g}."
             )
-        elif c["verdict"] == "deviation":
+        elif outcome is Outcome.deviation:
             why = _plain(c.get("deviation") or c["note"])
             lines.append(f"    - **Deviates**: [`{c['name']}`](#check-{c['name']}): {why}")
     return "\n".join(lines)
