@@ -765,12 +765,17 @@ def reproduce(args: argparse.Namespace) -> int:
     import dynamics
 
     from ._reproduce import reproduce
+    from .papers import paper
 
+    names = list(dict.fromkeys(paper(name).name for name in args.paper)) or None
     data = _checked_data(args.data)
     docs = _docs_base(args.docs, Path(args.out))
     out = dynamics.store.prepare_folder(args.out, "--out")
     dynamics.store.prepare_folder(out / "figures", "the figures' folder")
-    return reproduce(out, full=args.full, metadata=_metadata(args), jobs=args.jobs, docs=docs, data=data)
+    metadata = _metadata(args)
+    return reproduce(
+        out, full=args.full, metadata=metadata, jobs=args.jobs, docs=docs, data=data, names=names
+    )
 
 
 def _docs_base(docs: str | None, out: Path) -> str | None:

@@ -18,11 +18,18 @@ from .papers import papers
 
 
 def reproduce(
-    out: Path, *, full: bool, metadata: dict, jobs: int, docs: str | None = None, data: str | None = None
+    out: Path,
+    *,
+    full: bool,
+    metadata: dict,
+    jobs: int,
+    docs: str | None = None,
+    data: str | None = None,
+    names: list[str] | None = None,
 ) -> int:
-    """Run every paper's checks and draw every figure into `out`, then write `out/index.html`
-    (with `out/verify.json`, the checks, and `out/figures.json`, each figure's files, seconds and
-    compiling).
+    """Run every paper's checks (or those of the papers `names`) and draw its figures into `out`,
+    then write `out/index.html` (with `out/verify.json`, the checks, and `out/figures.json`, each
+    figure's files, seconds and compiling).
 
     The papers' checks and figures are independent pieces, run side by side in `jobs` worker
     processes (see `attnflow._workers`); the numbers do not depend on `jobs`. A sweep that a figure
@@ -40,6 +47,7 @@ def reproduce(
     - `docs`: the documentation site each check and figure links to (an address, or a path
       relative to `out`); `None`: no links.
     - `data`: the data directory the papers with a data option read (`--data`), or `None`.
+    - `names`: the papers to run (`--paper`), or `None` for every paper.
 
     **Returns:** the exit status: 1 if any check failed, else 0.
     """
@@ -47,7 +55,7 @@ def reproduce(
     out.mkdir(parents=True, exist_ok=True)
     keep = kept_folder(out / "verify.json")
     refuse_foreign(keep)
-    names = list(papers())
+    names = list(papers()) if names is None else names
     pieces = schedule(names, ("checks", "figures"))
     tasks = [
         (paper_checks, (name, full, None, keep, data))

@@ -145,7 +145,11 @@ EXAMPLES = {
         "attnflow figures scan_snap_fig6 decision_lists_time_vs_bound --out figs",
         "attnflow figures --all --full --jobs 2",
     ],
-    "reproduce": ["attnflow reproduce", "attnflow reproduce --full --out results-full"],
+    "reproduce": [
+        "attnflow reproduce",
+        "attnflow reproduce --full --out results-full",
+        "attnflow reproduce --paper scan_snap --out results-scan-snap",
+    ],
 }
 """Command -> example command lines, printed at the end of its `--help` (`attnflow`: the whole
 program's). Each is parsed, and the papers, levels and figures it names looked up, by the tests."""
@@ -311,6 +315,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--out",
         default="results",
         help="output folder: index.html, verify.json and figures/ (default: %(default)s)",
+    )
+    repro.add_argument(
+        "--paper",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="only this paper's checks and figures (repeatable; default: every paper)",
     )
     _add_full(repro)
     repro.add_argument(

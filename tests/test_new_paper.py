@@ -4,8 +4,11 @@ to a temporary folder that the three packages are extended with)."""
 
 import doctest
 import json
+import os
+import subprocess
 import sys
 import textwrap
+import zipfile
 
 import numpy as np
 import pytest
@@ -175,6 +178,45 @@ def test_an_installed_paper_joins_every_command(installed_plugin, capsys):
     assert "toy_plugin" in kept["papers"]  # the catalog covers it, and its code:
     (installed_plugin / "toy_plugin.py").write_text(PLUGIN + "\n# changed\n")
     assert _catalog.kept_catalog() is None
+
+
+def _wheel(folder, name: str, source: str) -> str:
+    """A wheel of the package `name` (one module, `source`) declaring its paper in the entry-point
+    group `attnflow.papers`, as a build of its pyproject.toml would make it; its path."""
+    info = f"{name}-0.1.dist-info"
+    files = {
+        f"{name}.py": textwrap.dedent(source),
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n",
+        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: hand\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        f"{info}/entry_points.txt": f"[attnflow.papers]\n{name} = {name}\n",
+    }
+    path = folder / f"{name}-0.1-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as wheel:
+        for member, text in files.items():
+            wheel.writestr(member, text)
+        wheel.writestr(f"{info}/RECORD", "".join(f"{member},,\n" for member in [*files, f"{info}/RECORD"]))
+    return str(path)
+
+
+def test_a_paper_pip_installed_apart_runs_through_reproduce_into_its_report(tmp_path):
+    """A paper in a package of its own, installed by pip into a folder of its own, made by
+    `attnflow reproduce --paper` in another process: its check and its figure are in the report,
+    and no other paper."""
+    site = tmp_path / "site"
+    install = [sys.executable, "-m", "pip", "install", "--quiet", "--no-index", "--no-deps", "--target"]
+    subprocess.run([*install, str(site), _wheel(tmp_path, "toy_plugin", PLUGIN)], check=True)
+    out = tmp_path / "out"
+    env = os.environ | {"PYTHONPATH": str(site), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    command = ["reproduce", "--paper", "toy_plugin", "--out", str(out), "--jobs", "1"]
+    made = subprocess.run(
+        [sys.executable, "-m", "attnflow", *command], env=env, capture_output=True, text=True, cwd=tmp_path
+    )
+    assert made.returncode == 0, made.stderr[-2000:]
+    (check,) = json.loads((out / "verify.json").read_text())["checks"]
+    assert (check["paper"], check["name"], check["verdict"]) == ("toy_plugin", "decay_is_exponential", "pass")
+    report = (out / "index.html").read_text()
+    assert "<section id='toy_plugin'>" in report and "toy_plugin_fig1.png" in report
+    assert "<section id='scan_snap'>" not in report
 
 
 @pytest.mark.parametrize(
