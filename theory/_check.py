@@ -369,32 +369,40 @@ def claims(
         raise ValueError("claims: name and statement each hold {} for the value, and values is a sequence")
 
     def decorate(measure: Callable[..., Measured]) -> tuple[Callable[..., Check], ...]:
-        taken = inspect.signature(measure)
-        first, *others = taken.parameters
-        rest = taken.replace(parameters=[taken.parameters[other] for other in others])
-        family = []
-        for value in values:
-            one = functools.partial(measure, value)
-            one = functools.update_wrapper(lambda *args, _one=one, **kwargs: _one(*args, **kwargs), measure)
-            one.__name__ = one.__qualname__ = name.replace("{}", str(value))
-            one.__doc__ = f"{(measure.__doc__ or '').strip()}\n\nThis check: `{first}` = {value!r}."
-            one.__signature__ = rest
-            del one.__wrapped__  # its signature is the family's, less the value
-            family.append(
-                claim(
-                    statement.replace("{}", str(value)),
-                    method=method,
-                    tolerance=tolerance,
-                    provenance=provenance,
-                    bound=bound,
-                    sized=sized,
-                    expected_deviation=expected_deviation,
-                    printed=printed,
-                )(one)
+        declared = functools.partial(
+            claim,
+            method=method,
+            tolerance=tolerance,
+            provenance=provenance,
+            bound=bound,
+            sized=sized,
+            expected_deviation=expected_deviation,
+            printed=printed,
+        )
+        return tuple(
+            declared(statement.replace("{}", str(value)))(
+                _given(measure, value, name.replace("{}", str(value)))
             )
-        return tuple(family)
+            for value in values
+        )
 
     return decorate
+
+
+def _given(measure: Callable[..., Measured], value, name: str) -> Callable[..., Measured]:
+    """`measure` with `value` as its first argument: a function named `name` in its module, taking
+    the rest of its arguments."""
+
+    def one(*args, **kwargs):
+        return measure(value, *args, **kwargs)
+
+    functools.update_wrapper(one, measure)
+    del one.__wrapped__  # its signature is the one below, not the measure's
+    first, *others = (signature := inspect.signature(measure)).parameters
+    one.__signature__ = signature.replace(parameters=[signature.parameters[other] for other in others])
+    one.__name__ = one.__qualname__ = name
+    one.__doc__ = f"{(measure.__doc__ or '').strip()}\n\nThis check: `{first}` = {value!r}."
+    return one
 
 
 def _paper_of(fn: Callable) -> str:
