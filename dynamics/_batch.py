@@ -60,9 +60,9 @@ def grid(**axes: Iterable) -> dict[str, np.ndarray]:
     `grid(eta_z=[0.5, 1], ratio=[1, 2, 5])` gives two arrays of length 6; reshape a result of
     [`run_many`][] over it with `.reshape(2, 3, ...)`.
 
-    **Arguments:** `**axes`: name -> the values along that axis.
+    **Arguments:** `**axes`: name → the values along that axis.
 
-    **Returns:** name -> a 1-D numpy array over all combinations.
+    **Returns:** name → a 1-D numpy array over all combinations.
 
     **Example:** a 2 × 3 grid, one run per point, reshaped back to the grid:
 

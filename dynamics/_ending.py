@@ -35,7 +35,7 @@ def _line_fit(x: Float[Array, " T"], y: Float[Array, " T"], fitted: Bool[Array, 
 
 
 class NormGrowth(eqx.Module):
-    """Two growth laws fitted to ‖θ(t)‖: ‖θ‖ ≈ a + b·log t and ‖θ‖ ≈ c·t^p.
+    """Two growth laws fitted to ‖θ(t)‖: ‖θ‖ ≈ a + b·log t and ‖θ‖ ≈ c·tᵖ.
 
     Every field is an array, so results can be `vmap`ped over runs (each field then gains a leading
     axis). A norm that converges to a finite limit ℓ, as on a loss with a finite minimiser, shows
@@ -79,7 +79,7 @@ class NormGrowth(eqx.Module):
 
 @one_program
 def norm_growth(ts: Float[ArrayLike, " T"], saves: PyTree) -> NormGrowth:
-    """Which law ‖θ(t)‖ grows by late in a run: a + b·log t, or c·t^p.
+    """Which law ‖θ(t)‖ grows by late in a run: a + b·log t, or c·tᵖ.
 
     Fitted over the later half of the run in log-time: of the usable samples (t > 0 and everything
     finite), those with log t ≥ (log t_first + log t_last)/2, the midpoint included up to rounding.
@@ -97,7 +97,7 @@ def norm_growth(ts: Float[ArrayLike, " T"], saves: PyTree) -> NormGrowth:
 
     **Returns:** a [`NormGrowth`][dynamics.landscape.NormGrowth]. Pure JAX: jits and `vmap`s over runs.
 
-    **Example:** ‖θ(t)‖ = 3·t^0.5 exactly: the power law fits to rounding, the log law does not:
+    **Example:** ‖θ(t)‖ = 3·√t exactly: the power law fits to rounding, the log law does not:
 
         >>> import jax.numpy as jnp
         >>> import dynamics

@@ -65,7 +65,7 @@ class Save(eqx.Module):
       the state.
     - `every`: [`train`][]'s save period in steps: it saves at steps 0, every, 2·every, ...,
       num_steps; default 1.
-    - `steps`: [`train`][]'s save steps instead: strictly increasing integers >= 0, each a
+    - `steps`: [`train`][]'s save steps instead: strictly increasing integers ≥ 0, each a
       number of steps taken (0: the start), at most the run's `num_steps`; the run goes on to
       `num_steps` after the last. One of `ts`, `every` and `steps`, not two.
     - `carry`: in training only, `state -> PyTree`, what `fn` starts with at the first save: `fn`
@@ -74,7 +74,7 @@ class Save(eqx.Module):
       and `fn` takes no `carry`.
 
     **Raises:** `ValueError` for two of `ts`, `every` and `steps`, an `every` that is not an integer
-    >= 1, `steps` that are not strictly increasing integers >= 0, or a `carry` with `ts` (a flow's
+    ≥ 1, `steps` that are not strictly increasing integers ≥ 0, or a `carry` with `ts` (a flow's
     saves are independent of each other).
 
     **Example:** save $y^2$ at $t = 0, 1, 2$ along $dy/dt = -y$, so $y^2 = e^{-2t}$; then the same

@@ -18,7 +18,7 @@ POINT_DIM = "point"
 """The dimension of a grid's paired axis (its settings are coordinates along it)."""
 
 Axes = dict[str | tuple[str, ...], list]
-"""A checked grid: setting name (or a paired axis's tuple of names) -> its values."""
+"""A checked grid: setting name (or a paired axis's tuple of names) → its values."""
 
 
 def _plain(value):
@@ -32,7 +32,7 @@ def check_grid(sim: AbstractSimulation, grid: Mapping) -> Axes:
     value; a paired axis (a tuple of names) also when its points do not give one value to each
     name, or names a setting twice. At most one paired axis.
 
-    **Returns:** axis (name or tuple of names) -> its values (tuples for a paired axis).
+    **Returns:** axis (name or tuple of names) → its values (tuples for a paired axis).
     """
     if not isinstance(grid, Mapping):
         raise ValueError(f"grid must be a mapping of setting name -> values, got {type(grid).__name__}")

@@ -29,7 +29,7 @@ def kept_runs(folder: Path, key: dict) -> dict[str, dict[str, np.ndarray]]:
     - `folder`: where the runs are kept (made when it is not there).
     - `key`: a JSON value naming what the runs are results of: the runs, the settings, the code.
 
-    **Returns:** run name -> its kept arrays by name.
+    **Returns:** run name → its kept arrays by name.
 
     **Raises:** `ValueError` when `folder` is a file, or a folder with files that are not kept runs
     (nothing of it is removed).

@@ -590,10 +590,10 @@ def parse_settings(cls, settings_text: Mapping[str, str]) -> dict[str, Any]:
     **Arguments:**
 
     - `cls`: a config class with fields declared by [`param`][].
-    - `settings_text`: setting name (see [`settings`][]: `task.d` for a nested config's) -> value
+    - `settings_text`: setting name (see [`settings`][]: `task.d` for a nested config's) → value
       as text; `none` gives `None` for an optional setting.
 
-    **Returns:** setting name -> typed value (not yet range-checked: building `cls` with
+    **Returns:** setting name → typed value (not yet range-checked: building `cls` with
     [`with_settings`][] or `cls.from_settings` does that).
 
     **Raises:** `ValueError` naming an unknown setting (and the known ones) or a value of the

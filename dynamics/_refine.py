@@ -156,7 +156,7 @@ def refine_sweep(
 
     - `sim`: the simulation.
     - `grid`: one or two of its real-valued settings (traced ones compile one program for all
-      rounds of the same size) -> where to start (at least 2 values each).
+      rounds of the same size) → where to start (at least 2 values each).
     - `outcome`: an [`Outcome`][dynamics.landscape.Outcome] of each run.
     - `num_seeds`: seeds per point, at least 3 (the majority decides a point's outcome).
     - `budget`: the most points swept in all, the start included.

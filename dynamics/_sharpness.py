@@ -127,13 +127,13 @@ def with_sharpness(
       ([`sharpness`][dynamics.landscape.sharpness]).
 
     **Returns:** a [`Save`][] whose records add `"sharpness"` (λ_max) and, with a step size,
-    `"sharpness_ratio"`: λ_max·η/2 for one η, and for step sizes R per group λ_max(R^½ H R^½)/2, the
+    `"sharpness_ratio"`: λ_max·η/2 for one η, and for step sizes R per group λ_max(R¹ᐟ² H R¹ᐟ²)/2, the
     sharpness of the loss in the coordinates where that GD step is plain GD with step 1 (a second
     Lanczos run). GD is stable near a minimum only where the ratio is below 1: it is ≥ 1 past the
     edge of stability. For another optimiser R is its [`AbstractSteps.edge_rates`][]: η/‖∇L‖ for
     normalized GD (infinite where the gradient vanishes), (1 − β₁)η/((1 + β₁)P) per coordinate for
     Adam, so that the ratio is λ_max(P⁻¹H) against Adam's edge (2 + 2β₁)/((1 − β₁)η). For steps
-    projected by Π onto a subspace, λ_max(Π R^½ H R^½ Π)/2.
+    projected by Π onto a subspace, λ_max(Π R¹ᐟ² H R¹ᐟ² Π)/2.
 
     **Raises:** `TypeError`, when the run is traced, if `save.fn` does not return a dict.
 
@@ -150,7 +150,7 @@ def with_sharpness(
         >>> sorted(run.values), [round(float(v), 8) for v in run.values["sharpness_ratio"]]
         (['norm', 'sharpness', 'sharpness_ratio'], [0.75, 0.75, 0.75])
 
-    With a step per coordinate, R = diag(1, 0.1), R^½ H R^½ = [[2, √0.1], [√0.1, 0.2]] has top
+    With a step per coordinate, R = diag(1, 0.1), R¹ᐟ² H R¹ᐟ² = [[2, √0.1], [√0.1, 0.2]] has top
     eigenvalue 1.1 + √0.91 = 2.0539, so the ratio is 1.0270:
 
         >>> steps = {"fast": 1.0, "slow": 0.1}
@@ -256,7 +256,7 @@ def _is_one_rate(rates: Rates) -> bool:
 def _projected(
     loss, point: PyTree, rates: Rates, project
 ) -> tuple[Callable[[PyTree], Float[Array, ""]], PyTree]:
-    """φ ↦ L(θ + Π R^½ φ) and φ = 0: its Hessian there is Π R^½ H R^½ Π."""
+    """φ ↦ L(θ + Π R¹ᐟ² φ) and φ = 0: its Hessian there is Π R¹ᐟ² H R¹ᐟ² Π."""
     root = jax.tree.map(jnp.sqrt, rates)
 
     def scaled(phi: PyTree) -> Float[Array, ""]:

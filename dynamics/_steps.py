@@ -18,7 +18,7 @@ class AbstractSteps(eqx.Module):
     """An optimiser's steps as seen by the sharpness ratio
     ([`with_sharpness`][dynamics.landscape.with_sharpness]): at each state, the step sizes R of the
     gradient-descent step that has the optimiser's edge of stability, so that it is stable near a minimum
-    only while λ_max(R^½ H R^½) < 2.
+    only while λ_max(R¹ᐟ² H R¹ᐟ²) < 2.
 
     Plain GD needs none of this (its step sizes are R); a subclass says what R is for another
     optimiser, given the loss, the parameters and the optimiser's state at a save of
@@ -55,7 +55,7 @@ class AbstractSteps(eqx.Module):
     def edge_projection(self) -> Callable[[PyTree], PyTree] | None:
         """The projection Π onto the directions the steps move in, when they keep to a subspace
         (e.g. centred columns, for steps that keep column sums): the ratio is then
-        λ_max(Π R^½ H R^½ Π)/2. `None` (the default): the steps move in every direction."""
+        λ_max(Π R¹ᐟ² H R¹ᐟ² Π)/2. `None` (the default): the steps move in every direction."""
         return None
 
 

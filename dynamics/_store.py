@@ -88,7 +88,7 @@ class Plan:
     **Fields:**
 
     - `sims`: the grid points, in C order over `axes` (the last axis varies fastest).
-    - `axes`: grid axis name (a paired axis: its tuple of names) -> its values.
+    - `axes`: grid axis name (a paired axis: its tuple of names) → its values.
     - `seed`, `num_seeds`: the integer seeds `seed, seed + 1, ...` every grid point runs.
     - `chunk_size`: at most this many runs per compiled call.
     - `units`: per block, its static simulation (the compiled program) and its cells
@@ -214,7 +214,7 @@ def named_leaves(tree, prefix: str) -> dict[str, object]:
 
 
 def variables(run: Run, batched: bool = False) -> dict[str, tuple[tuple[str, ...], object]]:
-    """The dataset's variables of a run: name -> (dims after `seed`, leaf). With `batched`, the
+    """The dataset's variables of a run: name → (dims after `seed`, leaf). With `batched`, the
     leaves carry a leading run axis (not counted in the dims)."""
 
     def dims(name: str, leaf, extra: tuple[str, ...]) -> tuple[str, ...]:

@@ -68,7 +68,7 @@ def simulate(
     **Main arguments:**
 
     - `sim`: the simulation.
-    - `num_seeds`: the number of runs (>= 1).
+    - `num_seeds`: the number of runs (≥ 1).
 
     **Other arguments:** `seed`, `chunk_size`, `progress`, `store`, `attrs`, `overwrite` and
     `max_bytes` as for [`sweep`][].
@@ -181,16 +181,16 @@ def sweep(
     **Main arguments:**
 
     - `sim`: the simulation whose other fields stay fixed.
-    - `grid`: field name -> the values along that axis (the last axis varies fastest); `{}` for
-      seeds only. A tuple of names -> a list of value tuples is a paired axis: those points only
+    - `grid`: field name → the values along that axis (the last axis varies fastest); `{}` for
+      seeds only. A tuple of names → a list of value tuples is a paired axis: those points only
       (points on no product grid, e.g. a refined phase diagram's), along the dimension
       [`POINT_DIM`][dynamics.store.POINT_DIM] (`point`), each of its settings a coordinate along
       it; at most one per grid.
-    - `num_seeds`: runs per grid point (>= 1).
+    - `num_seeds`: runs per grid point (≥ 1).
 
     **Other arguments:**
 
-    - `seed`: the first run's integer seed (>= 0).
+    - `seed`: the first run's integer seed (≥ 0).
     - `chunk_size`: the most runs per compiled call and per written block: the blocks are as
       few as that allows and as even as their number allows, and each program compiles once
       (a store resumes only with the chunk size that made it).

@@ -70,7 +70,7 @@ class PaperInfo:
     - `name`: its one name: the package's name, the prefix of its figures and checks, and what
       the command line calls it.
     - `title`: authors, title and venue.
-    - `levels`: level name -> a final `dynamics.AbstractSimulation` class; the first is the default.
+    - `levels`: level name → a final `dynamics.AbstractSimulation` class; the first is the default.
     - `label`: a short name for menus (default: `name`).
     - `data`: the [`DataOption`][] of its figures and checks, or `None`.
     - `cost`: the seconds its quick `"checks"` and its quick `"figures"` take (measured on two

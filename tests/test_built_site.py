@@ -65,6 +65,73 @@ def _pages() -> list[Path]:
     return sorted(p for p in Path(SITE).rglob("*.html") if p.name != "404.html")
 
 
+class _Prose(html.parser.HTMLParser):
+    """The prose of a page as a reader reads it: its text without what names code or is rendered
+    maths (`code`, `pre`, `math`, `script`, `style`), without the page's head, and without what
+    lists names rather than writes maths: the navigation and the tables of contents (`nav`, which
+    mkdocs-material's sidebars hold; they list members such as `theta1` or `omega_1`) and the
+    headings' permanent links (¤). Text arrives with its entities unescaped."""
+
+    SKIPPED_TAGS = frozenset({"head", "code", "pre", "math", "script", "style", "nav"})
+    SKIPPED_CLASSES = frozenset({"md-sidebar", "headerlink"})
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.skipping: str | None = None
+        self.depth = 0
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        if self.skipping is not None:
+            self.depth += tag == self.skipping
+        elif tag in self.SKIPPED_TAGS or self.SKIPPED_CLASSES & set((dict(attrs).get("class") or "").split()):
+            self.skipping, self.depth = tag, 1
+
+    def handle_endtag(self, tag):
+        if tag == self.skipping:
+            self.depth -= 1
+            if self.depth == 0:
+                self.skipping = None
+
+    def handle_data(self, data):
+        if self.skipping is None:
+            self.text.append(data)
+
+
+def _prose(page: Path) -> str:
+    parser = _Prose()
+    parser.feed(page.read_text())
+    parser.close()
+    return " ".join(parser.text)
+
+
+def test_prose_leaves_out_code_maths_navigation_and_headings_links():
+    parser = _Prose()
+    parser.feed(
+        "<html><head><title>x^2</title></head><body><nav class='md-nav'><a>theta1</a></nav>"
+        "<div class='md-sidebar'><span>omega_1</span></div><h2>attend <a class='headerlink'>¤</a></h2>"
+        "<p>a <code>x -&gt; y</code> and <math><mi>x</mi></math>, ‖x‖₂ &ge; 0</p><br>"
+        "<pre><code>&gt;&gt;&gt; f(alpha)</code></pre><script>a >= b</script><p>x &gt;= 0</p></body></html>"
+    )
+    parser.close()
+    text = " ".join(parser.text)
+    assert not {"x^2", "theta1", "omega_1", "¤", "alpha"} & set(re.findall(r"\S+", text)), text
+    assert "‖x‖₂ ≥ 0" in text and [m.group(0) for m in ASCII_MATHS.finditer(text)] == [">="], text
+
+
+@needs_site
+def test_no_page_types_its_maths_in_ascii():
+    """Every page's prose (see `_Prose`: no code, rendered maths, navigation or tables of contents)
+    writes its maths in Unicode (Uᵀ, ‖x‖₂, ≥, →, ∼ N(0, I), L₀, R¹ᐟ², Q⋆) or as `$…$`, which the
+    site renders, never as ASCII (`U^T`, `||x||_2`, `>=`, `->`, `~ N(0, I)`, `L_0`, `R^½`, `Q*`)."""
+    typed = {}
+    for page in _pages():
+        found = [m.group(0) for m in ASCII_MATHS.finditer(_prose(page))]
+        if found:
+            typed[str(page.relative_to(SITE))] = (len(found), sorted(set(found)))
+    assert typed == {}
+
+
 @needs_site
 def test_every_page_loads_nothing_from_the_internet_and_finds_its_files_on_disk():
     problems = []

@@ -76,13 +76,13 @@ def _centre_columns(tangent: LinearSCB) -> LinearSCB:
 
 
 def _q_min(inst: Instance) -> Float[Array, ""]:
-    """The smallest non-zero weight of Q*."""
+    """The smallest non-zero weight of Q⋆."""
     Qs = inst.Q_star
     return jnp.min(jnp.where(Qs > 0, Qs, jnp.asarray(jnp.inf, Qs.dtype)))
 
 
 def sparsity(inst: Instance) -> Int[Array, ""]:
-    """Q: the largest support of a column of Q* (an integer array; traceable, the instance may be
+    """Q: the largest support of a column of Q⋆ (an integer array; traceable, the instance may be
     an argument of a batched run)."""
     return jnp.max(jnp.sum(inst.Q_star > 0, axis=0))
 

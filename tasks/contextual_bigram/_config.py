@@ -25,7 +25,7 @@ class SCBConfig:
     (its settings are static, never traced). Every field is checked on construction.
 
     **Fields:** `instance_seed` (the NumPy seed of the draw), `N` (vocabulary size), `Q`
-    (sparsity, <= T), `T` (context length); `dynamics.params(SCBConfig)` lists their defaults,
+    (sparsity, ≤ T), `T` (context length); `dynamics.params(SCBConfig)` lists their defaults,
     allowed values and meaning. The defaults are the default instance of the checks, figures and
     simulations, `random_instance(0, N=3, Q=2, T=50)` (sizes recon).
 

@@ -1,5 +1,5 @@
 """The sparse contextual bigram (SCB) data model (Eqn 1): transition matrix P (column
-convention), its stationary distribution μ and the sparse attention vectors q⁽ᵏ⁾ stacked as Q*;
+convention), its stationary distribution μ and the sparse attention vectors q⁽ᵏ⁾ stacked as Q⋆;
 Assumption 2.1 checked with clear errors; random instances like the experiments."""
 
 import dataclasses
@@ -83,7 +83,7 @@ def k_p(inst: Instance):
 
 
 def k_q(inst: Instance):
-    """K_Q = ‖Q* − 11ᵀ/T‖²_μ."""
+    """K_Q = ‖Q⋆ − 11ᵀ/T‖²_μ."""
     Qbar = inst.Q_star - jnp.asarray(1.0 / inst.T, inst.Q_star.dtype)
     return mu_inner(Qbar, Qbar, inst.mu)
 
@@ -137,7 +137,7 @@ def check_assumption(P, mu, Q_star, assumption: Assumption = Assumption()) -> No
 
 
 def make_instance(P, Q_star, assumption: Assumption = Assumption(), dtype=jnp.float64) -> Instance:
-    """Build an [`Instance`][] from P and Q*: μ is computed (Perron vector), then Assumption 2.1
+    """Build an [`Instance`][] from P and Q⋆: μ is computed (Perron vector), then Assumption 2.1
     is checked.
 
     **Arguments:** `P` (N, N) column-stochastic; `Q_star` (T, N); `assumption`; `dtype` of the arrays.
@@ -155,9 +155,9 @@ def make_instance(P, Q_star, assumption: Assumption = Assumption(), dtype=jnp.fl
 def random_instance(
     seed: int, N: int, Q: int, T: int, assumption: Assumption | None = None, max_tries: int = 100_000
 ) -> Instance:
-    """A random instance like the experiments (recon; the paper only says P and Q* are random):
-    columns of P ~ Dirichlet(1_N), μ its stationary distribution; for each k, Q distinct positions
-    uniform in [T] with weights ~ Dirichlet(1_Q); rejection sampling until Assumption 2.1 holds.
+    """A random instance like the experiments (recon; the paper only says P and Q⋆ are random):
+    columns of P ∼ Dirichlet(1_N), μ its stationary distribution; for each k, Q distinct positions
+    uniform in [T] with weights ∼ Dirichlet(1_Q); rejection sampling until Assumption 2.1 holds.
 
     **Arguments:** `seed` (NumPy generator); `N`, `Q`, `T`; `assumption` (default: its defaults
     with sparsity Q); `max_tries`.
@@ -183,11 +183,11 @@ def random_instance(
 
 
 def extend_context(inst: Instance, T: int) -> Instance:
-    """The same task at a longer context: P and the weights of Q* unchanged, each column's support
+    """The same task at a longer context: P and the weights of Q⋆ unchanged, each column's support
     at the same positions, T − T₀ positions of weight 0 appended. What changes with T is only the
     number of positions the attention must rule out, so a sweep over T isolates the role of T.
 
-    **Arguments:** `inst` (context length T₀); `T` >= T₀.
+    **Arguments:** `inst` (context length T₀); `T` ≥ T₀.
 
     **Returns:** the [`Instance`][] at context length T (Assumption 2.1 checked).
 

@@ -71,7 +71,7 @@ def _cos(A, B):
 
 
 def metrics(model: LinearSCB, inst: Instance, theta3) -> dict:
-    """The quantities of Fig. 1 and Appendix I: Frobenius distances to (P, Q*) before and after
+    """The quantities of Fig. 1 and Appendix I: Frobenius distances to (P, Q⋆) before and after
     normalisation (Q̂ = normalise_attention(Q, θ₃), V̂ = V_LS(Q̂), an oracle diagnostic), raw and
     centred cosine similarities, line coordinates and distances to the lines, population loss.
 

@@ -134,7 +134,7 @@ def precondition(grads: LinearSCB, mu) -> LinearSCB:
 
 
 def population_scalars(model: LinearSCB, inst: Instance) -> dict:
-    """c1 = ⟨Q, Q*⟩_μ, c2 = ‖Q‖²_μ, A1 = ⟨V − μ1ᵀ, P̄⟩_μ, A2 = ‖V‖²_μ − ‖Vμ‖², and Vμ (the
+    """c1 = ⟨Q, Q⋆⟩_μ, c2 = ‖Q‖²_μ, A1 = ⟨V − μ1ᵀ, P̄⟩_μ, A2 = ‖V‖²_μ − ‖Vμ‖², and Vμ (the
     scalars of Lemmas B.7-B.8)."""
     mu = inst.mu
     Vmu = model.V @ mu
@@ -203,7 +203,7 @@ def expected_preconditioned(model: LinearSCB, inst: Instance) -> LinearSCB:
 
 
 def enumerate_population(model, inst: Instance, scale=LOSS_SCALE) -> tuple:
-    """Exact expectation by enumerating all N^(T+1) token sequences and N labels (tiny sizes).
+    """Exact expectation by enumerating all Nᵀ⁺¹ token sequences and N labels (tiny sizes).
 
     **Returns:** `(loss, grads)`: E l and E ∇l (autodiff of the per-sample loss), float64.
     """

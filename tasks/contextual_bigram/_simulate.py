@@ -81,14 +81,14 @@ class Algorithm1(_OnInstance):
     were lost. It is also the config that [`run_algorithm`][], [`run_stage1`][] and
     [`run_transfer`][] read.
 
-    **Saves:** the metrics of [`metrics`][] (distances and cosines to (P, Q*), line coordinates,
+    **Saves:** the metrics of [`metrics`][] (distances and cosines to (P, Q⋆), line coordinates,
     population `loss`, off-support mass) every `every` Stage-2 steps (or at `log_saves` log-spaced
     Stage-2 steps), at the total step count
     τ₁ + Stage-2 step. `final`: `model` and `metrics` after Stage 3, `stage2_model` and
     `stage2_metrics` before normalisation, `stage1_metrics` at the switch, `tau1` and
     `alpha_after_stage1`. `stop`, `t_stop` are those of Stage 2 (`t_stop` counted from step 0).
     With `along.sharpness` also, at every Stage-2 save, `sharpness` (λ_max of the population
-    loss's Hessian) and `sharpness_ratio`: λ_max(Π R^½ H R^½ Π)/2 for Stage 2's steps, R = η₂/μ
+    loss's Hessian) and `sharpness_ratio`: λ_max(Π R¹ᐟ² H R¹ᐟ² Π)/2 for Stage 2's steps, R = η₂/μ
     per column and Π the centring of the columns (`preconditioned_steps`; ≥ 1 past their edge).
 
     **Example:** `dynamics.simulate(Algorithm1(switch="fixed", tau1=20), num_seeds=8)`.

@@ -29,10 +29,10 @@ def probe_gradients(model: LinearSCB, inst: Instance, key, probes: int) -> Linea
 def surrogate_noise(
     model: LinearSCB, inst: Instance, key, *, batch: int, probes: int, covariance: str = "full"
 ) -> LinearSCB:
-    """A draw of ξ ~ N(0, Σ(θ)/B), Σ = the per-sample covariance of the preconditioned gradient
+    """A draw of ξ ∼ N(0, Σ(θ)/B), Σ = the per-sample covariance of the preconditioned gradient
     estimated from `probes` per-sample gradients at θ (recon).
 
-    `covariance="full"`: ξ = Σ_m z_m (G_m − Ḡ) / √(M B) with z ~ N(0, I_M) (exactly the empirical
+    `covariance="full"`: ξ = Σ_m z_m (G_m − Ḡ) / √(M B) with z ∼ N(0, I_M) (exactly the empirical
     covariance, correlations included); `"diagonal"`: independent entries with the empirical
     per-entry variances. Columns stay centred (every G_m has centred columns). Over the draw of the
     probes the full form's covariance is (M − 1)/M · Σ/B for any M = `probes`: more probes only

@@ -29,7 +29,7 @@ class Dataset:
 
     **Fields:**
 
-    - `vocab_size`: `|V|` (>= 2); tokens are `0..|V|-1`.
+    - `vocab_size`: `|V|` (≥ 2); tokens are `0..|V|-1`.
     - `sentences`: the distinct sentences `X^(n)`, each a non-empty tuple of tokens; the last is
       the query.
     - `labels`: the next token `y_n` of each sentence.

@@ -22,7 +22,7 @@ class RecipeB:
 
     **Fields:** `vocab_size`, `max_length` `L_max`, `min_sentences` `s_q`, `rho`, `k_max`,
     `m_max`, `p_incl`, `c_max`, `complete`; `dynamics.params(RecipeB)` lists what each allows and
-    means. `k_max + m_max` must be <= `vocab_size`.
+    means. `k_max + m_max` must be ≤ `vocab_size`.
     """
 
     vocab_size: int = param(20, Interval(3), doc="vocabulary size V")

@@ -135,9 +135,12 @@ def attend(scores: Float[Array, "N L"], values: Float[Array, "N L V"]) -> Float[
 
     **Example:**
 
+    ```pycon
     >>> s = jnp.array([[0.0, -40.0]]); v = jnp.array([[[1.0], [0.0]]])
     >>> float(jax.grad(lambda s: attend(s, v)[0, 0])(s)[0, 1])  # −a_1 a_0 (g_0 − g_1)
     -4.24835...e-18
+
+    ```
     """
     return jnp.einsum("nl,nlv->nv", jax.nn.softmax(scores, axis=-1), values)
 
@@ -174,8 +177,8 @@ def cross_entropy(z: Float[Array, "N V"], labels: Int[Array, " N"]) -> Float[Arr
     """`logsumexp(z) − z_y`, computed as `softplus(logsumexp_{v≠y}(z_v − z_y))`.
 
     Stable where the target logit dominates: the value keeps its relative precision
-    down to ~1e-300, and its gradient's target entry is `−Σ_{v≠y} softmax_v`, not `softmax_y − 1`
-    (which rounds to 0 once the margin exceeds ~36 in float64).
+    down to about 1e-300, and its gradient's target entry is `−Σ_{v≠y} softmax_v`, not `softmax_y − 1`
+    (which rounds to 0 once the margin exceeds about 36 in float64).
     """
     target = jax.nn.one_hot(labels, z.shape[-1], dtype=bool)
     z_y = jnp.take_along_axis(z, labels[:, None], axis=-1)

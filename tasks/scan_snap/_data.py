@@ -66,8 +66,8 @@ def sample_tokens(
 
     - `key`: PRNG key.
     - `classes`: the sequence classes.
-    - `batch_size`: B >= 1 (static).
-    - `T`: position of the query token, >= 2 (static).
+    - `batch_size`: B ≥ 1 (static).
+    - `T`: position of the query token, ≥ 2 (static).
 
     **Returns:**
 
@@ -113,8 +113,8 @@ def sample(key: PRNGKeyArray, classes: SequenceClasses | ClassArrays, batch_size
 
     - `key`: PRNG key.
     - `classes`: the sequence classes.
-    - `batch_size`: B >= 1 (static).
-    - `T`: position of the query token, >= 2 (static).
+    - `batch_size`: B ≥ 1 (static).
+    - `T`: position of the query token, ≥ 2 (static).
 
     **Returns:**
 
@@ -122,6 +122,7 @@ def sample(key: PRNGKeyArray, classes: SequenceClasses | ClassArrays, batch_size
 
     **Example:**
 
+    ```pycon
     >>> import jax
     >>> from tasks.scan_snap import Dataset2, sample, sample_tokens, token_counts
     >>> classes = Dataset2.syn_small().build()
@@ -130,6 +131,8 @@ def sample(key: PRNGKeyArray, classes: SequenceClasses | ClassArrays, batch_size
     >>> tokens = sample_tokens(key, classes, 4, 16).tokens
     >>> bool((batch.counts == token_counts(tokens, classes.M)).all())
     True
+
+    ```
     """
     _check_sizes(batch_size, T)
     arrays = to_class_arrays(classes, None)
@@ -159,8 +162,8 @@ def sample_multinomial(
 
     - `key`: PRNG key.
     - `classes`: the sequence classes.
-    - `batch_size`: B >= 1 (static).
-    - `num_context`: T − 1 >= 1, the number of contextual tokens.
+    - `batch_size`: B ≥ 1 (static).
+    - `num_context`: T − 1 ≥ 1, the number of contextual tokens.
 
     **Returns:**
 

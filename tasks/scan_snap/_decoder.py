@@ -106,7 +106,7 @@ def h_continuous(t: ArrayLike, M: ArrayLike, eta_y: ArrayLike) -> Float[Array, "
 
     Computed by a fixed number of Newton steps in `x = M h` from the upper bound
     `x0 = min(A/(M-1), ln A)`, `A = M η_Y t + 1` (monotone convergence; relative accuracy
-    ~1e-15 in float64 for `t ∈ [0, 1e7]`). Differentiable in all arguments through the
+    about 1e-15 in float64 for `t ∈ [0, 1e7]`). Differentiable in all arguments through the
     implicit-function derivative (`dh/dt = η_Y / ((M-1) + e^{M h})`), to any order.
 
     **Arguments:**

@@ -16,7 +16,7 @@ class Batch(eqx.Module):
 
     **Fields:**
 
-    - `counts`: N ∈ ℕ^M per sequence, N_l = #{t ≤ T − 1 : x_t = l} (query excluded).
+    - `counts`: N ∈ ℕᴹ per sequence, N_l = #{t ≤ T − 1 : x_t = l} (query excluded).
     - `query`: the query token $x_T$.
     - `label`: the next token $x_{T+1}$.
     """
@@ -27,12 +27,12 @@ class Batch(eqx.Module):
 
 
 class YZModel(eqx.Module):
-    """The Y/Z model (Sec. 3.1, Eqn 15): Y = U W_V^T U^T, Z = U W_Q W_K^T U^T / √d as free
+    """The Y/Z model (Sec. 3.1, Eqn 15): Y = U W_Vᵀ Uᵀ, Z = U W_Q W_Kᵀ Uᵀ / √d as free
     (M, M) parameters.
 
     `Y[l, k]` is the output logit of token k from contextual token l (row = input,
     column = output). `Z[m, l]` = $z_{ml}$ is the attention logit of key token l under
-    query token m; z_m := row m. Output logits Y^T LN(X^T b_T), LN(x) = x / ||x||_2.
+    query token m; z_m := row m. Output logits Yᵀ LN(Xᵀ b_T), LN(x) = x / ‖x‖₂.
     All methods treat one sequence; batch with `jax.vmap`.
 
     **Fields:**
@@ -50,7 +50,7 @@ class YZModel(eqx.Module):
 
         **Arguments:**
 
-        - `M`: vocabulary size, >= 2.
+        - `M`: vocabulary size, ≥ 2.
         - `dtype`: floating dtype of the parameters.
 
         **Returns:**
@@ -69,7 +69,7 @@ class YZModel(eqx.Module):
         **Arguments:**
 
         - `key`: PRNG key.
-        - `M`: vocabulary size, >= 2.
+        - `M`: vocabulary size, ≥ 2.
         - `dtype`: floating dtype of the parameters.
 
         **Returns:**
@@ -92,7 +92,7 @@ class YZModel(eqx.Module):
 
     def attention_output(self, counts: Real[Array, " M"], query: Int[Array, ""] | int) -> Float[Array, " M"]:
         r"""$X^T b_T = (N \circ e^{z_m}) / (N^T e^{z_m})$, $m = x_T$ (exact: without positional
-        encoding X^T b_T depends on the sequence only through its token counts N), computed
+        encoding Xᵀ b_T depends on the sequence only through its token counts N), computed
         with the maximum of z_m over the present tokens (N_l > 0) subtracted.
 
         **Arguments:**
@@ -133,7 +133,7 @@ class YZModel(eqx.Module):
         return jnp.zeros(self.M, dtype=b.dtype).at[tokens].add(b)
 
     def logits(self, counts: Real[Array, " M"], query: Int[Array, ""] | int) -> Float[Array, " M"]:
-        """Output logits Y^T LN(X^T b_T) over all M tokens (Eqn 15).
+        """Output logits Yᵀ LN(Xᵀ b_T) over all M tokens (Eqn 15).
 
         **Arguments:**
 
@@ -177,8 +177,8 @@ def lemma1_update(
         Ẏ = LN(X^T b_T) (x_{T+1} − α)^T                                        (Eqn 3)
         Ż = x_T (x_{T+1} − α)^T Y^T [P^⊥_{X^T b_T} / ||X^T b_T||_2] X^T diag(b_T) X   (Eqn 4)
 
-    with X the (T − 1, M) one-hot matrix of the contextual tokens, b_T = softmax(X Z^T x_T)
-    and α = softmax(Y^T LN(X^T b_T)). Equals the gradient of J = −cross-entropy; the row
+    with X the (T − 1, M) one-hot matrix of the contextual tokens, b_T = softmax(X Zᵀ x_T)
+    and α = softmax(Yᵀ LN(Xᵀ b_T)). Equals the gradient of J = −cross-entropy; the row
     sums are conserved, Ẏ 1 = Ż 1 = 0.
 
     **Arguments:**
@@ -230,14 +230,14 @@ def class_attention(model: YZModel, classes: SequenceClasses | ClassArrays) -> F
 
 
 def _population_terms(model: YZModel, arrays: ClassArrays) -> tuple[Float[Array, "K M"], Float[Array, "K M"]]:
-    """f_n = c_n / ||c_n||_2 and log α_n = log softmax(Y^T f_n), rows n = 1..K."""
+    """f_n = c_n / ‖c_n‖₂ and log α_n = log softmax(Yᵀ f_n), rows n = 1..K."""
     c = class_attention(model, arrays)
     f = c / jnp.linalg.norm(c, axis=-1, keepdims=True)
     return f, jax.nn.log_softmax(f @ model.Y, axis=-1)
 
 
 def population_loss(model: YZModel, classes: SequenceClasses | ClassArrays) -> Scalar:
-    r"""Population (T → ∞) loss L = −Σ_n π_n log α_n[n], α_n = softmax(Y^T f_n),
+    r"""Population (T → ∞) loss L = −Σ_n π_n log α_n[n], α_n = softmax(Yᵀ f_n),
     $f_n = \tilde{c}_n / \lVert \tilde{c}_n \rVert_2$, $\tilde{c}_n = P(\cdot \mid n) \circ e^{z_{\psi(n)}}$
     (Lemma 2; the loss of level L1).
 
@@ -265,13 +265,13 @@ def population_gradient_formula(
         Ẏ   = Σ_n π_n f_n (e_n − α_n)^T
         ż_m = Σ_{n ∈ ψ^{-1}(m)} π_n diag(f_n) P^⊥_{f_n} Y (e_n − α_n),   ż_m = row m of Ż.
 
-    Derivation: ∂(−log α_n[n]) / ∂(Y^T f_n) = α_n − e_n gives Ẏ; for Z,
+    Derivation: ∂(−log α_n[n]) / ∂(Yᵀ f_n) = α_n − e_n gives Ẏ; for Z,
     $f_n = \tilde{c}_n / \lVert \tilde{c}_n \rVert$ has Jacobian $P^\perp_{f_n} / \lVert \tilde{c}_n \rVert$
     in $\tilde{c}_n$, and $\partial \tilde{c}_n / \partial z_{\psi(n)} = \operatorname{diag}(\tilde{c}_n)$, so
     $\operatorname{diag}(\tilde{c}_n) P^\perp_{f_n} / \lVert \tilde{c}_n \rVert =
     \operatorname{diag}(f_n) P^\perp_{f_n}$: there is no leftover $1 / \lVert \tilde{c}_n \rVert$.
-    This is Eqn 4 with X^T diag(b_T) X = diag(X^T b_T) → diag(c_n) and
-    diag(c_n) / ||c_n|| = diag(f_n) (Lemma 2; the step from Eqn 4 to Eqn 10).
+    This is Eqn 4 with Xᵀ diag(b_T) X = diag(Xᵀ b_T) → diag(c_n) and
+    diag(c_n) / ‖c_n‖ = diag(f_n) (Lemma 2; the step from Eqn 4 to Eqn 10).
 
     **Arguments:**
 

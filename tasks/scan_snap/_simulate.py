@@ -82,7 +82,7 @@ class SGD(dynamics.AbstractSimulation):
     attention every `every` steps (or at `log_saves` log-spaced steps).
 
     With `along.sharpness` it saves also `sharpness` (λ_max of the population loss's Hessian) and,
-    for `sgd` and `momentum`, `sharpness_ratio` (≥ 1 past the edge of stability: λ_max(R^½HR^½)/2
+    for `sgd` and `momentum`, `sharpness_ratio` (≥ 1 past the edge of stability: λ_max(R¹ᐟ²HR¹ᐟ²)/2
     with the two rates R, over 1 + μ for momentum); with `along.flow` (`sgd` only) `flow_distance`
     from L1's flow started at the same point, at t = k, and `flow_loss` (`dynamics.Along`).
 

@@ -102,7 +102,7 @@ class Vocabulary:
 
     @functools.cached_property
     def index(self) -> dict[str, int]:
-        """Token -> index."""
+        """Token → index."""
         return {token: i for i, token in enumerate(self.tokens)}
 
     def __len__(self) -> int:
@@ -188,7 +188,7 @@ def corpus_from_lines(lines: Mapping[str, Sequence[str]], name: str = "text") ->
 
     **Arguments:**
 
-    - `lines`: `train`, `valid`, `test` -> the lines of that split.
+    - `lines`: `train`, `valid`, `test` → the lines of that split.
     - `name`: the corpus's name.
 
     **Returns:** a [`TextCorpus`][].
@@ -221,7 +221,7 @@ def wikitext_files(directory: str | os.PathLike, variant: str = "tokens") -> dic
     - `variant`: `tokens` (`wiki.{split}.tokens`) or `raw` (`wiki.{split}.raw`); see
       [`WIKITEXT_VARIANTS`][].
 
-    **Returns:** split -> path.
+    **Returns:** split → path.
 
     **Raises:** `ValueError` naming the missing files (or a directory that does not exist).
 
@@ -283,7 +283,7 @@ def read_wikitext(directory: str | os.PathLike, variant: str = "tokens") -> dict
     """The lines of the three WikiText files of `directory` (UTF-8, newlines kept, as torchtext's
     dataset yields them); every file is checked to exist first ([`wikitext_files`][]).
 
-    **Returns:** split -> lines.
+    **Returns:** split → lines.
     """
     files = wikitext_files(directory, variant)
     lines = {}
@@ -319,7 +319,7 @@ def quick_corpus_lines() -> dict[str, list[str]]:
     every split spans the whole book: 806,498 `basic_english` tokens for training, 44,200 for
     validation, 43,565 for test, and 12,161 entries in the vocabulary (`<unk>` included).
 
-    **Returns:** split -> lines.
+    **Returns:** split → lines.
 
     **Raises:** `ImportError` saying what to install when the package is absent.
     """

@@ -115,7 +115,7 @@ def attention_entropy(attention: Float[Array, "... T S"], eps: float = ENTROPY_E
 
     **Returns:** one entropy per row, shape `attention.shape[:-1]`.
 
-    **Example:** a causal uniform map over T = 4: row t has entropy ln(t + 1), so e^H counts the
+    **Example:** a causal uniform map over T = 4: row t has entropy ln(t + 1), so eᴴ counts the
     positions it attends to:
 
         >>> import jax.numpy as jnp

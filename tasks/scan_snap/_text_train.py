@@ -331,7 +331,7 @@ class TextSGD(dynamics.AbstractSimulation):
     **Final:** `train_loss` (every step's), `val_loss`, and `val_entropy` (per layer) from
     [`evaluate_text`][] on the validation split after training. With `along.sharpness` it saves also
     `sharpness`, λ_max of the Hessian of the first training window's loss (every column, dropout
-    off), and `sharpness_ratio`, its ratio to the edge of the clipped step: λ_max(R^½HR^½)/2 with R
+    off), and `sharpness_ratio`, its ratio to the edge of the clipped step: λ_max(R¹ᐟ²HR¹ᐟ²)/2 with R
     the two groups' rates times min(1, clip_norm/(‖∇L‖ + 10⁻⁶)) of that loss's gradient
     ([`dynamics.ClippedSteps`][]).
 

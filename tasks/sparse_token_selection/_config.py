@@ -57,7 +57,7 @@ class STSConfig:
     `fixed_pe`, `pe_seed`, `max_length`, `keys` (one of [`KEY_SETS`][]), `x_query_mode` (one of
     [`X_QUERY_MODES`][]), `init_scale`; `dynamics.params(STSConfig)` lists their defaults,
     allowed values and meaning. The defaults are the paper's T = 200, q = 3 with d = 10,
-    dictionary one-hot PE with N = 400 slots (>= the longest test length), ρ = 1, x_query = 0.
+    dictionary one-hot PE with N = 400 slots (≥ the longest test length), ρ = 1, x_query = 0.
     """
 
     d: int = param(10, Interval(1), doc="token dimension d")
@@ -110,7 +110,7 @@ class STSConfig:
 
     @property
     def trivial_loss(self) -> float:
-        """L_0 = d / (2q), the loss of the zero output."""
+        """L₀ = d / (2q), the loss of the zero output."""
         return self.d / (2 * self.q)
 
     def replace(self, **changes) -> "STSConfig":

@@ -29,7 +29,7 @@ class Batch(NamedTuple):
 
 
 def random_subset(key: PRNGKeyArray, T: int, q, *, dtype=jnp.float64) -> Float[Array, " T"]:
-    """1_y for y ~ Uniform(binom([T], q)): the positions of the q smallest of T uniforms (ties to the
+    """1_y for y ∼ Uniform(binom([T], q)): the positions of the q smallest of T uniforms (ties to the
     lower position). `q` may be a traced integer (vmap over q_test); a Python `int` takes the same
     positions by `top_k`, without sorting."""
     u = jax.random.uniform(key, (T,))

@@ -19,7 +19,7 @@ from ._model import FCN
 
 
 def subset_second_moment(T: int, q: int) -> np.ndarray:
-    """E[1_y 1_y^T] for y ~ Uniform(binom([T], q)): q/T on the diagonal, q(q−1)/(T(T−1)) off it."""
+    """E[1_y 1_yᵀ] for y ∼ Uniform(binom([T], q)): q/T on the diagonal, q(q−1)/(T(T−1)) off it."""
     off = q * (q - 1) / (T * (T - 1))
     return np.full((T, T), off) + np.eye(T) * (q / T - off)
 
@@ -27,7 +27,7 @@ def subset_second_moment(T: int, q: int) -> np.ndarray:
 def linear_readout_risk(A: np.ndarray, d: int, T: int, q: int) -> float:
     """The smallest ½-normalised loss of any predictor of X u_y from (A vec X, y), X Gaussian
     (the proof of Proposition C): `(1/(2q²)) tr((I − Π_A)(E[1_y 1_y^T] ⊗ I_d))`, vec X position-major
-    ([x_1; …; x_T]); computed by exact linear algebra.
+    ([x₁; …; x_T]); computed by exact linear algebra.
 
     **Arguments:** `A`: the first layer on vec X, shape `(m, T d)`; sizes `d`, `T`, `q`.
     """
@@ -46,7 +46,7 @@ def linear_readout_risk(A: np.ndarray, d: int, T: int, q: int) -> float:
 
 def top_eigenspace_layer(d: int, T: int, m: int, key: int = 0) -> np.ndarray:
     """A first layer of width m that reads the token sum Σ_i x_i (the `1 ⊗ I_d` eigenspace) and,
-    for m > d, m − d random directions: it attains Proposition C's bound for d <= m <= Td."""
+    for m > d, m − d random directions: it attains Proposition C's bound for d ≤ m ≤ Td."""
     total = np.kron(np.ones((1, T)), np.eye(d)) / np.sqrt(T)
     rest = np.random.default_rng(key).standard_normal((max(m - d, 0), T * d))
     return np.concatenate([total[: min(m, d)], rest])

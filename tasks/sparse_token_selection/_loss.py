@@ -16,13 +16,13 @@ from ._model import STSTransformer
 
 
 def example_loss(model, X, y, E, x_query) -> Float[Array, ""]:
-    """½ ||f(X, y, E) − STS_q(X, y)||² for one example."""
+    """½ ‖f(X, y, E) − STS_q(X, y)‖² for one example."""
     r = model(X, y, E, x_query) - target(X, y)
     return 0.5 * jnp.sum(r * r)
 
 
 def loss(model, batch: Batch) -> Float[Array, ""]:
-    """The empirical loss on a batch: ½ mean ||f − STS_q||²."""
+    """The empirical loss on a batch: ½ mean ‖f − STS_q‖²."""
     return jnp.mean(jax.vmap(example_loss, in_axes=(None, 0, 0, 0, 0))(model, *batch))
 
 
@@ -61,7 +61,7 @@ def lemma_a_loss(model: STSTransformer, E: Float[Array, "m T"], y: Float[Array, 
 
 
 def all_subsets(T: int, q: int, *, dtype=jnp.float64) -> Float[Array, "S T"]:
-    """The indicators of all binom(T, q) subsets (T <= 16)."""
+    """The indicators of all binom(T, q) subsets (T ≤ 16)."""
     if T > 16:
         raise ValueError(f"enumerating subsets needs T <= 16, got T={T}")
     rows = np.zeros((len(list(itertools.combinations(range(T), q))), T))

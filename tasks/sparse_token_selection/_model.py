@@ -1,4 +1,4 @@
-"""The models: the one-layer transformer f = V Z softmax(Z^T W z_q) (theory model at zero init,
+"""The models: the one-layer transformer f = V Z softmax(Zᵀ W z_q) (theory model at zero init,
 practical model at random init), its ground truth (W⋆, V⋆) and the FCN baseline, all recon (see
 "Task and model" on the sparse_token_selection page of the documentation)."""
 
@@ -17,7 +17,7 @@ def _pe_combine(E: Float[Array, "m T"] | SlotPE, w: Float[Array, " T"]) -> Float
 
 
 def _pe_scores(E: Float[Array, "m T"] | SlotPE, u: Float[Array, " m"]) -> Float[Array, " T"]:
-    """E^T u, each PE column's product with u (a gather for a [`SlotPE`][])."""
+    """Eᵀ u, each PE column's product with u (a gather for a [`SlotPE`][])."""
     return E.scores(u) if isinstance(E, SlotPE) else E.T @ u
 
 
@@ -77,7 +77,7 @@ class STSTransformer(eqx.Module):
         E: Float[Array, "m T"] | SlotPE,
         x_query: Float[Array, " d"],
     ) -> Float[Array, " K"]:
-        """softmax(Z^T W z_q) over the keys."""
+        """softmax(Zᵀ W z_q) over the keys."""
         return jax.nn.softmax(self.scores(X, y, E, x_query)[0])
 
     def __call__(
@@ -132,7 +132,7 @@ def definition4_part(model: STSTransformer) -> STSTransformer:
 
 
 def centring(n: int, *, dtype=jnp.float64) -> Float[Array, "n n"]:
-    """M_n = I_n − (1/n) 1 1^T."""
+    """M_n = I_n − (1/n) 1 1ᵀ."""
     return jnp.eye(n, dtype=dtype) - jnp.full((n, n), 1.0 / n, dtype)
 
 
@@ -147,7 +147,7 @@ def from_scalars(config: STSConfig, gamma, a, *, dtype=jnp.float64) -> STSTransf
 
 def to_scalars(config: STSConfig, model: STSTransformer) -> tuple[Float[Array, ""], Float[Array, ""]]:
     """(γ, a) of the point of Lemma B's invariant set nearest `model` (derived): γ = tr(V_X)/d and
-    a = <W_EE, M>/||M||_F², the inverse of [`from_scalars`][] on that set."""
+    a = ⟨W_EE, M⟩/‖M‖_F², the inverse of [`from_scalars`][] on that set."""
     d = config.d
     M = pe_block_direction(config, dtype=model.W.dtype)
     gamma = jnp.trace(model.V[:, :d]) / d
@@ -174,7 +174,7 @@ def ground_truth(config: STSConfig, *, centred: bool = False, dtype=jnp.float64)
 
 
 def cosine(A: Array, B: Array) -> Float[Array, ""]:
-    """cos(A, B) = <A, B>_F / (||A||_F ||B||_F) (0 when either is 0)."""
+    """cos(A, B) = ⟨A, B⟩_F / (‖A‖_F ‖B‖_F) (0 when either is 0)."""
     num = jnp.vdot(A, B)
     den = jnp.linalg.norm(A) * jnp.linalg.norm(B)
     return jnp.where(den > 0, num / jnp.where(den > 0, den, 1), jnp.zeros((), num.dtype))

@@ -1,5 +1,5 @@
 """Positional encodings: one-hot (Definition 2), near-orthogonal (Definition 3) and the
-stochastic samplers of Definition 5, each returning an `(m_E, T)` matrix whose columns are e_1..e_T;
+stochastic samplers of Definition 5, each returning an `(m_E, T)` matrix whose columns are e₁, …, e_T;
 the one-hot families' draws also as their slots ([`SlotPE`][])."""
 
 import equinox as eqx
@@ -38,6 +38,7 @@ class SlotPE(eqx.Module):
 
     **Example:**
 
+    ```pycon
     >>> import jax.numpy as jnp
     >>> E = SlotPE(jnp.array([2, 0]), rho=1.0, N=3)
     >>> E.dense()
@@ -46,6 +47,8 @@ class SlotPE(eqx.Module):
            [1., 0.]], dtype=float32)
     >>> E.combine(jnp.array([1.0, 2.0], dtype=jnp.float32))  # E @ w
     Array([2., 0., 1.], dtype=float32)
+
+    ```
     """
 
     slots: Int[Array, " T"]
@@ -57,7 +60,7 @@ class SlotPE(eqx.Module):
         return jnp.zeros((self.N,), w.dtype).at[self.slots].add(jnp.asarray(self.rho, w.dtype) * w)
 
     def scores(self, u: Float[Array, " N"]) -> Float[Array, " T"]:
-        """E^T u = ρ u[slots]."""
+        """Eᵀ u = ρ u[slots]."""
         return jnp.asarray(self.rho, u.dtype) * u[self.slots]
 
     def dense(self, *, dtype=jnp.float32) -> Float[Array, "N T"]:
@@ -87,15 +90,15 @@ def haar_orthonormal_pe(
 def iid_sphere_pe(
     key: PRNGKeyArray, T: int, m: int, rho: float = 1.0, *, dtype=jnp.float64
 ) -> Float[Array, "m T"]:
-    """`iid_sphere`: columns i.i.d. uniform on the sphere of radius ρ in R^m (near-orthogonal only)."""
+    """`iid_sphere`: columns i.i.d. uniform on the sphere of radius ρ in ℝᵐ (near-orthogonal only)."""
     g = jax.random.normal(key, (m, T), dtype)
     return jnp.asarray(rho, dtype) * g / jnp.linalg.norm(g, axis=0, keepdims=True)
 
 
 def near_orthogonal_pe(key: PRNGKeyArray, n: int, m: int, *, dtype=jnp.float64) -> Float[Array, "m n"]:
-    r"""Definition 3, near-orthogonal PE (recon): n unit vectors in R^m drawn uniformly on the sphere; their
+    r"""Definition 3, near-orthogonal PE (recon): n unit vectors in ℝᵐ drawn uniformly on the sphere; their
     coherence $\max_{i \neq j} |\langle e_i, e_j \rangle|$ is at most $\delta = \sqrt{6 \ln n / m}$ with
-    probability >= 1 − 1/n (sub-Gaussian tail 2 exp(−m δ²/2) and a union bound over pairs)."""
+    probability ≥ 1 − 1/n (sub-Gaussian tail 2 exp(−m δ²/2) and a union bound over pairs)."""
     return iid_sphere_pe(key, n, m, 1.0, dtype=dtype)
 
 
@@ -108,7 +111,7 @@ def coherence(E: Float[Array, "m n"]) -> Float[Array, ""]:
 
 def selection_scores(E: Float[Array, "m T"], y: Float[Array, " T"]) -> Float[Array, " T"]:
     r"""$\langle e_j, s_y \rangle$ for every position j, with $s_y = \sum_{i \in y} e_i$ (the selection
-    margin for coherence δ: >= ρ²(1 − (q−1)δ) inside y, <= ρ² q δ outside)."""
+    margin for coherence δ: ≥ ρ²(1 − (q−1)δ) inside y, ≤ ρ² q δ outside)."""
     return E.T @ (E @ y)
 
 

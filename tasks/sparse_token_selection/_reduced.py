@@ -1,6 +1,6 @@
 """The reduced two-scalar dynamics of Lemma 1 (derived, our Lemma B): on the invariant set
 `W_EE = a M`, `V = [γ I_d, 0]` the population loss is a closed form in (γ, α = a ρ²), and GD or
-gradient flow on the full matrices moves (γ, a) with the preconditioners 1/d and 1/||M||_F² (see
+gradient flow on the full matrices moves (γ, a) with the preconditioners 1/d and 1/‖M‖_F² (see
 "Training dynamics" on the sparse_token_selection page of the documentation)."""
 
 import diffrax
@@ -17,7 +17,7 @@ FLOW_CONTROLLER = diffrax.PIDController(rtol=1e-10, atol=1e-12)
 
 def reduced_loss(gamma, alpha, d: int, T: int, q) -> Float[Array, ""]:
     """L(γ, α) = (d/2) [ q (γ p_in − 1/q)² + (T − q) γ² p_out² ] (derived), with
-    p_in = e^α / (q e^α + T − q), p_out = 1 / (q e^α + T − q); valid for exactly orthonormal PE at
+    p_in = exp(α) / (q exp(α) + T − q), p_out = 1 / (q exp(α) + T − q); valid for exactly orthonormal PE at
     any length T and subset size q (our reading of Theorem 3, derived). Overflow-safe for large α.
 
     **Arguments:** `gamma` (value scale), `alpha` (score gap a ρ²), sizes `d`, `T`, `q` (q may be
@@ -41,7 +41,7 @@ def block_norm_sq(config: STSConfig) -> float:
 
 
 def reduced_rates(config: STSConfig, eta: float) -> dict[str, float]:
-    """The rates GD on the full matrices induces on (γ, a): η/d and η/||M||_F² (derived)."""
+    """The rates GD on the full matrices induces on (γ, a): η/d and η/‖M‖_F² (derived)."""
     return {"gamma": eta / config.d, "a": eta / block_norm_sq(config)}
 
 
@@ -75,7 +75,7 @@ def reduced_gd(
     config: STSConfig, eta: float, num_steps: int, *, every: int = 1, save=None, dtype=jnp.float64
 ) -> dynamics.Run:
     """GD on the full matrices from zero init, run on (γ, a) (derived):
-    γ ← γ − (η/d) ∂_γ L, a ← a − (η/||M||²) ∂_a L.
+    γ ← γ − (η/d) ∂_γ L, a ← a − (η/‖M‖²) ∂_a L.
 
     **Returns:** a `dynamics.Run` saving `save(state)` (default: state and loss) every `every` steps.
     """
@@ -132,7 +132,7 @@ def optimal_gamma(alpha, d: int, T: int, q, *, bias=0.0) -> Float[Array, ""]:
     `bias` independent of the target, to first order in it (derived):
     p_in / (q p_in² + (T − q) p_out² + bias/d). On the plateau (α ≈ 0) that is
     (d/T) / (d/T + bias): a bias comparable to the signal d/T halves the value scale (mini-batch
-    noise in the token-key block W_XE gives such a bias, E_y ||W_XE s_y||²).
+    noise in the token-key block W_XE gives such a bias, E_y ‖W_XE s_y‖²).
 
     **Arguments:** `alpha` (score gap a ρ²), sizes `d`, `T`, `q`, and `bias` (≥ 0).
 

@@ -31,7 +31,7 @@ _POSITIVE = Interval(0, low_open=True)
 
 class ReducedFlow(dynamics.AbstractSimulation):
     """Gradient flow of the full matrices from zero init on the invariant set, run on the two
-    scalars (γ, a) (Lemma 1): time t = η k, rates 1/d and 1/||M||_F², exactly orthonormal PE; it
+    scalars (γ, a) (Lemma 1): time t = η k, rates 1/d and 1/‖M‖_F², exactly orthonormal PE; it
     stops early when the loss falls below `eps` (the event `loss_below`, Theorem 1's t_ε).
     Deterministic: every seed gives the same run. Saves `loss`, `gamma`, `a` at `num_saves`
     log-spaced times from t = 1 to `t1` (after an early stop they hold `inf`).
