@@ -119,7 +119,8 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .pass { background: #dcf3dc; } .fail { background: #f7c6c6; } .deviation { background: #fbe7b5; }
 td.verdict { white-space: nowrap; font-weight: 600; }
 table.checks { table-layout: fixed; }
-table.checks td { overflow-wrap: anywhere; }
+table.checks td, table.checks th { overflow-wrap: anywhere; overflow-x: auto; }
+@media (max-width: 900px) { table.checks { font-size: 0.74em; } }
 .method, .note, .why, .shown, .printed { color: #555; font-size: 0.92em; margin-top: 0.3em; }
 .verdict .kind { font-size: 0.8em; font-weight: normal; }
 .note { color: #777; }
