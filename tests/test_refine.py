@@ -81,6 +81,7 @@ ETA_PLANE, LAM_PLANE = [0.3, 0.6, 1.2], [1.5, 3.0, 6.0]
 through no start point."""
 
 
+@pytest.mark.slow  # test_a_plane_refined_from_the_command_line refines over two axes in the default run
 def test_over_two_axes_the_cells_follow_the_edge_within_2_percent_with_a_fifth_of_the_points():
     """943 points (9, then 7 rounds) split every cell the edge ηλ = 2 crosses six times: each is a
     factor 2^(1/64) (1.09 %) wide along each axis and holds a piece of the edge; a uniform grid of
