@@ -140,14 +140,23 @@ PLUGIN = (
 """A paper in a package of its own: the toy paper's three files as one module, `toy_plugin`."""
 
 
+def _package(name: str, source: str, entry: str) -> dict[str, str]:
+    """The files of an installed package `name` (one module, `source`) declaring `entry` in the
+    entry-point group `attnflow.papers`, by their paths relative to the folder it is installed in
+    (as `pip install` of a package with `[project.entry-points."attnflow.papers"]` writes them)."""
+    info = f"{name}-0.1.dist-info"
+    return {
+        f"{name}.py": textwrap.dedent(source),
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n",
+        f"{info}/entry_points.txt": f"[attnflow.papers]\n{entry}\n",
+    }
+
+
 def _install(folder, name: str, source: str, entry: str) -> None:
-    """Write the module `name` and the metadata of an installed package declaring `entry` (as
-    `pip install` of a package with `[project.entry-points."attnflow.papers"]` would)."""
-    (folder / f"{name}.py").write_text(textwrap.dedent(source))
-    info = folder / f"{name}-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(f"[attnflow.papers]\n{entry}\n")
+    """The package `name` written into `folder` as if installed there."""
+    for path, text in _package(name, source, entry).items():
+        (folder / path).parent.mkdir(exist_ok=True)
+        (folder / path).write_text(text)
 
 
 @pytest.fixture
@@ -184,12 +193,8 @@ def _wheel(folder, name: str, source: str) -> str:
     """A wheel of the package `name` (one module, `source`) declaring its paper in the entry-point
     group `attnflow.papers`, as a build of its pyproject.toml would make it; its path."""
     info = f"{name}-0.1.dist-info"
-    files = {
-        f"{name}.py": textwrap.dedent(source),
-        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n",
-        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: hand\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
-        f"{info}/entry_points.txt": f"[attnflow.papers]\n{name} = {name}\n",
-    }
+    files = _package(name, source, f"{name} = {name}")
+    files[f"{info}/WHEEL"] = "Wheel-Version: 1.0\nGenerator: hand\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
     path = folder / f"{name}-0.1-py3-none-any.whl"
     with zipfile.ZipFile(path, "w") as wheel:
         for member, text in files.items():
