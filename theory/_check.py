@@ -326,17 +326,7 @@ def claim(
 
 
 def claims(
-    name: str,
-    values: Sequence,
-    statement: str,
-    *,
-    method: str,
-    tolerance: float,
-    provenance: Provenance | str = Provenance.paper,
-    bound: Bound | str | None = None,
-    sized: bool = False,
-    expected_deviation: str | None = None,
-    printed: str | None = None,
+    name: str, values: Sequence, statement: str, **declaration
 ) -> Callable[[Callable[..., Measured]], tuple[Callable[..., Check], ...]]:
     """Declare a family of checks that differ in one value: one check per value of `values`, each
     declared as [`claim`][] declares one, named `name` and claiming `statement` with the value in
@@ -347,7 +337,8 @@ def claims(
     order of `values`, for the paper's `CHECKS`.
 
     **Arguments:** `name` and `statement`, each with one `{}` for the value; `values`, one per
-    check; the others as in [`claim`][], the same for every check of the family.
+    check; `declaration`: [`claim`][]'s keyword arguments (`method`, `tolerance`, ...), the same
+    for every check of the family.
 
     **Returns:** the decorator.
 
@@ -369,16 +360,7 @@ def claims(
         raise ValueError("claims: name and statement each hold {} for the value, and values is a sequence")
 
     def decorate(measure: Callable[..., Measured]) -> tuple[Callable[..., Check], ...]:
-        declared = functools.partial(
-            claim,
-            method=method,
-            tolerance=tolerance,
-            provenance=provenance,
-            bound=bound,
-            sized=sized,
-            expected_deviation=expected_deviation,
-            printed=printed,
-        )
+        declared = functools.partial(claim, **declaration)
         return tuple(
             declared(statement.replace("{}", str(value)))(
                 _given(measure, value, name.replace("{}", str(value)))
