@@ -27,10 +27,10 @@ def verify(args: argparse.Namespace) -> int:
     """`attnflow verify`: the checks of the papers (or of one, or those named), a table and a JSON
     report; 1 if one fails."""
     import dynamics
-    import theory
 
     from ._kept_checks import drop_kept, kept_folder, refuse_foreign
     from ._pieces import paper_checks
+    from ._render import text_table, write_json
     from ._workers import costs, run_pieces, schedule
     from .papers import checks_named, paper, papers
 
@@ -48,9 +48,9 @@ def verify(args: argparse.Namespace) -> int:
     )
     by_paper = dict(zip(order, results))
     checks = [check for name in names for check in by_paper[name]]
-    print(theory.format_table(checks))
+    print(text_table(checks))
     print(f"compiling: {compiling.summary()}")
-    path = theory.write_json(checks, args.json, _metadata(args) | {"compiling": compiling.to_dict()})
+    path = write_json(checks, args.json, _metadata(args) | {"compiling": compiling.to_dict()})
     drop_kept(keep, checks)
     print(f"wrote {path}")
     return 0 if all(c.passed for c in checks) else 1

@@ -2,7 +2,6 @@
 
 import html
 import json
-import re
 from collections.abc import Collection
 from pathlib import Path
 
@@ -10,27 +9,19 @@ import dynamics
 import theory
 
 from ._markup import can_render_maths, inline_html
-from .papers import papers
-
-_RESULT = re.compile(
-    r"^(?:Theorem|Lemmas?|Proposition|Corollary|Result|Example|Eqn|Figs?\.|Sec\.|Appendix|Stage"
-    r"|Algorithm|Conclusion)(?: [0-9A-Z][\w.]*(?:-[\w.]+)?)?"
+from ._render import (
+    HTML,
+    described,
+    grouped,
+    headline,
+    holding,
+    linked_names,
+    predicted,
+    remarks,
+    tally,
+    tolerance,
 )
-"""The result a claim begins with ("Theorem 4", "Lemma B.8", "Fig. 2", "Stage 1"): its group in
-the report."""
-
-
-def result_of(claim: str) -> str:
-    """The paper's result a check's claim is about, read from its first words, e.g. `"Theorem 4"`;
-    `"Other"` when it names none.
-
-    **Example:**
-
-        >>> result_of(r"Theorem 4(a): snap time $\\propto 1/\\eta_Y$"), result_of("P3: $a(t)$")
-        ('Theorem 4', 'Other')
-    """
-    match = _RESULT.match(claim)
-    return match.group(0).rstrip(".") if match else "Other"
+from .papers import papers
 
 
 def index_page(checks: dict, figure_files: dict, out: Path, metadata: dict, docs: str | None = None) -> str:
@@ -143,11 +134,10 @@ def esc(text) -> str:
 
 def _counts(checks: list) -> str:
     """A summary row's cells: the number of checks of each verdict, coloured only where not 0."""
-    cells = []
-    for verdict in theory.Verdict:
-        count = sum(c.verdict is verdict for c in checks)
-        cells.append(f"<td class='num{' ' + verdict.value if count else ''}'>{count}</td>")
-    return "".join(cells)
+    return "".join(
+        f"<td class='num{' ' + verdict.value if count else ''}'>{count}</td>"
+        for verdict, count in tally(checks).items()
+    )
 
 
 def _made_by(metadata: dict) -> str:
@@ -203,50 +193,19 @@ def _maths_note() -> str:
 
 
 def _verdicts(paper: str, checks: list) -> str:
-    """A paper's verdict summary: what holds (the results all of whose checks pass), then each
-    failure and each deviation, with its reason, one line each."""
-    groups = _grouped(checks)
-    holding = [
-        result
-        for result, members in groups.items()
-        if result != "Other" and all(c.verdict is theory.Verdict.passed for c in members)
-    ]
-    passed = sum(c.verdict is theory.Verdict.passed for c in checks)
+    """A paper's verdict summary: how many pass and what holds (the results all of whose checks
+    pass), then each failure and each deviation, with its reason, one line each
+    (`attnflow._render.remarks`)."""
+    held = holding(checks)
     lines = [
-        f"<li><strong>{passed} of {len(checks)} checks pass.</strong> "
-        + (f"Every check holds for: {esc(', '.join(holding))}." if holding else "")
+        f"<li><strong>{esc(headline(checks))}.</strong> "
+        + (f"Every check holds for: {esc(', '.join(held))}." if held else "")
         + "</li>"
     ]
-    for c in checks:
-        named = f"<a href='#{esc(paper)}-{esc(c.name)}'><code>{esc(c.name)}</code></a>"
-        if c.outcome is theory.Outcome.exceeded:
-            lines.append(
-                f"<li class='fail'><strong>Exceeds its tolerance</strong>: {named}, {inline_html(c.claim)} "
-                f"(error {c.error:.3g} against tolerance {c.tolerance:.3g})</li>"
-            )
-        elif c.outcome is theory.Outcome.not_run:
-            lines.append(f"<li class='fail'><strong>Did not run</strong>: {named}: {esc(c.note)}</li>")
-        elif c.outcome is theory.Outcome.deviation:
-            lines.append(
-                f"<li class='deviation'><strong>Deviates, as documented</strong>: {named}, "
-                f"{inline_html(c.claim)}. Why: {esc(c.deviation)}</li>"
-            )
+    for outcome, line in remarks(checks, HTML, lambda name: f"{paper}-{name}"):
+        kind = "deviation" if outcome is theory.Outcome.deviation else "fail"
+        lines.append(f"<li class='{kind}'>{line}</li>")
     return f"<ul class='verdicts'>{''.join(lines)}</ul>"
-
-
-def _grouped(checks: list) -> dict[str, list]:
-    """Checks by the result they are about, in the order each result first appears."""
-    groups: dict[str, list] = {}
-    for c in checks:
-        groups.setdefault(result_of(c.claim), []).append(c)
-    return groups
-
-
-def _predicted(check) -> str:
-    """The predicted cell: the value, or `bound ≥ x` / `bound ≤ x` where it is a bound."""
-    if check.bound is None:
-        return f"{check.predicted:.6g}"
-    return f"bound {check.bound.sign} {check.predicted:.6g}"
 
 
 def _in_docs(docs: str | None, paper: str, anchor: str, text: str) -> str:
@@ -257,19 +216,15 @@ def _in_docs(docs: str | None, paper: str, anchor: str, text: str) -> str:
     return f"<a href='{esc(address)}' title='in the documentation'>{text}</a>"
 
 
-def _linked_names(names: list[str], anchor, present) -> str:
-    """`names` as code, each linked to `#anchor(name)` where `present(name)`."""
-    return ", ".join(
-        f"<a href='#{esc(anchor(n))}'><code>{esc(n)}</code></a>" if present(n) else f"<code>{esc(n)}</code>"
-        for n in names
-    )
-
-
 def _verdict_cell(check) -> str:
     """The verdict, and under a failure which kind it is."""
     if check.outcome in (theory.Outcome.exceeded, theory.Outcome.not_run):
         return f"{check.verdict.value}<div class='kind'>{check.outcome.value}</div>"
     return check.verdict.value
+
+
+_ABOUT = ("method", "printed", "note", "why", "shown")
+"""The order of what the claim cell of a check's row says under the claim."""
 
 
 def _check_table(paper: str, checks: list, docs: str | None = None, drawn: Collection[str] = ()) -> str:
@@ -279,28 +234,25 @@ def _check_table(paper: str, checks: list, docs: str | None = None, drawn: Colle
     provenance."""
     declared = {fn.__name__: fn.declaration for fn in papers()[paper].checks}
     rows = []
-    for result, members in _grouped(checks).items():
+    for result, members in grouped(checks).items():
         rows.append(f"<tr class='group'><th colspan='8'>{esc(result)}</th></tr>")
         for c in members:
             declaration = declared.get(c.name)
-            about = f"<div class='method'>{inline_html(declaration.method if declaration else '')}</div>"
-            if declaration and declaration.printed:
-                printed = inline_html(declaration.printed)
-                about += f"<div class='printed'><strong>The paper prints:</strong> {printed}</div>"
-            about += f"<div class='note'>{esc(c.note)}</div>" if c.note else ""
-            if c.deviation:
-                about += f"<div class='why'><strong>Why it deviates:</strong> {esc(c.deviation)}</div>"
-            shown = papers()[paper].figures_showing(c.name)
-            if shown:
-                about += f"<div class='shown'>Drawn in {_linked_names(shown, str, drawn.__contains__)}</div>"
+            parts = {}
+            if declaration:
+                shown = papers()[paper].figures_showing(c.name)
+                parts = dict(described(declaration, shown, HTML, lambda f: f if f in drawn else None))
+            parts["note"] = esc(c.note) if c.note else ""
+            parts["why"] = f"<strong>Why it deviates:</strong> {esc(c.deviation)}" if c.deviation else ""
+            about = "".join(f"<div class='{kind}'>{parts[kind]}</div>" for kind in _ABOUT if parts.get(kind))
             name = f"<code>{esc(c.name).replace('_', '_<wbr>')}</code>"
             rows.append(
                 f"<tr id='{esc(paper)}-{esc(c.name)}' class='check' data-verdict='{c.verdict.value}'>"
                 f"<td class='verdict {c.verdict.value}'>{_verdict_cell(c)}</td>"
                 f"<td>{_in_docs(docs, paper, f'check-{c.name}', name)}</td>"
                 f"<td>{inline_html(c.claim)}{about}</td>"
-                f"<td class='num'>{esc(_predicted(c))}</td><td class='num'>{c.simulated:.6g}</td>"
-                f"<td class='num'>{c.error:.3g}</td><td class='num'>{c.tolerance:.3g}</td>"
+                f"<td class='num'>{esc(predicted(c))}</td><td class='num'>{c.simulated:.6g}</td>"
+                f"<td class='num'>{c.error:.3g}</td><td class='num'>{esc(tolerance(c.tolerance))}</td>"
                 f"<td>{esc(c.provenance.value)}</td></tr>"
             )
     return (
@@ -341,7 +293,7 @@ def _figures(
         )
         shows = list(getattr(draws.get(name), "checks", ()))
         if shows:
-            checks = _linked_names(shows, lambda check: f"{paper}-{check}", run.__contains__)
+            checks = linked_names(shows, HTML, lambda check: f"{paper}-{check}" if check in run else None)
             links += f"<br>Checks it draws: {checks}"
         parts.append(
             f"<figure id='{esc(name)}'>{img}<figcaption>"

@@ -8,10 +8,10 @@ from pathlib import Path
 import jax
 
 import dynamics
-import theory
 
 from ._kept_checks import drop_kept, kept_folder, refuse_foreign
 from ._pieces import paper_checks, paper_figures, shared_runs
+from ._render import text_table, write_json
 from ._report import index_page
 from ._workers import costs, run_pieces, schedule
 from .papers import papers
@@ -73,9 +73,9 @@ def reproduce(
         name: {figure: made.files for figure, made in results[name, "figures"].items()} for name in names
     }
     every_check = [c for paper_checks in checks.values() for c in paper_checks]
-    print(theory.format_table(every_check))
+    print(text_table(every_check))
     print(f"compiling: {compiling.summary()}")
-    theory.write_json(every_check, out / "verify.json", metadata)
+    write_json(every_check, out / "verify.json", metadata)
     with dynamics.store.atomic_write(out / "figures.json") as f:
         json.dump(
             {"meta": metadata, "figures": {name: made.to_dict() for name, made in figures.items()}},

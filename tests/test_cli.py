@@ -337,7 +337,7 @@ def test_the_example_of_claim_runs():
     assert doctest.testmod(_check).failed == 0
 
 
-@pytest.mark.parametrize("module_name", ["attnflow._markup", "attnflow._report", "attnflow.papers"])
+@pytest.mark.parametrize("module_name", ["attnflow._markup", "attnflow._render", "attnflow.papers"])
 def test_the_examples_of_the_command_lines_modules_run(module_name):
     import doctest
 
@@ -360,7 +360,9 @@ def test_the_table_shows_every_paper_and_check_name_whole():
         )  # fmt: skip
 
     long_paper, long_name = "a_paper_named_at_length", "a_check_named_at_great_length_beyond_forty"
-    rows = theory.format_table(
+    from attnflow._render import text_table
+
+    rows = text_table(
         [check(long_paper, "short", theory.Verdict.passed), check("p", long_name, theory.Verdict.deviation)]
     ).splitlines()
     assert rows[2].split()[:3] == ["PASS", long_paper, "short"]

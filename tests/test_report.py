@@ -11,7 +11,8 @@ import figures
 import tasks
 import theory
 from attnflow import _provenance
-from attnflow._report import index_page, result_of
+from attnflow._render import MARKDOWN, TEXT, outcome_counts, remarks, result_of, text_table
+from attnflow._report import index_page
 from attnflow.papers import Paper, papers
 from tests.test_cli import _Still
 
@@ -73,11 +74,32 @@ def test_the_summary_colours_only_the_verdicts_that_occur(page):
 
 def test_the_verdict_summary_says_what_holds_fails_and_deviates_and_why(page):
     summary = _text(re.search(r"<ul class='verdicts'>.*?</ul>", page).group(0))
-    assert "1 of 3 checks pass." in summary
+    assert "1 of 3 checks pass, 1 fails, 1 deviates as documented." in summary
     assert "Exceeds its tolerance : rate" in " ".join(summary.split())
     assert "Deviates, as documented : norm_bounded" in " ".join(summary.split())
     assert "Why: the step is outside the lemma's range" in summary
     assert "Every check holds for" not in summary  # Theorem 1 has a failure, Lemma 2 a deviation
+
+
+def test_the_terminal_the_report_and_the_documentation_say_the_same_of_each_check_that_did_not_pass(page):
+    checks = [converges(), rate(), norm_bounded()]
+    said = [line for _, line in remarks(checks, TEXT, str)]
+    assert said == [
+        "Exceeds its tolerance: rate, Theorem 1: the rate is $1/t$ (error 0.5 against tolerance 0.1)",
+        "Deviates, as documented: norm_bounded, Lemma 2: the norm stays below 2. Why: the step is "
+        "outside the lemma's range",
+    ]
+    assert text_table(checks).splitlines()[-2:] == [f"  {line}" for line in said]
+    in_markdown = [re.sub(r"\*\*|`|\]\(#[^)]*\)|\[", "", line) for _, line in remarks(checks, MARKDOWN, str)]
+    assert in_markdown == said
+    report = re.search(r"<ul class='verdicts'>.*?</ul>", page).group(0)
+    in_report = [_words(line) for line in re.findall(r"<li class='[a-z]+'>(.*?)</li>", report)]
+    assert in_report == [_words(line.replace("$1/t$", "<math></math>")) for line in said]
+
+
+def _words(html_text: str) -> str:
+    """What a reader of a line of the page sees, spacing aside."""
+    return re.sub(r"\s+(?=[,.:;)])", "", " ".join(_text(html_text).split()))
 
 
 def test_the_checks_are_grouped_by_result_with_how_they_are_measured(page):
@@ -197,7 +219,7 @@ def test_a_failure_is_told_apart_as_a_tolerance_exceeded_or_a_check_that_did_not
     raised, exceeded = theory.run_checks([theory.check_makers("toy", [crashes], False)[0], rate])
     assert (raised.outcome, exceeded.outcome) == (theory.Outcome.not_run, theory.Outcome.exceeded)
     assert (converges().outcome, norm_bounded().outcome) == (theory.Outcome.passed, theory.Outcome.deviation)
-    assert theory.outcome_counts([raised, exceeded, converges()]) == (
+    assert outcome_counts([raised, exceeded, converges()]) == (
         "1 pass, 2 fail (1 tolerance exceeded, 1 not run), 0 expected deviation(s)"
     )
     page = index_page({"toy": [raised, exceeded]}, {"toy": {}}, tmp_path, {})

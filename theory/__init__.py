@@ -17,12 +17,9 @@ from ._check import (
     check_makers,
     claim,
     claims,
-    format_table,
-    outcome_counts,
     relative_error,
     run_checks,
     within,
-    write_json,
 )
 
 __all__ = [
@@ -36,10 +33,7 @@ __all__ = [
     "check_makers",
     "claim",
     "claims",
-    "format_table",
-    "outcome_counts",
     "relative_error",
     "run_checks",
     "within",
-    "write_json",
 ]

@@ -4,11 +4,9 @@ import dataclasses
 import enum
 import functools
 import inspect
-import json
 import math
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from pathlib import Path
 
 import jax
 
@@ -480,53 +478,3 @@ def _raised(make: Callable[[], Check], err: Exception) -> Check:
         verdict=Verdict.failed,
         note=f"{type(err).__name__}: {err}",
     )
-
-
-def format_table(checks: list[Check]) -> str:
-    """A plain-text table: verdict, paper, name, predicted, simulated, error / tolerance, with the
-    paper and check columns as wide as their longest name (no name is cut).
-
-    A check whose `predicted` is a bound shows, under the predicted and simulated columns, the
-    relation it asks of the simulated value instead of the two values, e.g. `0.96239 >= bound 0.5`
-    (the verdict says whether it holds within the tolerance).
-    """
-    paper_width = max([len("paper"), *(len(c.paper) for c in checks)])
-    name_width = max([len("check"), *(len(c.name) for c in checks)])
-    header = (
-        f"{'verdict':<9} {'paper':<{paper_width}} {'check':<{name_width}} {'predicted':>14}"
-        f" {'simulated':>14} {'error':>10} {'tol':>9}"
-    )
-    lines = [header, "-" * len(header)]
-    for c in checks:
-        if c.bound is None:
-            values = f"{c.predicted:>14.5g} {c.simulated:>14.5g}"
-        else:
-            relation = f"{c.simulated:.5g} {c.bound.relation} bound {c.predicted:.5g}"
-            values = f"{relation:>29}"
-        lines.append(
-            f"{c.verdict.upper():<9} {c.paper:<{paper_width}} {c.name:<{name_width}} {values}"
-            f" {c.error:>10.3g} {c.tolerance:>9.2g}"
-        )
-    lines.append(f"checks: {outcome_counts(checks)}")
-    return "\n".join(lines)
-
-
-def outcome_counts(checks: list[Check]) -> str:
-    """How the checks came out, in words: `"5 pass, 1 fail (1 tolerance exceeded), 2 expected
-    deviation(s)"`; a failure is said to be a tolerance exceeded or a check that did not run."""
-    counts = {v: sum(c.verdict is v for c in checks) for v in Verdict}
-    failures = [o for o in (Outcome.exceeded, Outcome.not_run) if any(c.outcome is o for c in checks)]
-    kinds = ", ".join(f"{sum(c.outcome is o for c in checks)} {o.value}" for o in failures)
-    return (
-        f"{counts[Verdict.passed]} pass, {counts[Verdict.failed]} fail{f' ({kinds})' if kinds else ''}, "
-        f"{counts[Verdict.deviation]} expected deviation(s)"
-    )
-
-
-def write_json(checks: list[Check], path: str | Path, meta: dict) -> Path:
-    """Write the checks and `meta` (versions, options) to `path` as JSON, whole or not at all."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with dynamics.store.atomic_write(path) as f:
-        json.dump({"meta": meta, "checks": [c.to_dict() for c in checks]}, f, indent=2)
-    return path

@@ -102,47 +102,34 @@ def reproduce_results() -> dict:
 
 
 def verdict_summary(paper: str, checks: list[dict], meta: dict) -> str:
-    """A paper's verdicts at the top of its page, as an admonition: how many quick checks pass,
-    then each failure and each deviation with its reason, linked to the check's row."""
-    counts = {
-        verdict: sum(c["verdict"] == verdict for c in checks) for verdict in ("pass", "fail", "deviation")
-    }
-    kind = "failure" if counts["fail"] else "note" if counts["deviation"] else "success"
-    title = f"{counts['pass']} of {len(checks)} checks pass"
-    title += f", {counts['fail']} fail" if counts["fail"] else ""
-    title += f", {counts['deviation']} deviate as documented" if counts["deviation"] else ""
+    """A paper's verdicts at the top of its page, as an admonition: how many quick checks pass and
+    what holds, then each failure and each deviation with its reason, linked to the check's row
+    (what the report says, `attnflow._render`)."""
+    from attnflow._render import MARKDOWN, headline, holding, remarks
+    from theory import Check, Verdict
+
+    checks = [Check.from_dict(c) for c in checks]
+    kind = (
+        "failure"
+        if any(c.verdict is Verdict.failed for c in checks)
+        else "note"
+        if any(c.verdict is Verdict.deviation for c in checks)
+        else "success"
+    )
     commit = meta.get("commit")
     if commit:
         commit = commit[:12] + (" with uncommitted changes" if commit.endswith("+dirty") else "")
+    held = holding(checks)
     lines = [
-        f'!!! {kind} "{title}"',
+        f'!!! {kind} "{headline(checks)}"',
         "",
         f"    The quick checks (`attnflow verify --paper {paper}`), run when this site was built"
-        f" ({commit or 'not a git checkout'}, {meta.get('date', '')[:10]}, {meta.get('cpu', '')}).",
+        f" ({commit or 'not a git checkout'}, {meta.get('date', '')[:10]}, {meta.get('cpu', '')})."
+        + (f" Every check holds for: {', '.join(held)}." if held else ""),
         "",
     ]
-    from theory import Check, Outcome
-
-    for c in checks:
-        outcome = Check.from_dict(c).outcome
-        if outcome is Outcome.not_run:
-            lines.append(f"    - **Did not run**: [`{c['name']}`](#check-{c['name']}): {_plain(c['note'])}")
-        elif outcome is Outcome.exceeded:
-            lines.append(
-                f"    - **Exceeds its tolerance**: [`{c['name']}`](#check-{c['name']}), error "
-                f"{float(c['error']):.3g} against tolerance {float(c['tolerance']):.3g}."
-            )
-        elif outcome is Outcome.deviation:
-            why = _plain(c.get("deviation") or c["note"])
-            lines.append(f"    - **Deviates**: [`{c['name']}`](#check-{c['name']}): {why}")
+    lines += [f"    - {line}" for _, line in remarks(checks, MARKDOWN, lambda name: f"check-{name}")]
     return "\n".join(lines)
-
-
-def _plain(text: str) -> str:
-    """Plain words in Markdown: the characters Markdown would read as markup, escaped."""
-    for character in "\\`*_[]":
-        text = text.replace(character, "\\" + character)
-    return text.replace("<", "&lt;")
 
 
 def on_config(config):
@@ -171,11 +158,6 @@ def on_files(files, config):
     return files
 
 
-def _tolerance(tolerance: float) -> str:
-    """A tolerance as the tables show it: `1e-8`, `0.05`, `4`."""
-    return f"{tolerance:.6g}".replace("e-0", "e-").replace("e+0", "e+")
-
-
 def checks_table(paper: str) -> str:
     """The Markdown table of a paper's checks, in the order `attnflow verify` runs them, as
     declared: in the first column each check's name (breaking after an underscore where the
@@ -186,6 +168,8 @@ def checks_table(paper: str) -> str:
     **Raises:** `PluginError` for a declared text that would break the table (a `|` or a line
     break), naming the check.
     """
+    from attnflow._render import MARKDOWN, described, tolerance
+
     rows = ["| check | claim | prediction and simulated value |", "|---|---|---|"]
     for check in _papers()[paper].checks:
         name, declared = check.__name__, check.declaration
@@ -196,16 +180,15 @@ def checks_table(paper: str) -> str:
                     f"the {field} of the check {paper}.{name} has a '|' or a line break, which would "
                     "break the table of checks: write \\lvert, \\Vert or one line"
                 )
-        tolerance = _tolerance(declared.tolerance)
+        shown = tolerance(declared.tolerance)
         if declared.bound is not None:
-            tolerance += f" ({declared.bound.value} bound)"
-        about = f"tolerance {tolerance}<br>{declared.provenance.value}"
-        drawn = ", ".join(f"[`{f}`](#figure-{f})" for f in _papers()[paper].figures_showing(name))
+            shown += f" ({declared.bound.value} bound)"
+        about = f"tolerance {shown}<br>{declared.provenance.value}"
+        figures = _papers()[paper].figures_showing(name)
+        parts = described(declared, figures, MARKDOWN, lambda figure: f"figure-{figure}")
         rows.append(
             f'| <a id="check-{name}"></a><code>{name.replace("_", "_<wbr>")}</code><br>{about} '
-            f"| {declared.claim} | {declared.method}"
-            f"{f'<br>**The paper prints:** {declared.printed}' if declared.printed else ''}"
-            f"{f'<br>Drawn in {drawn}.' if drawn else ''} |"
+            f"| {declared.claim} | {'<br>'.join(text for _, text in parts)} |"
         )
     return '<div class="checks" markdown>\n\n' + "\n".join(rows) + "\n\n</div>"
 
