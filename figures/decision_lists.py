@@ -20,7 +20,8 @@ import numpy as np
 
 import dynamics
 import tasks.decision_lists as dl
-from theory.decision_lists import closed_forms
+from theory.decision_lists import SECTION7_SIZES, closed_forms, section7_level
+from theory.decision_lists import uniform_attention as section7_uniform
 
 from ._save import caption, named_figures, save_figure
 
@@ -230,28 +231,25 @@ def flow_one_task(out_dir: Path, full: bool) -> list[Path]:
 def uniform_attention(out_dir: Path, full: bool) -> list[Path]:
     """The uniform-attention claim of the conclusion: κ(V), ρ(V, P) and the loss along GD on V with
     uniform attention (W = 0)."""
-    sizes = [(10, 4, 3), (12, 3, 4)] + ([(16, 4, 3)] if full else [])
-    steps, step_size = 2000, 1.0
+    sizes = SECTION7_SIZES["full" if full else "quick"]
     fig, axes = plt.subplots(3, 1, figsize=(6.4, 7.2), sharex=True, layout="constrained")
     data = {}
     for L, n, M in sizes:
-        level = dl.UniformAttentionGD(
-            task=dl.DecisionListsConfig(L=L, n=n, M=M, seed=0), step=step_size, num_steps=steps, every=10
-        )
-        run = dynamics.simulate(level, num_seeds=1)
-        values = {key: run[key].values[0] for key in ("loss", "kappa", "rho")}
+        steps, saved = section7_uniform((L, n, M))
+        values = {key: saved[key] for key in ("loss", "kappa", "rho")}
         label = f"L={L}, n={n}, M={M}"
         for ax, key in zip(axes, ("kappa", "rho", "loss")):
-            ax.plot(run["time"].values[0], values[key], label=label)
-        data[label] = {"step": run["time"].values[0], **values}
+            ax.plot(steps, values[key], label=label)
+        data[label] = {"step": steps, **values}
     axes[0].set(ylabel="κ(V)", title="column argmax = π(b)")
     axes[1].set(ylabel="ρ(V, P)", title="centred cosine with P")
     axes[2].set(xlabel="GD step", ylabel="population loss", yscale="log", title="loss (W = 0)")
     axes[0].legend(fontsize=9)
+    level = section7_level(sizes[0])
     config = {
         "sizes": sizes,
-        "steps": steps,
-        "step": step_size,
+        "steps": level.num_steps,
+        "step": level.step,
         "V0": "zeros",
         "W": "0 (uniform attention)",
         "dtype": "float64",

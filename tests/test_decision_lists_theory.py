@@ -91,11 +91,11 @@ def test_mu_does_not_decide_under_iid():
 
 
 def test_joint_gd_is_a_hand_written_gd_loop():
-    """The runner of the `section7_joint_*` checks: its start and 5 steps of full-batch GD on
+    """The run of the `section7_joint_*` checks: its start and 5 steps of full-batch GD on
     (W, V), with κ, ρ, μ and the loss at every step, against a plain loop."""
     task = _runs.task(6, 3, 2, 0)
     population = _runs.population(task)
-    steps, values = _runs.joint_attention(task, num_steps=5, step=0.7, every=1)
+    steps, values = _runs.joint_attention((6, 3, 2), num_steps=5, step=0.7, every=1)
     key_W, key_V = jax.random.split(jax.random.PRNGKey(0))
     W, V = 0.01 * jax.random.normal(key_W, (6, 6)), 0.01 * jax.random.normal(key_V, (6, 6))
     P = task.permutation_matrix()

@@ -41,6 +41,7 @@ from ._checks import (
     section7_kappa,
     section7_rho,
 )
+from ._runs import SECTION7_SIZES, section7_level, uniform_attention
 from .closed_forms import (
     DELTA_DEFINITIONS,
     GAMMA_DEFINITIONS,
@@ -80,6 +81,7 @@ __all__ = [
     "CHECKS",
     "DELTA_DEFINITIONS",
     "GAMMA_DEFINITIONS",
+    "SECTION7_SIZES",
     "Constants",
     "Result2Setting",
     "closed_forms",
@@ -88,5 +90,7 @@ __all__ = [
     "result1_c",
     "result1_time_bound",
     "result2_setting",
+    "section7_level",
+    "uniform_attention",
     "zero_attention_loss",
 ] + [fn.__name__ for fn in CHECKS]

@@ -22,7 +22,7 @@ OURS = (
 
 
 def _result1_runs(full: bool) -> list:
-    return [_runs.result1(_runs.task(*size)) for size in _runs.RESULT1_SIZES["full" if full else "quick"]]
+    return [_runs.result1(size) for size in _runs.RESULT1_SIZES["full" if full else "quick"]]
 
 
 def _sizes(runs) -> str:
@@ -134,7 +134,7 @@ def result1_gd_limit(full: bool = False) -> Measured:
 
     **Returns:** the [`Check`][]: |τ_GD(h_min) − τ| / τ, and the halving change in the note.
     """
-    r = _runs.result1(_runs.task(8, 3, 2, 0))
+    r = _runs.result1((8, 3, 2, 0))
     steps = [r.tau / 50 * 2.0**-i for i in range(4 if full else 3)]
     times = [_runs.result1_gd_time(r.task, r.c, h) for h in steps]
     halving = abs(times[-1] - times[-2]) / r.tau
@@ -165,7 +165,7 @@ def result1_list_length_scaling() -> Measured:
     L, n = 12, 4
     ms = (1, 2, 3, 4)
     tasks = [_runs.task(L, n, 4, 0, m) for m in ms]
-    reference = _runs.result1(tasks[-1])  # c of the longest lists, kept for every m
+    reference = _runs.result1((L, n, 4, 0), fixed_m=ms[-1])  # c of the longest lists, kept for every m
     c = reference.c
     bounds = [closed_forms.result1_time_bound(m, L, _runs.task_constants(t).gamma) for m, t in zip(ms, tasks)]
     taus = [_runs.result1_fixed_c(t, c, b) for t, b in zip(tasks, bounds)]
@@ -194,9 +194,8 @@ def result1_c_monotone() -> Measured:
 
     **Returns:** the [`Check`][]: the number of increases of τ along c × (1/2, 1, 2, 4).
     """
-    t = _runs.task(8, 3, 2, 0)
     scales = (0.5, 1.0, 2.0, 4.0)
-    taus = [_runs.result1(t, s).tau for s in scales]
+    taus = [_runs.result1((8, 3, 2, 0), s).tau for s in scales]
     increases = int(np.sum(np.diff(taus) >= 0))
     return Measured(
         predicted=0.0,
@@ -231,7 +230,7 @@ def _first_positive_mu(r) -> float:
 
 def _distinct_ratio(r, size) -> float:
     """τ/bound of Result 1 on the same task (same seed, same lists) under `D = distinct`."""
-    same = _runs.result1(_runs.task(*size))
+    same = _runs.result1(size)
     return same.tau / same.bound
 
 
@@ -463,7 +462,7 @@ def result2_within_hypotheses(full: bool = False) -> Measured:
 
 def _section7_runs(full: bool):
     sizes = _runs.SECTION7_SIZES["full" if full else "quick"]
-    return [(size, *_runs.uniform_attention(_runs.task(*size, 0))) for size in sizes]
+    return [(size, *_runs.uniform_attention(size)) for size in sizes]
 
 
 @claim(
@@ -541,7 +540,7 @@ JOINT_REPORT_STEPS = (0, 10, 100, 500, 2000)
 
 def _joint_runs(full: bool):
     sizes = _runs.SECTION7_SIZES["full" if full else "quick"]
-    return [(size, *_runs.joint_attention(_runs.task(*size, 0))) for size in sizes]
+    return [(size, *_runs.joint_attention(size)) for size in sizes]
 
 
 def _joint_curve(size, steps, values) -> str:

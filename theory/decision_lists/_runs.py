@@ -1,5 +1,8 @@
-"""Simulations behind the decision-list checks: task instances, one jitted runner per training,
-and the runs several checks share (cached, so a paper run integrates each of them once).
+"""Simulations behind the decision-list checks, cached, so a paper run integrates each of them
+once: Result 1's flows, the uniform-attention runs and their joint variant run the paper's levels
+(`tasks.decision_lists.Result1Flow`, `UniformAttentionGD`, `JointGD`) through `dynamics.simulate`;
+the flows saved at times of a check's own, the refinement of τ by enumeration, small-step GD and
+Result 2's runs (whose λ_max must be the very number its step is made of) have runners of their own.
 
 Everything runs in float64 on the exact population of `D` (recon): `distinct` unless a task says
 `iid` (the checks `*_iid`), where the population is every multiset of `n` tokens with its
@@ -11,7 +14,6 @@ import functools
 import itertools
 import math
 
-import diffrax
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -20,9 +22,6 @@ import dynamics
 import tasks.decision_lists as dl
 
 from . import closed_forms
-
-FLOW_CONTROLLER = diffrax.PIDController(rtol=1e-6, atol=1e-9)
-"""Result 1's flow: Tsit5 with this PID step-size controller."""
 
 RESULT1_SIZES = {
     "quick": [(8, 3, 2, 0), (10, 4, 3, 0)],
@@ -77,7 +76,7 @@ def task_constants(t: dl.DecisionLists) -> closed_forms.Constants:
 
 @jax.jit
 def _result1_time(arrays, pop, c, t1):
-    return dl.result1_time(arrays, pop, c, t1=t1, stepsize_controller=FLOW_CONTROLLER)[0]
+    return dl.result1_time(arrays, pop, c, t1=t1)[0]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,14 +91,24 @@ class Result1:
     constants: closed_forms.Constants
 
 
+def _final(level: dynamics.AbstractSimulation) -> dict[str, np.ndarray]:
+    """The final state of the run of seed 0 of `level` (its task fixed by `task.seed`)."""
+    ds = dynamics.simulate(level, num_seeds=1)
+    return {
+        name.removeprefix("final."): ds[name].values[0] for name in ds.data_vars if name.startswith("final.")
+    }
+
+
 @functools.cache
-def result1(t: dl.DecisionLists, c_scale: float = 1.0) -> Result1:
-    """Result 1's flow on `t` with `c = c_scale · 4 n log(L)/δ`, up to the time bound."""
-    k = task_constants(t)
-    c = c_scale * closed_forms.result1_c(t.n, t.L, k.delta)
-    bound = closed_forms.result1_time_bound(t.M, t.L, k.gamma)
-    tau = _result1_time(t.arrays(), population(t), f64(c), f64(bound))
-    return Result1(t, c, float(tau), bound, k)
+def result1(size: tuple[int, int, int, int], c_scale: float = 1.0, fixed_m: int | None = None) -> Result1:
+    """Result 1's flow ([`tasks.decision_lists.Result1Flow`][]) on the task `size = (L, n, M,
+    seed)` (with `fixed_m`, one list length for every token) with `c = c_scale · 4 n log(L)/δ`, up
+    to the time bound."""
+    L, n, M, seed = size
+    config = dl.DecisionListsConfig(L=L, n=n, M=M, fixed_m=fixed_m, seed=seed)
+    final = _final(dl.Result1Flow(task=config, c_scale=c_scale))
+    t = config.draw()
+    return Result1(t, float(final["c"]), float(final["tau"]), float(final["bound"]), task_constants(t))
 
 
 def result1_fixed_c(t: dl.DecisionLists, c: float, t1: float) -> float:
@@ -117,7 +126,7 @@ def _result1_dense(arrays, pop, c, save_ts):
         save_ts=save_ts,
         stop_at_perfect=False,
         save=lambda W: {"W": W},
-        stepsize_controller=FLOW_CONTROLLER,
+        stepsize_controller=dl.FLOW_CONTROLLER,
     )
 
 
@@ -184,7 +193,7 @@ def _margin_saves(arrays, pop, c, W0, save_ts):
         t0=save_ts[0],
         t1=save_ts[-1],
         save=dynamics.Save(ts=save_ts, fn=saved),
-        stepsize_controller=FLOW_CONTROLLER,
+        stepsize_controller=dl.FLOW_CONTROLLER,
     )
 
 
@@ -466,57 +475,50 @@ def result2_sampled(t: dl.DecisionLists, eps: float, K: int, num_steps: int, see
 # --------------------------------------------------------------------------------------
 
 SECTION7_SIZES = {"quick": [(10, 4, 3), (12, 3, 4)], "full": [(10, 4, 3), (12, 3, 4), (16, 4, 3)]}
-
-
-@functools.partial(jax.jit, static_argnames=("num_steps", "every"))
-def _uniform(arrays, pop, V0, step, num_steps, every):
-    return dl.uniform_attention_gd(arrays, pop, V0, step=step, num_steps=num_steps, every=every)
-
-
-@functools.cache
-def uniform_attention(t: dl.DecisionLists, num_steps: int = 2000, step: float = 1.0, init_std: float = 0.0):
-    """The uniform-attention claim: `W ≡ 0`, GD on `V` from `V_0 = 0` (or Gaussian with
-    `init_std`), saving κ, ρ, loss every 10 steps. **Returns:** `(steps, values dict of numpy arrays)`."""
-    V0 = init_std * jax.random.normal(jax.random.PRNGKey(0), (t.L, t.L), jnp.float64)
-    run = _uniform(t.arrays(), population(t), V0, f64(step), num_steps, 10)
-    return np.asarray(run.ts), {k: np.asarray(v) for k, v in run.values.items()}
-
+"""The tasks `(L, n, M)` of the uniform-attention checks (task seed 0)."""
 
 JOINT_INIT_STD = 0.01
 """The joint variant's start: entries of `W_0` and `V_0` i.i.d. `N(0, JOINT_INIT_STD²)`."""
 
 
-@functools.partial(jax.jit, static_argnames=("num_steps", "every"))
-def _joint(arrays, pop, model0, step, num_steps, every):
-    return dl.joint_gd(arrays, pop, model0, step=step, num_steps=num_steps, every=every)
+def _one_run(level: dynamics.AbstractSimulation) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """The run of seed 0 of `level` (its task fixed by `task.seed`), shared with the figures that
+    make it too ([`dynamics.store.shared_store`][]): `(saved steps, saved values)`."""
+    store = dynamics.store.shared_store(level, {}, num_seeds=1)
+    ds = dynamics.simulate(level, num_seeds=1, store=store)
+    names = [name for name in ds.data_vars if "save" in ds[name].dims and name != "time"]
+    return ds["time"].values[0], {name: ds[name].values[0] for name in names}
 
 
-def joint_start(t: dl.DecisionLists, init_std: float = JOINT_INIT_STD, seed: int = 0) -> dl.DecisionListModel:
-    """The joint variant's start: `W_0`, `V_0` with i.i.d. `N(0, init_std²)` entries, drawn with the
-    two halves of `jax.random.split(PRNGKey(seed))` (as `tasks.decision_lists.JointGD` does with its
-    run's key)."""
-    key_W, key_V = jax.random.split(jax.random.PRNGKey(seed))
-    shape = (t.L, t.L)
-    return dl.DecisionListModel(
-        init_std * jax.random.normal(key_W, shape, jnp.float64),
-        init_std * jax.random.normal(key_V, shape, jnp.float64),
-    )
+def section7_level(size: tuple[int, int, int], num_steps: int = 2000, step: float = 1.0):
+    """The uniform-attention claim's run on the task `size = (L, n, M)` of seed 0: `W ≡ 0`, GD on
+    `V` from `V_0 = 0`, saving κ, ρ and the loss every 10 steps
+    ([`tasks.decision_lists.UniformAttentionGD`][]); the checks `section7_*` and the figure
+    `decision_lists_uniform_attention` run it."""
+    L, n, M = size
+    task = dl.DecisionListsConfig(L=L, n=n, M=M, seed=0)
+    return dl.UniformAttentionGD(task=task, step=step, num_steps=num_steps, every=10)
+
+
+@functools.cache
+def uniform_attention(size: tuple[int, int, int]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """The run of [`section7_level`][]. **Returns:** `(steps, values dict of numpy arrays)`."""
+    return _one_run(section7_level(size))
 
 
 @functools.cache
 def joint_attention(
-    t: dl.DecisionLists,
-    num_steps: int = 2000,
-    step: float = 1.0,
-    init_std: float = JOINT_INIT_STD,
-    seed: int = 0,
-    every: int = 10,
-):
-    """The joint variant of the uniform-attention claim (the paper's Sec. II, Conclusion):
-    full-batch GD on `(W, V)` from [`joint_start`][], saving the loss, `μ(W)`, `κ(V)`, `ρ(V)` and
-    perfect classification (enumerated) every `every` steps.
+    size: tuple[int, int, int], num_steps: int = 2000, step: float = 1.0, every: int = 10
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """The joint variant of the uniform-attention claim (the paper's Sec. II, Conclusion) on the
+    task `size = (L, n, M)` of seed 0: full-batch GD on `(W, V)` from `W_0`, `V_0` with i.i.d.
+    `N(0, JOINT_INIT_STD²)` entries drawn from `PRNGKey(0)` ([`tasks.decision_lists.JointGD`][]),
+    saving the loss, `μ(W)`, `κ(V)`, `ρ(V)` and perfect classification (enumerated) every `every`
+    steps.
 
     **Returns:** `(steps, values dict of numpy arrays)`.
     """
-    run = _joint(t.arrays(), population(t), joint_start(t, init_std, seed), f64(step), num_steps, every)
-    return np.asarray(run.ts), {k: np.asarray(v) for k, v in run.values.items()}
+    L, n, M = size
+    task = dl.DecisionListsConfig(L=L, n=n, M=M, seed=0)
+    level = dl.JointGD(task=task, step=step, init_std=JOINT_INIT_STD, num_steps=num_steps, every=every)
+    return _one_run(level)
