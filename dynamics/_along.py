@@ -47,7 +47,7 @@ class Along:
         >>> import jax.numpy as jnp
         >>> import dynamics
         >>> class Descent(dynamics.AbstractSimulation):
-        ...     eta: float = dynamics.param(0.1, dynamics.Interval(0, low_open=True), traced=True)
+        ...     eta: float = dynamics.param(0.1, dynamics.Interval.positive(), traced=True)
         ...     along: dynamics.Along = dynamics.param(dynamics.Along(), doc="what to record along the run")
         ...     dtype: str = dynamics.dtype_param("float64")
         ...

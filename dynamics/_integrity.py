@@ -270,7 +270,7 @@ def check_store(path: str | os.PathLike) -> StoreReport:
         >>> import jax
         >>> import dynamics
         >>> class Decay(dynamics.AbstractSimulation):
-        ...     rate: float = dynamics.param(1.0, dynamics.Interval(0, low_open=True), traced=True)
+        ...     rate: float = dynamics.param(1.0, dynamics.Interval.positive(), traced=True)
         ...     dtype: str = dynamics.dtype_param("float64")
         ...
         ...     def run(self, key):  # dy/dt = -rate y from y(0) in [1, 2)

@@ -48,6 +48,18 @@ class Interval:
     high_open: bool = False
     infinite: bool = False
 
+    @classmethod
+    def positive(cls) -> "Interval":
+        """The positive finite numbers, (0, ∞): what a rate, a step or a tolerance must be.
+
+        **Example:**
+
+            >>> import dynamics
+            >>> dynamics.Interval.positive().describe()
+            'a finite number > 0'
+        """
+        return cls(0, low_open=True)
+
     def describe(self) -> str:
         """What is allowed, in words, e.g. `a finite number in [0, 1)`."""
         if self.low is None and self.high is None:
@@ -225,7 +237,7 @@ def param(default=dataclasses.MISSING, allowed: Allowed = None, *, doc: str = ""
         >>> import dynamics
         >>> @dataclasses.dataclass(frozen=True)
         ... class Config:
-        ...     eta: float = dynamics.param(1.0, dynamics.Interval(0, low_open=True), doc="learning rate")
+        ...     eta: float = dynamics.param(1.0, dynamics.Interval.positive(), doc="learning rate")
         ...
         ...     def __post_init__(self):
         ...         dynamics.check_params(self)
@@ -336,7 +348,7 @@ def params(cls) -> tuple[ParamInfo, ...]:
         >>> import dynamics
         >>> @dataclasses.dataclass(frozen=True)
         ... class Config:
-        ...     eta: float = dynamics.param(1.0, dynamics.Interval(0, low_open=True), doc="learning rate")
+        ...     eta: float = dynamics.param(1.0, dynamics.Interval.positive(), doc="learning rate")
         ...     num_steps: int = dynamics.param(100, dynamics.Interval(1), doc="steps")
         ...     label: str = "not declared"
         >>> [(info.name, info.default, info.describe_allowed()) for info in dynamics.params(Config)]
@@ -450,7 +462,7 @@ def settings(cls) -> tuple[ParamInfo, ...]:
         >>> @dataclasses.dataclass(frozen=True)
         ... class Config:
         ...     task: Task = dynamics.param(Task(), doc="the task")
-        ...     lr: float = dynamics.param(0.1, dynamics.Interval(0, low_open=True), doc="step")
+        ...     lr: float = dynamics.param(0.1, dynamics.Interval.positive(), doc="step")
         >>> [(info.name, info.default) for info in dynamics.settings(Config)]
         [('task.d', 4), ('lr', 0.1)]
     """
@@ -605,7 +617,7 @@ def parse_settings(cls, settings_text: Mapping[str, str]) -> dict[str, Any]:
         >>> import dynamics
         >>> @dataclasses.dataclass(frozen=True)
         ... class Config:
-        ...     eta: float = dynamics.param(1.0, dynamics.Interval(0, low_open=True))
+        ...     eta: float = dynamics.param(1.0, dynamics.Interval.positive())
         ...     seed: int | None = dynamics.param(None)
         ...     center: bool = dynamics.param(False)
         >>> values = dynamics.parse_settings(Config, {"eta": "0.5", "seed": "none", "center": "true"})

@@ -182,7 +182,7 @@ def refine_sweep(
         >>> import jax
         >>> import dynamics
         >>> class Descent(dynamics.AbstractSimulation):
-        ...     eta: float = dynamics.param(0.1, dynamics.Interval(0, low_open=True), traced=True)
+        ...     eta: float = dynamics.param(0.1, dynamics.Interval.positive(), traced=True)
         ...     dtype: str = dynamics.dtype_param("float64")
         ...
         ...     def run(self, key):

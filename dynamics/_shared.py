@@ -68,7 +68,7 @@ def shared_store(
 
         >>> import dynamics
         >>> class Decay(dynamics.AbstractSimulation):
-        ...     rate: float = dynamics.param(1.0, dynamics.Interval(0, low_open=True), traced=True)
+        ...     rate: float = dynamics.param(1.0, dynamics.Interval.positive(), traced=True)
         ...     dtype: str = dynamics.dtype_param("float64")
         ...
         ...     def run(self, key):

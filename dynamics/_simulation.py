@@ -83,7 +83,7 @@ class AbstractSimulation(eqx.Module):
         >>> import jax
         >>> import dynamics
         >>> class Decay(dynamics.AbstractSimulation):
-        ...     rate: float = dynamics.param(1.0, dynamics.Interval(0, low_open=True), doc="r", traced=True)
+        ...     rate: float = dynamics.param(1.0, dynamics.Interval.positive(), doc="r", traced=True)
         ...     dtype: str = dynamics.dtype_param("float64")
         ...
         ...     def run(self, key):

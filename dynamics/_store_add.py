@@ -59,7 +59,7 @@ def add_to_store(path: str | os.PathLike, found: xr.Dataset) -> Path:
         >>> import jax.numpy as jnp
         >>> import dynamics
         >>> class Decay(dynamics.AbstractSimulation):
-        ...     rate: float = dynamics.param(1.0, dynamics.Interval(0, low_open=True), traced=True)
+        ...     rate: float = dynamics.param(1.0, dynamics.Interval.positive(), traced=True)
         ...     dtype: str = dynamics.dtype_param("float64")
         ...
         ...     def run(self, key):  # loss e^{-rate t} from a random start
@@ -147,7 +147,7 @@ def drop_added(path: str | os.PathLike) -> list[str]:
         >>> import jax.numpy as jnp
         >>> import dynamics
         >>> class Decay(dynamics.AbstractSimulation):
-        ...     rate: float = dynamics.param(1.0, dynamics.Interval(0, low_open=True), traced=True)
+        ...     rate: float = dynamics.param(1.0, dynamics.Interval.positive(), traced=True)
         ...     dtype: str = dynamics.dtype_param("float64")
         ...
         ...     def run(self, key):

@@ -88,7 +88,7 @@ def simulate(
         >>> import jax
         >>> import dynamics
         >>> class Decay(dynamics.AbstractSimulation):
-        ...     rate: float = dynamics.param(1.0, dynamics.Interval(0, low_open=True), traced=True)
+        ...     rate: float = dynamics.param(1.0, dynamics.Interval.positive(), traced=True)
         ...     dtype: str = dynamics.dtype_param("float64")
         ...
         ...     def run(self, key):  # dy/dt = -rate y from y(0) in [1, 2)
@@ -129,7 +129,7 @@ def stop_reasons(ds: xr.Dataset) -> xr.DataArray:
         >>> import jax.numpy as jnp
         >>> import dynamics
         >>> class Decay(dynamics.AbstractSimulation):
-        ...     t1: float = dynamics.param(1.0, dynamics.Interval(0, low_open=True))
+        ...     t1: float = dynamics.param(1.0, dynamics.Interval.positive())
         ...     dtype: str = dynamics.dtype_param("float64")
         ...     event_names = ("half",)
         ...
@@ -231,7 +231,7 @@ def sweep(
         >>> import jax
         >>> import dynamics
         >>> class Decay(dynamics.AbstractSimulation):
-        ...     rate: float = dynamics.param(1.0, dynamics.Interval(0, low_open=True), traced=True)
+        ...     rate: float = dynamics.param(1.0, dynamics.Interval.positive(), traced=True)
         ...     dtype: str = dynamics.dtype_param("float64")
         ...
         ...     def run(self, key):  # dy/dt = -rate y from y(0) in [1, 2)
@@ -249,7 +249,7 @@ def sweep(
     Two points of a paired axis of `rate` and `t1`, where a product grid would run four:
 
         >>> class DecayTo(Decay):
-        ...     t1: float = dynamics.param(1.0, dynamics.Interval(0, low_open=True), traced=True)
+        ...     t1: float = dynamics.param(1.0, dynamics.Interval.positive(), traced=True)
         ...
         ...     def run(self, key):
         ...         return dynamics.ode_flow(lambda t, s, args: -self.rate * s, 1.0, t1=self.t1)
@@ -346,7 +346,7 @@ def sweep_blocks(
 
         >>> import dynamics
         >>> class Decay(dynamics.AbstractSimulation):
-        ...     rate: float = dynamics.param(1.0, dynamics.Interval(0, low_open=True), traced=True)
+        ...     rate: float = dynamics.param(1.0, dynamics.Interval.positive(), traced=True)
         ...     dtype: str = dynamics.dtype_param("float64")
         ...
         ...     def run(self, key):
@@ -385,7 +385,7 @@ def sweep_progress(path: str | os.PathLike) -> tuple[int, int]:
         >>> import jax
         >>> import dynamics
         >>> class Decay(dynamics.AbstractSimulation):
-        ...     rate: float = dynamics.param(1.0, dynamics.Interval(0, low_open=True), traced=True)
+        ...     rate: float = dynamics.param(1.0, dynamics.Interval.positive(), traced=True)
         ...     dtype: str = dynamics.dtype_param("float64")
         ...
         ...     def run(self, key):  # dy/dt = -rate y from y(0) in [1, 2)
@@ -434,7 +434,7 @@ def save_sweep(ds: xr.Dataset, path: str | os.PathLike) -> Path:
         >>> import jax
         >>> import dynamics
         >>> class Decay(dynamics.AbstractSimulation):
-        ...     rate: float = dynamics.param(1.0, dynamics.Interval(0, low_open=True), traced=True)
+        ...     rate: float = dynamics.param(1.0, dynamics.Interval.positive(), traced=True)
         ...     dtype: str = dynamics.dtype_param("float64")
         ...
         ...     def run(self, key):  # dy/dt = -rate y from y(0) in [1, 2)
@@ -487,7 +487,7 @@ def load_sweep(path: str | os.PathLike) -> xr.Dataset:
         >>> import jax
         >>> import dynamics
         >>> class Decay(dynamics.AbstractSimulation):
-        ...     rate: float = dynamics.param(1.0, dynamics.Interval(0, low_open=True), traced=True)
+        ...     rate: float = dynamics.param(1.0, dynamics.Interval.positive(), traced=True)
         ...     dtype: str = dynamics.dtype_param("float64")
         ...
         ...     def run(self, key):  # dy/dt = -rate y from y(0) in [1, 2)
@@ -526,7 +526,7 @@ def open_sweep(path: str | os.PathLike) -> xr.Dataset:
         >>> import tempfile
         >>> import dynamics
         >>> class Decay(dynamics.AbstractSimulation):
-        ...     rate: float = dynamics.param(1.0, dynamics.Interval(0, low_open=True), traced=True)
+        ...     rate: float = dynamics.param(1.0, dynamics.Interval.positive(), traced=True)
         ...     dtype: str = dynamics.dtype_param("float64")
         ...
         ...     def run(self, key):

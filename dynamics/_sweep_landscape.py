@@ -142,7 +142,7 @@ def sweep_critical_points(
         >>> def saddle(rate):
         ...     return lambda w: 0.5 * rate * (w[0] ** 2 - w[1] ** 2)
         >>> class Saddle(dynamics.AbstractSimulation):
-        ...     rate: float = dynamics.param(1.0, dynamics.Interval(0, low_open=True), traced=True)
+        ...     rate: float = dynamics.param(1.0, dynamics.Interval.positive(), traced=True)
         ...     dtype: str = dynamics.dtype_param("float64")
         ...
         ...     def run(self, key):
@@ -211,7 +211,7 @@ def sweep_sharpness(ds: xr.Dataset, sim: AbstractSimulation, *, num_iters: int =
         >>> import jax.numpy as jnp
         >>> import dynamics
         >>> class Bowl(dynamics.AbstractSimulation):
-        ...     rate: float = dynamics.param(1.0, dynamics.Interval(0, low_open=True), traced=True)
+        ...     rate: float = dynamics.param(1.0, dynamics.Interval.positive(), traced=True)
         ...     dtype: str = dynamics.dtype_param("float64")
         ...
         ...     def run(self, key):

@@ -65,7 +65,7 @@ def sweep_phases(
         >>> import jax.numpy as jnp
         >>> import dynamics
         >>> class Logistic(dynamics.AbstractSimulation):
-        ...     rate: float = dynamics.param(1.0, dynamics.Interval(0, low_open=True), traced=True)
+        ...     rate: float = dynamics.param(1.0, dynamics.Interval.positive(), traced=True)
         ...     dtype: str = dynamics.dtype_param("float64")
         ...
         ...     def run(self, key):

@@ -33,7 +33,7 @@ tool built on it keeps, checks, shares and repairs what it wrote.
     >>> import jax
     >>> jax.config.update("jax_enable_x64", True)
     >>> class Decay(dynamics.AbstractSimulation):
-    ...     rate: float = dynamics.param(1.0, dynamics.Interval(0, low_open=True), traced=True)
+    ...     rate: float = dynamics.param(1.0, dynamics.Interval.positive(), traced=True)
     ...     dtype: str = dynamics.dtype_param("float64")
     ...
     ...     def run(self, key):  # from a start in [1, 2)

@@ -23,9 +23,9 @@ class Retrieval(dynamics.AbstractSimulation):
     tokens: int = param(8, Interval(2), doc="sequence length")
     dim: int = param(8, Interval(1), doc="token dimension d")
     samples: int = param(256, Interval(1), doc="sequences in the (fixed) training set")
-    eta_w: float = param(1.0, Interval(0, low_open=True), doc="rate of the attention W", traced=True)
-    t1: float = param(400.0, Interval(0, low_open=True), doc="end time", traced=True)
-    threshold: float = param(0.03, Interval(0, low_open=True), doc="loss that stops the run")
+    eta_w: float = param(1.0, Interval.positive(), doc="rate of the attention W", traced=True)
+    t1: float = param(400.0, Interval.positive(), doc="end time", traced=True)
+    threshold: float = param(0.03, Interval.positive(), doc="loss that stops the run")
     dtype: str = dynamics.dtype_param("float64")
     event_names = ("loss_below",)
 

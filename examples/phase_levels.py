@@ -43,7 +43,7 @@ class TeacherFlow(dynamics.AbstractSimulation):
     """The gradient flow of the teacher's loss from W₁, W₂ with entries N(0, scale²), 100 saves per
     decade of t ∈ [10⁻², 10²], saving the loss, the gradient norm and the parameters."""
 
-    scale: float = dynamics.param(1e-3, dynamics.Interval(0, low_open=True), doc="the start's scale")
+    scale: float = dynamics.param(1e-3, dynamics.Interval.positive(), doc="the start's scale")
     dtype: str = dynamics.dtype_param("float64")
 
     def run(self, key):
@@ -63,9 +63,9 @@ class QuadraticDescent(dynamics.AbstractSimulation):
     """Gradient descent on ½ wᵀ diag(λ, λ/3) w from w ~ N(0, I), saving at its end how many times
     its loss grew: above 1 exactly where η > 2/λ (for long enough a run)."""
 
-    eta: float = dynamics.param(0.1, dynamics.Interval(0, low_open=True), doc="step size", traced=True)
+    eta: float = dynamics.param(0.1, dynamics.Interval.positive(), doc="step size", traced=True)
     lam: float = dynamics.param(
-        4.0, dynamics.Interval(0, low_open=True), doc="largest Hessian eigenvalue", traced=True
+        4.0, dynamics.Interval.positive(), doc="largest Hessian eigenvalue", traced=True
     )
     num_steps: int = dynamics.param(400, dynamics.Interval(1), doc="steps")
     dtype: str = dynamics.dtype_param("float64")

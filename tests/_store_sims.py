@@ -33,8 +33,8 @@ class SlowDecay(dynamics.AbstractSimulation):
     needs); with `log`, each run appends its rate, scale and seed to that file (so a test can
     count the runs)."""
 
-    rate: float = param(1.0, Interval(0, low_open=True), doc="decay rate", traced=True)
-    scale: float = param(1.0, Interval(0, low_open=True), doc="initial spread (one program per value)")
+    rate: float = param(1.0, Interval.positive(), doc="decay rate", traced=True)
+    scale: float = param(1.0, Interval.positive(), doc="initial spread (one program per value)")
     pause: float = param(0.0, Interval(0), doc="seconds of pause per run")
     hold: str = param("", doc="a file each run waits on while it exists")
     log: str = param("", doc="a file each run appends its rate, scale and seed to")
@@ -58,7 +58,7 @@ class Logistic(dynamics.AbstractSimulation):
     with loss 1 − y: a plateau near 1, a drop at t = log(1/y(0) − 1) / rate, a plateau at 0.
     Saves `loss` and `y` at 101 log-spaced times on [0.01, 1000]."""
 
-    rate: float = param(1.0, Interval(0, low_open=True), doc="growth rate", traced=True)
+    rate: float = param(1.0, Interval.positive(), doc="growth rate", traced=True)
     dtype: str = dynamics.dtype_param("float64")
 
     def run(self, key):
@@ -78,8 +78,8 @@ class Quadratic(dynamics.AbstractSimulation):
     [1, 2) and w₂ = 0, which it keeps: the runs end near the saddle at 0, whose Hessian is
     diag(rate, 1, −1). Saves the loss every 5 of 20 steps."""
 
-    rate: float = param(1.0, Interval(0, low_open=True), doc="curvature along w₀", traced=True)
-    step: float = param(0.1, Interval(0, low_open=True), doc="GD step size", traced=True)
+    rate: float = param(1.0, Interval.positive(), doc="curvature along w₀", traced=True)
+    step: float = param(0.1, Interval.positive(), doc="GD step size", traced=True)
     dtype: str = dynamics.dtype_param("float64")
 
     def run(self, key):

@@ -28,7 +28,7 @@ import dynamics
 
 
 class Decay(dynamics.AbstractSimulation):
-    rate: float = dynamics.param(1.0, dynamics.Interval(0, low_open=True), traced=True)
+    rate: float = dynamics.param(1.0, dynamics.Interval.positive(), traced=True)
     dtype: str = dynamics.dtype_param("float64")
 
     def run(self, key):
@@ -47,7 +47,7 @@ class TwoSteps(Decay):
 
 
 class Logistic(dynamics.AbstractSimulation):
-    rate: float = dynamics.param(1.0, dynamics.Interval(0, low_open=True), traced=True)
+    rate: float = dynamics.param(1.0, dynamics.Interval.positive(), traced=True)
     dtype: str = dynamics.dtype_param("float64")
 
     def run(self, key):
@@ -58,7 +58,7 @@ class Logistic(dynamics.AbstractSimulation):
 
 
 class Spring(dynamics.AbstractSimulation):
-    omega: float = dynamics.param(50.0, dynamics.Interval(0, low_open=True), traced=True)
+    omega: float = dynamics.param(50.0, dynamics.Interval.positive(), traced=True)
     max_steps: int = dynamics.param(100, dynamics.Interval(1))
     dtype: str = dynamics.dtype_param("float64")
 

@@ -20,8 +20,8 @@ from .helpers import assert_sweep_round_trip
 class Decay(dynamics.AbstractSimulation):
     """dy/dt = −rate · y from y0 ~ N(0, 1) · scale: y(t) = y0 e^{−rate t}; stops once |y| < floor."""
 
-    rate: float = param(1.0, Interval(0, low_open=True), doc="decay rate", traced=True)
-    scale: float = param(1.0, Interval(0, low_open=True), doc="initial spread")
+    rate: float = param(1.0, Interval.positive(), doc="decay rate", traced=True)
+    scale: float = param(1.0, Interval.positive(), doc="initial spread")
     num_saves: int = param(5, Interval(2), doc="saves on [0, 1]")
     floor: float = param(0.0, Interval(0), doc="stop once |y| is below it (0: never)")
     mode: str = param("flow", OneOf("flow", "euler"), doc="flow or 100 explicit Euler steps")

@@ -29,7 +29,7 @@ import tasks
 
 
 class Decay(dynamics.AbstractSimulation):
-    k: float = dynamics.param(1.0, dynamics.Interval(0, low_open=True), doc="decay rate", traced=True)
+    k: float = dynamics.param(1.0, dynamics.Interval.positive(), doc="decay rate", traced=True)
     dtype: str = dynamics.dtype_param("float64")
 
     def run(self, key):

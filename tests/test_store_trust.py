@@ -44,7 +44,7 @@ import jax
 import dynamics
 
 class Decay(dynamics.AbstractSimulation):
-    k: float = dynamics.param(1.0, dynamics.Interval(0, low_open=True), traced=True)
+    k: float = dynamics.param(1.0, dynamics.Interval.positive(), traced=True)
     dtype: str = dynamics.dtype_param("float64")
 
     def run(self, key):

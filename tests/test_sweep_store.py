@@ -144,7 +144,7 @@ class _Descent(dynamics.AbstractSimulation):
     alone, so that its programs are compiled here, not found compiled by another test."""
 
     rate: float = dynamics.param(1.0, dynamics.Interval(0), doc="curvature", traced=True)
-    scale: float = dynamics.param(1.0, dynamics.Interval(0, low_open=True), doc="one program per value")
+    scale: float = dynamics.param(1.0, dynamics.Interval.positive(), doc="one program per value")
     dtype: str = dynamics.dtype_param("float64")
 
     def run(self, key):
@@ -157,7 +157,7 @@ class _Traced(dynamics.AbstractSimulation):
     Python (a class of this test alone, so that no other test has traced it)."""
 
     rate: float = dynamics.param(1.0, dynamics.Interval(0), doc="curvature", traced=True)
-    scale: float = dynamics.param(1.0, dynamics.Interval(0, low_open=True), doc="one program per value")
+    scale: float = dynamics.param(1.0, dynamics.Interval.positive(), doc="one program per value")
     dtype: str = dynamics.dtype_param("float64")
     traces: ClassVar[list] = []
 

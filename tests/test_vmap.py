@@ -20,7 +20,7 @@ from .helpers import tree_allclose
 class Decay(dynamics.AbstractSimulation):
     """dy/dt = -rate y from a random start; counts its traces."""
 
-    rate: float = dynamics.param(1.0, dynamics.Interval(0, low_open=True), doc="r")
+    rate: float = dynamics.param(1.0, dynamics.Interval.positive(), doc="r")
     dtype: str = dynamics.dtype_param("float32")
     traces: ClassVar[int] = 0
 

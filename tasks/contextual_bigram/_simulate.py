@@ -25,8 +25,6 @@ from ._metrics import on_line
 from ._model import population_loss
 from ._population import line_flow
 
-_POSITIVE = Interval(0, low_open=True)
-
 _METRIC_LABELS = MappingProxyType(
     {
         "alpha": "α, μ-projection of Q onto the line 11ᵀ/T + α(Q* − 11ᵀ/T)",
@@ -96,8 +94,8 @@ class Algorithm1(_OnInstance):
 
     task: SCBConfig = _task()
     batch: int = param(256, Interval(1), doc="mini-batch size B of every stage")
-    eta1: float = param(0.5, _POSITIVE, doc="Stage-1 step η₁", traced=True)
-    eta2: float = param(0.05, _POSITIVE, doc="Stage-2 step η₂", traced=True)
+    eta1: float = param(0.5, Interval.positive(), doc="Stage-1 step η₁", traced=True)
+    eta2: float = param(0.05, Interval.positive(), doc="Stage-2 step η₂", traced=True)
     lam: float = param(1e-4, Interval(0), doc="l1 weight λ of Stage 2 (soft threshold η₂ λ)", traced=True)
     switch: str = param(
         "oracle",
@@ -106,24 +104,24 @@ class Algorithm1(_OnInstance):
     )
     tau1: int = param(20, Interval(1), doc="Stage-1 steps with switch=fixed")
     stage1_max_steps: int = param(200, Interval(1), doc="most Stage-1 steps with switch=oracle")
-    delta1: float = param(0.2, _POSITIVE, doc="level δ₁ of the oracle switch", traced=True)
+    delta1: float = param(0.2, Interval.positive(), doc="level δ₁ of the oracle switch", traced=True)
     stage1_rule: str = param(
         "min", OneOf(*STAGE1_RULES), doc="the oracle switch waits for min or max of (α, β) >= delta1"
     )
     round_after_stage1: bool = param(True, doc="apply the rounding 1→2 after Stage 1")
     theta1_fraction: float = param(
-        0.5, _POSITIVE, doc="rounding threshold θ₁ = 1/T + fraction·α·(q_min − 1/T)", traced=True
+        0.5, Interval.positive(), doc="rounding threshold θ₁ = 1/T + fraction·α·(q_min − 1/T)", traced=True
     )
     stage2_steps: int = param(4000, Interval(1), doc="Stage-2 steps")
     every: int = param(100, Interval(1), doc="save period in Stage-2 steps (divides stage2_steps)")
     log_saves: int | None = dynamics.log_saves_param()
-    c_f: float = param(0.1, _POSITIVE, doc="normalisation 2→3 threshold θ₃ = c_f / Q", traced=True)
+    c_f: float = param(0.1, Interval.positive(), doc="normalisation 2→3 threshold θ₃ = c_f / Q", traced=True)
     stage3: str = param(
         "least_squares",
         OneOf(*STAGE3_MODES),
         doc="Stage 3: least_squares (population V_LS, an oracle), gd (steps on V) or none",
     )
-    eta3: float = param(0.05, _POSITIVE, doc="Stage-3 step η₃ with stage3=gd", traced=True)
+    eta3: float = param(0.05, Interval.positive(), doc="Stage-3 step η₃ with stage3=gd", traced=True)
     stage3_steps: int = param(500, Interval(1), doc="Stage-3 steps with stage3=gd")
     along: dynamics.Along = param(
         dynamics.Along(),
@@ -202,12 +200,14 @@ class SGD(_OnInstance):
 
     task: SCBConfig = _task()
     kind: str = param("vanilla", OneOf(*SGD_KINDS), doc="vanilla SGD or projected (preconditioned, λ = 0)")
-    eta: float = param(0.05, _POSITIVE, doc="step size η", traced=True)
+    eta: float = param(0.05, Interval.positive(), doc="step size η", traced=True)
     batch: int = param(256, Interval(1), doc="mini-batch size B")
     num_steps: int = param(4000, Interval(1), doc="SGD steps")
     every: int = param(100, Interval(1), doc="save period in steps (divides num_steps)")
     log_saves: int | None = dynamics.log_saves_param()
-    c_f: float = param(0.1, _POSITIVE, doc="threshold θ₃ = c_f / Q of the normalised metrics", traced=True)
+    c_f: float = param(
+        0.1, Interval.positive(), doc="threshold θ₃ = c_f / Q of the normalised metrics", traced=True
+    )
     along: dynamics.Along = param(
         dynamics.Along(),
         doc="along.sharpness: the population loss's sharpness (and for vanilla its ratio to 2/η) at every "
@@ -272,10 +272,10 @@ class PopulationODE(_OnInstance):
     task: SCBConfig = _task()
     alpha0: float = param(0.0, doc="initial attention-line coordinate α₀ (0: the uniform Q₀)", traced=True)
     beta0: float = param(0.0, doc="initial output-line coordinate β₀ (0: V₀ = μ1ᵀ)", traced=True)
-    t1: float = param(100.0, _POSITIVE, doc="end time (η × population steps)", traced=True)
+    t1: float = param(100.0, Interval.positive(), doc="end time (η × population steps)", traced=True)
     num_saves: int = param(101, Interval(2), doc="equally spaced saves on [0, t1]")
-    rtol: float = param(1e-10, _POSITIVE, doc="relative tolerance of the step-size controller")
-    atol: float = param(1e-12, _POSITIVE, doc="absolute tolerance of the step-size controller")
+    rtol: float = param(1e-10, Interval.positive(), doc="relative tolerance of the step-size controller")
+    atol: float = param(1e-12, Interval.positive(), doc="absolute tolerance of the step-size controller")
     max_steps: int = param(
         100_000, Interval(1), doc="the solver's step budget (a run that spends it stops with max_steps)"
     )

@@ -44,8 +44,6 @@ from ._dynamics import (
 from ._model import DecisionListModel, margins, population_loss
 from ._task import TaskArrays
 
-_POSITIVE = Interval(0, low_open=True)
-
 
 def _num_steps(default: int):
     return param(default, Interval(1), doc="GD steps")
@@ -134,8 +132,10 @@ class Result1Flow(_OnRandomTask):
     task: DecisionListsConfig = _task(DecisionListsConfig(L=16))
     gamma_definition: str = param("joint", OneOf(*GAMMA_DEFINITIONS), doc="γ: joint or conditional on a ∈ s")
     delta_definition: str = param("gamma", OneOf(*DELTA_DEFINITIONS), doc="δ: γ, or min_a P(a ∈ s)")
-    c_scale: float = param(1.0, _POSITIVE, doc="c in units of Result 1's 4n log(L)/δ", traced=True)
-    horizon: float = param(1.0, _POSITIVE, doc="end time t1 in units of the bound 4M/(log(L) γ)", traced=True)
+    c_scale: float = param(1.0, Interval.positive(), doc="c in units of Result 1's 4n log(L)/δ", traced=True)
+    horizon: float = param(
+        1.0, Interval.positive(), doc="end time t1 in units of the bound 4M/(log(L) γ)", traced=True
+    )
     num_saves: int = param(61, Interval(2), doc="saves: t = 0, then log-spaced up to t1")
     first_save: float = param(
         1e-7, Interval(0, 1, low_open=True, high_open=True), doc="the first positive save / t1", traced=True
@@ -236,8 +236,8 @@ class Result2GD(_OnRandomTask):
         DecisionListsConfig(),
         doc="the random task: L, n, M, the list lengths and its seed; D distinct (Result 2's)",
     )
-    eps: float = param(1.0, _POSITIVE, doc="ε: V_0 = cP + U with |U| ≤ ε/2 entrywise", traced=True)
-    eta_scale: float = param(1.0, _POSITIVE, doc="η in units of 1/λ_max at the start", traced=True)
+    eps: float = param(1.0, Interval.positive(), doc="ε: V_0 = cP + U with |U| ≤ ε/2 entrywise", traced=True)
+    eta_scale: float = param(1.0, Interval.positive(), doc="η in units of 1/λ_max at the start", traced=True)
     population_size: int | None = param(
         None, Interval(1), doc="none: the exact support of D; K: a frozen sample of K sequences"
     )
@@ -351,7 +351,7 @@ class UniformAttentionGD(_OnRandomTask):
     """
 
     task: DecisionListsConfig = _task()
-    step: float = param(1.0, _POSITIVE, doc="GD step size", traced=True)
+    step: float = param(1.0, Interval.positive(), doc="GD step size", traced=True)
     init_std: float = param(0.0, Interval(0), doc="standard deviation of V_0's entries", traced=True)
     num_steps: int = _num_steps(2000)
     every: int = _every(10)
@@ -414,7 +414,7 @@ class JointGD(_OnRandomTask):
     """
 
     task: DecisionListsConfig = _task()
-    step: float = param(1.0, _POSITIVE, doc="GD step size", traced=True)
+    step: float = param(1.0, Interval.positive(), doc="GD step size", traced=True)
     init_std: float = param(
         0.01, Interval(0), doc="standard deviation of the entries of W_0, V_0", traced=True
     )

@@ -43,13 +43,13 @@ class Dataset2:
     )
     num_unique_per_next: int = param(allowed=Interval(0), doc="distinct tokens per class")
     common_unnormalized_prob: float = param(
-        1.0, Interval(0, low_open=True), doc="unnormalised probability of every common token"
+        1.0, Interval.positive(), doc="unnormalised probability of every common token"
     )
     unique_unnormalized_min: float = param(
-        0.1, Interval(0, low_open=True), doc="unnormalised probability of a class's first distinct token"
+        0.1, Interval.positive(), doc="unnormalised probability of a class's first distinct token"
     )
     unique_unnormalized_max: float = param(
-        1.0, Interval(0, low_open=True), doc="unnormalised probability of a class's last distinct token"
+        1.0, Interval.positive(), doc="unnormalised probability of a class's last distinct token"
     )
 
     requires = (

@@ -21,7 +21,6 @@ from ._model import YZModel, population_loss
 from ._text_train import TextSGD
 
 INITS = ("zeros", "uniform")
-_POSITIVE = Interval(0, low_open=True)
 
 
 def _task():
@@ -33,7 +32,7 @@ def _init():
 
 
 def _rate(name: str):
-    return param(1.0, _POSITIVE, doc=f"learning rate {name}", traced=True)
+    return param(1.0, Interval.positive(), doc=f"learning rate {name}", traced=True)
 
 
 def _momentum():
@@ -53,7 +52,7 @@ def _num_steps():
 
 
 def _t1():
-    return param(1000.0, _POSITIVE, doc="end time, in batch-1 SGD steps", traced=True)
+    return param(1000.0, Interval.positive(), doc="end time, in batch-1 SGD steps", traced=True)
 
 
 def _num_saves():
@@ -175,7 +174,9 @@ class SGDOutcome(dynamics.AbstractSimulation):
         doc="the synthetic task: Syn-Medium (the sweep's and the recall thresholds'), its num_last",
     )
     eta_z: float = _rate("η_Z of the attention Z")
-    ratio: float = param(1.0, _POSITIVE, doc="η_Y/η_Z (η_Y of the decoder is η_Z · ratio)", traced=True)
+    ratio: float = param(
+        1.0, Interval.positive(), doc="η_Y/η_Z (η_Y of the decoder is η_Z · ratio)", traced=True
+    )
     momentum: float = _momentum()
     T: int = _T()
     batch_size: int = _batch_size()
@@ -309,11 +310,11 @@ class ScalarFlow(dynamics.AbstractSimulation):
     K: int = param(10, Interval(1), doc="number of classes")
     eta_y: float = _rate("η_Y (enters through γ(t))")
     eta_z: float = _rate("η_Z")
-    C0: float = param(1.0, _POSITIVE, doc="C_0 of Theorem 4", traced=True)
+    C0: float = param(1.0, Interval.positive(), doc="C_0 of Theorem 4", traced=True)
     t1: float = _t1()
     num_saves: int = _num_saves()
-    rtol: float = param(1e-8, _POSITIVE, doc="relative tolerance of the step-size controller")
-    atol: float = param(1e-10, _POSITIVE, doc="absolute tolerance of the step-size controller")
+    rtol: float = param(1e-8, Interval.positive(), doc="relative tolerance of the step-size controller")
+    atol: float = param(1e-10, Interval.positive(), doc="absolute tolerance of the step-size controller")
     max_steps: int = _max_steps()
     dtype: str = dtype_param("float64")
     seed_hint = "the scalar model has no randomness: sweep its rates or C0 instead"

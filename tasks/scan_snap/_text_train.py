@@ -349,14 +349,14 @@ class TextSGD(dynamics.AbstractSimulation):
     num_layers: int = param(1, Interval(1), doc="encoder layers (1; 3 for Fig 7's second row)")
     dropout: float = param(0.2, Interval(0, 1, high_open=True), doc="dropout rate at every site")
     positional: bool = param(True, doc="add the sinusoidal positional encoding")
-    lr: float = param(5.0, Interval(0, low_open=True), doc="SGD learning rate (lr_z)", traced=True)
+    lr: float = param(5.0, Interval.positive(), doc="SGD learning rate (lr_z)", traced=True)
     lr_multiplier: float = param(
         1.0,
-        Interval(0, low_open=True),
+        Interval.positive(),
         doc="rate of the first FFN linear map / lr (lr_y_multi_on_z)",
         traced=True,
     )
-    clip_norm: float = param(0.5, Interval(0, low_open=True), doc="gradient clipping norm", traced=True)
+    clip_norm: float = param(0.5, Interval.positive(), doc="gradient clipping norm", traced=True)
     batch_size: int = param(20, Interval(1), doc="training columns")
     eval_batch_size: int = param(10, Interval(1), doc="validation columns")
     bptt: int = param(35, Interval(2), doc="window length T")

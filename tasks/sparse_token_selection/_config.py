@@ -70,7 +70,7 @@ class STSConfig:
         doc="PE dimension m_E: the slots N of dictionary_onehot, m_E >= T for haar_orthonormal, "
         "any m_E for iid_sphere; unused by onehot (m_E = T)",
     )
-    rho: float = param(1.0, Interval(0, low_open=True), doc="PE norm ρ")
+    rho: float = param(1.0, Interval.positive(), doc="PE norm ρ")
     fixed_pe: bool = param(
         False,
         doc="freeze the PE: dictionary_onehot uses π(i) = i (padded one-hot), the other samplers one "

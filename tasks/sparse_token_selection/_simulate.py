@@ -26,8 +26,6 @@ from ._reduced import reduced_flow, reduced_state_loss
 SOLVERS = {"kvaerno5": diffrax.Kvaerno5, "tsit5": diffrax.Tsit5}
 """The ODE solvers of [`ReducedFlow`][] by name."""
 
-_POSITIVE = Interval(0, low_open=True)
-
 
 class ReducedFlow(dynamics.AbstractSimulation):
     """Gradient flow of the full matrices from zero init on the invariant set, run on the two
@@ -54,8 +52,8 @@ class ReducedFlow(dynamics.AbstractSimulation):
     )
     num_saves: int = param(141, Interval(2), doc="log-spaced saves on [1, t1]")
     solver: str = param("kvaerno5", OneOf(*SOLVERS), doc="kvaerno5 (implicit, long horizons) or tsit5")
-    rtol: float = param(1e-10, _POSITIVE, doc="relative tolerance of the step-size controller")
-    atol: float = param(1e-12, _POSITIVE, doc="absolute tolerance of the step-size controller")
+    rtol: float = param(1e-10, Interval.positive(), doc="relative tolerance of the step-size controller")
+    atol: float = param(1e-12, Interval.positive(), doc="absolute tolerance of the step-size controller")
     max_steps: int = param(200_000, Interval(1), doc="the solver's step budget")
     dtype: str = dtype_param("float64")
     seed_hint = "the reduced flow from zero init has no randomness: sweep its settings instead"
@@ -128,7 +126,7 @@ class Online(dynamics.AbstractSimulation):
         STSConfig(d=5, T=20, pe_dim=40), doc="the STS_q instance, its PE and the transformer's options"
     )
     optimizer: str = param("gd", OneOf(*OPTIMIZERS), doc="gd (mini-batch GD) or adam (β = 0.9, 0.999)")
-    lr: float = param(1.0, _POSITIVE, doc="learning rate", traced=True)
+    lr: float = param(1.0, Interval.positive(), doc="learning rate", traced=True)
     init: str = param("zeros", OneOf(*INITS), doc="zeros (Theorem 1's) or random (N(0, init_scale²))")
     blocks: str = param(
         "all", OneOf(*BLOCKS), doc="all (the figures' model) or definition4 (only W_EE and V_X trained)"
@@ -242,7 +240,7 @@ class FCNTraining(dynamics.AbstractSimulation):
         doc="the STS_q instance: the FCN reads d, T and q and sees no PE (pe_sampler onehot)",
     )
     width: int = param(16, Interval(1), doc="first-layer width m (the bound needs m of order Td)")
-    lr: float = param(3e-3, _POSITIVE, doc="Adam's learning rate", traced=True)
+    lr: float = param(3e-3, Interval.positive(), doc="Adam's learning rate", traced=True)
     batch_size: int = param(256, Interval(1), doc="fresh examples per step")
     num_steps: int = param(3000, Interval(1), doc="Adam steps")
     every: int = param(300, Interval(1), doc="save period in steps (divides num_steps)")
