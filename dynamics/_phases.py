@@ -507,8 +507,8 @@ def plateau_saddles(
             polished = _polish_plateau(loss, save(index), escaped, np.bool_(escape >= 0), eig_tol, kwargs)
             results.append(jax.device_get(polished))
     if not results:
-        return jax.tree.map(lambda leaf: jnp.zeros((0, *leaf.shape), leaf.dtype), padding)
-    return jax.tree.map(lambda *leaves: jnp.asarray(np.stack(leaves)), *results)
+        return PlateauSaddles(**jax.tree.map(lambda leaf: jnp.zeros((0, *leaf.shape), leaf.dtype), padding))
+    return PlateauSaddles(**jax.tree.map(lambda *leaves: jnp.asarray(np.stack(leaves)), *results))
 
 
 @one_program
@@ -519,10 +519,12 @@ def _polish_plateau(
     has_escape: Bool[Array, ""],
     eig_tol: float,
     options: dict,
-) -> PlateauSaddles:
+) -> dict[str, PyTree]:
     """One plateau of [`plateau_saddles`][dynamics.landscape.plateau_saddles]: `start` polished to its
     critical point, and the overlap of the escape `escaped − start` with the saddle's escape eigenspace (NaN
-    without an escape or at a minimum). One compiled program per loss, settings and shapes."""
+    without an escape or at a minimum), as the fields of one plateau of a
+    [`PlateauSaddles`][dynamics.landscape.PlateauSaddles]. One compiled program per loss, settings and
+    shapes."""
     found, eigenvectors = newton_polish(loss, start, eig_tol=eig_tol, **options)
     eigenvalues = found.eigenvalues
     lowest = eigenvalues[0]
@@ -533,14 +535,14 @@ def _polish_plateau(
     projection = jnp.where(in_eigenspace, eigenvectors.T @ displacement, 0.0)
     overlap = jnp.linalg.norm(projection) / jnp.linalg.norm(displacement)
     overlap = jnp.where(has_escape & (found.index > 0), overlap, jnp.nan)
-    return PlateauSaddles(
-        point=found.point,
-        loss=found.loss,
-        grad_norm=found.grad_norm,
-        index=found.index,
-        zero_count=zero_count,
-        distance=found.distance,
-        escape_direction=found.escape_direction,
-        status=found.status,
-        escape_overlap=overlap,
-    )
+    return {
+        "point": found.point,
+        "loss": found.loss,
+        "grad_norm": found.grad_norm,
+        "index": found.index,
+        "zero_count": zero_count,
+        "distance": found.distance,
+        "escape_direction": found.escape_direction,
+        "status": found.status,
+        "escape_overlap": overlap,
+    }

@@ -53,6 +53,23 @@ def getkey():
     return _getkey
 
 
+@pytest.fixture(autouse=True)
+def _types_unchecked_where_marked(request):
+    """The test run checks the engine's annotations on every call (`tests._typechecker`); a test
+    marked `unchecked_types` sees what a user sees, whose runs have no such checker: the friendly
+    error for a value of the wrong type."""
+    if request.node.get_closest_marker("unchecked_types") is None:
+        yield
+        return
+    import jaxtyping
+
+    jaxtyping.config.update("jaxtyping_disable", True)
+    try:
+        yield
+    finally:
+        jaxtyping.config.update("jaxtyping_disable", False)
+
+
 @pytest.fixture(autouse=True, scope="module")
 def _compiled_programs_released():
     """Each test module's compiled programs are released when it ends: a whole run otherwise keeps

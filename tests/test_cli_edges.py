@@ -84,6 +84,7 @@ def users(tmp_path, monkeypatch):
 SWEEP = ["sweep", "mine:Decay", "--seeds", "2"]
 
 
+@pytest.mark.unchecked_types
 @pytest.mark.parametrize(
     ("argv", "message"),
     [

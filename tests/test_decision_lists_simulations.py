@@ -41,6 +41,7 @@ def test_levels_are_the_four_trainings():
         assert cls.path() == f"tasks.decision_lists:{cls.__name__}"
 
 
+@pytest.mark.unchecked_types
 @pytest.mark.parametrize(
     "level, bad",
     [

@@ -148,6 +148,7 @@ def test_phases_vmaps_over_runs_with_fixed_size_outputs():
             assert getattr(batched, name)[run].tolist() == getattr(single, name).tolist()
 
 
+@pytest.mark.unchecked_types
 def test_unusable_saves_are_never_slow_and_the_indices_must_pair():
     ts = jnp.logspace(-2.0, 4.0, 61)
     losses = (1.0 - jnp.tanh(4 * jnp.log(ts / 100))).at[-20:].set(jnp.inf)

@@ -121,6 +121,7 @@ def test_saves_at_steps_vmap_over_seeds_as_a_loop_of_runs():
         np.testing.assert_array_equal(batched.values["loss"][i], alone.values["loss"])
 
 
+@pytest.mark.unchecked_types
 @pytest.mark.parametrize(
     "steps",
     [(), (1, 1), (3, 2), (-1, 4), (0, 1.5), (True, 2), 5, "0123", np.array([[0, 1]]), (0, None)],
@@ -153,6 +154,7 @@ def test_log_spaced_steps_run_from_zero_to_the_end_evenly_in_log_time(num_steps,
         assert np.all(gaps <= spacing + np.log1p(1.0 / steps[1:-1]) + 1e-9)
 
 
+@pytest.mark.unchecked_types
 @pytest.mark.parametrize(("num_steps", "num_saves"), [(0, 5), (10, 0), (2.5, 3), (10, True), ("10", 3)])
 def test_log_spaced_steps_refuse_what_is_not_a_count(num_steps, num_saves):
     with pytest.raises(ValueError, match="must be an integer >= 1"):

@@ -313,6 +313,7 @@ def test_the_flow_distance_saved_along_gd_is_the_gap_of_gd_flow_gap():
     np.testing.assert_allclose(run.values["loss"], gap.gd_loss, rtol=1e-14)
 
 
+@pytest.mark.unchecked_types
 def test_along_adds_what_it_is_asked_for_and_refuses_what_it_cannot_do():
     save = dynamics.Save(every=2, fn=lambda step, p, args: {"loss": _quadratic(p)})
     assert dynamics.Along().save(save, _quadratic, START, 0.1, num_steps=4) is save

@@ -105,6 +105,7 @@ def test_divergence_is_flagged_and_keeps_last_finite_state():
     assert np.isfinite(float(run.final))
 
 
+@pytest.mark.unchecked_types
 @pytest.mark.parametrize("every", [0, -2, 1.5, True, "2"])
 def test_a_save_period_that_is_not_a_positive_integer_is_refused(every):
     with pytest.raises(ValueError, match="every must be an integer >= 1"):

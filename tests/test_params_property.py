@@ -134,6 +134,7 @@ def test_every_config_builds_with_its_defaults(name):
     dynamics.check_params(config)
 
 
+@pytest.mark.unchecked_types
 @pytest.mark.parametrize("name", sorted(BASES))
 @PROPERTY
 @given(data=st.data())

@@ -399,6 +399,7 @@ def test_max_bytes_from_the_command_line(tmp_path, capsys):
 # -- grids, user modules and runs that say what they know ----------------------------------------
 
 
+@pytest.mark.unchecked_types
 @pytest.mark.parametrize(
     ("grid", "message"),
     [

@@ -232,6 +232,7 @@ def test_a_plan_s_blocks_are_as_few_as_its_chunk_size_allows_and_its_calls_as_na
     no more blocks than cells of `chunk_size` seeds (and the rest) filled in order would make;
     each program's width the runs of its widest block, and one run narrower would need more
     blocks."""
+    programs = [SlowDecay(scale=1.0 + p) for p in programs]  # one program per scale
     plan = make_plan(programs, {"point": programs}, programs, 0, num_seeds, chunk_size, {}, {})
     num_cells = -(-num_seeds // plan.seeds_per_chunk)
     seeds = [plan.seed_block(b).stop - plan.seed_block(b).start for b in range(num_cells)]
