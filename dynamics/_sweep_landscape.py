@@ -340,9 +340,9 @@ def sweep_saddles(
             at = landscape.saved(jax.tree.map(lambda v: v[p], state["plateau"]))
             escaped = landscape.saved(jax.tree.map(lambda v: v[p], state["after"]))
             saddle = _polish_plateau(landscape.loss, at, escaped, state["has_escape"][p], eig_tol, settings)
-            direction = jax.flatten_util.ravel_pytree(saddle.escape_direction)[0]
+            direction = jax.flatten_util.ravel_pytree(saddle["escape_direction"])[0]
             fields = ("status", "loss", "grad_norm", "index", "zero_count", "distance", "escape_overlap")
-            return {name: getattr(saddle, name) for name in fields} | {"escape_direction": direction}
+            return {name: saddle[name] for name in fields} | {"escape_direction": direction}
 
         out = jax.lax.map(one, jnp.arange(num_phases))
         real = state["has_plateau"]
