@@ -169,12 +169,17 @@ def remarks(
         elif c.outcome is Outcome.deviation:
             line = (
                 f"{markup.strong('Deviates, as documented')}: {named}, {markup.rich(c.claim)}. Why: "
-                f"{markup.text(c.deviation or c.note)}"
+                f"{markup.text(_sentence(c.deviation or c.note))}"
             )
         else:
             continue
         lines.append((c.outcome, line))
     return lines
+
+
+def _sentence(text: str) -> str:
+    """`text` ending in a full stop (unless it ends in one already, or in `?` or `!`)."""
+    return text if text.endswith((".", "?", "!")) else f"{text}."
 
 
 def predicted(check: Check) -> str:

@@ -130,7 +130,7 @@ def test_the_verdict_summary_names_each_failure_and_deviation_with_its_reason():
     summary = _hook().verdict_summary("toy", checks, meta).splitlines()
     assert summary[0] == '!!! failure "1 of 4 checks pass, 2 fail, 1 deviates as documented"'
     assert "0123456789ab with uncommitted changes, 2026-11-26" in summary[2]
-    assert "    - **Deviates, as documented**: [`b`](#check-b), a claim. Why: eta\\_Z > 1" in summary
+    assert "    - **Deviates, as documented**: [`b`](#check-b), a claim. Why: eta\\_Z > 1." in summary
     exceeded = "    - **Exceeds its tolerance**: [`c`](#check-c), a claim (error nan against tolerance 1)"
     assert exceeded in summary
     assert "    - **Did not run**: [`d`](#check-d): ValueError: x\\_0 &lt; 0" in summary

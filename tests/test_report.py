@@ -87,7 +87,7 @@ def test_the_terminal_the_report_and_the_documentation_say_the_same_of_each_chec
     assert said == [
         "Exceeds its tolerance: rate, Theorem 1: the rate is $1/t$ (error 0.5 against tolerance 0.1)",
         "Deviates, as documented: norm_bounded, Lemma 2: the norm stays below 2. Why: the step is "
-        "outside the lemma's range",
+        "outside the lemma's range.",
     ]
     assert text_table(checks).splitlines()[-2:] == [f"  {line}" for line in said]
     in_markdown = [re.sub(r"\*\*|`|\]\(#[^)]*\)|\[", "", line) for _, line in remarks(checks, MARKDOWN, str)]
