@@ -25,18 +25,8 @@ import numpy as np
 from matplotlib.image import AxesImage
 
 import dynamics
-from tasks.scan_snap import (
-    SGD,
-    Dataset2,
-    ScalarFlow,
-    Synthetic,
-    h_continuous,
-    h_discrete,
-    omega_1,
-    phase_B_exact,
-    phase_B_paper,
-    transition_times,
-)
+from tasks.scan_snap import SGD, Dataset2, ScalarFlow, Synthetic, h_continuous
+from theory.scan_snap.closed_forms import h_discrete, omega_1, phase_B_exact, phase_B_paper, transition_times
 
 from ._save import caption, named_figures, save_figure
 from ._scan_snap_sweep import SweepConfig, SweepResult, run_sweep

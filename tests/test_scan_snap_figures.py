@@ -9,7 +9,8 @@ import scipy.special
 import dynamics
 from figures import scan_snap
 from figures._scan_snap_sweep import SweepConfig, run_sweep
-from tasks.scan_snap import SGDOutcome, h_continuous, phase_B_exact, phase_B_paper
+from tasks.scan_snap import SGDOutcome, h_continuous
+from theory.scan_snap.closed_forms import phase_B_exact, phase_B_paper
 
 
 def _written(paths, name):

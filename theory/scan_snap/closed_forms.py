@@ -1,49 +1,273 @@
 """The closed forms of Scan and Snap that the checks hold against simulation, in one place.
 
-Most are defined with the model in `tasks.scan_snap` (where the simulation levels use them too)
-and re-exported here:
+Those the simulation levels use too are defined with the model in `tasks.scan_snap` and
+re-exported here:
 
 - Lemma 1 (Eqns 3-4): [`lemma1_update`][]; Lemma 2 (Eqn 5): [`class_attention`][],
   [`normalized_attention_features`][]; their expectation, the population gradient:
   [`population_gradient_formula`][].
-- The decoder scalar of Lemmas 5-7: [`h_discrete`][] (Eqn 33), [`h_continuous`][] (Eqn 45),
-  [`zeta`][], [`q0`][], [`q1`][], [`q_matrix`][].
+- The decoder scalar of Lemma 6: [`h_continuous`][] (Eqn 45), and [`q0`][], [`q1`][],
+  [`q_matrix`][].
 - Theorem 1 (Eqn 9): [`speed_gamma`][] (Eqn 85), [`e_prime`][], [`backprop_gradient`][],
   [`xi`][].
-- Theorem 4 (Eqns 13-14, 124-129): [`gamma_integral`][], [`phase_B_exact`][],
-  [`phase_B_paper`][], [`phase_B_early`][], [`phase_B_late`][], [`omega_1`][],
-  [`transition_times`][].
 
-The few that only the checks need are defined below, in NumPy: the Lemma 18 concentration band,
-γ(t) from a given h and its two Lemma 9 asymptotes, and the growth factor χ_l with the Theorem 3
-bounds on it.
+Those only the checks and figures need are defined here, in JAX (they `jit`, `vmap` and `grad`,
+and compute in the floating dtype of their floating inputs):
+
+- Lemma 5: the discrete decoder scalar [`h_discrete`][] (Eqn 33) and the vectors [`zeta`][].
+- Theorem 4 (Eqns 13-14, 124-129): [`gamma_integral`][], [`phase_B_exact`][],
+  [`phase_B_paper`][], [`phase_B_early`][], [`phase_B_late`][], [`omega_1`][] (Lemma 8),
+  [`transition_times`][] (Lemma 9).
+
+and in NumPy: the Lemma 18 concentration band, γ(t) from a given h and its two Lemma 9
+asymptotes, and the growth factor χ_l with the Theorem 3 bounds on it.
 """
 
+import functools
+
+import jax
+import jax.numpy as jnp
 import numpy as np
+from jaxtyping import Array, ArrayLike, Float, Int
 
 from tasks.scan_snap import (
     backprop_gradient,
     class_attention,
     e_prime,
-    gamma_integral,
     h_continuous,
-    h_discrete,
     lemma1_update,
     normalized_attention_features,
-    omega_1,
-    phase_B_early,
-    phase_B_exact,
-    phase_B_late,
-    phase_B_paper,
     population_gradient_formula,
     q0,
     q1,
     q_matrix,
     speed_gamma,
-    transition_times,
     xi,
-    zeta,
 )
+from tasks.scan_snap._decoder import _float_dtype
+
+_OMEGA_NEWTON_STEPS = 16
+"""Newton steps in [`omega_1`][]."""
+
+
+# --------------------------------------------------------------------------------------
+# Lemma 5, Lemma 8, Theorem 4: in JAX
+# --------------------------------------------------------------------------------------
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def h_discrete(num_steps: int, M: ArrayLike, eta_y: ArrayLike) -> Float[Array, " num_steps+1"]:
+    """The discrete decoder scalar `h*(s)` of Lemma 5, Eqn 33:
+    `h*(0) = 0`, `h*(s) = h*(s-1) + η_Y / ((M-1) + exp(M h*(s-1)))`.
+
+    After `s` batch-1 gradient-ascent steps on class `n` alone (from `Y = 0`, frozen
+    attention), `w_n(s) = (M-1) h*(s) ζ_n`.
+
+    **Arguments:**
+
+    - `num_steps`: number of updates `s_max` (a static Python int).
+    - `M`: vocabulary size (scalar, `M ≥ 2`).
+    - `eta_y`: decoder learning rate `η_Y` (scalar).
+
+    **Returns:**
+
+    `h*(s)` for `s = 0, ..., num_steps`, shape `(num_steps + 1,)`.
+    """
+    dtype = _float_dtype(M, eta_y)
+    M = jnp.asarray(M, dtype)
+    eta_y = jnp.asarray(eta_y, dtype)
+
+    def step(h, _):
+        h_next = h + eta_y / ((M - 1) + jnp.exp(M * h))
+        return h_next, h_next
+
+    h0 = jnp.zeros((), dtype)
+    _, hs = jax.lax.scan(step, h0, None, length=num_steps)
+    return jnp.concatenate([h0[None], hs])
+
+
+@jax.jit
+def omega_1(M: ArrayLike) -> Float[Array, "*batch"]:
+    """The constant `ω_1` of Lemma 8: the positive root of
+    `M^ω = ((M-1)/M) (1 + ω) ln M`, so that `exp(M h) ≤ (M-1) M h` exactly up to
+    `h = (1 + ω_1) ln(M) / M`. `ω_1 = Θ(ln ln M / ln M)`: 0.436 (M = 50), 0.403 (100),
+    0.320 (1000), 0.267 (1e4).
+
+    Newton on the convex, increasing `ψ(ω) = ω ln M - ln(1+ω) - ln((M-1) ln(M) / M)`
+    from `ω = 0` (`ψ(0) < 0` for `M ≥ 4`).
+
+    **Arguments:**
+
+    - `M`: vocabulary size, `M ≥ 4` (any shape).
+
+    **Returns:**
+
+    `ω_1(M)`, same shape as `M`.
+    """
+    M = jnp.asarray(M, _float_dtype(M))
+    log_m = jnp.log(M)
+    offset = jnp.log((M - 1) / M * log_m)
+
+    def newton(_, w):
+        psi = w * log_m - jnp.log1p(w) - offset
+        return w - psi / (log_m - 1 / (1 + w))
+
+    return jax.lax.fori_loop(0, _OMEGA_NEWTON_STEPS, newton, jnp.zeros_like(M))
+
+
+@jax.jit
+def gamma_integral(
+    t: ArrayLike, M: ArrayLike, K: ArrayLike, eta_y: ArrayLike, eta_z: ArrayLike
+) -> Float[Array, "*batch"]:
+    """`Γ(t) := η_Z ∫_0^t γ(s) ds = η_Z K (M-1)² h(t/K)² / (2 η_Y)` (Eqns 125-128).
+
+    **Arguments:**
+
+    - `t`: time(s) `t ≥ 0`.
+    - `M`: vocabulary size.
+    - `K`: number of classes.
+    - `eta_y`: decoder learning rate `η_Y`.
+    - `eta_z`: attention learning rate `η_Z`.
+
+    **Returns:**
+
+    `Γ(t)`, with the broadcast shape of the arguments.
+    """
+    dtype = _float_dtype(t, M, K, eta_y, eta_z)
+    K = jnp.asarray(K, dtype)
+    M = jnp.asarray(M, dtype)
+    eta_y = jnp.asarray(eta_y, dtype)
+    h = h_continuous(jnp.asarray(t, dtype) / K, M, eta_y)
+    return jnp.asarray(eta_z, dtype) * K * (M - 1) ** 2 * h**2 / (2 * eta_y)
+
+
+@jax.jit
+def phase_B_exact(
+    t: ArrayLike, M: ArrayLike, K: ArrayLike, eta_y: ArrayLike, eta_z: ArrayLike, C0: ArrayLike
+) -> Float[Array, "*batch"]:
+    """`B_n(t) = ¼ ln(1 + 4 Γ(t) / C_0)`: the exact solution, with `B_n(0) = 0`, of the
+    Theorem 4 model `ż = -C_0^{-1} η_Z γ e^{4z}`, `Ḃ = C_0^{-1} η_Z γ e^{4z}`, `z(0) = 0`
+    (then `e^{-4 z(t)} = 1 + 4Γ/C_0`), `C_0 = ρ_0⁴ / K` (Eqn 13).
+
+    **Arguments:**
+
+    - `t`: time(s) `t ≥ 0`.
+    - `M`: vocabulary size.
+    - `K`: number of classes.
+    - `eta_y`: decoder learning rate `η_Y`.
+    - `eta_z`: attention learning rate `η_Z`.
+    - `C0`: the constant `C_0 > 0`.
+
+    **Returns:**
+
+    `B_n(t)`, with the broadcast shape of the arguments.
+    """
+    dtype = _float_dtype(t, M, K, eta_y, eta_z, C0)
+    gamma_int = gamma_integral(t, M, K, eta_y, eta_z).astype(dtype)
+    return jnp.log1p(4 * gamma_int / jnp.asarray(C0, dtype)) / 4
+
+
+@jax.jit
+def phase_B_paper(
+    t: ArrayLike, M: ArrayLike, K: ArrayLike, eta_y: ArrayLike, eta_z: ArrayLike, C0: ArrayLike
+) -> Float[Array, "*batch"]:
+    """`B_n(t) = ¼ ln(C_0 + 4 Γ(t))`, the paper's printed form (Eqns 124, 129); it differs
+    from `phase_B_exact` by the constant `¼ ln C_0` when `4Γ ≫ C_0` and equals it for
+    `C_0 = 1` (the printed form drops the constant of integration).
+
+    **Arguments:** as `phase_B_exact`.
+
+    **Returns:**
+
+    `B_n(t)`, with the broadcast shape of the arguments.
+    """
+    dtype = _float_dtype(t, M, K, eta_y, eta_z, C0)
+    gamma_int = gamma_integral(t, M, K, eta_y, eta_z).astype(dtype)
+    return jnp.log(jnp.asarray(C0, dtype) + 4 * gamma_int) / 4
+
+
+@jax.jit
+def phase_B_early(
+    t: ArrayLike, M: ArrayLike, K: ArrayLike, eta_y: ArrayLike, eta_z: ArrayLike, C0: ArrayLike
+) -> Float[Array, "*batch"]:
+    """Eqn 14, scanning phase `t < t'_0 = K ln(M)/η_Y` (paper convention):
+    `B_n(t) = ¼ ln(C_0 + (2 (M-1)² / (K M²)) η_Y η_Z t²)`.
+
+    **Arguments:** as `phase_B_exact`.
+
+    **Returns:**
+
+    The early-phase approximation of `B_n(t)`.
+    """
+    dtype = _float_dtype(t, M, K, eta_y, eta_z, C0)
+    t, M, K, eta_y, eta_z, C0 = (jnp.asarray(x, dtype) for x in (t, M, K, eta_y, eta_z, C0))
+    return jnp.log(C0 + 2 * (M - 1) ** 2 / (K * M**2) * eta_y * eta_z * t**2) / 4
+
+
+@jax.jit
+def phase_B_late(
+    t: ArrayLike, M: ArrayLike, K: ArrayLike, eta_y: ArrayLike, eta_z: ArrayLike, C0: ArrayLike
+) -> Float[Array, "*batch"]:
+    """Eqn 14, snapping phase `t ≥ t_0 = 2 (1 + ω_1) K ln(M)/η_Y` (paper convention):
+    `B_n(t) = ¼ ln(C_0 + (2 K (M-1)² / M²) (η_Z/η_Y) ln²(M η_Y t / K))`.
+
+    **Arguments:** as `phase_B_exact`.
+
+    **Returns:**
+
+    The late-phase approximation of `B_n(t)`.
+    """
+    dtype = _float_dtype(t, M, K, eta_y, eta_z, C0)
+    t, M, K, eta_y, eta_z, C0 = (jnp.asarray(x, dtype) for x in (t, M, K, eta_y, eta_z, C0))
+    log_term = jnp.log(M * eta_y * t / K)
+    return jnp.log(C0 + 2 * K * (M - 1) ** 2 / M**2 * (eta_z / eta_y) * log_term**2) / 4
+
+
+@jax.jit
+def transition_times(
+    M: ArrayLike, K: ArrayLike, eta_y: ArrayLike
+) -> tuple[Float[Array, "*batch"], Float[Array, "*batch"]]:
+    """The two transition times of Lemma 9 / Theorem 4.
+
+    **Arguments:**
+
+    - `M`: vocabulary size.
+    - `K`: number of classes.
+    - `eta_y`: decoder learning rate `η_Y`.
+
+    **Returns:**
+
+    `(t0_prime, t0)` with `t'_0 = K ln(M)/η_Y` (end of the scanning phase, where
+    `e^{M h(t/K)}` reaches `M-1`) and `t_0 = 2 (1 + ω_1) K ln(M)/η_Y` (start of the
+    snapping phase, Eqn 14).
+    """
+    dtype = _float_dtype(M, K, eta_y)
+    M = jnp.asarray(M, dtype)
+    t0_prime = jnp.asarray(K, dtype) * jnp.log(M) / jnp.asarray(eta_y, dtype)
+    return t0_prime, 2 * (1 + omega_1(M)) * t0_prime
+
+
+def zeta(n: Int[ArrayLike, ""], M: int, dtype: jnp.dtype | None = None) -> Float[Array, " M"]:
+    """`ζ_n = (M/(M-1)) (e_n - 1/M)`: 1 at entry `n`, `-1/(M-1)` elsewhere (Lemma 5).
+
+    **Arguments:**
+
+    - `n`: the index (0-based).
+    - `M`: vocabulary size (a static Python int, it sets the length).
+    - `dtype`: floating dtype of the result; the default float when `None`.
+
+    **Returns:**
+
+    `ζ_n`, shape `(M,)`.
+    """
+    dtype = jnp.result_type(float) if dtype is None else dtype
+    off = -1 / jnp.asarray(M - 1, dtype)
+    return jnp.where(jnp.arange(M) == n, jnp.ones((), dtype), off)
+
+
+# --------------------------------------------------------------------------------------
+# In NumPy
+# --------------------------------------------------------------------------------------
 
 
 def hoeffding_band(num_context, delta: float) -> np.ndarray:
