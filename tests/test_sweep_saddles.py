@@ -54,7 +54,6 @@ class SaddleFlow(dynamics.AbstractSimulation):
         return dynamics.Landscape(_saddle_loss, saved=lambda values: values["theta"])
 
 
-@pytest.mark.slow
 def test_saddles_from_the_command_line_polish_each_plateau_and_measure_the_escape(tmp_path, capsys):
     """The start polishes to the saddle 0.9 away (left along x, not its escape y), the rest to the
     same saddle (left along y), the end to the minimum at L = −¼."""

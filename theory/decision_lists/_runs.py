@@ -490,14 +490,14 @@ def _one_run(level: dynamics.AbstractSimulation) -> tuple[np.ndarray, dict[str, 
     return ds["time"].values[0], {name: ds[name].values[0] for name in names}
 
 
-def section7_level(size: tuple[int, int, int], num_steps: int = 2000, step: float = 1.0):
-    """The uniform-attention claim's run on the task `size = (L, n, M)` of seed 0: `W ≡ 0`, GD on
-    `V` from `V_0 = 0`, saving κ, ρ and the loss every 10 steps
+def section7_level(size: tuple[int, int, int]) -> dl.UniformAttentionGD:
+    """The uniform-attention claim's run on the task `size = (L, n, M)` of seed 0: `W ≡ 0`, 2,000
+    GD steps of size 1 on `V` from `V_0 = 0`, saving κ, ρ and the loss every 10 steps
     ([`tasks.decision_lists.UniformAttentionGD`][]); the checks `section7_*` and the figure
     `decision_lists_uniform_attention` run it."""
     L, n, M = size
     task = dl.DecisionListsConfig(L=L, n=n, M=M, seed=0)
-    return dl.UniformAttentionGD(task=task, step=step, num_steps=num_steps, every=10)
+    return dl.UniformAttentionGD(task=task, step=1.0, num_steps=2000, every=10)
 
 
 @functools.cache
