@@ -105,17 +105,12 @@ def verdict_summary(paper: str, checks: list[dict], meta: dict) -> str:
     """A paper's verdicts at the top of its page, as an admonition: how many quick checks pass and
     what holds, then each failure and each deviation with its reason, linked to the check's row
     (what the report says, `attnflow._render`)."""
-    from attnflow._render import MARKDOWN, headline, holding, remarks
+    from attnflow._render import MARKDOWN, headline, holding, remarks, tally
     from theory import Check, Verdict
 
     checks = [Check.from_dict(c) for c in checks]
-    kind = (
-        "failure"
-        if any(c.verdict is Verdict.failed for c in checks)
-        else "note"
-        if any(c.verdict is Verdict.deviation for c in checks)
-        else "success"
-    )
+    counts = tally(checks)
+    kind = "failure" if counts[Verdict.failed] else "note" if counts[Verdict.deviation] else "success"
     commit = meta.get("commit")
     if commit:
         commit = commit[:12] + (" with uncommitted changes" if commit.endswith("+dirty") else "")
