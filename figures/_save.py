@@ -1,7 +1,8 @@
 """Writing a figure: PNG and PDF, plus a JSON file with the numbers plotted and the config."""
 
+import contextlib
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.backends.backend_agg import RendererAgg  # noqa: E402
 
 import dynamics  # noqa: E402
 
@@ -39,7 +41,8 @@ def printed_size(fig: plt.Figure) -> dict[str, float]:
     [`PRINT_WIDTH`][figures.PRINT_WIDTH] is scaled down to it.
 
     **Returns:** `{"width_in": …, "smallest_text_pt": …}`; the smallest text is `None` for a figure
-    with no text. [`save_figure`][figures.save_figure] writes it into the figure's JSON (`"print"`).
+    with no text. [`save_figure`][figures.save_figure] writes it into the figure's JSON (`"print"`),
+    measured while it draws the PNG.
 
     **Example:** a 13-inch figure with 10-point ticks prints them at about 6 points:
 
@@ -52,21 +55,34 @@ def printed_size(fig: plt.Figure) -> dict[str, float]:
         6.25
         >>> plt.close(fig)
     """
-    renderer = fig.canvas.get_renderer()
-    sizes: list[float] = []
-    draw_text = renderer.draw_text
+    with _texts_drawn() as sizes:
+        fig.canvas.draw()
+    return _printed(fig, sizes)
 
-    def recorded(gc, x, y, text, prop, *args, **kwargs):
+
+@contextlib.contextmanager
+def _texts_drawn() -> Iterator[list[float]]:
+    """The sizes in points of the texts that the figures drawn meanwhile draw, and only those (not
+    ticks out of view): every text goes through the Agg renderer's `draw_text`, which records it
+    here (PNG files and the canvas draw with that renderer)."""
+    sizes: list[float] = []
+    draw_text = RendererAgg.draw_text
+
+    def recorded(self, gc, x, y, text, prop, *args, **kwargs):
         if text.strip():
             sizes.append(prop.get_size_in_points())
-        return draw_text(gc, x, y, text, prop, *args, **kwargs)
+        return draw_text(self, gc, x, y, text, prop, *args, **kwargs)
 
-    renderer.draw_text = recorded  # the texts drawn, and only those (not ticks out of view)
+    RendererAgg.draw_text = recorded
     try:
-        fig.draw(renderer)
+        yield sizes
     finally:
-        del renderer.draw_text
-    width = fig.get_tightbbox(renderer).width
+        RendererAgg.draw_text = draw_text
+
+
+def _printed(fig: plt.Figure, sizes: list[float]) -> dict[str, float]:
+    """[`printed_size`][figures.printed_size] of `fig`, whose drawn texts had `sizes`."""
+    width = fig.get_tightbbox(fig.canvas.get_renderer()).width
     scale = min(1.0, PRINT_WIDTH / width)
     smallest = round(float(min(sizes) * scale), 2) if sizes else None
     return {"width_in": round(float(width), 3), "smallest_text_pt": smallest}
@@ -91,9 +107,9 @@ def save_figure(fig: plt.Figure, out_dir: Path, name: str, *, data: dict, config
     dynamics.store.remove_stale_temporaries(out_dir)  # of a figure a killed process was writing
     paths = [out_dir / f"{name}.png", out_dir / f"{name}.pdf", out_dir / f"{name}.json"]
     try:
-        printed = printed_size(fig)
-        with dynamics.store.atomic_write(paths[0], "wb") as f:
+        with dynamics.store.atomic_write(paths[0], "wb") as f, _texts_drawn() as sizes:
             fig.savefig(f, format="png", dpi=130, bbox_inches="tight")
+        printed = _printed(fig, sizes)
         with dynamics.store.atomic_write(paths[1], "wb") as f:
             fig.savefig(f, format="pdf", bbox_inches="tight")
     finally:
