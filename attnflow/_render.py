@@ -20,7 +20,8 @@ from theory import Check, Declaration, Outcome, Verdict
 from ._markup import inline_html
 
 
-def _html_text(text) -> str:
+def esc(text) -> str:
+    """`text` as HTML text or an attribute value."""
     return html.escape(str(text), quote=True)
 
 
@@ -53,11 +54,11 @@ class Markup:
 
 
 HTML = Markup(
-    text=_html_text,
+    text=esc,
     rich=inline_html,
-    code=lambda name: f"<code>{_html_text(name)}</code>",
+    code=lambda name: f"<code>{esc(name)}</code>",
     strong=lambda words: f"<strong>{words}</strong>",
-    link=lambda shown, anchor: f"<a href='#{_html_text(anchor)}'>{shown}</a>",
+    link=lambda shown, anchor: f"<a href='#{esc(anchor)}'>{shown}</a>",
 )
 """The report's markup (maths as MathML, see `attnflow._markup`)."""
 

@@ -1,6 +1,5 @@
 """The report of `attnflow reproduce`: every check and every figure, gathered in one `index.html`."""
 
-import html
 import json
 from collections.abc import Collection
 from pathlib import Path
@@ -12,6 +11,7 @@ from ._markup import can_render_maths, inline_html
 from ._render import (
     HTML,
     described,
+    esc,
     grouped,
     headline,
     holding,
@@ -125,11 +125,6 @@ p.title { color: #555; margin-top: -0.5em; }
 code { font-size: 0.92em; background: #f3f3f3; padding: 0 2px; }
 form.filter { margin: 0.5em 0 1em; font-size: 0.92em; } form.filter .shown { color: #555; margin-left: 1em; }
 """
-
-
-def esc(text) -> str:
-    """`text` as HTML text or an attribute value."""
-    return html.escape(str(text), quote=True)
 
 
 def _counts(checks: list) -> str:
