@@ -2,7 +2,9 @@
 once: Result 1's flows, the uniform-attention runs and their joint variant run the paper's levels
 (`tasks.decision_lists.Result1Flow`, `UniformAttentionGD`, `JointGD`) through `dynamics.simulate`;
 the flows saved at times of a check's own, the refinement of τ by enumeration, small-step GD and
-Result 2's runs (whose λ_max must be the very number its step is made of) have runners of their own.
+Result 2's runs (whose λ_max must be the very number its step is made of) run the paper's compiled
+trainings for such questions (`tasks.decision_lists.result1_saved`, `result1_margins`,
+`result1_gd_run`, `result2_c`, `loss_lambda_max`, `result2_run`, ...).
 
 Everything runs in float64 on the exact population of `D` (recon): `distinct` unless a task says
 `iid` (the checks `*_iid`), where the population is every multiset of `n` tokens with its
@@ -74,11 +76,6 @@ def task_constants(t: dl.DecisionLists) -> closed_forms.Constants:
     return closed_forms.constants(t, population(t))
 
 
-@jax.jit
-def _result1_time(arrays, pop, c, t1):
-    return dl.result1_time(arrays, pop, c, t1=t1)[0]
-
-
 @dataclasses.dataclass(frozen=True)
 class Result1:
     """One Result 1 run: τ (the crossing of `μ` located by the flow's event), the bound and the
@@ -113,46 +110,22 @@ def result1(size: tuple[int, int, int, int], c_scale: float = 1.0, fixed_m: int 
 
 def result1_fixed_c(t: dl.DecisionLists, c: float, t1: float) -> float:
     """τ of Result 1's flow on `t` with a given `c`, up to `t1` (`inf` if not reached)."""
-    return float(_result1_time(t.arrays(), population(t), f64(c), f64(t1)))
-
-
-@jax.jit
-def _result1_dense(arrays, pop, c, save_ts):
-    return dl.result1_flow(
-        arrays,
-        pop,
-        c,
-        t1=save_ts[-1],
-        save_ts=save_ts,
-        stop_at_perfect=False,
-        save=lambda W: {"W": W},
-        stepsize_controller=dl.FLOW_CONTROLLER,
-    )
+    return float(dl.result1_tau(t.arrays(), population(t), f64(c), f64(t1)))
 
 
 def result1_dense(t: dl.DecisionLists, c: float, save_ts) -> dynamics.Run:
     """Result 1's flow without the stopping event, saving the loss, μ and `W` at `save_ts`."""
-    return _result1_dense(t.arrays(), population(t), f64(c), f64(save_ts))
-
-
-@jax.jit
-def _perfect_at(W, V, pop):
-    return dl.perfect(dl.DecisionListModel(W, V), pop)
+    return dl.result1_saved(t.arrays(), population(t), f64(c), f64(save_ts))
 
 
 def perfect_at(t: dl.DecisionLists, W, c: float) -> bool:
     """Perfect classification (enumerated) of `(W, cP)`."""
-    return bool(_perfect_at(f64(W), c * t.permutation_matrix(), population(t)))
-
-
-@jax.jit
-def _result1_gd(arrays, pop, c, step):
-    return dl.result1_gd(arrays, pop, c, step=step, num_steps=20_000)
+    return bool(dl.classifies_perfectly(f64(W), c * t.permutation_matrix(), population(t)))
 
 
 def result1_gd_time(t: dl.DecisionLists, c: float, step: float) -> float:
     """τ_GD(h) = (first step with μ > 0) · h; `inf` if not within 20000 steps."""
-    run = _result1_gd(t.arrays(), population(t), f64(c), f64(step))
+    run = dl.result1_gd_run(t.arrays(), population(t), f64(c), f64(step), 20_000)
     return float(run.t_stop) * step if int(run.event) == 0 else math.inf
 
 
@@ -176,27 +149,6 @@ ENUMERATED_REFINEMENTS = 3
 (from about 17% of τ to about 1e-7 of τ, below the flow's `rtol = 1e-6`)."""
 
 
-@jax.jit
-def _margin_saves(arrays, pop, c, W0, save_ts):
-    V = c * dl.permutation_matrix(arrays, pop.weights.dtype)
-
-    def loss(W):
-        return dl.population_loss(dl.DecisionListModel(W, V), pop)
-
-    def saved(t, W, args):
-        margin = jnp.min(dl.margins(dl.DecisionListModel(W, V), pop))
-        return {"margin": margin, "mu": dl.mu(W, arrays), "loss": loss(W), "W": W}
-
-    return dynamics.gradient_flow(
-        loss,
-        W0,
-        t0=save_ts[0],
-        t1=save_ts[-1],
-        save=dynamics.Save(ts=save_ts, fn=saved),
-        stepsize_controller=dl.FLOW_CONTROLLER,
-    )
-
-
 def margin_saves(t: dl.DecisionLists, c: float, save_ts, W0=None) -> dict[str, np.ndarray]:
     """Result 1's flow on `t` (no stopping event) from `W0` at `save_ts[0]` (default `W = 0`),
     saving at `save_ts` the smallest label margin over the enumerated population (`margin`;
@@ -208,7 +160,7 @@ def margin_saves(t: dl.DecisionLists, c: float, save_ts, W0=None) -> dict[str, n
     **Returns:** the saved values as numpy arrays, keyed as above.
     """
     W0 = jnp.zeros((t.L, t.L), jnp.float64) if W0 is None else f64(W0)
-    run = _margin_saves(t.arrays(), population(t), f64(c), W0, f64(save_ts))
+    run = dl.result1_margins(t.arrays(), population(t), f64(c), W0, f64(save_ts))
     return {name: np.asarray(value) for name, value in run.values.items()}
 
 
@@ -307,33 +259,6 @@ def result1_enumerated(t: dl.DecisionLists) -> Result1Enumerated:
 # --------------------------------------------------------------------------------------
 
 
-@jax.jit
-def _loss_at(V, pop):
-    L = V.shape[0]
-    return dl.population_loss(dl.DecisionListModel(jnp.zeros((L, L), V.dtype), V), pop)
-
-
-@functools.partial(jax.jit, static_argnames=("n",))
-def _fixed_point_c(P, U, pop, n, delta, eps):
-    return dl.fixed_point_c(lambda c: _loss_at(c * P + U, pop), n=n, delta=delta, eps=eps)
-
-
-def _loss(model, pop):
-    return dl.population_loss(model, pop)
-
-
-@jax.jit
-def _lambda_max(model, pop):
-    return dynamics.landscape.hessian_max_eigenvalue(lambda m: _loss(m, pop), model, num_iters=100)
-
-
-@functools.partial(jax.jit, static_argnames=("n", "num_steps", "every", "stop", "exact"))
-def _result2_gd(arrays, pop, V0, c, eta, n, num_steps, every, stop, exact=True):
-    return dl.result2_gd(
-        arrays, pop, V0, c, n, eta=eta, num_steps=num_steps, every=every, exact=exact, stop_at_perfect=stop
-    )
-
-
 @dataclasses.dataclass(frozen=True)
 class Result2:
     """One Result 2 run on an exact population: the setting, the first perfect step and the
@@ -359,11 +284,11 @@ def _result2_start(t: dl.DecisionLists, pop, delta: float, key_U, eps: float):
     P = t.permutation_matrix()
     U = dl.perturbation(key_U, t.L, eps)
     c, iterations, converged = (
-        x.item() for x in _fixed_point_c(jnp.asarray(P), U, pop, t.n, f64(delta), f64(eps))
+        x.item() for x in dl.result2_c(jnp.asarray(P), U, pop, t.n, f64(delta), f64(eps))
     )
     V0 = c * P + U
-    loss0 = float(_loss_at(V0, pop))
-    lam = float(_lambda_max(dl.DecisionListModel(jnp.zeros_like(V0), V0), pop))
+    loss0 = float(dl.loss_at_zero(V0, pop))
+    lam = float(dl.loss_lambda_max(dl.DecisionListModel(jnp.zeros_like(V0), V0), pop))
     setting = closed_forms.result2_setting(
         loss0,
         c,
@@ -387,12 +312,14 @@ def result2(t: dl.DecisionLists, eps: float, seed: int = 0, num_saves: int = 10)
     pop, k = population(t), task_constants(t)
     c, V0, lam, setting = _result2_start(t, pop, k.delta, jax.random.PRNGKey(seed), eps)
     T = setting.T_max
-    first = _result2_gd(t.arrays(), pop, V0, f64(c), f64(setting.eta), t.n, T, T, True)
+    first = dl.result2_run(t.arrays(), pop, V0, f64(c), f64(setting.eta), t.n, T, T, True)
     first_perfect = float(first.t_stop) if int(first.event) == 0 else math.inf
-    run = _result2_gd(t.arrays(), pop, V0, f64(c), f64(setting.eta), t.n, T, 1, False)
+    run = dl.result2_run(t.arrays(), pop, V0, f64(c), f64(setting.eta), t.n, T, 1, False)
     models = run.values["model"]
     picks = np.unique(np.linspace(0, T, num_saves + 1).astype(int))
-    lambdas = np.asarray([float(_lambda_max(jax.tree.map(lambda x, i=i: x[i], models), pop)) for i in picks])
+    lambdas = np.asarray(
+        [float(dl.loss_lambda_max(jax.tree.map(lambda x, i=i: x[i], models), pop)) for i in picks]
+    )
     return Result2(
         task=t,
         setting=setting,
@@ -451,7 +378,7 @@ def result2_sampled(t: dl.DecisionLists, eps: float, K: int, num_steps: int, see
     k = closed_forms.distinct_constants(t)
     c, V0, lam, setting = _result2_start(t, pop, k.delta, key_U, eps)
     steps = min(num_steps, setting.T_max)
-    run = _result2_gd(t.arrays(), pop, V0, f64(c), f64(setting.eta), t.n, steps, 1, False, exact=False)
+    run = dl.result2_run(t.arrays(), pop, V0, f64(c), f64(setting.eta), t.n, steps, 1, False, exact=False)
     good = np.asarray(run.values["perfect"])
     dist = np.asarray(run.values["dist_cP"])
     return Result2Sampled(
