@@ -1,7 +1,7 @@
 """Every paper's checks hold one contract, whatever the paper: each is declared with
-`theory.claim`, named once, of the paper whose `theory` package holds it, and called alike (`full`
-exactly when it is sized, anything else keyword-only with a default); a list of checks with an
-undeclared function in it is refused."""
+`theory.claim`, named once, of the paper whose `theory` package holds it, with a finite tolerance (so
+that it can fail), and called alike (`full` exactly when it is sized, anything else keyword-only with
+a default); a list of checks with an undeclared function in it is refused."""
 
 import inspect
 import math
@@ -21,7 +21,7 @@ def test_a_papers_checks_are_declared_named_once_and_called_alike(paper):
         declared = fn.declaration
         assert isinstance(declared, theory.Declaration), fn.__name__
         assert declared.claim and declared.method, fn.__name__
-        assert declared.tolerance >= 0 and not math.isnan(declared.tolerance), fn.__name__
+        assert 0 <= declared.tolerance < math.inf, fn.__name__  # an error beyond it fails the check
         assert fn.__module__.split(".")[:2] == ["theory", paper], (fn.__name__, fn.__module__)
         arguments = inspect.signature(fn).parameters
         assert ("full" in arguments) == declared.sized, fn.__name__
