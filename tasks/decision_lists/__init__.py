@@ -2,9 +2,10 @@
 Gradient-Descent-Based Learning of Decision Lists by Transformers"): the model
 `f_{W,V}(X) = σ(V X σ(Xᵀ W X))`, the sequence-to-sequence decision-list task, its exact population
 loss, the perfect-classification tests, the paper's constants (`δ`, `γ`, Result 1's `c` and time
-bound, Result 2's circular `c`), the trainings of the paper, and those trainings as simulations
+bound, Result 2's circular `c`), the trainings of the paper, those trainings as simulations
 (`SIMULATIONS`: `result1_flow`, `result2_gd`, `section7_gd`, `joint_gd`), each holding its random
-task as `task`, a `DecisionListsConfig`.
+task as `task`, a `DecisionListsConfig`, and compiled for the questions a simulation does not ask
+(a given `c`, given save times or start: `result1_tau`, `result1_margins`, `result2_run`, ...).
 
 The model, the task and the results are the paper's; the task generator, the sampling
 distribution `D` (`distinct` by default) and the frozen Monte-Carlo population are reconstructed

@@ -2,8 +2,8 @@
 once: Result 1's flows, the uniform-attention runs and their joint variant run the paper's levels
 (`tasks.decision_lists.Result1Flow`, `UniformAttentionGD`, `JointGD`) through `dynamics.simulate`;
 the flows saved at times of a check's own, the refinement of τ by enumeration, small-step GD and
-Result 2's runs (whose λ_max must be the very number its step is made of) run the paper's compiled
-trainings for such questions (`tasks.decision_lists.result1_saved`, `result1_margins`,
+Result 2's runs (whose λ_max must be the very number its step is made of) call the paper's trainings
+compiled for such questions (`tasks.decision_lists.result1_tau`, `result1_saved`, `result1_margins`,
 `result1_gd_run`, `result2_c`, `loss_lambda_max`, `result2_run`, ...).
 
 Everything runs in float64 on the exact population of `D` (recon): `distinct` unless a task says
