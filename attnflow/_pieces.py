@@ -52,12 +52,13 @@ def paper_figures(
     name: str, out: Path, full: bool, only: list[str] | None = None, data: str | None = None
 ) -> dict[str, DrawnFigure]:
     """The figures of paper `name` (those named in `only`, or all) drawn into `out`, reading the
-    data directory `data` where the paper has a data option, each timed and its compiling
-    recorded: figure name -> [`DrawnFigure`][]."""
+    data directory `data` where the paper has a data option, each announced as it starts (as a check
+    is), timed and its compiling recorded: figure name -> [`DrawnFigure`][]."""
     drawn = {}
     with papers()[name].reading(data):
         for figure, draw in papers()[name].figures.items():
             if only is None or figure in only:
+                print(f"  {name}: {figure}", flush=True)
                 drawn[figure] = _drawn(figure, draw, out, full)
     return drawn
 

@@ -121,9 +121,12 @@ def test_a_new_paper_is_found_by_every_command(toy_paper, capsys):
     (check,) = json.loads(report.read_text())["checks"]
     assert (check["paper"], check["name"], check["verdict"]) == ("toy_paper", "decay_is_exponential", "pass")
 
+    capsys.readouterr()
     assert cli.main(["figures", "toy_paper_fig1", "--out", str(out / "figs")]) == 0
     assert sorted(p.name for p in (out / "figs").iterdir()) == ["toy_paper_fig1.json", "toy_paper_fig1.pdf",
                                                                 "toy_paper_fig1.png"]  # fmt: skip
+    said = capsys.readouterr().out.splitlines()  # named as it starts, as a check is, then its files
+    assert said[0] == "  toy_paper: toy_paper_fig1" and said[1].startswith("[figure] toy_paper_fig1: ")
 
 
 @pytest.mark.parametrize("declared", [tasks.PaperInfo, figures.named_figures])

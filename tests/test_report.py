@@ -95,7 +95,7 @@ def test_the_terminal_the_report_and_the_documentation_say_the_same_of_each_chec
     assert in_markdown == said
     report = re.search(r"<ul class='verdicts'>.*?</ul>", page).group(0)
     in_report = [_words(line) for line in re.findall(r"<li class='[a-z]+'>(.*?)</li>", report)]
-    maths = "<math></math>" if can_render_maths() else "$1/t$"  # without the docs extra the TeX shows as written
+    maths = "<math></math>" if can_render_maths() else "$1/t$"  # without the docs extra, the TeX as written
     assert in_report == [_words(line.replace("$1/t$", maths)) for line in said]
 
 
