@@ -68,11 +68,33 @@ def use_compile_cache(directory: str | os.PathLike) -> None:
     [`compile_cache_dir`][]), for every program, however fast it compiled: a second run of a
     command loads its programs instead of compiling them (`attnflow reproduce` makes about 1 900,
     and loads every one of them the second time). JAX keeps no program with a host callback (a
-    progress bar inside a run, on a terminal): those compile again every time."""
+    progress bar inside a run, on a terminal): those compile again every time. Where JAX computes
+    only on the CPU ([`only_a_cpu`][]), the cache may be copied or moved to another folder."""
     import jax
 
     jax.config.update("jax_compilation_cache_dir", str(directory))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    if only_a_cpu():  # keys free of the cache's folder: a cache copied or moved keeps its programs
+        jax.config.update("jax_persistent_cache_enable_xla_caches", "none")
+
+
+def only_a_cpu() -> bool:
+    """Whether JAX computes on nothing but the CPU here (`JAX_PLATFORMS=cpu`, or no accelerator
+    plugin installed: none under JAX's namespace `jax_plugins` or its entry points, no `libtpu`),
+    found without starting JAX's backend, which on a GPU would take the device's memory.
+
+    On a CPU, [`use_compile_cache`][] turns off XLA's GPU autotuning cache, which JAX otherwise
+    turns on with the persistent cache and whose folder, inside the cache's own, it adds to the key
+    of every program (on a CPU too): a cache copied to another folder would find none of its
+    programs."""
+    import importlib.metadata
+    import importlib.util
+
+    if os.environ.get("JAX_PLATFORMS", "").strip().lower() == "cpu":
+        return True
+    if importlib.util.find_spec("jax_plugins") is not None or importlib.util.find_spec("libtpu") is not None:
+        return False
+    return not importlib.metadata.entry_points(group="jax_plugins")
 
 
 def use_backend_optimization() -> None:

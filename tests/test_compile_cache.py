@@ -1,14 +1,17 @@
 """Every program the command line compiles is kept in JAX's persistent cache: a second process
 running the same quick checks and figure compiles nothing (no host callback inside a program: a
-run's data is drawn before it; Equinox's runtime checks end a run with NaN)."""
+run's data is drawn before it; Equinox's runtime checks end a run with NaN), and on a CPU a cache
+copied to another folder keeps its programs."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
 import pytest
 
+from attnflow import _runtime
 from attnflow.papers import papers
 
 CHECKS = {"ntp_partial_order": "thm3_unseen_sentences", "scan_snap": "theorem3_eqn11_L2"}
@@ -67,3 +70,31 @@ def test_a_second_process_compiles_nothing(tmp_path):
     assert first["compiled"] > 0
     assert again["compiled"] == 0, again["slowest"]
     assert again["cached"] >= first["compiled"]
+
+
+_TINY = """
+from attnflow import _runtime
+_runtime.set_up(compile_cache=True)  # as the command line does
+import jax
+import jax.numpy as jnp
+import dynamics
+with dynamics.recording_compiles() as record:
+    jax.jit(lambda x: jnp.sin(x) * 2.0)(jnp.ones(3)).block_until_ready()
+print(record.stats.compiled)
+"""
+"""A process that compiles one small program with the command line's runtime, and prints how
+many programs it compiled."""
+
+
+def _compiled_in(cache) -> int:
+    env = os.environ | {"ATTNFLOW_CACHE_DIR": str(cache)}
+    done = subprocess.run([sys.executable, "-c", _TINY], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return int(done.stdout.splitlines()[-1])
+
+
+@pytest.mark.skipif(not _runtime.only_a_cpu(), reason="an accelerator: keys name the folder")
+def test_a_cache_copied_to_another_folder_keeps_its_programs(tmp_path):
+    assert _compiled_in(tmp_path / "first") > 0
+    shutil.copytree(tmp_path / "first", tmp_path / "copy")
+    assert _compiled_in(tmp_path / "copy") == 0
