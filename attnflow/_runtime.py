@@ -74,8 +74,9 @@ def use_compile_cache(directory: str | os.PathLike) -> None:
 
     jax.config.update("jax_compilation_cache_dir", str(directory))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
-    if only_a_cpu():  # keys free of the cache's folder: a cache copied or moved keeps its programs
-        jax.config.update("jax_persistent_cache_enable_xla_caches", "none")
+    xla_caches = "jax_persistent_cache_enable_xla_caches"  # an option of newer JAX: where missing, left alone
+    if only_a_cpu() and hasattr(jax.config, xla_caches):  # keys free of the cache's folder: it may move
+        jax.config.update(xla_caches, "none")
 
 
 def only_a_cpu() -> bool:
