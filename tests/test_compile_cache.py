@@ -49,30 +49,36 @@ def test_the_checks_and_figures_here_exist():
         assert figure in papers()[name].figures
 
 
-def _compiling(tmp_path) -> dict:
-    env = os.environ | {"ATTNFLOW_CACHE_DIR": str(tmp_path / "cache"), "MPLBACKEND": "Agg"}
+def _compiling(script: str, cache, *args: str) -> dict:
+    """What compiling cost in a fresh process that runs `script` with the compilation cache `cache`
+    and the arguments `args` (the script prints it, `CompileStats.to_dict`, as its last line)."""
+    env = os.environ | {"ATTNFLOW_CACHE_DIR": str(cache), "MPLBACKEND": "Agg"}
     env.pop("EQX_ON_ERROR", None)  # the command line's own setting
     done = subprocess.run(
-        [sys.executable, "-c", _RUN, json.dumps(CHECKS), json.dumps(FIGURES), str(tmp_path / "figures")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
+        [sys.executable, "-c", script, *args], env=env, capture_output=True, text=True, timeout=900
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.splitlines()[-1])
 
 
+def _quick_checks_and_figures(tmp_path) -> dict:
+    """What compiling cost in a process that runs `CHECKS` and draws `FIGURES` (`_RUN`)."""
+    return _compiling(
+        _RUN, tmp_path / "cache", json.dumps(CHECKS), json.dumps(FIGURES), str(tmp_path / "figures")
+    )
+
+
 @pytest.mark.slow  # 25 s on two cores; CI checks the same after its `attnflow reproduce` (`.ci/run`)
 def test_a_second_process_compiles_nothing(tmp_path):
-    first = _compiling(tmp_path)
-    again = _compiling(tmp_path)
+    first = _quick_checks_and_figures(tmp_path)
+    again = _quick_checks_and_figures(tmp_path)
     assert first["compiled"] > 0
     assert again["compiled"] == 0, again["slowest"]
     assert again["cached"] >= first["compiled"]
 
 
 _TINY = """
+import json
 from attnflow import _runtime
 _runtime.set_up(compile_cache=True)  # as the command line does
 import jax
@@ -80,21 +86,14 @@ import jax.numpy as jnp
 import dynamics
 with dynamics.recording_compiles() as record:
     jax.jit(lambda x: jnp.sin(x) * 2.0)(jnp.ones(3)).block_until_ready()
-print(record.stats.compiled)
+print(json.dumps(record.stats.to_dict()))
 """
-"""A process that compiles one small program with the command line's runtime, and prints how
-many programs it compiled."""
-
-
-def _compiled_in(cache) -> int:
-    env = os.environ | {"ATTNFLOW_CACHE_DIR": str(cache)}
-    done = subprocess.run([sys.executable, "-c", _TINY], env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return int(done.stdout.splitlines()[-1])
+"""A process that compiles one small program with the command line's runtime, and prints what
+compiling cost."""
 
 
 @pytest.mark.skipif(not _runtime.only_a_cpu(), reason="an accelerator: keys name the folder")
 def test_a_cache_copied_to_another_folder_keeps_its_programs(tmp_path):
-    assert _compiled_in(tmp_path / "first") > 0
+    assert _compiling(_TINY, tmp_path / "first")["compiled"] > 0
     shutil.copytree(tmp_path / "first", tmp_path / "copy")
-    assert _compiled_in(tmp_path / "copy") == 0
+    assert _compiling(_TINY, tmp_path / "copy")["compiled"] == 0
