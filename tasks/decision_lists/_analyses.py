@@ -27,7 +27,15 @@ import dynamics
 from ._constants import fixed_point_c
 from ._criteria import mu
 from ._data import Population
-from ._dynamics import FLOW_CONTROLLER, permutation_matrix, result1_flow, result1_gd, result1_time, result2_gd
+from ._dynamics import (
+    FLOW_CONTROLLER,
+    _result1_loss,
+    permutation_matrix,
+    result1_flow,
+    result1_gd,
+    result1_time,
+    result2_gd,
+)
 from ._model import DecisionListModel, margins, perfect, population_loss
 from ._task import TaskArrays
 
@@ -86,10 +94,8 @@ def result1_margins(
     """Result 1's flow with `V ≡ cP` from `W0` at `save_ts[0]` to `save_ts[-1]`, without its
     stopping event, saving at `save_ts` the smallest label margin over `population` (`margin`;
     perfect classification ⟺ `margin > TAU_TIE`), `mu` (`μ(W)`), `loss` and `W`."""
+    loss = _result1_loss(arrays, population, c)
     V = c * permutation_matrix(arrays, population.weights.dtype)
-
-    def loss(W):
-        return population_loss(DecisionListModel(W, V), population)
 
     def saved(t, W, args):
         margin = jnp.min(margins(DecisionListModel(W, V), population))
