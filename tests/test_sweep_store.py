@@ -210,6 +210,15 @@ def test_run_many_splits_the_runs_into_chunks_as_even_as_their_number_allows(mon
     np.testing.assert_array_equal(doubled, 2.0 * np.arange(65.0))
 
 
+def test_run_many_cuts_host_arrays_into_chunks_without_compiling():
+    """Cutting NumPy arguments into chunks (the last padded) happens on the host: the only program
+    is the runs' own, one per chunk width (odd widths, which no other test compiles)."""
+    with dynamics.recording_compiles() as record:
+        tripled, _ = dynamics.run_many(lambda x, y: 3.0 * x + y, np.arange(13.0), np.ones(13), chunk_size=7)
+    np.testing.assert_array_equal(tripled, 3.0 * np.arange(13.0) + 1.0)
+    assert record.stats.compiled + record.stats.cached == 1
+
+
 def _in_order_count(runs: list[int], width: int) -> int:
     """How many blocks of at most `width` runs the cells of `runs` fill, taken in order."""
     count, size = 1, 0
