@@ -10,16 +10,24 @@ loaded from the cache warm), the rows that compile longest first, then the total
     cold reproduce: 640 s wall; 1903 programs compiled (320 s), 0 loaded
     warm reproduce: 300 s wall; 0 programs compiled (90 s tracing and lowering), 1903 loaded (25 s)
 
+Then the same by program name, from JAX's own log of each program it traces, lowers, compiles or
+loads (`JAX_LOG_COMPILES=1` in both runs): `_batched` is the batched runs of `run_many` and
+`sweep`; a primitive's name (`broadcast_in_dim`, `gather`) is an operation run outside any
+compiled function, one program per shape.
+
 Compiling seconds are summed over the worker processes (CPU seconds, not wall). Use a quiet
 machine: the wall times are the command's own.
 
     python bench/compile_budget.py --out /tmp/budget             # the quick sizes (10-25 min on 2 cores)
     python bench/compile_budget.py --out /tmp/budget --top 20    # only the 20 costliest rows
+    python bench/compile_budget.py --out /tmp/budget --programs 40   # 40 program names (default 15)
 """
 
 import argparse
+import collections
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -30,7 +38,7 @@ from pathlib import Path
 def reproduce(out: Path, cache: Path, jobs: int | None) -> dict:
     """One `attnflow reproduce` into `out` with the compilation cache `cache`: its wall seconds,
     its totals, and each check's and figure's seconds and compiling."""
-    env = os.environ | {"ATTNFLOW_CACHE_DIR": str(cache), "MPLBACKEND": "Agg"}
+    env = os.environ | {"ATTNFLOW_CACHE_DIR": str(cache), "MPLBACKEND": "Agg", "JAX_LOG_COMPILES": "1"}
     argv = [sys.executable, "-m", "attnflow", "reproduce", "--out", str(out)]
     argv += [] if jobs is None else ["--jobs", str(jobs)]
     start = time.perf_counter()
@@ -42,7 +50,56 @@ def reproduce(out: Path, cache: Path, jobs: int | None) -> dict:
     figures = json.loads((out / "figures.json").read_text())["figures"]
     pieces = {f"check {c['paper']}.{c['name']}": (c["seconds"], c["compiling"]) for c in checks["checks"]}
     pieces |= {f"figure {name}": (made["seconds"], made["compiling"]) for name, made in figures.items()}
-    return {"wall": wall, "total": checks["meta"]["compiling"], "pieces": pieces, "status": done.returncode}
+    return {
+        "wall": wall,
+        "total": checks["meta"]["compiling"],
+        "pieces": pieces,
+        "programs": programs(done.stderr),
+        "status": done.returncode,
+    }
+
+
+_LOGGED = (
+    ("trace", re.compile(r"Finished tracing (?:\+ transforming )?(\S+) for \S+ in ([-+.\deE]+) sec")),
+    ("lower", re.compile(r"Finished jaxpr to MLIR module conversion jit\((.+?)\) in ([-+.\deE]+) sec")),
+    ("compile", re.compile(r"Finished XLA compilation of jit\((.+?)\) in ([-+.\deE]+) sec")),
+    ("loaded", re.compile(r"Persistent compilation cache hit for 'jit_(.+?)'")),
+)
+
+
+def programs(log: str) -> dict[str, collections.Counter]:
+    """Per program name, from JAX's compile log (`JAX_LOG_COMPILES=1`): `compiled` and `loaded`
+    (counts) and the seconds spent tracing, lowering and compiling (`trace`, `lower`, `compile`)."""
+    named = collections.defaultdict(collections.Counter)
+    for line in log.splitlines():
+        for what, pattern in _LOGGED:
+            found = pattern.search(line)
+            if found is None:
+                continue
+            stats = named[found.group(1)]
+            if what == "loaded":
+                stats["loaded"] += 1
+            else:
+                stats[what] += float(found.group(2))
+                stats["compiled"] += what == "compile"
+            break
+    return dict(named)
+
+
+def program_table(cold: dict, warm: dict, top: int) -> str:
+    """The program names that cost most to build cold (tracing, lowering and compiling), with
+    their counts and seconds cold and warm."""
+    building = lambda stats: stats["trace"] + stats["lower"] + stats["compile"]  # noqa: E731
+    names = sorted(cold["programs"], key=lambda name: -building(cold["programs"][name]))
+    header = f"{'program':<40} {'cold compiled':>13} {'(s)':>7} {'loaded':>6} {'warm loaded':>11} {'(s)':>6}"
+    lines = [header, "-" * len(header)]
+    for name in names[:top]:
+        c, w = cold["programs"][name], warm["programs"].get(name, collections.Counter())
+        lines.append(
+            f"{name:<40} {c['compiled']:>13} {building(c):>7.1f} {c['loaded']:>6} {w['loaded']:>11} "
+            f"{building(w):>6.1f}"
+        )
+    return "\n".join(lines)
 
 
 def _building(stats: dict) -> float:
@@ -80,6 +137,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--out", type=Path, default=None, help="a new folder (default: a temporary one)")
     parser.add_argument("--jobs", type=int, default=None, help="reproduce's --jobs (default: its own)")
     parser.add_argument("--top", type=int, default=None, help="print only the costliest rows")
+    parser.add_argument("--programs", type=int, default=15, help="program names to print (the costliest)")
     args = parser.parse_args(argv)
     out = args.out or Path(tempfile.mkdtemp(prefix="attnflow-compile-budget-"))
     if out.exists() and any(out.iterdir()):
@@ -87,6 +145,8 @@ def main(argv: list[str] | None = None) -> dict:
     cold = reproduce(out / "cold", out / "cache", args.jobs)
     warm = reproduce(out / "warm", out / "cache", args.jobs)
     print(table(cold, warm, args.top))
+    print()
+    print(program_table(cold, warm, args.programs))
     return {"cold": cold, "warm": warm}
 
 

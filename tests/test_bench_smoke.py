@@ -76,6 +76,32 @@ def test_compile_budget_puts_the_costliest_compiling_first_and_totals_both_runs(
     assert len(bench.table(cold, warm, 1).splitlines()) == 5
 
 
+def test_compile_budget_reads_each_program_from_jax_log():
+    """JAX's compile log, as `JAX_LOG_COMPILES=1` writes it, read back per program name."""
+    bench = load_file("bench/compile_budget.py")
+    cold_log = "\n".join(
+        [
+            "WARNING:jax._src.dispatch:Finished tracing + transforming _batched for pjit in 0.5 sec",
+            "Finished jaxpr to MLIR module conversion jit(_batched) in 0.25 sec",
+            "Finished XLA compilation of jit(_batched) in 4.0 sec",
+            "Finished tracing broadcast_in_dim for jit in 1e-04 sec",
+            "Finished jaxpr to MLIR module conversion jit(broadcast_in_dim) in 0.01 sec",
+            "Finished XLA compilation of jit(broadcast_in_dim) in 0.02 sec",
+            "Finished XLA compilation of jit(broadcast_in_dim) in 0.03 sec",
+            "Persistent compilation cache hit for 'jit_broadcast_in_dim' with key 'jit_broadcast_in_dim-ab'",
+            "  a line of another kind",
+        ]
+    )
+    cold = {"programs": bench.programs(cold_log)}
+    assert cold["programs"]["_batched"] == {"trace": 0.5, "lower": 0.25, "compile": 4.0, "compiled": 1}
+    assert cold["programs"]["broadcast_in_dim"]["compiled"] == 2
+    assert cold["programs"]["broadcast_in_dim"]["loaded"] == 1
+    warm = {"programs": bench.programs("Persistent compilation cache hit for 'jit__batched' with key 'k'")}
+    lines = bench.program_table(cold, warm, 5).splitlines()
+    assert lines[2].split() == ["_batched", "1", "4.8", "0", "1", "0.0"]
+    assert lines[3].split()[:2] == ["broadcast_in_dim", "2"] and len(lines) == 4
+
+
 @pytest.mark.slow
 def test_memory_smoke(capsys):
     bench = load_file("bench/memory.py")
