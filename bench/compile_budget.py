@@ -86,18 +86,22 @@ def programs(log: str) -> dict[str, collections.Counter]:
     return dict(named)
 
 
+def _program_seconds(stats: collections.Counter) -> float:
+    """Seconds spent tracing, lowering and compiling programs of one name."""
+    return stats["trace"] + stats["lower"] + stats["compile"]
+
+
 def program_table(cold: dict, warm: dict, top: int) -> str:
     """The program names that cost most to build cold (tracing, lowering and compiling), with
     their counts and seconds cold and warm."""
-    building = lambda stats: stats["trace"] + stats["lower"] + stats["compile"]  # noqa: E731
-    names = sorted(cold["programs"], key=lambda name: -building(cold["programs"][name]))
+    names = sorted(cold["programs"], key=lambda name: -_program_seconds(cold["programs"][name]))
     header = f"{'program':<40} {'cold compiled':>13} {'(s)':>7} {'loaded':>6} {'warm loaded':>11} {'(s)':>6}"
     lines = [header, "-" * len(header)]
     for name in names[:top]:
         c, w = cold["programs"][name], warm["programs"].get(name, collections.Counter())
         lines.append(
-            f"{name:<40} {c['compiled']:>13} {building(c):>7.1f} {c['loaded']:>6} {w['loaded']:>11} "
-            f"{building(w):>6.1f}"
+            f"{name:<40} {c['compiled']:>13} {_program_seconds(c):>7.1f} {c['loaded']:>6} {w['loaded']:>11} "
+            f"{_program_seconds(w):>6.1f}"
         )
     return "\n".join(lines)
 
