@@ -23,7 +23,7 @@ def test_local_jobs_run_at_most_limit_at_a_time_and_all_of_them(tmp_path, monkey
     done.mkdir()
     finished = []
     jobs = _launch.run_queued(
-        lambda i: executor.submit(stay, str(done), i, 0.3),
+        lambda i: executor.submit(stay, str(done), i, 1.0),  # outlasts a job's start on a busy machine
         count=9,
         limit=3,
         finished=lambda: finished.append(1),
