@@ -60,16 +60,17 @@ def reproduce(out: Path, cache: Path, jobs: int | None) -> dict:
 
 
 _LOGGED = (
-    ("trace", re.compile(r"Finished tracing (?:\+ transforming )?(\S+) for \S+ in ([-+.\deE]+) sec")),
-    ("lower", re.compile(r"Finished jaxpr to MLIR module conversion jit\((.+?)\) in ([-+.\deE]+) sec")),
-    ("compile", re.compile(r"Finished XLA compilation of jit\((.+?)\) in ([-+.\deE]+) sec")),
+    ("trace_seconds", re.compile(r"Finished tracing (?:\+ transforming )?(\S+) for \S+ in ([-+.\deE]+) sec")),
+    ("lower_seconds", re.compile(r"Finished jaxpr to MLIR module conversion jit\((.+?)\) in ([-+.\deE]+) s")),
+    ("compile_seconds", re.compile(r"Finished XLA compilation of jit\((.+?)\) in ([-+.\deE]+) sec")),
     ("loaded", re.compile(r"Persistent compilation cache hit for 'jit_(.+?)'")),
 )
 
 
 def programs(log: str) -> dict[str, collections.Counter]:
     """Per program name, from JAX's compile log (`JAX_LOG_COMPILES=1`): `compiled` and `loaded`
-    (counts) and the seconds spent tracing, lowering and compiling (`trace`, `lower`, `compile`)."""
+    (counts) and the seconds spent tracing, lowering and compiling (`trace_seconds`,
+    `lower_seconds`, `compile_seconds`, as in a command's totals)."""
     named = collections.defaultdict(collections.Counter)
     for line in log.splitlines():
         for what, pattern in _LOGGED:
@@ -81,27 +82,22 @@ def programs(log: str) -> dict[str, collections.Counter]:
                 stats["loaded"] += 1
             else:
                 stats[what] += float(found.group(2))
-                stats["compiled"] += what == "compile"
+                stats["compiled"] += what == "compile_seconds"
             break
     return dict(named)
-
-
-def _program_seconds(stats: collections.Counter) -> float:
-    """Seconds spent tracing, lowering and compiling programs of one name."""
-    return stats["trace"] + stats["lower"] + stats["compile"]
 
 
 def program_table(cold: dict, warm: dict, top: int) -> str:
     """The program names that cost most to build cold (tracing, lowering and compiling), with
     their counts and seconds cold and warm."""
-    names = sorted(cold["programs"], key=lambda name: -_program_seconds(cold["programs"][name]))
+    names = sorted(cold["programs"], key=lambda name: -_building(cold["programs"][name]))
     header = f"{'program':<40} {'cold compiled':>13} {'(s)':>7} {'loaded':>6} {'warm loaded':>11} {'(s)':>6}"
     lines = [header, "-" * len(header)]
     for name in names[:top]:
         c, w = cold["programs"][name], warm["programs"].get(name, collections.Counter())
         lines.append(
-            f"{name:<40} {c['compiled']:>13} {_program_seconds(c):>7.1f} {c['loaded']:>6} {w['loaded']:>11} "
-            f"{_program_seconds(w):>6.1f}"
+            f"{name:<40} {c['compiled']:>13} {_building(c):>7.1f} {c['loaded']:>6} {w['loaded']:>11} "
+            f"{_building(w):>6.1f}"
         )
     return "\n".join(lines)
 

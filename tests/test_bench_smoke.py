@@ -93,7 +93,12 @@ def test_compile_budget_reads_each_program_from_jax_log():
         ]
     )
     cold = {"programs": bench.programs(cold_log)}
-    assert cold["programs"]["_batched"] == {"trace": 0.5, "lower": 0.25, "compile": 4.0, "compiled": 1}
+    assert cold["programs"]["_batched"] == {
+        "trace_seconds": 0.5,
+        "lower_seconds": 0.25,
+        "compile_seconds": 4.0,
+        "compiled": 1,
+    }
     assert cold["programs"]["broadcast_in_dim"]["compiled"] == 2
     assert cold["programs"]["broadcast_in_dim"]["loaded"] == 1
     warm = {"programs": bench.programs("Persistent compilation cache hit for 'jit__batched' with key 'k'")}
