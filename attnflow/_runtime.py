@@ -1,6 +1,6 @@
 """The runtime the command line sets up before a command runs, and the worker processes it starts
 before a piece runs: float64 available, XLA's backend optimisation level, JAX's persistent
-compilation cache, one XLA thread per worker where workers fill the cores."""
+compilation cache, Eigen's threads off in the workers where workers fill the cores."""
 
 import os
 import threading
@@ -15,9 +15,11 @@ instead of 50 s: compiling is faster and the programs run as fast. The numbers a
 to rounding. A level given in `XLA_FLAGS` is kept."""
 
 ONE_THREAD = "--xla_cpu_multi_thread_eigen=false"
-"""The XLA flag that computes on one thread: for worker processes as many as the cores
-(`attnflow reproduce` on 2 cores: 344 s instead of 363 s with XLA's default threads). Every
-word of `XLA_FLAGS` must be a flag: XLA leaves whatever follows a word without `--` unread."""
+"""The XLA flag that turns off Eigen's threads: for worker processes as many as the cores
+(`attnflow reproduce` on 2 cores: 344 s instead of 363 s with XLA's default threads). XLA's CPU
+runtime still runs parts of a program on its own pool of as many threads as the process may use
+cores, and some float32 sums depend on that count (the FAQ's "Are the results reproducible?").
+Every word of `XLA_FLAGS` must be a flag: XLA leaves whatever follows a word without `--` unread."""
 
 
 def default_jobs() -> int:
@@ -108,9 +110,9 @@ def use_backend_optimization() -> None:
 
 def set_up_worker(compile_cache: str | None, one_thread: bool) -> None:
     """The command line's runtime in a fresh worker process: float64, the compilation cache
-    `compile_cache` (`None`: none) and, with `one_thread`, XLA on one thread. The worker ends when
-    the process that started it does, however that ends (even killed, when nothing can tell the
-    worker): it does not compute on for nobody."""
+    `compile_cache` (`None`: none) and, with `one_thread`, Eigen's threads off ([`ONE_THREAD`][]).
+    The worker ends when the process that started it does, however that ends (even killed, when
+    nothing can tell the worker): it does not compute on for nobody."""
     threading.Thread(target=_exit_with, args=(os.getppid(),), daemon=True).start()
     if one_thread:  # read when JAX first computes, which no worker has done yet
         os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {ONE_THREAD}".strip()
