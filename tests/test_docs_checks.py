@@ -110,6 +110,9 @@ def test_the_figures_are_drawn_for_the_code_that_draws_them(tmp_path, monkeypatc
     assert hook.source_digest(tmp_path) == before
     (tmp_path / "tasks" / "__init__.py").write_text("x = 2\n")
     assert hook.source_digest(tmp_path) != before
+    changed = hook.source_digest(tmp_path)
+    (tmp_path / "attnflow" / "__init__.py").write_text("x = 2\n")  # the runtime the reproduction runs with
+    assert hook.source_digest(tmp_path) != changed
     monkeypatch.setenv(hook.RESULTS_ENV, "off")
     assert hook.reproduce_results() == {}
 

@@ -25,8 +25,9 @@ VERDICTS_MARKER = "<!-- attnflow: verdicts -->"
 RESULTS_ENV = "ATTNFLOW_DOCS_RESULTS"
 """Set to `off` for a build without the figures' images and the checks' verdicts (a quick look at
 the text)."""
-SOURCES = ("dynamics", "tasks", "theory", "figures")
-"""The packages whose files decide what the checks and figures give."""
+SOURCES = ("dynamics", "tasks", "theory", "figures", "attnflow")
+"""The packages whose files decide what the checks and figures give: the command line's among them,
+since it sets the XLA flags, the workers and their threads that `attnflow reproduce` runs with."""
 log = logging.getLogger("mkdocs.hooks.papers")
 _results: dict = {}
 """This build's results: `"figures"` (figure name -> PNG), `"checks"` (paper -> the checks as
