@@ -1,7 +1,8 @@
 """Smoke tests of Scan and Snap's benchmarks (`bench/scan_snap/`) at toy sizes: they run, print and
 return positive finite ratios, and the two sides of each comparison do the same work; the PyTorch
 baseline of the Fig. 6 sweep computes the same classes, loss, gradients and entropy as
-`tasks.scan_snap`. The Fig. 6 benchmarks, the headline, run by default; the others under `-m slow`."""
+`tasks.scan_snap`. The Fig. 6 benchmarks, the headline, run by default (`fig6_flops.py`'s timing under `-m
+slow`); the others under `-m slow`."""
 
 import gzip
 import json
@@ -249,3 +250,38 @@ def test_compile_probe_smoke(tmp_path):
     assert all(r["programs"] == 1 and positive_finite(r["compile_s"][0]) for r in results)
     assert results[0]["profile"]["largest_self"] and results[0]["summaries"][0]["fusions"] > 0
     assert "| x64 |" in (tmp_path / "compile_probe.md").read_text()
+
+
+def test_fig6_flops_counts_the_step_the_sweep_takes():
+    """The step whose operations `fig6_flops.py` counts is the sweep's: taken three times from the
+    runs' start, it ends where `SGDOutcome` (rates 1) ends, run by run."""
+    flops = _load("fig6_flops")
+    level = dynamics.with_settings(
+        flops.PAPER.level, {"task.num_last": 1, "T": 8, "batch_size": 4, "num_steps": 3, "eta_z": 1.0}
+    )
+    lowered, (keys, model, state, _) = flops.step_program(level, 2)
+    step = lowered.compile()
+    for k in range(3):
+        model, state = step(keys, model, state, jnp.full(2, k, jnp.int32))
+    classes = level.task.classes().arrays(level.float_dtype)
+    ours = jax.vmap(distinct_token_entropy, in_axes=(0, None))(model, classes)
+    ds = dynamics.simulate(level, num_seeds=2)
+    np.testing.assert_allclose(np.asarray(ours), ds["final.entropy"].values, rtol=1e-6)
+    assert flops.flop_per_seed_step(level, 2) > 0
+
+
+@pytest.mark.slow
+def test_fig6_flops_smoke(capsys):
+    """At a toy size the script rates the runs here and the committed H200 run: every rate
+    positive, the H200 run's operations counted for its 640 runs of 100 steps."""
+    flops = _load("fig6_flops")
+    gpu_json = REPOSITORY / "bench" / "results" / "2026-11-30-h200" / "gpu.json"
+    argv = ["--num-last", "1", "--seeds", "1", "--steps", "2", "--repeats", "1", "--matmul-size", "64"]
+    result = flops.main([*argv, "--gpu-json", str(gpu_json)])
+    (row,) = result["here"]["rows"]
+    assert row["M"] == 33 and row["runs"] == 16
+    assert all(positive_finite(row[k]) for k in ("flop_per_seed_step", "seed_steps_per_second", "of_matmul"))
+    gpu = result["gpu"]
+    assert (gpu["runs"], gpu["steps"]) == (640, 100) and len(gpu["rows"]) == 4
+    assert all(positive_finite(r["of_peak"]) and r["of_peak"] < 1 for r in gpu["rows"])
+    assert "PyTorch per-run loop" in capsys.readouterr().out
