@@ -40,11 +40,11 @@ def verify(args: argparse.Namespace) -> int:
     dynamics.store.prepare_file(args.json, "--json")
     keep = kept_folder(args.json)
     refuse_foreign(keep)
-    pieces = schedule(names, ("checks",))
+    pieces = schedule(names, ("checks",), args.full)
     order = [name for name, _ in pieces]
     tasks = [(paper_checks, (name, args.full, only.get(name), keep)) for name in order]
     results, compiling = run_pieces(
-        tasks, args.jobs, jax.config.jax_compilation_cache_dir, costs=costs(pieces)
+        tasks, args.jobs, jax.config.jax_compilation_cache_dir, costs=costs(pieces, args.full)
     )
     by_paper = dict(zip(order, results))
     checks = [check for name in names for check in by_paper[name]]
@@ -750,11 +750,11 @@ def figures(args: argparse.Namespace) -> int:
     data = _checked_data(args.data)
     out = dynamics.store.prepare_folder(args.out, "--out")
     wanted = {paper: [n for n in names if n in each.figures] for paper, each in papers().items()}
-    scheduled = schedule([p for p, chosen in wanted.items() if chosen], ("figures",))
+    scheduled = schedule([p for p, chosen in wanted.items() if chosen], ("figures",), args.full)
     pieces = [(paper_figures, (paper, out, args.full, wanted[paper], data)) for paper, _ in scheduled]
     with shared_runs(out / "shared_runs", data):
         _, compiling = run_pieces(
-            pieces, args.jobs, jax.config.jax_compilation_cache_dir, costs=costs(scheduled)
+            pieces, args.jobs, jax.config.jax_compilation_cache_dir, costs=costs(scheduled, args.full)
         )
     print(f"compiling: {compiling.summary()}")
     return 0

@@ -56,7 +56,7 @@ def reproduce(
     keep = kept_folder(out / "verify.json")
     refuse_foreign(keep)
     names = list(papers()) if names is None else names
-    pieces = schedule(names, ("checks", "figures"))
+    pieces = schedule(names, ("checks", "figures"), full)
     tasks = [
         (paper_checks, (name, full, None, keep, data))
         if part == "checks"
@@ -64,7 +64,8 @@ def reproduce(
         for name, part in pieces
     ]
     with shared_runs(out / "shared_runs", data) as folder:
-        done, compiling = run_pieces(tasks, jobs, jax.config.jax_compilation_cache_dir, folder, costs(pieces))
+        cache = jax.config.jax_compilation_cache_dir
+        done, compiling = run_pieces(tasks, jobs, cache, folder, costs(pieces, full))
     results = dict(zip(pieces, done))
     metadata = metadata | {"compiling": compiling.to_dict()}
     checks = {name: results[name, "checks"] for name in names}

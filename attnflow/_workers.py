@@ -22,19 +22,28 @@ Piece = tuple[Callable[..., Any], tuple]
 """A function (importable at module level) and its arguments."""
 
 
-def schedule(names: list[str], parts: tuple[str, ...]) -> list[tuple[str, str]]:
+def declared_costs(pieces: list[tuple[str, str]], full: bool = False) -> list[float | None]:
+    """What each `(paper, part)` piece declares it costs (`tasks.PaperInfo.cost`, seconds on two
+    cores; `None` where undeclared): at the papers' sizes (`"full checks"`) when `full` and every
+    piece declares those, else at the quick sizes (one scale for all, so that they compare)."""
+    declared = {name: papers()[name].info.cost for name, _ in pieces}
+    key = "full {}" if full and all(f"full {part}" in declared[name] for name, part in pieces) else "{}"
+    return [declared[name].get(key.format(part)) for name, part in pieces]
+
+
+def schedule(names: list[str], parts: tuple[str, ...], full: bool = False) -> list[tuple[str, str]]:
     """The `(paper, part)` pieces of `names` × `parts`, the longest first, as each paper declares
-    its cost (`tasks.PaperInfo.cost`); a piece of unknown cost comes last. Workers take the pieces
-    in this order, so that the longest do not start last."""
+    its cost at the sizes run ([`declared_costs`][]); a piece of unknown cost comes last. Workers
+    take the pieces in this order, so that the longest do not start last."""
     pieces = [(name, part) for name in names for part in parts]
-    cost = {piece: papers()[piece[0]].info.cost.get(piece[1], -1.0) for piece in pieces}
-    return sorted(pieces, key=lambda piece: -cost[piece])
+    cost = dict(zip(pieces, declared_costs(pieces, full)))
+    return sorted(pieces, key=lambda piece: 1.0 if cost[piece] is None else -cost[piece])
 
 
-def costs(pieces: list[tuple[str, str]]) -> list[float]:
-    """The declared cost of each `(paper, part)` piece (`tasks.PaperInfo.cost`, seconds on two
-    cores); a piece of unknown cost counts as the mean of the others (1 when none is known)."""
-    declared = [papers()[name].info.cost.get(part) for name, part in pieces]
+def costs(pieces: list[tuple[str, str]], full: bool = False) -> list[float]:
+    """The declared cost of each `(paper, part)` piece at the sizes run ([`declared_costs`][]); a
+    piece of unknown cost counts as the mean of the others (1 when none is known)."""
+    declared = declared_costs(pieces, full)
     known = [cost for cost in declared if cost is not None]
     mean = sum(known) / len(known) if known else 1.0
     return [mean if cost is None else float(cost) for cost in declared]

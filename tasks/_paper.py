@@ -73,8 +73,11 @@ class PaperInfo:
     - `levels`: level name → a final `dynamics.AbstractSimulation` class; the first is the default.
     - `label`: a short name for menus (default: `name`).
     - `data`: the [`DataOption`][] of its figures and checks, or `None`.
-    - `cost`: the seconds its quick `"checks"` and its quick `"figures"` take (measured on two
-      cores, for scheduling: `attnflow reproduce` starts the longest pieces first).
+    - `cost`: the seconds its quick `"checks"` and its quick `"figures"` take, and its
+      `"full checks"` (`attnflow verify --full`), measured on two cores: `attnflow reproduce`
+      starts the longest pieces first, and a command's estimate of the time left weighs the
+      pieces by them. Where a piece of a command declares no full cost, the command weighs every
+      piece by its quick cost.
 
     **Example:**
 

@@ -10,7 +10,7 @@ import jax
 import pytest
 
 from attnflow._runtime import default_jobs
-from attnflow._workers import run_pieces, schedule
+from attnflow._workers import costs, run_pieces, schedule
 from attnflow.papers import papers
 
 
@@ -84,5 +84,18 @@ def test_schedule_covers_every_piece_once_slowest_first():
     names = list(papers())
     pieces = schedule(names, ("checks", "figures"))
     assert sorted(pieces) == sorted((n, p) for n in names for p in ("checks", "figures"))
-    costs = [papers()[name].info.cost[part] for name, part in pieces]
-    assert costs == sorted(costs, reverse=True) and all(cost > 0 for cost in costs)
+    declared = [papers()[name].info.cost[part] for name, part in pieces]
+    assert declared == sorted(declared, reverse=True) and all(cost > 0 for cost in declared)
+
+
+def test_full_sizes_are_scheduled_and_weighed_by_their_own_costs():
+    """`verify --full` puts the papers in the order of their full checks' declared costs and
+    weighs them so; where a piece declares no full cost (the figures), every piece keeps the quick
+    costs, on one scale."""
+    names = list(papers())
+    full_checks = {name: papers()[name].info.cost["full checks"] for name in names}
+    pieces = schedule(names, ("checks",), full=True)
+    assert [full_checks[name] for name, _ in pieces] == sorted(full_checks.values(), reverse=True)
+    assert costs(pieces, full=True) == [float(full_checks[name]) for name, _ in pieces]
+    both = schedule(names, ("checks", "figures"), full=True)
+    assert both == schedule(names, ("checks", "figures")) and costs(both, full=True) == costs(both)
