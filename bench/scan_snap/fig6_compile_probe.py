@@ -61,7 +61,7 @@ def _capture_programs(num_lasts: Sequence[int]) -> list:
     import dynamics
     import dynamics._store as store
     from dynamics import _batch
-    from figures._scan_snap_sweep import SweepConfig
+    from figures.scan_snap import SweepConfig
 
     lowered = []
 

@@ -10,7 +10,7 @@ batch 128, T = 128, uniform init, float32; a run's output is its final distinct-
   compilation (the persistent compile cache is off), the sweep, and drawing and writing the figure
   all count. The entropies are read back from the figure's JSON (`entropy_per_seed`). With a
   smaller sweep (`--num-last`, `--seeds`, `--steps`), or `--attnflow sweep`, the fresh process is
-  instead this script's worker mode, which calls `figures._scan_snap_sweep.run_sweep` with the
+  instead this script's worker mode, which calls `figures.scan_snap.run_sweep` with the
   compile cache off and writes the entropies to a `.npz` file (no figure drawn).
 - **torch**: `fig6_torch.run_sweep` over the same runs in this process, one run at a time; the
   torch import happens before timing and is not counted (torch has nothing to compile). With
@@ -44,7 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
-from figures._scan_snap_sweep import SweepConfig, run_sweep
+from figures.scan_snap import SweepConfig, run_sweep
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parents[1]
@@ -190,7 +190,7 @@ def run_attnflow(
 
 def attnflow_worker(argv: Sequence[str]) -> None:
     """Worker mode (`--attnflow-worker OUT.npz ...`): the attnflow sweep through
-    `figures._scan_snap_sweep.run_sweep` with the persistent compilation cache off, or in
+    `figures.scan_snap.run_sweep` with the persistent compilation cache off, or in
     `--cache-dir` as the command line keeps it; writes `entropy`, `completed` and `seconds` to
     OUT.npz."""
     parser = argparse.ArgumentParser(prog="fig6_end_to_end.py --attnflow-worker")

@@ -37,9 +37,8 @@ import jax.numpy as jnp
 import optax
 
 import dynamics
-from figures._scan_snap_sweep import SweepConfig
-from tasks.scan_snap import SGDOutcome, YZModel, cross_entropy, sample
-from tasks.scan_snap._levels import optimizer
+from figures.scan_snap import SweepConfig
+from tasks.scan_snap import SGDOutcome, YZModel, cross_entropy, optimizer, sample
 
 BENCH = Path(__file__).resolve().parent
 PAPER = SweepConfig.paper(full=True)

@@ -34,7 +34,7 @@ import jax
 import numpy as np
 
 import dynamics
-from figures._scan_snap_sweep import SweepConfig
+from figures.scan_snap import SweepConfig
 from tasks.scan_snap import Dataset2, SGDOutcome
 
 PAPER = SweepConfig.paper(full=True)

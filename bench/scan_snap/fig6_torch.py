@@ -34,7 +34,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from figures._scan_snap_sweep import SweepConfig
+from figures.scan_snap import SweepConfig
 from tasks.scan_snap import Dataset2
 
 PAPER = SweepConfig.paper(full=True)
