@@ -10,9 +10,10 @@ loaded from the cache warm), the rows that compile longest first, then the total
     cold reproduce: 640 s wall; 1903 programs compiled (320 s), 0 loaded
     warm reproduce: 300 s wall; 0 programs compiled (90 s tracing and lowering), 1903 loaded (25 s)
 
-Then the same by program name, from JAX's own log of each program it traces, lowers, compiles or
-loads (`JAX_LOG_COMPILES=1` in both runs): `_batched` is the batched runs of `run_many` and
-`sweep`; a primitive's name (`broadcast_in_dim`, `gather`) is an operation run outside any
+Then, for each run, the least wall time its pieces leave were every check's runs free (see
+`least_wall`). Then the same by program name, from JAX's own log of each program it traces,
+lowers, compiles or loads (`JAX_LOG_COMPILES=1` in both runs): `_batched` is the batched runs of
+`run_many` and `sweep`; a primitive's name (`broadcast_in_dim`, `gather`) is an operation run outside any
 compiled function, one program per shape.
 
 Compiling seconds are summed over the worker processes (CPU seconds, not wall). Use a quiet
@@ -52,6 +53,7 @@ def reproduce(out: Path, cache: Path, jobs: int | None) -> dict:
     pieces |= {f"figure {name}": (made["seconds"], made["compiling"]) for name, made in figures.items()}
     return {
         "wall": wall,
+        "jobs": checks["meta"]["options"]["jobs"],
         "total": checks["meta"]["compiling"],
         "pieces": pieces,
         "programs": programs(done.stderr),
@@ -132,6 +134,37 @@ def table(cold: dict, warm: dict, top: int | None) -> str:
     return "\n".join(lines)
 
 
+def least_wall(run: dict) -> dict:
+    """What one reproduction's pieces say about its least wall time: the seconds of the figures
+    (`figures`), of the checks (`checks`), and of the checks' tracing, lowering, compiling and
+    loading (`checks_building`, CPU seconds) summed over the workers, and `least_wall`, the figures'
+    seconds plus the checks' building, shared out over `run["jobs"]` workers: what the reproduction
+    would take at the least if every check's runs took no time and the workers never waited."""
+    figures = sum(seconds for name, (seconds, _) in run["pieces"].items() if name.startswith("figure "))
+    checks = [(seconds, c) for name, (seconds, c) in run["pieces"].items() if name.startswith("check ")]
+    building = sum(_building(c) + c["load_seconds"] for _, c in checks)
+    return {
+        "figures": figures,
+        "checks": sum(seconds for seconds, _ in checks),
+        "checks_building": building,
+        "least_wall": (figures + building) / run["jobs"],
+    }
+
+
+def least_wall_lines(cold: dict, warm: dict) -> str:
+    """[`least_wall`][] of both runs, a line each."""
+    lines = []
+    for label, run in (("cold", cold), ("warm", warm)):
+        least = least_wall(run)
+        lines.append(
+            f"{label}: figures {least['figures']:.0f} s, checks {least['checks']:.0f} s "
+            f"({least['checks_building']:.0f} s of it tracing, lowering, compiling and loading); were the "
+            f"checks' runs free, {run['jobs']} workers would take at least {least['least_wall']:.0f} s "
+            f"(against {run['wall']:.0f} s)"
+        )
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=None, help="a new folder (default: a temporary one)")
@@ -145,6 +178,8 @@ def main(argv: list[str] | None = None) -> dict:
     cold = reproduce(out / "cold", out / "cache", args.jobs)
     warm = reproduce(out / "warm", out / "cache", args.jobs)
     print(table(cold, warm, args.top))
+    print()
+    print(least_wall_lines(cold, warm))
     print()
     print(program_table(cold, warm, args.programs))
     return {"cold": cold, "warm": warm}

@@ -76,6 +76,26 @@ def test_compile_budget_puts_the_costliest_compiling_first_and_totals_both_runs(
     assert len(bench.table(cold, warm, 1).splitlines()) == 5
 
 
+def test_compile_budget_least_wall_counts_the_figures_whole_and_the_checks_building():
+    """Were the checks' runs free, a reproduction would still take its figures' seconds and its
+    checks' tracing, lowering, compiling and loading, over its workers (made-up runs)."""
+    bench = load_file("bench/compile_budget.py")
+    building = {"trace_seconds": 1.0, "lower_seconds": 2.0, "compile_seconds": 3.0, "load_seconds": 0.5}
+    run = {
+        "wall": 40.0,
+        "jobs": 2,
+        "pieces": {
+            "check p.a": (10.0, building),
+            "check p.b": (4.0, building | {"compile_seconds": 0.0}),
+            "figure p_f": (20.0, building),
+        },
+    }
+    least = bench.least_wall(run)
+    assert least == {"figures": 20.0, "checks": 14.0, "checks_building": 10.0, "least_wall": 15.0}
+    line = bench.least_wall_lines(run, run | {"jobs": 1}).splitlines()[1]
+    assert line.startswith("warm: figures 20 s, checks 14 s (10 s of it") and "at least 30 s" in line
+
+
 def test_compile_budget_reads_each_program_from_jax_log():
     """JAX's compile log, as `JAX_LOG_COMPILES=1` writes it, read back per program name."""
     bench = load_file("bench/compile_budget.py")
