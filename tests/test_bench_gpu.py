@@ -192,6 +192,24 @@ def test_fig6_seconds_split_into_the_sweep_and_the_rest(gpu):
     assert table["columns"] == ["seconds", "first run", "second run"] and len(table["rows"]) == 6
 
 
+def test_a_bare_process_that_fails_says_why_and_the_section_goes_on(gpu, monkeypatch):
+    monkeypatch.setattr(gpu, "BARE_PROCESS", "raise SystemExit('no device here')")
+    bare = gpu.bare_process()
+    assert bare == {
+        "seconds": None,
+        "import_seconds": None,
+        "device_seconds": None,
+        "reason": "no device here",
+    }
+    table = gpu._bare_process_table(bare)
+    assert (
+        table["title"].endswith("(failed: no device here)")
+        and [row[1] for row in table["rows"]] == [None] * 3
+    )
+    monkeypatch.setattr(gpu, "BARE_PROCESS", "import time; time.sleep(5)")
+    assert gpu.bare_process(timeout=0.5)["reason"] == "not done in 0.5 s"
+
+
 def test_goals_hold_each_fig6_run_to_its_own_ratio(gpu):
     """The first run is held to 5x the PyTorch loop and the second to 20x, each by its own ratio."""
     found = {g["goal"]: g for g in gpu.goals({"fig6": {"ratio": 5.5, "ratio_warm": 8.1}})}
