@@ -8,7 +8,8 @@ answer without importing JAX or any paper. A changed source file changes the dig
 catalog is never stale; one that cannot be kept (a read-only home) is read from the code every
 time.
 
-This module imports nothing heavy: reading the code is the one thing that imports the papers.
+This module imports nothing heavy: it reads and writes kept catalogs; `attnflow.papers.catalog`
+reads one from the code where none is kept (importing every paper).
 """
 
 import json
@@ -36,22 +37,6 @@ def kept_catalog() -> dict | None:
         return None
 
 
-def catalog() -> dict:
-    """The catalog of these sources ([`known_catalog`][]), else read from the code (importing every
-    paper: the command line sets up JAX first) and kept.
-
-    **Returns:** `attnflow.papers.catalog_of` the papers.
-    """
-    known = known_catalog()
-    if known is not None:
-        return known
-    from .papers import catalog_of, papers
-
-    made = catalog_of(papers())
-    _keep(made)
-    return made
-
-
 def known_catalog() -> dict | None:
     """The catalog where it needs no import: where this process has imported the papers, read
     from them (so that it holds a paper added or changed in the process); else the one kept for
@@ -62,7 +47,7 @@ def known_catalog() -> dict | None:
     return kept_catalog()
 
 
-def _keep(made: dict) -> None:
+def keep(made: dict) -> None:
     """Write the catalog whole or not at all; where it cannot be written, it is not kept."""
     folder = catalog_dir()
     path = folder / f"{_digest()}.json"

@@ -32,9 +32,9 @@ def verify(args: argparse.Namespace) -> int:
     from ._pieces import paper_checks
     from ._render import text_table, write_json
     from ._workers import costs, run_pieces, schedule
-    from .papers import checks_named, paper, papers
+    from .papers import catalog, checks_named, paper
 
-    names = [paper(args.paper).name] if args.paper else list(papers())
+    names = [paper(args.paper).name] if args.paper else list(catalog()["papers"])
     only = checks_named(args.check, names) if args.check else {}
     names = list(only) if only else names
     dynamics.store.prepare_file(args.json, "--json")
@@ -723,9 +723,10 @@ def _checked_data(directory: str | None) -> str | None:
     then given (an argument of each piece), or `None` without `--data`."""
     if directory is None:
         return None
-    from .papers import papers
+    from .papers import catalog, loaded
 
-    options = [p.info.data for p in papers().values() if p.info.data is not None]
+    with_data = [name for name, record in catalog()["papers"].items() if record["data"] is not None]
+    options = [loaded(name).info.data for name in with_data]
     if not options:
         raise ValueError("--data: no paper reads a data directory")
     for option in options:
@@ -744,15 +745,18 @@ def figures(args: argparse.Namespace) -> int:
     from ._names import figures_named
     from ._pieces import paper_figures, shared_runs
     from ._workers import costs, run_pieces, schedule
-    from .papers import all_figures, catalog_of, papers
+    from .papers import catalog
 
-    names = list(all_figures()) if args.all else figures_named(args.names, catalog_of(papers()))
+    known = catalog()
+    found = known["papers"]
+    every = [name for record in found.values() for name in record["figures"]]
+    names = every if args.all else figures_named(args.names, known)
     data = _checked_data(args.data)
     out = dynamics.store.prepare_folder(args.out, "--out")
-    wanted = {paper: [n for n in names if n in each.figures] for paper, each in papers().items()}
+    wanted = {paper: [n for n in names if n in record["figures"]] for paper, record in found.items()}
     scheduled = schedule([p for p, chosen in wanted.items() if chosen], ("figures",), args.full)
     pieces = [(paper_figures, (paper, out, args.full, wanted[paper], data)) for paper, _ in scheduled]
-    with shared_runs(out / "shared_runs", data):
+    with shared_runs(out / "shared_runs", data, [paper for paper, _ in scheduled]):
         _, compiling = run_pieces(
             pieces, args.jobs, jax.config.jax_compilation_cache_dir, costs=costs(scheduled, args.full)
         )

@@ -12,7 +12,7 @@ import dynamics
 import theory
 
 from ._kept_checks import code_key
-from .papers import papers
+from .papers import catalog, loaded
 
 
 def paper_checks(
@@ -21,7 +21,7 @@ def paper_checks(
     """The checks of paper `name` (those named in `only`, or all; at the paper's sizes when `full`;
     reading the data directory `data` where the paper has a data option), each announced as it
     starts, and kept in `keep` as it ends (see `Paper.run_checks`)."""
-    return papers()[name].run_checks(
+    return loaded(name).run_checks(
         full=full,
         progress=lambda check: print(f"  {name}: {check}", flush=True),
         only=only,
@@ -54,9 +54,9 @@ def paper_figures(
     """The figures of paper `name` (those named in `only`, or all) drawn into `out`, reading the
     data directory `data` where the paper has a data option, each announced as it starts (as a check
     is), timed and its compiling recorded: figure name -> [`DrawnFigure`][]."""
-    drawn = {}
-    with papers()[name].reading(data):
-        for figure, draw in papers()[name].figures.items():
+    drawn, paper = {}, loaded(name)
+    with paper.reading(data):
+        for figure, draw in paper.figures.items():
             if only is None or figure in only:
                 print(f"  {name}: {figure}", flush=True)
                 drawn[figure] = _drawn(figure, draw, out, full)
@@ -75,12 +75,13 @@ def _drawn(figure: str, draw, out: Path, full: bool) -> DrawnFigure:
 
 
 @contextlib.contextmanager
-def shared_runs(folder: Path, data: str | None = None) -> Iterator[Path]:
+def shared_runs(folder: Path, data: str | None = None, papers: list[str] | None = None) -> Iterator[Path]:
     """Make `folder` the place of the runs the pieces share (`dynamics.store.shared_store`), given
     to them by `run_pieces`; yields it. The stores there are kept for the same command made again when it
     stops half-way (killed, interrupted, a piece failed), so that it resumes them, and only for
-    the same code and data directory `data`: before the pieces start, stores made under another
-    [`runs_key`][] are removed; once every piece has ended, all of them are."""
+    the same code and the same data directories of the command's `papers` (default every paper;
+    `data`: `--data`): before the pieces start, stores made under another [`runs_key`][] are
+    removed; once every piece has ended, all of them are."""
     key_file = folder / RUNS_KEY
 
     def empty():
@@ -89,7 +90,7 @@ def shared_runs(folder: Path, data: str | None = None) -> Iterator[Path]:
             (folder / f".{store.name}.lock").unlink(missing_ok=True)
         key_file.unlink(missing_ok=True)
 
-    key = runs_key(data)
+    key = runs_key(data, papers)
     try:
         kept = json.loads(key_file.read_text())
     except (OSError, ValueError):
@@ -109,9 +110,12 @@ RUNS_KEY = "key.json"
 """The file of [`shared_runs`][]'s folder that says what code its stores come from."""
 
 
-def runs_key(data: str | None = None) -> dict:
+def runs_key(data: str | None = None, papers: list[str] | None = None) -> dict:
     """What the shared runs of a command are results of, beyond their own settings (which name
-    each store): the code (`attnflow._kept_checks.code_key`) and the data directory each paper
-    with a data option reads (`data`, else the one its user set)."""
-    read = {p.name: p.data_directory(data) for p in papers().values() if p.info.data}
+    each store): the code (`attnflow._kept_checks.code_key`) and the data directory each paper of
+    the command (`papers`, default every paper) with a data option reads (`data`, else the one its
+    user set). Only those papers are imported."""
+    found = catalog()["papers"]
+    with_data = [name for name in papers or found if found[name]["data"] is not None]
+    read = {name: loaded(name).data_directory(data) for name in with_data}
     return {"shared runs of": code_key(), "data": read}

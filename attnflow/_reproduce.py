@@ -63,7 +63,7 @@ def reproduce(
         else (paper_figures, (name, out / "figures", full, None, data))
         for name, part in pieces
     ]
-    with shared_runs(out / "shared_runs", data) as folder:
+    with shared_runs(out / "shared_runs", data, names) as folder:
         cache = jax.config.jax_compilation_cache_dir
         done, compiling = run_pieces(tasks, jobs, cache, folder, costs(pieces, full))
     results = dict(zip(pieces, done))

@@ -16,7 +16,7 @@ from typing import Any
 import dynamics
 
 from ._runtime import default_jobs, set_up_worker
-from .papers import papers
+from .papers import loaded
 
 Piece = tuple[Callable[..., Any], tuple]
 """A function (importable at module level) and its arguments."""
@@ -26,7 +26,7 @@ def declared_costs(pieces: list[tuple[str, str]], full: bool = False) -> list[fl
     """What each `(paper, part)` piece declares it costs (`tasks.PaperInfo.cost`, seconds on two
     cores; `None` where undeclared): at the papers' sizes (`"full checks"`) when `full` and every
     piece declares those, else at the quick sizes (one scale for all, so that they compare)."""
-    declared = {name: papers()[name].info.cost for name, _ in pieces}
+    declared = {name: loaded(name).info.cost for name, _ in pieces}
     key = "full {}" if full and all(f"full {part}" in declared[name] for name, part in pieces) else "{}"
     return [declared[name].get(key.format(part)) for name, part in pieces]
 

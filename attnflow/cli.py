@@ -480,9 +480,12 @@ def _answer_from_catalog(args: argparse.Namespace) -> int | None:
     """
     listing = (args.func == "figures" and args.list) or (args.func == "list" and not _names_a_class(args))
     if listing:
-        if _catalog.known_catalog() is None:  # read from the code: the runtime comes first
+        found = _catalog.known_catalog()
+        if found is None:  # read from the code: the runtime comes first
             _runtime.set_up(compile_cache=not args.no_compile_cache)
-        found = _catalog.catalog()
+            from .papers import catalog
+
+            found = catalog()
         if args.func == "figures":
             _listing.list_figures(found)
         elif args.target is None:

@@ -16,7 +16,7 @@ import dynamics
 import tasks
 import theory
 from attnflow import _commands, _runtime, cli
-from attnflow.papers import Paper, checks_named, load_simulation, papers
+from attnflow.papers import Paper, catalog_of, checks_named, load_simulation, loaded, papers
 
 from .helpers import REPOSITORY
 
@@ -36,6 +36,44 @@ def test_one_registry_names_every_paper_everywhere():
         assert all(figure.startswith(f"{name}_") for figure in paper.figures)
         assert all(issubclass(cls, dynamics.AbstractSimulation) for cls in paper.simulations.values())
         assert all(cls.path().startswith(f"tasks.{name}:") for cls in paper.simulations.values())
+
+
+_PAPERS_IMPORTED = """
+import json, sys
+from attnflow import cli
+status = cli.main(sys.argv[1:])
+packages = ("tasks", "theory", "figures")
+imported = {m.split(".")[1] for m in sys.modules if m.count(".") == 1 and m.split(".")[0] in packages}
+print(json.dumps({"status": status, "papers": sorted(p for p in imported if not p.startswith("_"))}))
+"""
+
+
+def test_a_command_of_one_paper_imports_that_paper_alone(tmp_path):
+    """Once the catalog is kept (by any earlier command), `figures` and `verify` of one paper's
+    figure or check import that paper's modules and no other paper's; `loaded` gives the paper
+    `papers()` gives."""
+    env = os.environ | {"XDG_CACHE_HOME": str(tmp_path / "cache"), "MPLBACKEND": "Agg"}
+
+    def imported(*argv):
+        done = subprocess.run(
+            [sys.executable, "-c", _PAPERS_IMPORTED, *argv],
+            cwd=REPOSITORY, env=env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    assert imported("list")["status"] == 0  # keeps the catalog, read from every paper
+    figure = imported("figures", "ntp_partial_order_wkq_column", "--out", str(tmp_path / "f"), "--jobs", "1")
+    assert figure == {"status": 0, "papers": ["ntp_partial_order"]}
+    assert (tmp_path / "f" / "ntp_partial_order_wkq_column.png").exists()
+    check = imported(
+        "verify", "--check", "eqn2_closed_form_vs_qp", "--json", str(tmp_path / "v.json"), "--jobs", "1"
+    )
+    assert check == {"status": 0, "papers": ["ntp_partial_order"]}
+    for name, paper in papers().items():
+        assert loaded(name) == paper
+    with pytest.raises(KeyError):
+        loaded("no_such_paper")
 
 
 def test_unknown_paper_and_class(capsys):
@@ -253,9 +291,12 @@ def test_a_stopped_reproduce_made_again_runs_only_the_checks_left(tmp_path, monk
     from attnflow import _pieces, _report, _reproduce, _workers
 
     ran, stop = [], {"second": KeyboardInterrupt}
-    toy = _toy(_counted("first", ran, stop), _counted("second", ran, stop))
-    for module in (_pieces, _report, _reproduce, _workers):
-        monkeypatch.setattr(module, "papers", lambda: {"toy": toy})
+    registry = {"toy": _toy(_counted("first", ran, stop), _counted("second", ran, stop))}
+    for module in (_report, _reproduce):
+        monkeypatch.setattr(module, "papers", lambda: registry)
+    for module in (_pieces, _workers):
+        monkeypatch.setattr(module, "loaded", registry.__getitem__)
+    monkeypatch.setattr(_pieces, "catalog", lambda: catalog_of(registry))
     with pytest.raises(KeyboardInterrupt):
         _reproduce.reproduce(tmp_path, full=False, metadata={}, jobs=1)
     assert [path.name for path in (tmp_path / "verify.kept" / "toy").glob("*.npz")] == ["first.npz"]

@@ -18,7 +18,7 @@ import figures
 import tasks
 import theory
 from attnflow import _catalog, cli
-from attnflow.papers import papers
+from attnflow.papers import catalog, papers
 
 TASK = """
 import jax
@@ -86,7 +86,7 @@ def toy_paper(tmp_path, monkeypatch):
     """The three packages extended with the toy paper's folders; the registry found afresh. The
     catalog of the papers before is kept first, as an earlier `attnflow list` would have."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    _catalog.catalog()
+    catalog()
     files = [(tasks, "toy_paper/__init__.py", TASK), (theory, "toy_paper/__init__.py", THEORY)]
     for package, name, source in [*files, (figures, "toy_paper.py", FIGURES)]:
         folder = tmp_path / package.__name__

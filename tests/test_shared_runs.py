@@ -6,7 +6,9 @@ import pytest
 
 import dynamics
 from attnflow import _pieces
-from attnflow._pieces import shared_runs
+from attnflow._kept_checks import code_key
+from attnflow._pieces import runs_key, shared_runs
+from attnflow.papers import catalog
 from tests._store_sims import SlowDecay
 
 GRID = {"rate": [1.0, 2.0]}
@@ -74,3 +76,13 @@ def test_the_shared_runs_of_a_stopped_command_are_resumed_by_the_same_code_only(
         assert not list(folder.glob("*.zarr"))  # other code's runs go before the pieces start
         np.testing.assert_array_equal(piece()["value"].values, first["value"].values)
         assert runs_made() == 3 * 6
+
+
+def test_the_runs_key_holds_the_data_directories_of_the_commands_papers_alone():
+    """Every paper with a data option counts by default; a command of other papers' pieces keys
+    its runs on none of them (and need not import them)."""
+    with_data = [name for name, record in catalog()["papers"].items() if record["data"] is not None]
+    assert with_data and set(runs_key()["data"]) == set(with_data)
+    others = [name for name in catalog()["papers"] if name not in with_data]
+    assert others and runs_key(None, others) == {"shared runs of": code_key(), "data": {}}
+    assert list(runs_key(None, [*others, with_data[0]])["data"]) == with_data[:1]
