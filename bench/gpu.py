@@ -348,8 +348,6 @@ def section_fig6(sizes: Sizes, budget: float) -> dict:
 
 
 COMPILE_LINE = re.compile(r"Finished XLA compilation of (\S+) in ([0-9.eE+-]+) sec")
-TRACE_LINE = re.compile(r"Finished tracing (?:\+ transforming )?\S+ for \S+ in ([0-9.eE+-]+) sec")
-LOWER_LINE = re.compile(r"Finished jaxpr to MLIR module conversion \S+ in ([0-9.eE+-]+) sec")
 
 
 def entropy_change(entropy, reference) -> dict:
@@ -373,17 +371,18 @@ def compile_times(log: str) -> dict:
     seconds in all (a program found in the persistent cache is logged as compiled, its seconds
     those of loading it), the longest (its name and seconds), and the seconds spent tracing and
     lowering programs (`trace_seconds`, `lower_seconds`: what a process spends before it can look a
-    program up in the cache)."""
+    program up in the cache; read per program by `bench/compile_budget.py`'s `programs`)."""
     found = [(name, float(seconds)) for name, seconds in COMPILE_LINE.findall(log)]
     name, longest = max(found, key=lambda item: item[1], default=(None, 0.0))
+    per_program = _load("compile_budget").programs(log).values()
     return {
         "programs": len(found),
         "seconds": sum(seconds for _, seconds in found),
         "longest": name,
         "longest_seconds": longest,
         "each_over_1s": [round(seconds, 2) for _, seconds in found if seconds > 1.0],
-        "trace_seconds": sum(map(float, TRACE_LINE.findall(log))),
-        "lower_seconds": sum(map(float, LOWER_LINE.findall(log))),
+        "trace_seconds": sum(stats["trace_seconds"] for stats in per_program),
+        "lower_seconds": sum(stats["lower_seconds"] for stats in per_program),
     }
 
 
