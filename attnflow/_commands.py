@@ -723,10 +723,9 @@ def _checked_data(directory: str | None) -> str | None:
     then given (an argument of each piece), or `None` without `--data`."""
     if directory is None:
         return None
-    from .papers import catalog, loaded
+    from .papers import loaded, with_data
 
-    with_data = [name for name, record in catalog()["papers"].items() if record["data"] is not None]
-    options = [loaded(name).info.data for name in with_data]
+    options = [loaded(name).info.data for name in with_data()]
     if not options:
         raise ValueError("--data: no paper reads a data directory")
     for option in options:

@@ -12,7 +12,7 @@ import dynamics
 import theory
 
 from ._kept_checks import code_key
-from .papers import catalog, loaded
+from .papers import loaded, with_data
 
 
 def paper_checks(
@@ -115,7 +115,5 @@ def runs_key(data: str | None = None, papers: list[str] | None = None) -> dict:
     each store): the code (`attnflow._kept_checks.code_key`) and the data directory each paper of
     the command (`papers`, default every paper) with a data option reads (`data`, else the one its
     user set). Only those papers are imported."""
-    found = catalog()["papers"]
-    with_data = [name for name in papers or found if found[name]["data"] is not None]
-    read = {name: loaded(name).data_directory(data) for name in with_data}
+    read = {name: loaded(name).data_directory(data) for name in with_data(papers)}
     return {"shared runs of": code_key(), "data": read}

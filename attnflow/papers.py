@@ -39,6 +39,7 @@ __all__ = [
     "nearest",
     "paper",
     "papers",
+    "with_data",
 ]
 
 Figure = Callable[[Path, bool], list[Path]]
@@ -271,6 +272,13 @@ def catalog() -> dict:
     made = catalog_of(papers())
     _catalog.keep(made)
     return made
+
+
+def with_data(among: Iterable[str] | None = None) -> list[str]:
+    """The papers of `among` (default every paper), in that order, that have a data option
+    (`tasks.PaperInfo.data`), found in the [`catalog`][] without importing any of them."""
+    found = catalog()["papers"]
+    return [name for name in among or found if found[name]["data"] is not None]
 
 
 def paper(name: str) -> Paper:

@@ -289,6 +289,7 @@ def test_a_stopped_verify_made_again_runs_only_the_checks_left(tmp_path, monkeyp
 
 def test_a_stopped_reproduce_made_again_runs_only_the_checks_left(tmp_path, monkeypatch):
     from attnflow import _pieces, _report, _reproduce, _workers
+    from attnflow import papers as registry_module
 
     ran, stop = [], {"second": KeyboardInterrupt}
     registry = {"toy": _toy(_counted("first", ran, stop), _counted("second", ran, stop))}
@@ -296,7 +297,7 @@ def test_a_stopped_reproduce_made_again_runs_only_the_checks_left(tmp_path, monk
         monkeypatch.setattr(module, "papers", lambda: registry)
     for module in (_pieces, _workers):
         monkeypatch.setattr(module, "loaded", registry.__getitem__)
-    monkeypatch.setattr(_pieces, "catalog", lambda: catalog_of(registry))
+    monkeypatch.setattr(registry_module, "catalog", lambda: catalog_of(registry))
     with pytest.raises(KeyboardInterrupt):
         _reproduce.reproduce(tmp_path, full=False, metadata={}, jobs=1)
     assert [path.name for path in (tmp_path / "verify.kept" / "toy").glob("*.npz")] == ["first.npz"]
