@@ -60,6 +60,15 @@ from pathlib import Path
 # Several processes share the GPU (the sections' workers, the fresh attnflow process of `fig6`,
 # torch): JAX takes memory as it needs it instead of 75 % of the device up front.
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+RECORDED_ENV = (
+    "XLA_PYTHON_CLIENT_PREALLOCATE",
+    "CUDA_VISIBLE_DEVICES",
+    "PYTHONPYCACHEPREFIX",
+    "PYTHONDONTWRITEBYTECODE",
+)
+"""The environment variables a report records: the device's memory and its choice, and where
+Python keeps its bytecode (`bench/gpu_run.sh` sets it; without it, a process compiles every module
+it imports from source where the machine's packages ship none)."""
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
@@ -1188,7 +1197,7 @@ def metadata(commit: str | None) -> dict:
     meta["versions"]["xarray"] = version_of("xarray")
     meta["platform"] = platform.platform()
     meta["memory"] = device_memory()
-    meta["env"] = {k: os.environ.get(k) for k in ("XLA_PYTHON_CLIENT_PREALLOCATE", "CUDA_VISIBLE_DEVICES")}
+    meta["env"] = {name: os.environ.get(name) for name in RECORDED_ENV}
     if commit:
         meta["commit"] = commit
     return meta

@@ -28,6 +28,12 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 export PYTHONPATH="$SITE:$PWD${PYTHONPATH:+:$PYTHONPATH}"
 export MPLBACKEND=Agg
+# Bytecode as an installation leaves it: a module is compiled once and read back by every later
+# process, in $PYTHONPYCACHEPREFIX (writable where the machine's packages are not), rather than
+# compiled from source in each process the benchmarks time. The check below writes most of it
+# before anything is timed; the few modules a command imports later are written by its first run.
+export PYTHONPYCACHEPREFIX=${PYTHONPYCACHEPREFIX:-/tmp/pycache}
+unset PYTHONDONTWRITEBYTECODE
 python3 -c "import dynamics, tasks, theory, figures, attnflow.cli"  # fails here if something is missing
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>/dev/null || true
 python3 "$SCRIPT" --out "$OUT" "$@" 2>&1 | tee "$OUT/$(basename "$SCRIPT" .py).log"

@@ -6,8 +6,10 @@ on made-up inputs. The toy runs, through worker processes, under `-m slow`."""
 import dataclasses
 import json
 import math
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -140,6 +142,37 @@ def test_gpu_bench_toy_all_sections(tmp_path):
     text = (tmp_path / "gpu.md").read_text()
     for name in sections:
         assert f"## {name}: " in text
+
+
+@pytest.mark.slow
+def test_gpu_run_sh_gives_each_timed_process_the_bytecode_written_once(tmp_path):
+    """`bench/gpu_run.sh` on a machine that writes no bytecode (`PYTHONDONTWRITEBYTECODE`): the
+    script it runs reads the project's bytecode from `$PYTHONPYCACHEPREFIX`, written by the import
+    check before it, and may write what it imports later."""
+    script = tmp_path / "probe.py"
+    script.write_text(
+        "import importlib.util, json, sys\n"
+        "import dynamics\n"
+        "cached = importlib.util.cache_from_source(dynamics.__file__)\n"
+        "json.dump({'prefix': sys.pycache_prefix, 'writes': not sys.dont_write_bytecode, 'cached': cached},"
+        " open(sys.argv[sys.argv.index('--out') + 1] + '/probe.json', 'w'))\n"
+    )
+    prefix = tmp_path / "pycache"
+    env = os.environ | {
+        "SCRIPT": str(script),
+        "OUT": str(tmp_path / "out"),
+        "PYTHONPYCACHEPREFIX": str(prefix),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+    }
+    done = subprocess.run(
+        ["bash", str(REPOSITORY / "bench" / "gpu_run.sh")],
+        capture_output=True, text=True, timeout=300, cwd=REPOSITORY, env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    probe = json.loads((tmp_path / "out" / "probe.json").read_text())
+    assert probe["prefix"] == str(prefix) and probe["writes"]
+    assert Path(probe["cached"]).is_file() and Path(probe["cached"]).is_relative_to(prefix)
 
 
 def test_a_worker_gets_the_sizes_the_command_line_changed(gpu):
