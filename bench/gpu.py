@@ -66,9 +66,9 @@ RECORDED_ENV = (
     "PYTHONPYCACHEPREFIX",
     "PYTHONDONTWRITEBYTECODE",
 )
-"""The environment variables a report records: the device's memory and its choice, and where
-Python keeps its bytecode (`bench/gpu_run.sh` sets it; without it, a process compiles every module
-it imports from source where the machine's packages ship none)."""
+"""The environment variables a report records: the device's memory and its choice, and whether
+and where Python keeps bytecode (`bench/gpu_run.sh` lets it; where none is kept, every process
+compiles every module it imports from source)."""
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent

@@ -29,11 +29,13 @@ fi
 export PYTHONPATH="$SITE:$PWD${PYTHONPATH:+:$PYTHONPATH}"
 export MPLBACKEND=Agg
 # Bytecode as an installation leaves it: a module is compiled once and read back by every later
-# process, in $PYTHONPYCACHEPREFIX (writable where the machine's packages are not), rather than
-# compiled from source in each process the benchmarks time. The check below writes most of it
+# process, rather than compiled from source in each process the benchmarks time. Python writes it
+# beside the sources where it may, and in $PYTHONPYCACHEPREFIX (default /tmp/pycache) where the
+# machine's packages came without it in folders it may not write. The check below writes most of it
 # before anything is timed; the few modules a command imports later are written by its first run.
-export PYTHONPYCACHEPREFIX=${PYTHONPYCACHEPREFIX:-/tmp/pycache}
 unset PYTHONDONTWRITEBYTECODE
+python3 -c "import importlib.util as u, os, sys, jax; sys.exit(not os.path.exists(u.cache_from_source(jax.__file__)))" \
+    || export PYTHONPYCACHEPREFIX=${PYTHONPYCACHEPREFIX:-/tmp/pycache}
 python3 -c "import dynamics, tasks, theory, figures, attnflow.cli"  # fails here if something is missing
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>/dev/null || true
 python3 "$SCRIPT" --out "$OUT" "$@" 2>&1 | tee "$OUT/$(basename "$SCRIPT" .py).log"

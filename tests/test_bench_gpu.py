@@ -146,9 +146,10 @@ def test_gpu_bench_toy_all_sections(tmp_path):
 
 @pytest.mark.slow
 def test_gpu_run_sh_gives_each_timed_process_the_bytecode_written_once(tmp_path):
-    """`bench/gpu_run.sh` on a machine that writes no bytecode (`PYTHONDONTWRITEBYTECODE`): the
-    script it runs reads the project's bytecode from `$PYTHONPYCACHEPREFIX`, written by the import
-    check before it, and may write what it imports later."""
+    """`bench/gpu_run.sh` where the environment says to write no bytecode
+    (`PYTHONDONTWRITEBYTECODE`): the script it runs finds the project's bytecode in the folder of
+    `$PYTHONPYCACHEPREFIX`, written by the import check before it, and may write what it imports
+    later."""
     script = tmp_path / "probe.py"
     script.write_text(
         "import importlib.util, json, sys\n"
