@@ -110,8 +110,9 @@ def test_gpu_bench_toy_all_sections(tmp_path):
     assert fig6["attnflow_warm_seconds"] > 0  # on the cache, on the CPU: the same numbers, bit for bit
     assert fig6["attnflow_warm_runs_changed"] == fig6["attnflow_warm_max_abs_entropy_change"] == 0
     assert 0 < fig6["attnflow_warm_sweep_seconds"] < fig6["attnflow_warm_seconds"]
-    bare = fig6["bare_process"]
-    assert 0 < bare["import_seconds"] + bare["device_seconds"] < bare["seconds"]
+    for bare in (fig6["bare_process"], fig6["bare_process_overlapped"]):
+        assert 0 < bare["import_seconds"] + bare["device_seconds"] < bare["seconds"]
+    assert len(fig6["tables"][2]["rows"]) == 6
     assert [t["title"] for t in fig6["tables"][1:3]] == [
         "Where attnflow's seconds go",
         "A bare process: `import attnflow.cli, figures.scan_snap`, then one array on the device",
@@ -235,13 +236,14 @@ def test_a_bare_process_that_fails_says_why_and_the_section_goes_on(gpu, monkeyp
         "device_seconds": None,
         "reason": "no device here",
     }
-    table = gpu._bare_process_table(bare)
-    assert (
-        table["title"].endswith("(failed: no device here)")
-        and [row[1] for row in table["rows"]] == [None] * 3
-    )
-    monkeypatch.setattr(gpu, "BARE_PROCESS", "import time; time.sleep(5)")
-    assert gpu.bare_process(timeout=0.5)["reason"] == "not done in 0.5 s"
+    ran = {"seconds": 3.0, "import_seconds": 2.0, "device_seconds": 0.5}
+    table = gpu._bare_process_table(bare, ran)
+    assert table["title"].endswith("(it failed: no device here)")
+    assert [row[1] for row in table["rows"]] == [None] * 3 + [3.0, 2.0, 0.5]
+    table = gpu._bare_process_table(ran, bare)
+    assert table["title"].endswith("(the overlapped one failed: no device here)")
+    assert [row[1] for row in table["rows"]] == [3.0, 2.0, 0.5] + [None] * 3
+    assert gpu.bare_process("import time; time.sleep(5)", timeout=0.5)["reason"] == "not done in 0.5 s"
 
 
 def test_goals_hold_each_fig6_run_to_its_own_ratio(gpu):
