@@ -278,7 +278,7 @@ def with_data(among: Iterable[str] | None = None) -> list[str]:
     """The papers of `among` (default every paper), in that order, that have a data option
     (`tasks.PaperInfo.data`), found in the [`catalog`][] without importing any of them."""
     found = catalog()["papers"]
-    return [name for name in among or found if found[name]["data"] is not None]
+    return [name for name in (found if among is None else among) if found[name]["data"] is not None]
 
 
 def paper(name: str) -> Paper:
